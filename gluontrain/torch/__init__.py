@@ -1,0 +1,1 @@
+"""PyTorch backend of gluontrain."""
