@@ -1,0 +1,451 @@
+"""Dataset validators that name the offending file and say what to do.
+
+The stock readers fail on bad data with messages that name no file (a bare XML ``ParseError``,
+an ``AssertionError`` on a box, a ``KeyError``); these checks run first and report every
+problem they find (the first few in full, plus a count).
+"""
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .synthetic import VOC_CLASSES
+from .vg import DICTS_NAME, H5_NAME, IMAGE_DATA, IMAGE_DIR
+
+__all__ = ['DatasetError', 'check_voc', 'check_coco', 'check_vg']
+
+_GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
+_SHOWN = 10
+
+
+class DatasetError(ValueError):
+    """A dataset on disk is missing or malformed; the message names the file and the fix.
+
+    Attributes
+    ----------
+    problems : list of str
+        Every problem found (the message shows the first few).
+    """
+
+    def __init__(self, message, problems=None):
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
+
+
+class _Problems:
+    """Collects problems and raises them together."""
+
+    def __init__(self, what):
+        self.what = what
+        self.items = []
+
+    def add(self, msg):
+        self.items.append(msg)
+
+    def raise_if_any(self):
+        if not self.items:
+            return
+        n = len(self.items)
+        head = '{} problem{} in {}'.format(n, '' if n == 1 else 's', self.what)
+        if n > _SHOWN:
+            head += ' (first {} shown)'.format(_SHOWN)
+        lines = [head + ':'] + ['  - ' + m for m in self.items[:_SHOWN]]
+        if n > _SHOWN:
+            lines.append('  ... and {} more.'.format(n - _SHOWN))
+        raise DatasetError('\n'.join(lines), self.items)
+
+
+def _missing_root(kind, root, expect):
+    raise DatasetError(
+        '{} dataset root {} does not exist. Point --dataset-root at the folder that contains '
+        '{}, or generate a synthetic one with `{}`.'.format(
+            kind, root, expect, _GENERATE.format(kind.lower())))
+
+
+def _image_problem(path):
+    """``None`` if ``path`` is a readable image, else a short reason."""
+    from PIL import Image  # pylint: disable=import-outside-toplevel
+
+    if not os.path.isfile(path):
+        return 'is missing'
+    if os.path.getsize(path) == 0:
+        return 'is empty (0 bytes)'
+    try:
+        with Image.open(path) as im:
+            im.size  # pylint: disable=pointless-statement
+    except Exception as e:  # pylint: disable=broad-except
+        return 'cannot be read as an image ({})'.format(e)
+    return None
+
+
+def _image_size(path):
+    from PIL import Image  # pylint: disable=import-outside-toplevel
+
+    with Image.open(path) as im:
+        return im.size
+
+
+def _text(node, path):
+    found = node.find(path)
+    return None if found is None or found.text is None else found.text.strip()
+
+
+def check_voc(root, splits, classes=None, check_images=True):
+    """Validate a Pascal-VOC-format dataset before ``gluoncv.data.VOCDetection`` reads it.
+
+    Parameters
+    ----------
+    root : str
+        The ``VOCdevkit`` folder (the one holding ``VOC2007/``), as for ``VOCDetection``.
+    splits : sequence of (int or str, str)
+        ``(year, name)`` pairs such as ``[(2007, 'trainval')]``.
+    classes : sequence of str, optional
+        Accepted class names; default ``VOCDetection.CLASSES``.
+    check_images : bool
+        Also open every image (headers only) and compare its size with the XML's.
+
+    Returns
+    -------
+    dict
+        ``{'images': int, 'objects': int}`` counted over the splits.
+
+    Raises
+    ------
+    DatasetError
+        Listing every problem with its file and the fix.
+    """
+    classes = set(VOC_CLASSES if classes is None else classes)
+    root = os.path.abspath(os.path.expanduser(root))
+    if not os.path.isdir(root):
+        _missing_root('VOC', root, 'VOC2007/ (the VOCdevkit folder)')
+    report = _Problems('VOC dataset {}'.format(root))
+    n_images = n_objects = 0
+    for year, name in splits:
+        # gluoncv's rule: an int year means VOC<year>/, anything else is the folder name
+        folder = 'VOC{}'.format(year) if isinstance(year, int) else year
+        year_dir = os.path.join(root, folder)
+        if not os.path.isdir(year_dir):
+            report.add('{} does not exist: the dataset root must be the folder that contains '
+                       '{}/ (pass the VOCdevkit folder, not its parent or a year folder), '
+                       'or drop ({!r}, {!r}) from the splits.'.format(year_dir, folder, year, name))
+            continue
+        list_file = os.path.join(year_dir, 'ImageSets', 'Main', name + '.txt')
+        if not os.path.isfile(list_file):
+            report.add('{} does not exist: split {!r} is not in {} (VOC2012 has no test '
+                       'list); choose another split.'.format(list_file, name, folder))
+            continue
+        with open(list_file) as f:
+            ids = [line.strip() for line in f.readlines()]
+        for lineno, image_id in enumerate(ids, 1):
+            if not image_id:
+                report.add('{} line {} is empty: every line must hold one image id; delete '
+                           'the blank line.'.format(list_file, lineno))
+                continue
+            n_images += 1
+            n_objects += _check_voc_image(report, year_dir, image_id, classes, check_images)
+    report.raise_if_any()
+    return {'images': n_images, 'objects': n_objects}
+
+
+def _check_voc_image(report, year_dir, image_id, classes, check_images):
+    xml_path = os.path.join(year_dir, 'Annotations', image_id + '.xml')
+    jpg_path = os.path.join(year_dir, 'JPEGImages', image_id + '.jpg')
+    if check_images:
+        problem = _image_problem(jpg_path)
+        if problem:
+            report.add('image {} {}: restore it or remove {!r} from the ImageSets list.'.format(
+                jpg_path, problem, image_id))
+    if not os.path.isfile(xml_path):
+        report.add('annotation {} is missing: restore it or remove {!r} from the ImageSets '
+                   'list.'.format(xml_path, image_id))
+        return 0
+    try:
+        tree = ET.parse(xml_path)
+    except ET.ParseError as e:
+        line, col = e.position
+        reason = str(e).rsplit(': line', 1)[0]  # the position is reported separately
+        report.add('annotation {} is not well-formed XML (line {}, column {}: {}): fix or '
+                   'regenerate the file.'.format(xml_path, line, col, reason))
+        return 0
+    ann = tree.getroot()
+    try:
+        width, height = float(_text(ann, 'size/width')), float(_text(ann, 'size/height'))
+    except (TypeError, ValueError):
+        report.add('annotation {}: <size><width>/<height> missing or not numbers; add the '
+                   'image size.'.format(xml_path))
+        return 0
+    if check_images and os.path.isfile(jpg_path) and not _image_problem(jpg_path):
+        actual = _image_size(jpg_path)
+        if actual != (int(width), int(height)):
+            report.add('annotation {} says the image is {:g}x{:g} but {} is {}x{}: fix '
+                       '<size> (boxes are checked against it).'.format(
+                           xml_path, width, height, jpg_path, *actual))
+    count = broken = 0
+    for k, obj in enumerate(ann.iter('object')):
+        name = _text(obj, 'name')
+        where = 'annotation {}, object #{} ({!r})'.format(xml_path, k, name)
+        if not name:
+            report.add('annotation {}, object #{}: <name> missing; add the class name.'.format(
+                xml_path, k))
+            broken += 1
+            continue
+        if name.lower() not in classes:
+            report.add('{}: unknown class {!r}; the readers silently skip it. Use one of {} or '
+                       'pass the dataset\'s classes.'.format(where, name, sorted(classes)))
+            continue
+        difficult = _text(obj, 'difficult')
+        if difficult is None or not difficult.lstrip('-').isdigit():
+            report.add('{}: <difficult> missing or not an integer (gluoncv needs 0 or 1); add '
+                       '<difficult>0</difficult>.'.format(where))
+        try:
+            box = [float(_text(obj, 'bndbox/' + t)) for t in ('xmin', 'ymin', 'xmax', 'ymax')]
+        except (TypeError, ValueError):
+            report.add('{}: <bndbox> with numeric xmin, ymin, xmax, ymax missing; add the '
+                       'box.'.format(where))
+            broken += 1
+            continue
+        xmin, ymin, xmax, ymax = box
+        # gluoncv's rule on the 0-based box (XML minus 1): 0 <= min < max <= size
+        if not (1 <= xmin < xmax <= width + 1 and 1 <= ymin < ymax <= height + 1):
+            kind = 'is degenerate' if xmin >= xmax or ymin >= ymax else 'lies outside the image'
+            report.add('{}: box (xmin={:g}, ymin={:g}, xmax={:g}, ymax={:g}) {} of size '
+                       '{:g}x{:g} (VOC boxes are 1-based: 1 <= xmin < xmax <= width, same for '
+                       'y). Fix the coordinates or delete the object.'.format(
+                           where, xmin, ymin, xmax, ymax, kind, width, height))
+            broken += 1
+            continue
+        count += 1
+    # An image whose objects are all broken is already reported object by object.
+    if count == 0 and broken == 0:
+        report.add('annotation {} has no valid object of the known classes; the detectors '
+                   'need at least one per image: remove {!r} from the ImageSets list.'.format(
+                       xml_path, os.path.splitext(os.path.basename(xml_path))[0]))
+    return count
+
+
+def _load_json(report, path, what):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        report.add('{} {} is not valid JSON (line {}, column {}: {}): fix or regenerate '
+                   'it.'.format(what, path, e.lineno, e.colno, e.msg))
+    except (OSError, UnicodeDecodeError) as e:
+        report.add('{} {} cannot be read ({}).'.format(what, path, e))
+    return None
+
+
+def check_coco(root, split, classes=None, check_images=True):
+    """Validate a COCO-format split before ``COCODetection`` / ``pycocotools`` read it.
+
+    Parameters
+    ----------
+    root : str
+        Folder holding ``annotations/`` and the image folders.
+    split : str
+        Annotation file stem, e.g. ``'instances_train2017'``.
+    classes : sequence of str, optional
+        If given, the category names sorted by id must equal it (``COCODetection`` requires
+        its 80 ``CLASSES``).
+    check_images : bool
+        Check that every image file exists and is readable.
+
+    Returns
+    -------
+    dict
+        ``{'images': int, 'annotations': int}``.
+
+    Raises
+    ------
+    DatasetError
+        Listing every problem with its file and the fix.
+    """
+    root = os.path.abspath(os.path.expanduser(root))
+    if not os.path.isdir(root):
+        _missing_root('COCO', root, 'annotations/ and train2017/')
+    ann_file = os.path.join(root, 'annotations', split + '.json')
+    if not os.path.isfile(ann_file):
+        raise DatasetError(
+            'COCO annotation file {} does not exist: point --dataset-root at the folder that '
+            'contains annotations/{}.json, or generate one with `{}`.'.format(
+                ann_file, split, _GENERATE.format('coco')))
+    report = _Problems('COCO split {}'.format(ann_file))
+    data = _load_json(report, ann_file, 'COCO annotation file')
+    report.raise_if_any()
+    missing = [k for k in ('images', 'annotations', 'categories')
+               if not isinstance(data, dict) or k not in data]
+    if missing:
+        raise DatasetError('COCO annotation file {} lacks the top-level keys {}: it must be an '
+                           'object with images, annotations and categories lists.'.format(
+                               ann_file, missing))
+    cat_ids = {c.get('id') for c in data['categories']}
+    if classes is not None:
+        names = [c.get('name') for c in sorted(data['categories'], key=lambda c: c.get('id'))]
+        if names != list(classes):
+            report.add('{}: the categories (by id) are not the {} expected classes; gluoncv\'s '
+                       'COCODetection needs exactly the 80 COCO categories.'.format(
+                           ann_file, len(classes)))
+    images = {}
+    for img in data['images']:
+        lacking = [k for k in ('id', 'file_name', 'width', 'height', 'coco_url') if k not in img]
+        if lacking:
+            report.add('{}: image entry {} lacks {}; add them.'.format(
+                ann_file, img.get('id', img.get('file_name')), lacking))
+            continue
+        images[img['id']] = img
+        if check_images:
+            # gluoncv locates images by the last two parts of coco_url
+            path = os.path.join(root, *img['coco_url'].split('/')[-2:])
+            problem = _image_problem(path)
+            if problem:
+                report.add('{}: image {} (id {}) {}: restore it or remove the image and its '
+                           'annotations.'.format(ann_file, path, img['id'], problem))
+    seen = set()
+    for ann in data['annotations']:
+        aid = ann.get('id')
+        where = '{}: annotation id {}'.format(ann_file, aid)
+        if aid in seen:
+            report.add('{} is duplicated; annotation ids must be unique.'.format(where))
+        seen.add(aid)
+        img = images.get(ann.get('image_id'))
+        if img is None:
+            report.add('{} refers to image_id {} which is not in images; fix the id or drop '
+                       'the annotation.'.format(where, ann.get('image_id')))
+            continue
+        where += ' (image {})'.format(img['file_name'])
+        if ann.get('category_id') not in cat_ids:
+            report.add('{}: category_id {} is not in categories; use one of the listed '
+                       'ids.'.format(where, ann.get('category_id')))
+        bbox = ann.get('bbox')
+        if not isinstance(bbox, list) or len(bbox) != 4:
+            report.add('{}: bbox must be [x, y, width, height], got {!r}.'.format(where, bbox))
+            continue
+        x, y, w, h = bbox
+        if w <= 0 or h <= 0:
+            report.add('{}: bbox {} has non-positive width/height; fix or drop the '
+                       'annotation.'.format(where, bbox))
+        elif x < -1 or y < -1 or x + w > img['width'] + 1 or y + h > img['height'] + 1:
+            report.add('{}: bbox [x, y, w, h] = {} reaches outside the {}x{} image by more '
+                       'than 1 px; clip it to the image.'.format(
+                           where, bbox, img['width'], img['height']))
+    report.raise_if_any()
+    return {'images': len(images), 'annotations': len(data['annotations'])}
+
+
+def check_vg(root, check_images=True):
+    """Validate a Visual-Genome scene-graph dataset (the files :func:`load_vg` reads).
+
+    Parameters
+    ----------
+    root : str
+        Folder holding ``VG-SGG-with-attri.h5``, ``VG-SGG-dicts-with-attri.json``,
+        ``image_data.json`` and ``VG_100K/``.
+    check_images : bool
+        Check that every image file exists and is readable.
+
+    Returns
+    -------
+    dict
+        ``{'images': int, 'boxes': int, 'relationships': int}``.
+
+    Raises
+    ------
+    DatasetError
+        Listing every problem with its file and the fix.
+    """
+    import h5py  # pylint: disable=import-outside-toplevel
+
+    root = os.path.abspath(os.path.expanduser(root))
+    if not os.path.isdir(root):
+        _missing_root('VG', root, H5_NAME)
+    report = _Problems('Visual Genome dataset {}'.format(root))
+    h5_path, dicts_path = os.path.join(root, H5_NAME), os.path.join(root, DICTS_NAME)
+    for path in (h5_path, dicts_path, os.path.join(root, IMAGE_DATA)):
+        if not os.path.isfile(path):
+            report.add('{} is missing: the dataset root must hold {}, {}, {} and {}/ (generate '
+                       'one with `{}`).'.format(path, H5_NAME, DICTS_NAME, IMAGE_DATA, IMAGE_DIR,
+                                                _GENERATE.format('vg')))
+    report.raise_if_any()
+    dicts = _load_json(report, dicts_path, 'VG dictionary file')
+    image_data = _load_json(report, os.path.join(root, IMAGE_DATA), 'VG image list')
+    report.raise_if_any()
+    keys = ('split', 'img_to_first_box', 'img_to_last_box', 'img_to_first_rel',
+            'img_to_last_rel', 'boxes_1024', 'labels', 'attributes', 'relationships',
+            'predicates')
+    try:
+        with h5py.File(h5_path, 'r') as f:
+            absent = [k for k in keys if k not in f]
+            if absent:
+                raise DatasetError('{} lacks the datasets {}; regenerate it with the VG-SGG '
+                                   'preprocessing.'.format(h5_path, absent))
+            d = {k: f[k][:] for k in keys}
+    except OSError as e:
+        raise DatasetError('{} cannot be opened as HDF5 ({}); re-download or regenerate '
+                           'it.'.format(h5_path, e)) from e
+    n_img, n_box, n_rel = len(d['split']), len(d['labels']), len(d['relationships'])
+    for k in ('img_to_first_box', 'img_to_last_box', 'img_to_first_rel', 'img_to_last_rel'):
+        if len(d[k]) != n_img:
+            report.add('{}: {} has {} entries but split has {}.'.format(h5_path, k, len(d[k]),
+                                                                       n_img))
+    for k in ('boxes_1024', 'attributes'):
+        if len(d[k]) != n_box:
+            report.add('{}: {} has {} rows but labels has {}.'.format(h5_path, k, len(d[k]),
+                                                                     n_box))
+    if len(d['predicates']) != n_rel:
+        report.add('{}: predicates has {} rows but relationships has {}.'.format(
+            h5_path, len(d['predicates']), n_rel))
+    if not isinstance(image_data, list) or len(image_data) != n_img:
+        report.add('{}: {} entries but the h5 split has {} images; the two must list the same '
+                   'images in the same order.'.format(os.path.join(root, IMAGE_DATA),
+                                                      len(image_data or []), n_img))
+    report.raise_if_any()
+    n_labels = len(dicts.get('idx_to_label', {}))
+    n_preds = len(dicts.get('idx_to_predicate', {}))
+    bad_label = np.flatnonzero((d['labels'][:, 0] < 1) | (d['labels'][:, 0] > n_labels))
+    if len(bad_label):
+        report.add('{}: labels at rows {} are outside 1..{} ({}); fix them.'.format(
+            h5_path, bad_label[:5].tolist(), n_labels, DICTS_NAME))
+    bad_pred = np.flatnonzero((d['predicates'][:, 0] < 1) | (d['predicates'][:, 0] > n_preds))
+    if len(bad_pred):
+        report.add('{}: predicates at rows {} are outside 1..{} ({}); fix them.'.format(
+            h5_path, bad_pred[:5].tolist(), n_preds, DICTS_NAME))
+    boxes = d['boxes_1024']
+    bad_box = np.flatnonzero((boxes[:, :2] < 0).any(1) | (boxes[:, 2:] <= 0).any(1))
+    if len(bad_box):
+        report.add('{}: boxes_1024 rows {} have a negative centre or non-positive size; fix '
+                   'them.'.format(h5_path, bad_box[:5].tolist()))
+    for i in range(n_img):
+        _check_vg_image(report, h5_path, d, i, image_data[i], n_box, n_rel)
+        if check_images:
+            path = os.path.join(root, IMAGE_DIR, '{}.jpg'.format(image_data[i].get('image_id')))
+            problem = _image_problem(path)
+            if problem:
+                report.add('image {} (entry {} of {}) {}: restore it.'.format(
+                    path, i, IMAGE_DATA, problem))
+    report.raise_if_any()
+    return {'images': n_img, 'boxes': n_box, 'relationships': n_rel}
+
+
+def _check_vg_image(report, h5_path, d, i, info, n_box, n_rel):
+    where = '{}: image #{} (image_id {})'.format(h5_path, i, info.get('image_id'))
+    b0, b1 = int(d['img_to_first_box'][i]), int(d['img_to_last_box'][i])
+    r0, r1 = int(d['img_to_first_rel'][i]), int(d['img_to_last_rel'][i])
+    if (b0 < 0) != (b1 < 0) or (b0 >= 0 and not 0 <= b0 <= b1 < n_box):
+        report.add('{}: box range img_to_first_box..img_to_last_box = {}..{} is not inside '
+                   '0..{}; fix the index arrays.'.format(where, b0, b1, n_box - 1))
+        return
+    if (r0 < 0) != (r1 < 0) or (r0 >= 0 and not 0 <= r0 <= r1 < n_rel):
+        report.add('{}: relationship range img_to_first_rel..img_to_last_rel = {}..{} is not '
+                   'inside 0..{}; fix the index arrays.'.format(where, r0, r1, n_rel - 1))
+        return
+    if r0 >= 0:
+        if b0 < 0:
+            report.add('{}: has relationships but no boxes.'.format(where))
+            return
+        rels = d['relationships'][r0:r1 + 1]
+        outside = np.flatnonzero(((rels < b0) | (rels > b1)).any(1))
+        for j in outside[:3]:
+            report.add('{}: relationship #{} = {} points outside the image\'s boxes {}..{} '
+                       '(relationships hold global box indices); fix it.'.format(
+                           where, r0 + j, rels[j].tolist(), b0, b1))
