@@ -1,0 +1,46 @@
+"""Parsing of ``--gpus`` strings, shared by the MXNet and PyTorch backends."""
+
+
+def parse_gpu_ids(gpus):
+    """Turn a ``--gpus`` string into a list of GPU ids.
+
+    GluonCV's scripts accept ``'0,1,2,3'`` and treat ``''`` as CPU. Ranges such as ``'0-7'``
+    (used in GluonCV's model-zoo training commands) are accepted too.
+
+    Parameters
+    ----------
+    gpus : str
+        Comma-separated ids or ranges; empty or blank for CPU.
+
+    Returns
+    -------
+    list of int
+        GPU ids in the order given; empty means CPU.
+
+    Raises
+    ------
+    ValueError
+        For anything that is not a non-negative id or an ``a-b`` range, or repeated ids.
+    """
+    ids = []
+    for part in (gpus or '').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if '-' in part:
+                lo, hi = (int(x) for x in part.split('-', 1))
+                if hi < lo:
+                    raise ValueError
+                ids.extend(range(lo, hi + 1))
+            else:
+                ids.append(int(part))
+        except ValueError:
+            raise ValueError("--gpus {!r}: {!r} is not a GPU id. Use comma-separated ids such as "
+                             "'0,1,2,3' or a range '0-3'; use --gpus '' to train on the CPU."
+                             .format(gpus, part)) from None
+    if any(i < 0 for i in ids):
+        raise ValueError("--gpus {!r}: GPU ids are non-negative".format(gpus))
+    if len(set(ids)) != len(ids):
+        raise ValueError("--gpus {!r} names a GPU twice".format(gpus))
+    return ids

@@ -1,0 +1,241 @@
+"""Hooks for :func:`gluontrain.core.loop.run_loop`: everything around the training step.
+
+The log lines are GluonCV's (``[Epoch e][Batch b], LR: ..., Speed: ... samples/sec, Name=v``),
+so logs from every recipe read like the reference scripts' logs.
+"""
+import json
+import logging
+import os
+import sys
+import time
+
+from .loop import Hook
+from .meters import LossMeter, all_finite
+
+LOGGER_NAME = 'gluontrain'
+
+
+def get_logger():
+    """The logger every gluontrain hook writes to (``logging.getLogger('gluontrain')``)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.setLevel(logging.INFO)
+    return logger
+
+
+def _fmt_losses(means):
+    return ', '.join('{}={:.3f}'.format(k, v) for k, v in means.items())
+
+
+class LossMeterHook(Hook):
+    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step."""
+
+    def __init__(self, meter=None):
+        self.meter = meter if meter is not None else LossMeter()
+
+    def before_epoch(self, state):
+        self.meter.reset_epoch()
+
+    def after_batch(self, state):
+        self.meter.update(state.outputs['losses'])
+
+
+class LogHook(Hook):
+    """Console + ``{prefix}_train.log`` lines in GluonCV's format, plus per-epoch means.
+
+    Parameters
+    ----------
+    meter : LossMeter
+        Source of the loss values.
+    log_file : str or None
+        Text log; opened in append mode like ``logging.FileHandler``.
+    log_interval : int
+        Log every ``log_interval`` batches (0 disables batch lines).
+    batch_size : int
+        Samples per step, for the Speed figure (GluonCV divides ``args.batch_size`` by the
+        time since the previous batch ended).
+    header : list of str
+        Lines logged first (GluonCV logs the args Namespace).
+    """
+
+    def __init__(self, meter, log_file=None, log_interval=100, batch_size=1, header=()):
+        self.meter, self.log_file = meter, log_file
+        self.log_interval, self.batch_size = log_interval, batch_size
+        self.header = list(header)
+        self.logger = get_logger()
+        self._handlers = []
+        self._tic = self._btic = 0.0
+
+    def before_train(self, state):
+        console = logging.StreamHandler(sys.stdout)
+        console.setFormatter(logging.Formatter('%(message)s'))
+        self._handlers = [console]
+        if self.log_file:
+            folder = os.path.dirname(self.log_file)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            self._handlers.append(logging.FileHandler(self.log_file))
+        for h in self._handlers:
+            self.logger.addHandler(h)
+        # the gluontrain logger owns its handlers; propagating would print every line twice
+        self.logger.propagate = False
+        for line in self.header:
+            self.logger.info(line)
+        self.logger.info('Start training from [Epoch {}]'.format(state.start_epoch))
+
+    def before_epoch(self, state):
+        self._tic = self._btic = time.time()
+
+    def after_batch(self, state):
+        if self.log_interval and not (state.batch + 1) % self.log_interval:
+            speed = self.batch_size / max(time.time() - self._btic, 1e-12)
+            self.logger.info('[Epoch {}][Batch {}], LR: {:.2E}, Speed: {:.3f} samples/sec, {}'
+                             .format(state.epoch, state.batch, state.outputs.get('lr', 0.0),
+                                     speed, _fmt_losses(self.meter.running())))
+        self._btic = time.time()
+
+    def after_epoch(self, state):
+        cost = time.time() - self._tic
+        state.scores['epoch_time'] = cost
+        self.logger.info('[Epoch {}] Training cost: {:.3f}, {}'.format(
+            state.epoch, cost, _fmt_losses(self.meter.running())))
+        # the reference's line above averages since epoch 0; this one is the epoch alone
+        self.logger.info('[Epoch {}] Epoch mean: {}'.format(
+            state.epoch, _fmt_losses(self.meter.epoch())))
+
+    def after_train(self, state):
+        if state.stop_reason:
+            self.logger.info('Training stopped: {}'.format(state.stop_reason))
+        for h in self._handlers:
+            self.logger.removeHandler(h)
+            h.close()
+        self._handlers = []
+
+
+class ValidationHook(Hook):
+    """Runs ``validate_fn()`` every ``val_interval`` epochs and publishes the score.
+
+    ``validate_fn`` returns ``(names, values)`` with the main metric last, as GluonCV's
+    ``validate`` does. The score is ``state.scores['current']`` (0.0 on epochs without
+    validation, as the reference passes to ``save_params``).
+    """
+
+    def __init__(self, validate_fn, val_interval=1):
+        self.validate_fn, self.val_interval = validate_fn, val_interval
+        self.logger = get_logger()
+
+    def after_epoch(self, state):
+        state.scores.pop('val', None)
+        if self.val_interval and not (state.epoch + 1) % self.val_interval:
+            names, values = self.validate_fn()
+            msg = '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))
+            self.logger.info('[Epoch {}] Validation: \n{}'.format(state.epoch, msg))
+            state.scores['val'] = (list(names), list(values))
+            state.scores['current'] = float(values[-1])
+        else:
+            state.scores['current'] = 0.0
+
+
+class SaveParamsHook(Hook):
+    """Calls the recipe's ``save_params(epoch, current_score)`` after validation, every epoch."""
+
+    def __init__(self, save_fn):
+        self.save_fn = save_fn
+
+    def after_epoch(self, state):
+        self.save_fn(state.epoch, state.scores.get('current', 0.0))
+
+
+class CheckpointHook(Hook):
+    """Writes the full checkpoint (``save_fn(state) -> path``) at the end of every epoch."""
+
+    def __init__(self, save_fn):
+        self.save_fn = save_fn
+
+    def after_epoch(self, state):
+        state.scores['last_checkpoint'] = self.save_fn(state)
+
+
+class MetricsJSONHook(Hook):
+    """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``."""
+
+    def __init__(self, path, meter):
+        self.path, self.meter = path, meter
+
+    def after_epoch(self, state):
+        record = {'epoch': state.epoch, 'iteration': state.iteration,
+                  'lr': state.outputs.get('lr'), 'time': state.scores.get('epoch_time'),
+                  'loss_running': self.meter.running(), 'loss_epoch': self.meter.epoch()}
+        if 'val' in state.scores:
+            names, values = state.scores['val']
+            record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
+        with open(self.path, 'a') as f:
+            f.write(json.dumps(record) + '\n')
+
+
+def _jsonable(value):
+    """Metric values as JSON: floats (NaN as null), or the text COCO's metric returns."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return None if value != value else value
+
+
+class NaNGuardHook(Hook):
+    """Stops training at the first step whose loss is NaN or infinite.
+
+    The stop reason names the iteration, the loss values and the last good checkpoint, and
+    ``state.scores['nonfinite']`` is set so the recipe can raise after ``after_train`` ran.
+    """
+
+    def after_batch(self, state):
+        losses = state.outputs.get('losses', {})
+        if all_finite(losses):
+            return
+        values = {k: [t for t, _ in parts] for k, parts in losses.items()}
+        state.scores['nonfinite'] = True
+        state.stop('non-finite loss at epoch {} batch {} (iteration {}): {}; last good '
+                   'checkpoint: {}'.format(state.epoch, state.batch, state.iteration, values,
+                                           state.scores.get('last_checkpoint') or 'none yet'))
+        get_logger().error(state.stop_reason)
+
+
+def progress_enabled():
+    """Progress bars only on an interactive terminal or notebook, never in CI logs."""
+    if os.environ.get('CI'):
+        return False
+    try:
+        return sys.stdout.isatty() or 'ipykernel' in sys.modules
+    except (AttributeError, ValueError):
+        return False
+
+
+class ProgressHook(Hook):
+    """A ``tqdm.auto`` bar per epoch with samples/sec and the running losses (throttled)."""
+
+    def __init__(self, num_batches=None, enabled=None, mininterval=1.0):
+        self.num_batches, self.mininterval = num_batches, mininterval
+        self.enabled = progress_enabled() if enabled is None else enabled
+        self._bar = None
+
+    def before_epoch(self, state):
+        if not self.enabled:
+            return
+        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+        self._bar = tqdm(total=self.num_batches, desc='epoch {}'.format(state.epoch),
+                         mininterval=self.mininterval, leave=False)
+
+    def after_batch(self, state):
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def after_epoch(self, state):
+        self._close()
+
+    def after_train(self, state):
+        self._close()
+
+    def _close(self):
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

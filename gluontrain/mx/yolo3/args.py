@@ -1,0 +1,135 @@
+"""Command-line arguments of the YOLOv3 recipe: GluonCV's ``train_yolo3.py`` ones and a few more.
+
+Every argument of the reference keeps its name and default. Added: ``--dataset-root``,
+``--classes``, ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
+``--reference-mixup``.
+"""
+import argparse
+
+DATASETS = ('voc', 'coco', 'custom', 'synthetic')
+NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
+
+
+def build_parser():
+    """The argparse parser (also used to print ``--help`` in the docs)."""
+    p = argparse.ArgumentParser(description='Train YOLO networks with random input shape.')
+    a = p.add_argument
+    a('--network', type=str, default='darknet53',
+      help='Base network name which serves as feature extraction base: {}.'.format(
+          ', '.join(NETWORKS)))
+    a('--data-shape', type=int, default=416,
+      help='Input data shape for evaluation, use 320, 416, 608... '
+           'Training is with random shapes from (320 to 608).')
+    a('--batch-size', type=int, default=64, help='Training mini-batch size')
+    a('--dataset', type=str, default='voc',
+      help='Training dataset: {}.'.format(', '.join(DATASETS)))
+    a('--dataset-root', type=str, default=None,
+      help='Dataset folder. voc/custom/synthetic: the folder holding VOC2007/ (gluoncv default '
+           '~/.mxnet/datasets/voc); coco: the folder holding annotations/ (default '
+           '~/.mxnet/datasets/coco); synthetic: generated there on first use.')
+    a('--classes', type=str, default='',
+      help='custom dataset: comma-separated class names (default: read from the annotations).')
+    a('--num-workers', '-j', dest='num_workers', type=int, default=4,
+      help='Number of data workers.')
+    a('--gpus', type=str, default='0',
+      help="Training with GPUs, you can specify 1,3 for example. '' trains on the CPU.")
+    a('--cpus', type=int, default=0,
+      help='Train on N CPU contexts [cpu(0)..cpu(N-1)] through split_and_load (overrides --gpus).')
+    a('--epochs', type=int, default=200, help='Training epochs.')
+    a('--resume', type=str, default='',
+      help='Resume from a full checkpoint ({prefix}_last.ckpt): weights, trainer state, LR '
+           'position, epoch, best mAP and RNG states. A .params file is loaded as weights only '
+           '(the reference behaviour) with the LR schedule moved to --start-epoch.')
+    a('--load-weights', type=str, default='',
+      help='Initialise the network from a .params file and train from --start-epoch.')
+    a('--start-epoch', type=int, default=0,
+      help='Starting epoch for resuming from weights; a full checkpoint sets it itself.')
+    a('--lr', type=float, default=0.001, help='Learning rate, default is 0.001')
+    a('--lr-mode', type=str, default='step',
+      help='learning rate scheduler mode. options are step, poly and cosine.')
+    a('--lr-decay', type=float, default=0.1, help='decay rate of learning rate. default is 0.1.')
+    a('--lr-decay-period', type=int, default=0,
+      help='interval for periodic learning rate decays. default is 0 to disable.')
+    a('--lr-decay-epoch', type=str, default='160,180',
+      help='epochs at which learning rate decays. default is 160,180.')
+    a('--warmup-lr', type=float, default=0.0,
+      help='starting warmup learning rate. Parsed and unused, as in the reference.')
+    a('--warmup-epochs', type=int, default=0, help='number of warmup epochs.')
+    a('--momentum', type=float, default=0.9, help='SGD momentum, default is 0.9')
+    a('--wd', type=float, default=0.0005, help='Weight decay, default is 5e-4')
+    a('--log-interval', type=int, default=100, help='Logging mini-batch interval.')
+    a('--save-prefix', type=str, default='', help='Saving parameter prefix')
+    a('--save-interval', type=int, default=10,
+      help='Saving parameters epoch interval, best model will always be saved.')
+    a('--val-interval', type=int, default=1, help='Epoch interval for validation.')
+    a('--seed', type=int, default=233, help='Random seed to be fixed.')
+    a('--num-samples', type=int, default=-1,
+      help='Training images. Use -1 to automatically get the number.')
+    a('--syncbn', action='store_true', help='Use synchronize BN across devices.')
+    a('--no-random-shape', action='store_true',
+      help='Use fixed size(data-shape) throughout the training.')
+    a('--no-wd', action='store_true',
+      help='whether to remove weight decay on bias, and beta/gamma for batchnorm layers.')
+    a('--mixup', action='store_true', help='whether to enable mixup.')
+    a('--no-mixup-epochs', type=int, default=20,
+      help='Disable mixup training if enabled in the last N epochs.')
+    a('--reference-mixup', action='store_true',
+      help='Reproduce the reference bug: with --num-workers > 0 the workers never see mixup.')
+    a('--label-smooth', action='store_true', help='Use label smoothing.')
+    a('--amp', action='store_true', help='Use MXNet AMP for mixed precision training (GPU).')
+    a('--horovod', action='store_true',
+      help='Use MXNet Horovod for distributed training (not available in this release).')
+    a('--no-pretrained-base', action='store_true',
+      help='Initialise the base network randomly instead of from ImageNet weights.')
+    a('--model-dir', type=str, default=None,
+      help='Where the final exported symbol+params go (default: beside --save-prefix).')
+    return p
+
+
+def parse_args(argv=None):
+    """Parse the YOLOv3 recipe's arguments.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Defaults to ``sys.argv[1:]``; pass a list from a notebook, e.g.
+        ``parse_args(['--network', 'mobilenet0.25', '--gpus', ''])``.
+
+    Returns
+    -------
+    argparse.Namespace
+    """
+    args = build_parser().parse_args(argv)
+    if args.dataset.lower() not in DATASETS:
+        raise SystemExit('--dataset {!r} is not supported; choose one of {}'.format(
+            args.dataset, ', '.join(DATASETS)))
+    return args
+
+
+def check_args(args, ctx):
+    """Refuse, before anything is built, the combinations that would hang or crash mid-run.
+
+    Raises
+    ------
+    ValueError
+        ``--syncbn`` on several CPU contexts (MXNet's SyncBatchNorm deadlocks at the first
+        backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--horovod``
+        (not supported yet), ``--network`` not a YOLOv3 base, batch sizes that cannot be split.
+    """
+    cpu = all(c.device_type.startswith('cpu') for c in ctx)
+    if args.network not in NETWORKS:
+        raise ValueError('--network {!r} is not a YOLOv3 base network; choose one of {}'.format(
+            args.network, ', '.join(NETWORKS)))
+    if args.syncbn and len(ctx) > 1 and cpu:
+        raise ValueError('--syncbn with {} CPU contexts: MXNet SyncBatchNorm deadlocks across CPU '
+                         'contexts at the first backward pass. Drop --syncbn (plain BatchNorm per '
+                         'context) or train on GPUs with --gpus 0,1,...'.format(len(ctx)))
+    if args.amp and cpu:
+        raise ValueError('--amp needs GPUs: MXNet AMP has no FP16 GEMM on CPU and bf16 breaks '
+                         "YOLOv3's Concat. Drop --amp for CPU training.")
+    if args.horovod:
+        raise ValueError('--horovod is not available in this release of gluontrain; use --gpus '
+                         'with several GPUs in one process instead.')
+    if args.batch_size < len(ctx):
+        raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
+                         .format(args.batch_size, len(ctx)))

@@ -1,0 +1,47 @@
+"""The reference script's ``__main__`` as a function: ``main(argv)`` runs a whole training."""
+import warnings
+
+from gluoncv import utils as gutils
+
+from ..context import get_contexts
+from .args import check_args, parse_args
+from .data import get_dataloader, get_dataset
+from .model import get_net
+from .train import train
+
+
+def load_weights(path, net, async_net, ctx):
+    """Load a ``.params`` file into both networks (``--load-weights`` / ``--resume x.params``)."""
+    net.load_parameters(path, ctx=ctx)
+    if async_net is not net:
+        async_net.load_parameters(path)
+
+
+def main(argv=None):
+    """Parse ``argv``, build everything and train, in the reference ``__main__``'s order.
+
+    Returns
+    -------
+    TrainState
+        As :func:`.train.train` returns it.
+    """
+    args = parse_args(argv)
+    ctx = get_contexts(args.gpus, args.cpus)
+    check_args(args, ctx)
+    # fix seed for mxnet, numpy and python builtin random generator.
+    gutils.random.seed(args.seed)
+    args.save_prefix += '_'.join(('yolo3', args.network, args.dataset))
+    # custom classes come from the data, so the dataset is read before the net is built;
+    # neither step draws random numbers, so the order changes no result
+    train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
+    net, async_net = get_net(args, ctx)
+    weights = args.load_weights.strip() or (args.resume.strip()
+                                            if args.resume.strip().endswith('.params') else '')
+    if weights:
+        if args.resume.strip().endswith('.params'):
+            warnings.warn('--resume {} loads weights only; a full resume needs the '
+                          '{{prefix}}_last.ckpt checkpoint'.format(weights))
+        load_weights(weights, net, async_net, ctx)
+    train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset, args.data_shape,
+                                          args.batch_size, args.num_workers, args)
+    return train(net, train_data, val_data, eval_metric, ctx, args)

@@ -1,0 +1,264 @@
+"""``train``, ``validate`` and ``save_params`` of the YOLOv3 recipe, with the reference's signatures.
+
+``train`` assembles the backend step (:class:`.step.YOLOv3Step`), the backend-neutral loop
+(:func:`gluontrain.core.loop.run_loop`) and hooks; see docs/faithfulness.md for where it
+deliberately differs from GluonCV's ``train_yolo3.py``.
+"""
+import os
+import tempfile
+
+import mxnet as mx
+import numpy as np
+from mxnet import gluon
+
+from gluoncv.utils import LRScheduler, LRSequential
+
+from ...core import checkpoint as ckpt_io
+from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook, NaNGuardHook,
+                           ProgressHook, SaveParamsHook, ValidationHook, get_logger)
+from ...core.loop import Hook, TrainState, run_loop
+from ...core.meters import LossMeter
+from .data import mixup_dataset
+from .step import LOSS_NAMES, YOLOv3Step
+
+
+def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkpoint_dir=None):
+    """Save ``{prefix}_best.params`` when the score improves, and every ``save_interval`` epochs.
+
+    As the reference: ``best_map`` is a one-element list updated in place and starts at 0, so a
+    score of 0.0 never saves a best; the best score is appended to ``{prefix}_best_map.log`` as
+    ``'{epoch:04d}:\\t{map:.4f}'``; interval files are ``{prefix}_{epoch:04d}_{map:.4f}.params``
+    (epoch 0 included). Files are written atomically.
+
+    Parameters
+    ----------
+    checkpoint_dir : str, optional
+        Put the files in this folder (``prefix``'s own folder part is kept below it).
+    """
+    if checkpoint_dir:
+        prefix = os.path.join(checkpoint_dir, prefix)
+    current_map = float(current_map)
+    if current_map > best_map[0]:
+        best_map[0] = current_map
+        ckpt_io.atomic_save_file('{:s}_best.params'.format(prefix), net.save_parameters)
+        with open(prefix + '_best_map.log', 'a') as f:
+            f.write('{:04d}:\t{:.4f}\n'.format(epoch, current_map))
+    if save_interval and epoch % save_interval == 0:
+        ckpt_io.atomic_save_file('{:s}_{:04d}_{:.4f}.params'.format(prefix, epoch, current_map),
+                                 net.save_parameters)
+
+
+def validate(net, val_data, ctx, eval_metric):
+    """Run ``net`` over ``val_data`` and return ``eval_metric.get()``: ``(names, values)``.
+
+    NMS is set to 0.45 / top-400, predicted boxes are clipped to the input size, ground-truth
+    ids are label column 4 and difficult flags column 5 when present, as in the reference.
+    """
+    eval_metric.reset()
+    net.set_nms(nms_thresh=0.45, nms_topk=400)
+    mx.nd.waitall()
+    net.hybridize()
+    for batch in val_data:
+        data = gluon.utils.split_and_load(batch[0], ctx_list=ctx, batch_axis=0, even_split=False)
+        label = gluon.utils.split_and_load(batch[1], ctx_list=ctx, batch_axis=0, even_split=False)
+        det_bboxes, det_ids, det_scores, gt_bboxes, gt_ids, gt_difficults = [], [], [], [], [], []
+        for x, y in zip(data, label):
+            ids, scores, bboxes = net(x)
+            det_ids.append(ids)
+            det_scores.append(scores)
+            det_bboxes.append(bboxes.clip(0, batch[0].shape[2]))
+            gt_ids.append(y.slice_axis(axis=-1, begin=4, end=5))
+            gt_bboxes.append(y.slice_axis(axis=-1, begin=0, end=4))
+            gt_difficults.append(y.slice_axis(axis=-1, begin=5, end=6) if y.shape[-1] > 5 else None)
+        eval_metric.update(det_bboxes, det_ids, det_scores, gt_bboxes, gt_ids, gt_difficults)
+    return eval_metric.get()
+
+
+def lr_decay_epochs(args):
+    """Decay epochs from ``--lr-decay-period`` or ``--lr-decay-epoch``, minus the warm-up."""
+    if args.lr_decay_period > 0:
+        epochs = list(range(args.lr_decay_period, args.epochs, args.lr_decay_period))
+    else:
+        epochs = [int(i) for i in args.lr_decay_epoch.split(',')]
+    return [e - args.warmup_epochs for e in epochs]
+
+
+def get_lr_scheduler(args):
+    """Linear warm-up then ``--lr-mode``, over ``num_samples // batch_size`` updates per epoch.
+
+    Seed 000 passes ``iters_per_epoch=args.batch_size``, which stretches or squeezes every decay
+    by ``batch_size**2 / num_samples``; GluonCV's released script uses the number of batches.
+    """
+    num_batches = args.num_samples // args.batch_size
+    return LRSequential([
+        LRScheduler('linear', base_lr=0, target_lr=args.lr,
+                    nepochs=args.warmup_epochs, iters_per_epoch=num_batches),
+        LRScheduler(args.lr_mode, base_lr=args.lr, nepochs=args.epochs - args.warmup_epochs,
+                    iters_per_epoch=num_batches, step_epoch=lr_decay_epochs(args),
+                    step_factor=args.lr_decay, power=2),
+    ])
+
+
+def _to_bytes(save_fn):
+    fd, tmp = tempfile.mkstemp(suffix='.tmp')
+    os.close(fd)
+    try:
+        save_fn(tmp)
+        with open(tmp, 'rb') as f:
+            return f.read()
+    finally:
+        os.remove(tmp)
+
+
+def _from_bytes(blob, load_fn):
+    fd, tmp = tempfile.mkstemp(suffix='.tmp')
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(blob)
+        load_fn(tmp)
+    finally:
+        os.remove(tmp)
+
+
+def _sampler(train_data):
+    return getattr(train_data, '_batch_sampler', None)
+
+
+class _EpochStart(Hook):
+    """The reference's per-epoch preamble: the mixup schedule, ``waitall`` and ``hybridize``."""
+
+    def __init__(self, net, train_data, args):
+        self.net, self.train_data, self.args = net, train_data, args
+
+    def before_epoch(self, state):
+        args = self.args
+        if args.mixup:
+            dataset = mixup_dataset(self.train_data)
+            dataset.set_mixup(np.random.beta, 1.5, 1.5)
+            if state.epoch >= args.epochs - args.no_mixup_epochs:
+                dataset.set_mixup(None)
+        mx.nd.waitall()
+        self.net.hybridize()
+
+
+def save_checkpoint(path, net, trainer, meter, train_data, state, best_map, args):
+    """Write the full checkpoint of a finished epoch atomically (see docs/checkpoints.md)."""
+    sampler = _sampler(train_data)
+    extra = {'meter': meter.state_dict(),
+             'sampler_prev': list(getattr(sampler, '_prev', []) or [])}
+    return ckpt_io.save_checkpoint(
+        path, params=_to_bytes(net.save_parameters), trainer=_to_bytes(trainer.save_states),
+        epoch=state.epoch, iteration=state.iteration, best_score=best_map[0], args=args,
+        extra=extra)
+
+
+def restore_checkpoint(path, net, trainer, meter, train_data, ctx):
+    """Load a full checkpoint into ``net``/``trainer``/``meter``; returns ``(payload, state)``."""
+    payload = ckpt_io.load_checkpoint(path)
+    _from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx))
+    _from_bytes(payload['trainer'], trainer.load_states)
+    meter.load_state_dict(payload['extra']['meter'])
+    sampler = _sampler(train_data)
+    if sampler is not None and hasattr(sampler, '_prev'):
+        sampler._prev = list(payload['extra'].get('sampler_prev', []))
+    ckpt_io.set_rng_states(payload['rng'])
+    return payload, TrainState(iteration=payload['iteration'])
+
+
+def export_model(net, args, ctx):
+    """``net.export`` of the inference graph at ``data_shape``, as seed 000 ends its training.
+
+    Writes ``{model_dir}/model-symbol.json`` and ``model-0000.params`` (model_dir defaults to
+    the folder of ``--save-prefix``) through temporary names, then renames them.
+    """
+    model_dir = args.model_dir or os.path.dirname(args.save_prefix) or '.'
+    os.makedirs(model_dir, exist_ok=True)
+    net.hybridize()
+    net(mx.nd.zeros((1, 3, args.data_shape, args.data_shape), ctx=ctx[0]))
+    tmp_prefix = os.path.join(model_dir, '.model-export-tmp')
+    net.export(tmp_prefix)
+    final = os.path.join(model_dir, 'model')
+    for suffix in ('-symbol.json', '-0000.params'):
+        os.replace(tmp_prefix + suffix, final + suffix)
+    return final
+
+
+def train(net, train_data, val_data, eval_metric, ctx, args):
+    """Training pipeline of GluonCV's ``train_yolo3.py``, on gluontrain's loop and hooks.
+
+    Parameters
+    ----------
+    net : gluon.HybridBlock
+        The YOLOv3 network (parameters initialised); see :func:`.model.get_net`.
+    train_data, val_data : DataLoader
+        From :func:`.data.get_dataloader`.
+    eval_metric : VOC07MApMetric or COCODetectionMetric
+    ctx : list of mx.Context
+    args : argparse.Namespace
+        From :func:`.args.parse_args`, after ``get_dataset`` set ``num_samples`` and the caller
+        appended the network name to ``save_prefix`` (as the reference's ``__main__`` does).
+
+    Returns
+    -------
+    TrainState
+        Final loop state: ``scores['val']`` holds the last validation ``(names, values)``.
+
+    Writes ``{prefix}_train.log``, ``{prefix}_metrics.jsonl``, ``{prefix}_best.params``,
+    ``{prefix}_best_map.log``, ``{prefix}_{epoch:04d}_{map:.4f}.params``, the full checkpoint
+    ``{prefix}_last.ckpt`` after every epoch, and the exported model at the end.
+    """
+    net.collect_params().reset_ctx(ctx)
+    if args.no_wd:
+        for _, v in net.collect_params('.*beta|.*gamma|.*bias').items():
+            v.wd_mult = 0.0
+    if args.label_smooth:
+        net._target_generator._label_smooth = True
+    trainer = gluon.Trainer(
+        net.collect_params(), 'sgd',
+        {'wd': args.wd, 'momentum': args.momentum, 'lr_scheduler': get_lr_scheduler(args)},
+        kvstore='local', update_on_kvstore=(False if args.amp else None))
+    meter = LossMeter(LOSS_NAMES)
+    best_map = [0]
+    start_epoch, state = args.start_epoch, None
+    resume = (getattr(args, 'resume', '') or '').strip()
+    if resume and not resume.endswith('.params'):
+        payload, state = restore_checkpoint(resume, net, trainer, meter, train_data, ctx)
+        start_epoch, best_map[0] = payload['epoch'] + 1, payload['best_score']
+    elif start_epoch > 0:
+        # weights-only start (reference --resume x.params): move the LR schedule to the epoch
+        # instead of re-running the warm-up from update 0
+        skipped = start_epoch * (args.num_samples // args.batch_size)
+        trainer._optimizer.begin_num_update = trainer._optimizer.num_update = skipped
+        state = TrainState(iteration=skipped)
+    prefix = args.save_prefix
+    logger = get_logger()
+    hooks = [
+        NaNGuardHook(),
+        LossMeterHook(meter),
+        _EpochStart(net, train_data, args),
+        LogHook(meter, log_file=prefix + '_train.log', log_interval=args.log_interval,
+                batch_size=args.batch_size, header=[str(args)]),
+        ValidationHook(lambda: validate(net, val_data, ctx, eval_metric), args.val_interval),
+        SaveParamsHook(lambda epoch, current: save_params(
+            net, best_map, current, epoch, args.save_interval, prefix)),
+        CheckpointHook(lambda st: save_checkpoint(prefix + '_last.ckpt', net, trainer, meter,
+                                                  train_data, st, best_map, args)),
+        MetricsJSONHook(prefix + '_metrics.jsonl', meter),
+        ProgressHook(num_batches=_len_or_none(train_data)),
+    ]
+    step = YOLOv3Step(net, trainer, ctx, args.batch_size)
+    state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state)
+    state.scores['best'] = best_map[0]
+    if state.scores.get('nonfinite'):
+        raise FloatingPointError(state.stop_reason)
+    if getattr(args, 'export', True):
+        path = export_model(net, args, ctx)
+        logger.info('exported model to {}-symbol.json / -0000.params'.format(path))
+    return state
+
+
+def _len_or_none(loader):
+    try:
+        return len(loader)
+    except TypeError:
+        return None

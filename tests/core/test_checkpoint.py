@@ -1,0 +1,102 @@
+"""Atomic checkpoint files: a crash or kill -9 mid-write leaves the previous file loadable."""
+import argparse
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from gluontrain.core import checkpoint as ck
+
+
+def _save(path, blob=b'p', epoch=1):
+    return ck.save_checkpoint(path, params=blob, trainer=b't', epoch=epoch, iteration=7,
+                              best_score=0.5, args=argparse.Namespace(lr=0.1), extra={'x': 1})
+
+
+def test_round_trip_restores_fields_and_rng(tmp_path):
+    path = str(tmp_path / 'run_last.ckpt')
+    random.seed(1)
+    np.random.seed(1)
+    _save(path)
+    expected = (random.random(), np.random.rand())
+    random.seed(99)
+    np.random.seed(99)
+    payload = ck.load_checkpoint(path)
+    assert (payload['params'], payload['trainer'], payload['epoch'], payload['iteration'],
+            payload['best_score'], payload['args'], payload['extra']) == (
+        b'p', b't', 1, 7, 0.5, {'lr': 0.1}, {'x': 1})
+    ck.set_rng_states(payload['rng'])
+    assert (random.random(), np.random.rand()) == expected
+
+
+def test_exception_during_write_keeps_old_file_and_leaves_no_temp(tmp_path):
+    path = str(tmp_path / 'f.bin')
+    ck.atomic_write(path, lambda f: f.write(b'old'))
+
+    def broken(f):
+        f.write(b'half')
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ck.atomic_write(path, broken)
+    assert open(path, 'rb').read() == b'old'
+    assert os.listdir(tmp_path) == ['f.bin']
+
+
+def test_atomic_save_file_for_name_based_writers(tmp_path):
+    path = str(tmp_path / 'w.params')
+
+    def writer(name):
+        assert name != path
+        with open(name, 'w') as f:
+            f.write('ok')
+
+    ck.atomic_save_file(path, writer)
+    assert open(path).read() == 'ok'
+    with pytest.raises(OSError):
+        ck.atomic_save_file(path, lambda name: (_ for _ in ()).throw(OSError('disk full')))
+    assert open(path).read() == 'ok' and os.listdir(tmp_path) == ['w.params']
+
+
+def test_kill_9_during_save_leaves_previous_checkpoint_loadable(tmp_path):
+    path = str(tmp_path / 'run_last.ckpt')
+    _save(path, blob=b'first', epoch=0)
+    # a child process rewrites the checkpoint with 64 MB payloads until it is killed
+    code = textwrap.dedent('''
+        import argparse, sys
+        from gluontrain.core import checkpoint as ck
+        path = sys.argv[1]
+        blob = bytes(64 * 1024 * 1024)
+        print('ready', flush=True)
+        epoch = 1
+        while True:
+            ck.save_checkpoint(path, params=blob, trainer=b't', epoch=epoch, iteration=epoch,
+                               best_score=0.0, args=argparse.Namespace())
+            epoch += 1
+    ''')
+    proc = subprocess.Popen([sys.executable, '-c', code, path], stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b'ready'
+    # wait until a temp file exists, i.e. the child is in the middle of a write
+    deadline = time.time() + 20
+    while time.time() < deadline and not any(n.endswith('.tmp') for n in os.listdir(tmp_path)):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    payload = ck.load_checkpoint(path)
+    assert payload['params'] in (b'first', bytes(64 * 1024 * 1024))
+    assert payload['epoch'] >= 0
+
+
+def test_weights_file_is_refused_with_a_pointer_to_load_weights(tmp_path):
+    bad = tmp_path / 'yolo3_best.params'
+    bad.write_bytes(b'\x12\x01\x00\x00not a pickle')
+    with pytest.raises(ValueError, match='--load-weights'):
+        ck.load_checkpoint(str(bad))
+    with pytest.raises(FileNotFoundError, match='missing.ckpt'):
+        ck.load_checkpoint(str(tmp_path / 'missing.ckpt'))

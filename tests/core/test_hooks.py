@@ -1,0 +1,92 @@
+"""Hooks: GluonCV-format log lines, validation interval, NaN guard, JSON metrics, progress."""
+import json
+import math
+
+from gluontrain.core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
+                                   NaNGuardHook, ProgressHook, SaveParamsHook, ValidationHook,
+                                   progress_enabled)
+from gluontrain.core.loop import run_loop
+from gluontrain.core.meters import LossMeter
+
+
+def _step(values):
+    it = iter(values)
+
+    def step(batch, state):
+        v = next(it)
+        return {'losses': {'ObjLoss': [(v, 1)], 'ClassLoss': [(2 * v, 1)]}, 'lr': 1e-3,
+                'batch_size': 4}
+    return step
+
+
+def test_log_lines_follow_gluoncv_format(tmp_path):
+    meter = LossMeter()
+    log = tmp_path / 'run_train.log'
+    hooks = [LossMeterHook(meter), LogHook(meter, str(log), log_interval=2, batch_size=4,
+                                          header=['Namespace(x=1)']),
+             ValidationHook(lambda: (['a', 'mAP'], [0.5, 0.25]), val_interval=2)]
+    run_loop(_step([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), range(3), hooks, 0, 2)
+    lines = log.read_text().splitlines()
+    assert lines[0] == 'Namespace(x=1)'
+    assert lines[1] == 'Start training from [Epoch 0]'
+    assert lines[2].startswith('[Epoch 0][Batch 1], LR: 1.00E-03, Speed: ')
+    assert lines[2].endswith('samples/sec, ObjLoss=1.500, ClassLoss=3.000')
+    assert lines[3].startswith('[Epoch 0] Training cost: ')
+    assert lines[3].endswith('ObjLoss=2.000, ClassLoss=4.000')
+    assert lines[4] == '[Epoch 0] Epoch mean: ObjLoss=2.000, ClassLoss=4.000'
+    # epoch 1: running mean since epoch 0 (reference) and the epoch's own mean
+    assert lines[5].startswith('[Epoch 1][Batch 1]') and lines[5].endswith('ObjLoss=3.000, ClassLoss=6.000')
+    assert lines[6].endswith('ObjLoss=3.500, ClassLoss=7.000')
+    assert lines[7] == '[Epoch 1] Epoch mean: ObjLoss=5.000, ClassLoss=10.000'
+    # validation only on epoch 1 ((epoch + 1) % 2 == 0), reference layout
+    assert lines[8:] == ['[Epoch 1] Validation: ', 'a=0.5', 'mAP=0.25']
+
+
+def test_save_params_gets_zero_on_epochs_without_validation(tmp_path):
+    calls = []
+    hooks = [ValidationHook(lambda: (['mAP'], [0.75]), val_interval=3),
+             SaveParamsHook(lambda epoch, cur: calls.append((epoch, cur)))]
+    run_loop(lambda b, s: {}, range(1), hooks, 0, 4)
+    assert calls == [(0, 0.0), (1, 0.0), (2, 0.75), (3, 0.0)]
+
+
+def test_nan_guard_stops_and_names_iteration_losses_and_checkpoint(tmp_path):
+    values = [1.0, 2.0, 3.0, float('nan'), 5.0, 6.0]
+    saved = []
+    meter = LossMeter()
+    hooks = [NaNGuardHook(), LossMeterHook(meter),
+             CheckpointHook(lambda st: saved.append(st.epoch) or 'run_last.ckpt')]
+    state = run_loop(_step(values), range(2), hooks, 0, 3)
+    assert state.should_stop and state.scores['nonfinite']
+    assert state.iteration == 4 and saved == [0]
+    reason = state.stop_reason
+    assert 'epoch 1 batch 1 (iteration 4)' in reason and 'nan' in reason
+    assert 'last good checkpoint: run_last.ckpt' in reason
+
+
+def test_metrics_json_one_line_per_epoch(tmp_path):
+    meter = LossMeter()
+    path = tmp_path / 'm.jsonl'
+    hooks = [LossMeterHook(meter), ValidationHook(lambda: (['c', 'mAP'], [float('nan'), 0.5])),
+             MetricsJSONHook(str(path), meter)]
+    run_loop(_step([1.0, 3.0]), range(1), hooks, 0, 2)
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r['epoch'] for r in recs] == [0, 1]
+    assert recs[1]['loss_running'] == {'ObjLoss': 2.0, 'ClassLoss': 4.0}
+    assert recs[1]['loss_epoch'] == {'ObjLoss': 3.0, 'ClassLoss': 6.0}
+    assert recs[1]['val'] == {'c': None, 'mAP': 0.5} and recs[1]['iteration'] == 2
+
+
+def test_progress_is_off_in_ci_and_counts_batches(monkeypatch):
+    monkeypatch.setenv('CI', 'true')
+    assert not progress_enabled()
+    hook = ProgressHook(num_batches=3, enabled=True, mininterval=0)
+    counts = []
+    orig = hook.after_batch
+
+    def after_batch(state):
+        orig(state)
+        counts.append(hook._bar.n)
+    hook.after_batch = after_batch
+    run_loop(lambda b, s: {}, range(3), [hook], 0, 1)
+    assert counts == [1, 2, 3] and hook._bar is None and not math.isnan(len(counts))

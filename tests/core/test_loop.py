@@ -1,0 +1,86 @@
+"""run_loop: hook order, should_stop, after_train always, iteration count."""
+import pytest
+
+from gluontrain.core.loop import EVENTS, Hook, TrainState, run_loop
+
+
+class Recorder(Hook):
+    def __init__(self, log, name='r'):
+        self.log, self.name = log, name
+
+    def __getattribute__(self, attr):
+        if attr in EVENTS:
+            log, name = object.__getattribute__(self, 'log'), object.__getattribute__(self, 'name')
+            return lambda state: log.append((name, attr, state.epoch, state.batch))
+        return object.__getattribute__(self, attr)
+
+
+def test_event_order_two_hooks_two_epochs():
+    log = []
+    steps = []
+    state = run_loop(lambda b, s: steps.append(b) or {'b': b}, [10, 11],
+                     [Recorder(log, 'a'), Recorder(log, 'b')], start_epoch=3, epochs=5)
+    assert steps == [10, 11, 10, 11]
+    assert state.iteration == 4 and state.outputs == {'b': 11}
+    names = [(h, e) for h, e, _, _ in log]
+    per_epoch = [('a', 'before_epoch'), ('b', 'before_epoch')] + [
+        (h, e) for _ in range(2) for e in ('before_batch', 'after_batch') for h in ('a', 'b')] + [
+        ('a', 'after_epoch'), ('b', 'after_epoch')]
+    assert names == [('a', 'before_train'), ('b', 'before_train')] + per_epoch * 2 + [
+        ('a', 'after_train'), ('b', 'after_train')]
+    assert [ep for _, e, ep, _ in log if e == 'before_epoch'] == [3, 3, 4, 4]
+
+
+class StopAt(Hook):
+    def __init__(self, event, iteration):
+        self.event, self.iteration = event, iteration
+        self.seen = []
+
+    def _check(self, event, state):
+        self.seen.append(event)
+        if event == self.event and state.iteration >= self.iteration:
+            state.stop('planted')
+
+    def before_batch(self, state):
+        self._check('before_batch', state)
+
+    def after_batch(self, state):
+        self._check('after_batch', state)
+
+    def after_epoch(self, state):
+        self._check('after_epoch', state)
+
+    def after_train(self, state):
+        self.seen.append('after_train')
+
+
+@pytest.mark.parametrize('event,expected_steps', [('after_batch', 3), ('before_batch', 3),
+                                                  ('after_epoch', 4)])
+def test_should_stop_is_checked_after_every_event(event, expected_steps):
+    log = []
+    stopper = StopAt(event, 3)
+    # the second hook still runs for the event that set the flag
+    state = run_loop(lambda b, s: {}, range(2), [stopper, Recorder(log)], 0, 10)
+    assert state.should_stop and state.stop_reason == 'planted'
+    assert state.iteration == expected_steps
+    assert log[-2][1] == event  # the later hook saw the same event...
+    assert log[-1][1] == 'after_train'  # ...and then only after_train ran
+    assert stopper.seen[-1] == 'after_train'
+
+
+def test_after_train_runs_when_the_step_raises():
+    log = []
+
+    def step(batch, state):
+        if state.iteration == 1:
+            raise RuntimeError('boom')
+        return {}
+
+    with pytest.raises(RuntimeError, match='boom'):
+        run_loop(step, range(5), [Recorder(log)], 0, 2)
+    assert log[-1][1] == 'after_train'
+
+
+def test_restored_state_keeps_counting_iterations():
+    state = run_loop(lambda b, s: {}, range(3), [], 2, 4, TrainState(iteration=6))
+    assert state.iteration == 12 and state.epoch == 3 and state.start_epoch == 2

@@ -1,0 +1,72 @@
+"""Datasets, loaders and the mixup-reaches-workers fix."""
+import numpy as np
+import pytest
+
+from gluontrain.data.checks import DatasetError
+from gluontrain.mx.yolo3 import get_dataloader, get_dataset, get_net, parse_args
+from gluontrain.mx.yolo3.data import MixupDetection, SharedMixupDetection, mixup_dataset
+
+
+def _setup(voc_root, *extra):
+    args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root',
+                       str(voc_root), '--no-pretrained-base', '--gpus', '', '--batch-size', '4',
+                       '--data-shape', '128', '--no-random-shape'] + list(extra))
+    import mxnet as mx
+    train_ds, val_ds, metric = get_dataset(args.dataset, args)
+    net, async_net = get_net(args, [mx.cpu()])
+    return args, train_ds, val_ds, metric, async_net
+
+
+def test_loader_yields_the_seven_reference_arrays(voc_root):
+    args, train_ds, val_ds, _, net = _setup(voc_root, '-j', '0')
+    train_data, val_data = get_dataloader(net, train_ds, val_ds, 128, 4, 0, args)
+    batch = next(iter(train_data))
+    n = 3 * sum((128 // s) ** 2 for s in (32, 16, 8))  # anchors per image over 3 scales
+    assert [b.shape for b in batch[:6]] == [(4, 3, 128, 128), (4, n, 1), (4, n, 2), (4, n, 2),
+                                            (4, n, 2), (4, n, 20)]
+    assert batch[6].shape[0] == 4 and batch[6].shape[2] == 4
+    assert args.num_samples == len(train_ds)
+    img, label = next(iter(val_data))
+    assert img.shape[1:] == (3, 128, 128) and label.shape[2] == 6  # box, class, difficult
+
+
+def _objectness_values(args, train_ds, val_ds, net, workers):
+    train_data, _ = get_dataloader(net, train_ds, val_ds, 128, 4, workers, args)
+    mixup_dataset(train_data).set_mixup(np.random.beta, 1.5, 1.5)  # as train() does each epoch
+    obj = np.concatenate([b[1].asnumpy().ravel() for _, b in zip(range(3), train_data)])
+    return obj[obj > 0]
+
+
+@pytest.mark.parametrize('workers', [0, 2])
+def test_mixup_reaches_worker_processes(voc_root, workers):
+    args, train_ds, val_ds, _, net = _setup(voc_root, '--mixup')
+    assert isinstance(train_ds, SharedMixupDetection)
+    # a mixed sample's objectness targets carry its mixup weight (< 1); unmixed ones are 1
+    obj = _objectness_values(args, train_ds, val_ds, net, workers)
+    assert (obj < 0.999).mean() > 0.5
+
+
+def test_reference_mixup_switch_reproduces_the_worker_bug(voc_root):
+    args, train_ds, val_ds, _, net = _setup(voc_root, '--mixup', '--reference-mixup')
+    assert type(train_ds) is MixupDetection
+    obj = _objectness_values(args, train_ds, val_ds, net, workers=2)
+    assert np.all(obj == 1.0)  # the workers never saw set_mixup: nothing was mixed
+
+
+def test_shared_mixup_switch_off_and_unsupported_sampler(voc_root):
+    args, train_ds, val_ds, _, net = _setup(voc_root, '--mixup')
+    train_data, _ = get_dataloader(net, train_ds, val_ds, 128, 4, 2, args)
+    train_ds.set_mixup(np.random.beta, 1.5, 1.5)
+    train_ds.set_mixup(None)  # the last epochs (--no-mixup-epochs) switch it off again
+    vals = np.concatenate([b[1].asnumpy().ravel() for _, b in zip(range(2), train_data)])
+    assert np.all(vals[vals > 0] == 1.0)
+    with pytest.raises(ValueError, match='np.random.beta'):
+        train_ds.set_mixup(np.random.uniform, 0, 1)
+
+
+def test_missing_dataset_root_names_the_folder(tmp_path):
+    args = parse_args(['--dataset', 'voc', '--dataset-root', str(tmp_path / 'nope')])
+    with pytest.raises(DatasetError, match='nope'):
+        get_dataset('voc', args)
+    with pytest.raises(ValueError, match='--dataset custom needs --dataset-root'):
+        get_dataset('custom', parse_args(['--dataset', 'custom']))

@@ -1,0 +1,212 @@
+"""train / validate / save_params: files, log lines, losses, COCO, resume, several contexts."""
+import json
+import os
+import re
+
+import mxnet as mx
+import numpy as np
+import pytest
+
+from gluontrain.mx.context import get_contexts
+from gluontrain.mx.yolo3 import (get_dataloader, get_dataset, get_lr_scheduler, get_net, main,
+                                 parse_args, save_params, train)
+from gluontrain.mx.yolo3.step import YOLOv3Step
+
+LOSS_RE = re.compile(r'ObjLoss=([\d.]+), BoxCenterLoss=([\d.]+), BoxScaleLoss=([\d.]+), '
+                     r'ClassLoss=([\d.]+)')
+
+
+def _prefix(argv):
+    return argv[argv.index('--save-prefix') + 1] + 'yolo3_mobilenet0.25_voc'
+
+
+def _epoch_means(log_text):
+    return [sum(map(float, LOSS_RE.search(line).groups()))
+            for line in log_text.splitlines() if 'Epoch mean' in line]
+
+
+def test_two_epochs_write_reference_files_lines_and_lower_loss(voc_root, argv_for):
+    argv = argv_for(voc_root, '--epochs', '2', '--save-interval', '1')
+    state = main(argv)
+    prefix = _prefix(argv)
+    names, values = state.scores['val']
+    assert names[-1] == 'mAP' and len(names) == 21 and 0.0 <= values[-1] <= 1.0
+    log = open(prefix + '_train.log').read()
+    lines = log.splitlines()
+    assert lines[0].startswith('Namespace(') and lines[1] == 'Start training from [Epoch 0]'
+    assert re.match(r'\[Epoch 0\]\[Batch 0\], LR: \d\.\d\dE-\d\d, Speed: [\d.]+ samples/sec, '
+                    r'ObjLoss=[\d.]+, BoxCenterLoss=', lines[2])
+    assert sum('[Epoch 1] Validation: ' == line for line in lines) == 1
+    assert lines[-1].startswith('mAP=')
+    means = _epoch_means(log)
+    assert len(means) == 2 and means[1] < 0.5 * means[0]
+    for epoch in (0, 1):
+        assert os.path.isfile('{}_{:04d}_{:.4f}.params'.format(prefix, epoch, 0.0)) or \
+            any(f.startswith(os.path.basename(prefix) + '_{:04d}_'.format(epoch))
+                for f in os.listdir(os.path.dirname(prefix)))
+    assert os.path.isfile(prefix + '_last.ckpt')
+    out = os.path.dirname(prefix)
+    assert os.path.isfile(os.path.join(out, 'model-symbol.json'))
+    assert os.path.isfile(os.path.join(out, 'model-0000.params'))
+    recs = [json.loads(line) for line in open(prefix + '_metrics.jsonl')]
+    assert [r['epoch'] for r in recs] == [0, 1] and recs[1]['iteration'] == 16
+    # the exported graph is the inference graph
+    sym = mx.sym.load(os.path.join(out, 'model-symbol.json'))
+    assert len(sym.list_outputs()) == 3
+
+
+def test_save_params_best_and_interval_policy(tmp_path):
+    class Net:
+        def __init__(self):
+            self.saved = []
+
+        def save_parameters(self, name):
+            self.saved.append(name)
+            open(name, 'w').write('w')
+
+    net, best = Net(), [0]
+    prefix = str(tmp_path / 'p')
+    for epoch, score in enumerate([0.0, 0.5, 0.4, 0.7]):
+        save_params(net, best, score, epoch, 2, prefix)
+    files = sorted(os.listdir(tmp_path))
+    assert files == ['p_0000_0.0000.params', 'p_0002_0.4000.params', 'p_best.params',
+                     'p_best_map.log']
+    assert open(prefix + '_best_map.log').read() == '0001:\t0.5000\n0003:\t0.7000\n'
+    assert best == [0.7]
+
+
+@pytest.mark.parametrize('warmup,mode', [(0, 'step'), (2, 'step'), (1, 'cosine'), (1, 'poly')])
+def test_lr_schedule_counts_batches_not_batch_size(warmup, mode):
+    args = parse_args(['--lr', '0.1', '--epochs', '6', '--lr-decay-epoch', '4,5',
+                       '--warmup-epochs', str(warmup), '--lr-mode', mode, '--batch-size', '4'])
+    args.num_samples = 40  # 10 updates per epoch
+    sched = get_lr_scheduler(args)
+    lrs = [sched(u) for u in range(1, 61)]
+    if warmup:
+        # linear warm-up from 0 over the first warmup*10 updates (N = niters - 1)
+        n = warmup * 10 - 1
+        assert lrs[0] == pytest.approx(0.1 * 1 / n) and lrs[n - 1] == pytest.approx(0.1)
+    if mode == 'step':
+        # gluoncv's step count T = num_update - offset decays once T reaches epoch*10, so the
+        # 40th update (the last of epoch 3) already runs at 0.01, warm-up or not
+        assert lrs[38] == pytest.approx(0.1) and lrs[39] == pytest.approx(0.01)
+        assert lrs[48] == pytest.approx(0.01) and lrs[49] == pytest.approx(0.001)
+    else:
+        assert lrs[-1] < 1e-3 < lrs[30]
+    if mode == 'step':
+        # seed 000's iters_per_epoch=batch_size (4) would have decayed from update 16 on
+        assert lrs[20] == pytest.approx(0.1)
+
+
+def _run_with_crash_at(argv, crash_epoch, monkeypatch):
+    real = YOLOv3Step.__call__
+
+    def crashing(self, batch, state=None):
+        if state.epoch == crash_epoch:
+            raise KeyboardInterrupt
+        return real(self, batch, state)
+
+    monkeypatch.setattr(YOLOv3Step, '__call__', crashing)
+    with pytest.raises(KeyboardInterrupt):
+        main(argv)
+    monkeypatch.setattr(YOLOv3Step, '__call__', real)
+
+
+def _batch_lines(log, epoch):
+    return [re.sub(r'Speed: [\d.]+', '', line) for line in log.splitlines()
+            if line.startswith('[Epoch {}]['.format(epoch))]
+
+
+def test_resume_equals_the_uninterrupted_run(voc_root, argv_for, monkeypatch):
+    # batch 5 over 32 images leaves 2 in the rollover buffer: the checkpoint must carry it;
+    # mixup and warm-up make the RNG state and the LR position matter too
+    extra = ['--epochs', '3', '--batch-size', '5', '--mixup', '--no-mixup-epochs', '1',
+             '--warmup-epochs', '1', '--lr-decay-epoch', '2']
+    full = argv_for(voc_root, *extra, sub='full')
+    main(full)
+    crashed = argv_for(voc_root, *extra, sub='crashed')
+    _run_with_crash_at(crashed, 2, monkeypatch)
+    ckpt = _prefix(crashed) + '_last.ckpt'
+    resumed = argv_for(voc_root, *extra, '--resume', ckpt, sub='resumed')
+    main(resumed)
+    full_log = open(_prefix(full) + '_train.log').read()
+    resumed_log = open(_prefix(resumed) + '_train.log').read()
+    assert 'Start training from [Epoch 2]' in resumed_log
+    assert _batch_lines(resumed_log, 2) == _batch_lines(full_log, 2)
+    # rollover: 32 -> 6 batches (2 left), 34 -> 6 (4 left), 36 -> 7 batches in epoch 2
+    assert len(_batch_lines(full_log, 2)) == 7
+    a = mx.nd.load(os.path.join(os.path.dirname(_prefix(full)), 'model-0000.params'))
+    b = mx.nd.load(os.path.join(os.path.dirname(_prefix(resumed)), 'model-0000.params'))
+    # gluon numbers block names per process (mobilenet0_, mobilenet1_, ...): compare in order
+    assert len(a) == len(b) > 100
+    for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+        assert ka.split('_', 1)[1] == kb.split('_', 1)[1]
+        np.testing.assert_array_equal(va.asnumpy(), vb.asnumpy(), err_msg=ka)
+
+
+def test_resume_from_params_moves_the_schedule_instead_of_rewarming(voc_root, argv_for):
+    base = argv_for(voc_root, '--epochs', '1', sub='base')
+    main(base)
+    weights = os.path.join(os.path.dirname(_prefix(base)), 'model-0000.params')
+    argv = argv_for(voc_root, '--epochs', '3', '--warmup-epochs', '2', '--start-epoch', '2',
+                    '--load-weights', _prefix(base) + '_0000_0.0000.params',
+                    sub='from_params')
+    assert os.path.isfile(weights)
+    main(argv)
+    log = open(_prefix(argv) + '_train.log').read()
+    lrs = {float(x) for x in re.findall(r'LR: ([\d.E+-]+),', log)}
+    assert lrs == {0.001}  # the reference would re-run the warm-up from 0
+
+
+def test_two_cpu_contexts_keep_identical_replicas(voc_root, tmp_path):
+    args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root',
+                       str(voc_root), '--no-pretrained-base', '--cpus', '2', '--batch-size', '4',
+                       '-j', '0', '--data-shape', '128', '--no-random-shape', '--epochs', '1',
+                       '--log-interval', '0', '--lr', '0.01',
+                       '--save-prefix', str(tmp_path) + '/'])
+    ctx = get_contexts(args.gpus, args.cpus)
+    assert ctx == [mx.cpu(0), mx.cpu(1)]
+    args.save_prefix += 'two_ctx'
+    train_ds, val_ds, metric = get_dataset(args.dataset, args)
+    net, async_net = get_net(args, ctx)
+    train_data, val_data = get_dataloader(async_net, train_ds, val_ds, 128, 4, 0, args)
+    before = {k: p.data(mx.cpu(0)).asnumpy() for k, p in net.collect_params().items()}
+    state = train(net, train_data, val_data, metric, ctx, args)
+    assert state.iteration == 8
+    changed = differ = 0
+    for k, p in net.collect_params().items():
+        d0, d1 = (x.asnumpy() for x in p.list_data())
+        if p.grad_req == 'null':
+            # BatchNorm running statistics see only their own context's half batch (as in the
+            # reference); save_parameters averages them. SyncBatchNorm is what shares them.
+            assert k.endswith(('running_mean', 'running_var')) or 'anchor' in k or 'offset' in k
+            differ += not np.array_equal(d0, d1)
+            continue
+        np.testing.assert_array_equal(d0, d1, err_msg=k)
+        changed += not np.array_equal(d0, before[k])
+    assert changed > 50 and differ > 0
+
+
+def test_coco_dataset_trains_and_reports_coco_map(coco_root, argv_for):
+    argv = argv_for(coco_root, '--epochs', '1', dataset='coco')
+    state = main(argv)
+    names, values = state.scores['val']
+    assert '~~~~ MeanAP @ IoU=[0.50,0.95] ~~~~\n' in names[-1]
+    assert isinstance(values[-1], str) and 0.0 <= float(values[-1]) <= 100.0
+    log = open(argv[argv.index('--save-prefix') + 1] + 'yolo3_mobilenet0.25_coco_train.log').read()
+    assert 'Validation:' in log
+
+
+@pytest.mark.parametrize('argv,err,match', [
+    (['--gpus', '0,a'], ValueError, "'a' is not a GPU id"),
+    (['--network', 'vgg16'], ValueError, "'vgg16' is not a YOLOv3 base network"),
+])
+def test_bad_arguments_fail_before_training(argv, err, match):
+    with pytest.raises(err, match=match):
+        main(['--gpus', ''] + argv)
+
+
+def test_missing_dataset_root_fails_with_its_name(tmp_path):
+    with pytest.raises(ValueError, match='does-not-exist'):
+        main(['--gpus', '', '--network', 'mobilenet0.25', '--no-pretrained-base',
+              '--dataset-root', str(tmp_path / 'does-not-exist')])
