@@ -2,6 +2,7 @@
 import glob
 import multiprocessing
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -69,13 +70,24 @@ def voc_class_names(roots):
 
 
 def _custom_splits(root):
-    """(train, val) splits of a custom VOC-style dataset: a VOCdevkit or one VOC-style folder."""
-    base = os.path.join(root, 'VOC2007') if os.path.isdir(os.path.join(root, 'VOC2007')) else root
-    sub = 'VOC2007' if base != root else ''
-    lists = os.path.join(base, 'ImageSets', 'Main')
+    """(folders, train splits, val splits) of a custom VOC-style dataset.
+
+    A VOCdevkit trains on ``trainval`` of every ``VOC<year>`` folder and validates on VOC2007
+    ``test`` (as ``--dataset voc``); a single VOC-style folder trains on ``trainval`` (or
+    ``train``) and validates on ``test`` (or ``val``).
+    """
+    years = sorted(d for d in os.listdir(root) if re.match(r'VOC\d{4}$', d)
+                   and os.path.isdir(os.path.join(root, d)))
+    if years:
+        train = [(y, 'trainval') for y in years
+                 if os.path.isfile(os.path.join(root, y, 'ImageSets', 'Main', 'trainval.txt'))]
+        test = [y for y in years
+                if os.path.isfile(os.path.join(root, y, 'ImageSets', 'Main', 'test.txt'))]
+        return [os.path.join(root, y) for y in years], train, [(test[0] if test else years[0],
+                                                                'test')]
+    lists = os.path.join(root, 'ImageSets', 'Main')
     val = 'test' if os.path.isfile(os.path.join(lists, 'test.txt')) else 'val'
-    train = 'trainval' if val == 'test' else 'train'
-    return base, [(sub, train)], [(sub, val)]
+    return [root], [('', 'trainval' if val == 'test' else 'train')], [('', val)]
 
 
 def get_dataset(dataset, args):
@@ -123,12 +135,12 @@ def get_dataset(dataset, args):
                              'ImageSets/Main/{trainval,test}.txt')
         if not os.path.isdir(root):
             checks.check_voc(root, [])  # raises, naming the folder and the fix
-        base, train_splits, val_splits = _custom_splits(root)
+        folders, train_splits, val_splits = _custom_splits(root)
         if getattr(args, 'classes', ''):
             classes = [c.strip() for c in args.classes.split(',') if c.strip()]
         else:
             try:
-                classes = voc_class_names([base])
+                classes = voc_class_names(folders)
             except (ET.ParseError, AttributeError):
                 classes = None  # check_voc below reports the broken file
         checks.check_voc(root, train_splits + val_splits, classes=classes)
