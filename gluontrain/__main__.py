@@ -1,20 +1,18 @@
 """``gluontrain train <recipe> [args]`` / ``python -m gluontrain train <recipe> [args]``."""
-import importlib
 import sys
 
-# recipe name -> module with main(argv); imported lazily so the CLI loads one framework only
-RECIPES = {'yolo3': 'gluontrain.mx.yolo3'}
+from .registry import get_recipe, list_recipes
 
 
 def main(argv=None):
     """Run ``train <recipe> ...``; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) < 2 or argv[0] != 'train' or argv[1] not in RECIPES:
+    if len(argv) < 2 or argv[0] != 'train' or argv[1] not in list_recipes():
         print('usage: gluontrain train {{{}}} [recipe arguments]\n'
-              '       gluontrain train yolo3 --help'.format(','.join(sorted(RECIPES))),
+              '       gluontrain train yolo3 --help'.format(','.join(list_recipes())),
               file=sys.stderr)
         return 2
-    recipe = importlib.import_module(RECIPES[argv[1]])
+    recipe = get_recipe(argv[1])
     try:
         state = recipe.main(argv[2:])
     except (ValueError, FileNotFoundError) as e:

@@ -5,6 +5,7 @@ trainer state) to bytes and the core writes them with the loop position, best sc
 states and arguments. Every file is written to a temporary name in the same folder, flushed
 to disk, then renamed over the target, so a reader sees either the old file or the new one.
 """
+import contextlib
 import os
 import pickle
 import random
@@ -15,6 +16,26 @@ import numpy as np
 CHECKPOINT_VERSION = 1
 REQUIRED_KEYS = ('version', 'params', 'trainer', 'epoch', 'iteration', 'best_score', 'rng',
                  'args')
+
+
+@contextlib.contextmanager
+def _staged(path):
+    """Yield a temporary name beside ``path``; on success flush it to disk and rename it over
+    ``path``, on any exception (KeyboardInterrupt included) remove it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
+                               dir=folder)
+    os.close(fd)
+    try:
+        yield tmp
+        with open(tmp, 'rb') as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def atomic_write(path, write_fn, mode='wb'):
@@ -29,21 +50,9 @@ def atomic_write(path, write_fn, mode='wb'):
     mode : str
         ``'wb'`` or ``'w'``.
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
-                               dir=folder)
-    try:
-        with os.fdopen(fd, mode) as f:
+    with _staged(path) as tmp:
+        with open(tmp, mode) as f:
             write_fn(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        # KeyboardInterrupt included: never leave the temp file behind
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def atomic_save_file(path, save_fn):
@@ -51,20 +60,8 @@ def atomic_save_file(path, save_fn):
 
     Used for ``net.save_parameters`` / ``torch.save`` style APIs.
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
-                               dir=folder)
-    os.close(fd)
-    try:
+    with _staged(path) as tmp:
         save_fn(tmp)
-        with open(tmp, 'rb') as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def get_rng_states():
