@@ -34,7 +34,8 @@ setup(
         'cu112': ['mxnet-cu112==1.9.1', 'gluoncv==0.10.5.post0'] + NUMPY1,
         # exact pin: a range pulls the registry's newest torch with several GB of CUDA wheels
         'torch': ['torch==2.13.0', 'pycocotools<2.0.8'],
-        'test': ['pytest>=7', 'pytest-timeout', 'nbclient', 'nbformat', 'ipykernel'],
+        'test': ['pytest>=7', 'pytest-timeout', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
+        'tensorboard': ['tensorboardX'],
         'notebook': ['jupyter', 'nbclient', 'nbformat', 'ipykernel', 'matplotlib<3.9'],
     },
     entry_points={'console_scripts': ['gluontrain=gluontrain.__main__:main']},

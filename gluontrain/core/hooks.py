@@ -211,10 +211,15 @@ def progress_enabled():
 
 
 class ProgressHook(Hook):
-    """A ``tqdm.auto`` bar per epoch with samples/sec and the running losses (throttled)."""
+    """A ``tqdm.auto`` bar per epoch: samples done, samples/sec, the epoch's ETA, the losses.
 
-    def __init__(self, num_batches=None, enabled=None, mininterval=1.0):
-        self.num_batches, self.mininterval = num_batches, mininterval
+    Redrawn at most every ``mininterval`` seconds; off unless on a terminal or in a notebook.
+    """
+
+    def __init__(self, num_batches=None, batch_size=1, enabled=None, mininterval=1.0,
+                 meter=None):
+        self.num_batches, self.batch_size = num_batches, batch_size
+        self.mininterval, self.meter = mininterval, meter
         self.enabled = progress_enabled() if enabled is None else enabled
         self._bar = None
 
@@ -222,12 +227,16 @@ class ProgressHook(Hook):
         if not self.enabled:
             return
         from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
-        self._bar = tqdm(total=self.num_batches, desc='epoch {}'.format(state.epoch),
+        total = self.num_batches * self.batch_size if self.num_batches else None
+        self._bar = tqdm(total=total, desc='epoch {}'.format(state.epoch), unit='samples',
                          mininterval=self.mininterval, leave=False)
 
     def after_batch(self, state):
-        if self._bar is not None:
-            self._bar.update(1)
+        if self._bar is None:
+            return
+        self._bar.update(state.outputs.get('batch_size', self.batch_size))
+        if self.meter is not None:
+            self._bar.set_postfix(self.meter.running(), refresh=False)
 
     def after_epoch(self, state):
         self._close()
@@ -239,3 +248,43 @@ class ProgressHook(Hook):
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+class TensorBoardHook(Hook):
+    """TensorBoard scalars: running losses and lr every ``log_interval`` steps (x = iteration),
+    epoch means and validation metrics every epoch (x = epoch).
+
+    Uses ``tensorboardX`` (optional dependency, ``pip install tensorboardX``), imported when
+    training starts so that the core stays importable without it.
+    """
+
+    def __init__(self, logdir, meter, log_interval=100):
+        self.logdir, self.meter, self.log_interval = logdir, meter, log_interval
+        self.writer = None
+
+    def before_train(self, state):
+        try:
+            from tensorboardX import SummaryWriter  # pylint: disable=import-outside-toplevel
+        except ImportError as e:
+            raise ImportError('TensorBoard logging needs tensorboardX: pip install tensorboardX'
+                              ) from e
+        self.writer = SummaryWriter(self.logdir)
+
+    def after_batch(self, state):
+        if self.log_interval and not state.iteration % self.log_interval:
+            for name, value in self.meter.running().items():
+                self.writer.add_scalar('train/' + name, value, state.iteration)
+            self.writer.add_scalar('train/lr', state.outputs.get('lr', 0.0), state.iteration)
+
+    def after_epoch(self, state):
+        for name, value in self.meter.epoch().items():
+            self.writer.add_scalar('epoch/' + name, value, state.epoch)
+        for name, value in zip(*state.scores.get('val', ((), ()))):
+            value = _jsonable(value)
+            if isinstance(value, float):
+                self.writer.add_scalar('val/' + name, value, state.epoch)
+
+    def after_train(self, state):
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None

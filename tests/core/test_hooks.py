@@ -1,10 +1,10 @@
 """Hooks: GluonCV-format log lines, validation interval, NaN guard, JSON metrics, progress."""
 import json
-import math
+import os
 
 from gluontrain.core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
-                                   NaNGuardHook, ProgressHook, SaveParamsHook, ValidationHook,
-                                   progress_enabled)
+                                   NaNGuardHook, ProgressHook, SaveParamsHook, TensorBoardHook,
+                                   ValidationHook, progress_enabled)
 from gluontrain.core.loop import run_loop
 from gluontrain.core.meters import LossMeter
 
@@ -77,16 +77,49 @@ def test_metrics_json_one_line_per_epoch(tmp_path):
     assert recs[1]['val'] == {'c': None, 'mAP': 0.5} and recs[1]['iteration'] == 2
 
 
-def test_progress_is_off_in_ci_and_counts_batches(monkeypatch):
+def test_progress_is_off_in_ci_and_counts_samples(monkeypatch):
     monkeypatch.setenv('CI', 'true')
     assert not progress_enabled()
-    hook = ProgressHook(num_batches=3, enabled=True, mininterval=0)
-    counts = []
+    meter = LossMeter()
+    hook = ProgressHook(num_batches=3, batch_size=4, enabled=True, mininterval=0, meter=meter)
+    seen = []
     orig = hook.after_batch
 
     def after_batch(state):
         orig(state)
-        counts.append(hook._bar.n)
+        seen.append((hook._bar.n, hook._bar.total, dict(hook._bar.postfix_dict
+                                                       if hasattr(hook._bar, 'postfix_dict')
+                                                       else {})))
     hook.after_batch = after_batch
-    run_loop(lambda b, s: {}, range(3), [hook], 0, 1)
-    assert counts == [1, 2, 3] and hook._bar is None and not math.isnan(len(counts))
+    run_loop(_step([1.0, 2.0, 3.0]), range(3), [LossMeterHook(meter), hook], 0, 1)
+    assert [n for n, _, _ in seen] == [4, 8, 12] and seen[0][1] == 12
+    assert hook._bar is None
+
+
+def _read_events(folder):
+    """Scalars from TensorBoard event files (TFRecord framing: len, crc, data, crc)."""
+    import struct
+    from tensorboardX.proto import event_pb2
+    out = []
+    for name in sorted(os.listdir(folder)):
+        data = open(os.path.join(folder, name), 'rb').read()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack('<Q', data[pos:pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            for v in event.summary.value:
+                out.append((v.tag, event.step, v.simple_value))
+    return out
+
+
+def test_tensorboard_scalars(tmp_path):
+    meter = LossMeter()
+    hooks = [LossMeterHook(meter), ValidationHook(lambda: (['c', 'mAP'], [float('nan'), 0.5])),
+             TensorBoardHook(str(tmp_path / 'tb'), meter, log_interval=2)]
+    run_loop(_step([1.0, 3.0, 5.0, 7.0]), range(2), hooks, 0, 2)
+    scalars = _read_events(str(tmp_path / 'tb'))
+    assert ('train/ObjLoss', 2, 2.0) in scalars and ('train/ObjLoss', 4, 4.0) in scalars
+    assert ('epoch/ClassLoss', 1, 12.0) in scalars and ('val/mAP', 1, 0.5) in scalars
+    assert not [s for s in scalars if s[0] == 'val/c']  # NaN APs are left out
+    assert any(t == 'train/lr' and abs(v - 1e-3) < 1e-9 for t, _, v in scalars)

@@ -2,7 +2,7 @@
 
 Every argument of the reference keeps its name and default. Added: ``--dataset-root``,
 ``--classes``, ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
-``--reference-mixup``.
+``--reference-mixup``, ``--tensorboard``.
 """
 import argparse
 
@@ -81,6 +81,8 @@ def build_parser():
       help='Use MXNet Horovod for distributed training (not available in this release).')
     a('--no-pretrained-base', action='store_true',
       help='Initialise the base network randomly instead of from ImageNet weights.')
+    a('--tensorboard', type=str, default='',
+      help='Write TensorBoard scalars to this folder (needs tensorboardX).')
     a('--model-dir', type=str, default=None,
       help='Where the final exported symbol+params go (default: beside --save-prefix).')
     return p

@@ -15,7 +15,8 @@ from gluoncv.utils import LRScheduler, LRSequential
 
 from ...core import checkpoint as ckpt_io
 from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook, NaNGuardHook,
-                           ProgressHook, SaveParamsHook, ValidationHook, get_logger)
+                           ProgressHook, SaveParamsHook, TensorBoardHook, ValidationHook,
+                           get_logger)
 from ...core.loop import Hook, TrainState, run_loop
 from ...core.meters import LossMeter
 from .data import mixup_dataset
@@ -244,8 +245,11 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         CheckpointHook(lambda st: save_checkpoint(prefix + '_last.ckpt', net, trainer, meter,
                                                   train_data, st, best_map, args)),
         MetricsJSONHook(prefix + '_metrics.jsonl', meter),
-        ProgressHook(num_batches=_len_or_none(train_data)),
+        ProgressHook(num_batches=_len_or_none(train_data), batch_size=args.batch_size,
+                     meter=meter),
     ]
+    if getattr(args, 'tensorboard', ''):
+        hooks.append(TensorBoardHook(args.tensorboard, meter, args.log_interval))
     step = YOLOv3Step(net, trainer, ctx, args.batch_size)
     state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state)
     state.scores['best'] = best_map[0]
