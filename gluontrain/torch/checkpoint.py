@@ -1,0 +1,205 @@
+"""Full training checkpoints of PyTorch recipes in the core's format, and weights-only files.
+
+A checkpoint (``{prefix}_last.ckpt``) is :func:`gluontrain.core.checkpoint.save_checkpoint`'s
+atomic pickle: the model's ``state_dict`` and the optimizer's plus lr scheduler's states as
+``torch.save`` bytes, the loop position, best score, arguments, Python's and numpy's RNG states,
+and (in ``extra['torch_rng']``) torch's CPU and CUDA generator states, so that a resumed run
+draws the same dropout masks, augmentations and shuffles as an uninterrupted one.
+
+Two distinct operations read files back:
+
+- :func:`restore_checkpoint` resumes training: weights, optimizer, scheduler, RNG, position;
+- :func:`load_weights` starts a new run from trained weights (``state_dict`` only), as GluonCV's
+  ``--resume x.params`` / ``net.load_parameters`` does.
+"""
+import io
+import os
+
+import numpy as np
+import torch
+
+from ..core import checkpoint as core_checkpoint
+from ..core.loop import TrainState
+from .distributed import unwrap_model as _unwrap
+
+__all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
+           'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states']
+
+
+def _to_bytes(obj):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def _from_bytes(blob, map_location, weights_only=True):
+    return torch.load(io.BytesIO(blob), map_location=map_location, weights_only=weights_only)
+
+
+def model_bytes(model):
+    """``torch.save`` bytes of the model's ``state_dict`` (unwrapped from DDP/DataParallel,
+    so the keys carry no ``module.`` prefix)."""
+    return _to_bytes(_unwrap(model).state_dict())
+
+
+def optimizer_bytes(optimizer, scheduler=None):
+    """``torch.save`` bytes of ``{'optimizer': ..., 'scheduler': ... or None}`` state dicts."""
+    return _to_bytes({'optimizer': optimizer.state_dict(),
+                      'scheduler': scheduler.state_dict() if scheduler is not None else None})
+
+
+def get_torch_rng_states():
+    """torch's CPU generator state and every CUDA device's, as numpy ``uint8`` arrays
+    (picklable without torch)."""
+    states = {'cpu': torch.get_rng_state().numpy().copy(), 'cuda': None}
+    if torch.cuda.is_available():
+        states['cuda'] = [s.numpy().copy() for s in torch.cuda.get_rng_state_all()]
+    return states
+
+
+def set_torch_rng_states(states):
+    """Restore what :func:`get_torch_rng_states` returned (CUDA states only where CUDA is
+    available and the device count matches)."""
+    torch.set_rng_state(torch.from_numpy(np.asarray(states['cpu'], dtype=np.uint8)))
+    cuda = states.get('cuda')
+    if cuda is not None and torch.cuda.is_available():
+        if len(cuda) != torch.cuda.device_count():
+            raise ValueError('the checkpoint holds RNG states of {} GPU(s) but {} are visible; '
+                             'resume with the same GPUs'.format(len(cuda),
+                                                                torch.cuda.device_count()))
+        torch.cuda.set_rng_state_all([torch.from_numpy(np.asarray(s, dtype=np.uint8))
+                                      for s in cuda])
+
+
+def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_score, args,
+                    extra=None):
+    """Write the full checkpoint of a finished epoch atomically.
+
+    Parameters
+    ----------
+    path : str
+        Conventionally ``{prefix}_last.ckpt``.
+    model : torch.nn.Module
+        DDP/DataParallel wrappers are unwrapped.
+    optimizer : torch.optim.Optimizer
+    scheduler : lr scheduler or None
+        E.g. :class:`gluontrain.torch.lr_scheduler.GluonLRScheduler`.
+    epoch : int
+        The last finished epoch; training resumes at ``epoch + 1``.
+    iteration : int
+        Finished steps (``state.iteration``).
+    best_score : float
+    args : argparse.Namespace or dict
+    extra : dict, optional
+        Anything else to restore (loss meters, ...); ``'torch_rng'`` is added.
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    extra = dict(extra or {})
+    extra['torch_rng'] = get_torch_rng_states()
+    return core_checkpoint.save_checkpoint(
+        path, params=model_bytes(model), trainer=optimizer_bytes(optimizer, scheduler),
+        epoch=epoch, iteration=iteration, best_score=best_score, args=args, extra=extra)
+
+
+def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu',
+                       weights_only=True):
+    """Resume from a checkpoint of :func:`save_checkpoint`: weights, optimizer, scheduler and
+    every RNG state.
+
+    Build ``model``, ``optimizer`` and ``scheduler`` exactly as for a fresh run, then call this
+    before training.
+
+    Parameters
+    ----------
+    path : str
+    model : torch.nn.Module
+        Loaded with ``strict=True``.
+    optimizer : torch.optim.Optimizer
+    scheduler : lr scheduler, optional
+        Given exactly when the checkpoint holds a scheduler state (it was saved with one).
+    map_location : str or torch.device, default 'cpu'
+        Where the stored tensors are loaded; ``load_state_dict`` then copies them onto the
+        model's and optimizer's devices.
+    weights_only : bool, default True
+        ``torch.load``'s safe mode (tensors and plain containers only); set False for a
+        scheduler whose state holds other objects, from a trusted file only.
+
+    Returns
+    -------
+    payload : dict
+        The checkpoint (``epoch``, ``best_score``, ``args``, ``extra``, ...); resume at
+        ``payload['epoch'] + 1``.
+    state : TrainState
+        A loop state with ``iteration`` restored, for :func:`gluontrain.core.loop.run_loop`.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        For a missing file, or one that is not a gluontrain checkpoint (a weights file is
+        read with :func:`load_weights`).
+    """
+    payload = core_checkpoint.load_checkpoint(path)
+    _unwrap(model).load_state_dict(_from_bytes(payload['params'], map_location, weights_only))
+    states = _from_bytes(payload['trainer'], map_location, weights_only)
+    if not isinstance(states, dict) or 'optimizer' not in states:
+        raise ValueError('{} holds no PyTorch optimizer state; was it written by another '
+                         'backend?'.format(path))
+    optimizer.load_state_dict(states['optimizer'])
+    saved_scheduler = states.get('scheduler')
+    if (saved_scheduler is None) != (scheduler is None):
+        raise ValueError(
+            '{} holds {} lr scheduler state but restore_checkpoint got {}: pass the scheduler '
+            'exactly when the run that saved it had one, or the lr would not continue where it '
+            'stopped'.format(path, 'an' if saved_scheduler is not None else 'no',
+                             'none' if scheduler is None else 'one'))
+    if scheduler is not None:
+        scheduler.load_state_dict(saved_scheduler)
+    core_checkpoint.set_rng_states(payload['rng'])
+    if 'torch_rng' in payload.get('extra', {}):
+        set_torch_rng_states(payload['extra']['torch_rng'])
+    return payload, TrainState(iteration=payload['iteration'])
+
+
+def save_weights(path, model):
+    """Write the model's ``state_dict`` alone with ``torch.save``, atomically (the PyTorch
+    counterpart of ``net.save_parameters``)."""
+    state_dict = _unwrap(model).state_dict()
+    return core_checkpoint.atomic_save_file(path, lambda tmp: torch.save(state_dict, tmp))
+
+
+def load_weights(path, model, strict=True, map_location='cpu'):
+    """Start from trained weights only: no optimizer, scheduler, RNG or loop position.
+
+    Parameters
+    ----------
+    path : str
+        A ``state_dict`` file (:func:`save_weights`, ``torch.save(model.state_dict())``) or a
+        full gluontrain checkpoint, whose weights alone are taken.
+    model : torch.nn.Module
+    strict : bool, default True
+        Require exactly the model's keys (``load_state_dict``'s ``strict``).
+    map_location : str or torch.device, default 'cpu'
+
+    Returns
+    -------
+    NamedTuple
+        ``load_state_dict``'s ``missing_keys`` / ``unexpected_keys`` (empty when strict).
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError('weights file {} does not exist'.format(path))
+    with open(path, 'rb') as f:
+        # torch.save writes a zip archive; a gluontrain checkpoint is a pickle (zipfile's own
+        # test would look for the archive's end record and also find the zips embedded there)
+        is_torch_file = f.read(4) == b'PK\x03\x04'
+    if is_torch_file:
+        state_dict = torch.load(path, map_location=map_location, weights_only=True)
+    else:
+        state_dict = _from_bytes(core_checkpoint.load_checkpoint(path)['params'], map_location)
+    if not isinstance(state_dict, dict):
+        raise ValueError('{} holds a {}, not a state_dict; save weights with '
+                         'save_weights(path, model)'.format(path, type(state_dict).__name__))
+    return _unwrap(model).load_state_dict(state_dict, strict=strict)

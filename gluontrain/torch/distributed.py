@@ -1,0 +1,217 @@
+"""Data-parallel training with one process per device, launched by ``torchrun``.
+
+GluonCV trains on several GPUs from one process (``split_and_load`` + kvstore); the PyTorch
+way is one process per GPU with ``DistributedDataParallel``::
+
+    torchrun --nproc_per_node 4 scripts/train.py ...
+
+    info = init_distributed()                     # reads RANK, WORLD_SIZE, LOCAL_RANK
+    model = convert_sync_batchnorm(model)         # optional; CUDA only
+    model = wrap_ddp(model, info.device)
+    sampler = DistributedSampler(dataset)          # a different shard per rank
+    ...
+    losses = all_reduce_mean({'loss': loss.item()})
+    if is_main_process():
+        save_checkpoint(...)
+    barrier()
+
+Every helper also works without ``torchrun`` (one process, world size 1), so the same script
+runs unchanged on a laptop.
+"""
+import datetime
+import os
+from collections import namedtuple
+
+import torch
+import torch.distributed as dist
+
+__all__ = ['DistInfo', 'init_distributed', 'is_distributed', 'get_rank', 'get_world_size',
+           'is_main_process', 'barrier', 'all_reduce_mean', 'convert_sync_batchnorm',
+           'wrap_ddp', 'unwrap_model', 'cleanup']
+
+DistInfo = namedtuple('DistInfo', ['rank', 'world_size', 'local_rank', 'device', 'backend'])
+DistInfo.__doc__ = """This process's place in the job: ranks, its device and the backend
+(``None`` when not distributed)."""
+
+
+def _env_int(name, default):
+    value = os.environ.get(name)
+    if value is None or value == '':
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError('environment variable {}={!r} is not an integer (torchrun sets it)'
+                         .format(name, value)) from None
+
+
+def init_distributed(backend=None, use_cuda=None, timeout_s=1800):
+    """Join the process group that ``torchrun`` set up, or run alone.
+
+    Reads ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (and ``MASTER_ADDR``/``MASTER_PORT``
+    through ``init_method='env://'``). With ``WORLD_SIZE`` unset or 1 nothing is initialised.
+
+    Parameters
+    ----------
+    backend : str, optional
+        ``'nccl'`` on CUDA (the process is then bound to GPU ``LOCAL_RANK``), ``'gloo'`` on
+        the CPU.
+    use_cuda : bool, optional
+        Train on GPU ``LOCAL_RANK``; default: when CUDA is available. ``False`` keeps every
+        rank on the CPU (``--gpus ''``).
+    timeout_s : float, default 1800
+        How long collective operations wait for the other ranks.
+
+    Returns
+    -------
+    DistInfo
+        ``rank``, ``world_size``, ``local_rank``, ``device`` (``cuda:LOCAL_RANK`` or cpu) and
+        ``backend``.
+    """
+    rank, world_size = _env_int('RANK', 0), _env_int('WORLD_SIZE', 1)
+    local_rank = _env_int('LOCAL_RANK', 0)
+    use_cuda = torch.cuda.is_available() if use_cuda is None else use_cuda
+    if use_cuda:
+        if local_rank >= torch.cuda.device_count():
+            raise ValueError('LOCAL_RANK={} but only {} GPU(s) are visible; start torchrun with '
+                             '--nproc_per_node <= the number of GPUs'
+                             .format(local_rank, torch.cuda.device_count()))
+        device = torch.device('cuda', local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device('cpu')
+    if world_size <= 1:
+        return DistInfo(0, 1, local_rank, device, None)
+    backend = backend or ('nccl' if use_cuda else 'gloo')
+    if not dist.is_initialized():
+        dist.init_process_group(backend=backend, init_method='env://', rank=rank,
+                                world_size=world_size,
+                                timeout=datetime.timedelta(seconds=timeout_s))
+    return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank, device,
+                    dist.get_backend())
+
+
+def is_distributed():
+    """True inside an initialised process group of more than one process."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def get_rank():
+    """This process's rank (0 when not distributed)."""
+    return dist.get_rank() if is_distributed() else 0
+
+
+def get_world_size():
+    """Number of processes (1 when not distributed)."""
+    return dist.get_world_size() if is_distributed() else 1
+
+
+def is_main_process():
+    """True on rank 0 (and when not distributed): the one that logs and saves."""
+    return get_rank() == 0
+
+
+def barrier():
+    """Wait for every rank (nothing to wait for when not distributed)."""
+    if is_distributed():
+        dist.barrier()
+
+
+def all_reduce_mean(values):
+    """Average named numbers over all ranks, e.g. losses for the log line.
+
+    Parameters
+    ----------
+    values : dict
+        name -> float or scalar tensor.
+
+    Returns
+    -------
+    dict
+        name -> float, the mean over ranks (the values themselves when not distributed).
+        Every rank must pass the same names.
+    """
+    # packed in sorted order, so that ranks agree whatever order their dicts were built in
+    names = sorted(values)
+    numbers = [float(values[n].detach()) if isinstance(values[n], torch.Tensor)
+               else float(values[n]) for n in names]
+    if is_distributed() and names:
+        # nccl reduces CUDA tensors only
+        device = torch.device('cuda', torch.cuda.current_device()) \
+            if dist.get_backend() == 'nccl' else torch.device('cpu')
+        packed = torch.tensor(numbers, dtype=torch.float64, device=device)
+        dist.all_reduce(packed, op=dist.ReduceOp.SUM)
+        numbers = (packed / dist.get_world_size()).cpu().tolist()
+    means = dict(zip(names, numbers))
+    return {name: means[name] for name in values}
+
+
+def convert_sync_batchnorm(model, process_group=None, device=None):
+    """Replace every BatchNorm layer by ``torch.nn.SyncBatchNorm`` (batch statistics over
+    all ranks, as GluonCV's ``--syncbn``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    process_group : ProcessGroup, optional
+        Synchronise within this group only (default: all ranks).
+    device : torch.device, optional
+        Where the model will train; a CPU device is refused.
+
+    Returns
+    -------
+    torch.nn.Module
+
+    Raises
+    ------
+    RuntimeError
+        On a machine without CUDA or for a CPU ``device``: PyTorch's SyncBatchNorm only runs on
+        GPUs and would otherwise fail at the first forward pass, mid-run.
+    """
+    if not torch.cuda.is_available() or (device is not None and
+                                          torch.device(device).type != 'cuda'):
+        raise RuntimeError(
+            'SyncBatchNorm needs CUDA: torch.nn.SyncBatchNorm only runs on GPUs, and this run '
+            'is on the CPU ({}). Train without --syncbn on the CPU (each rank then normalises '
+            'with its own batch statistics).'.format(
+                'no CUDA device available' if not torch.cuda.is_available()
+                else 'device={}'.format(device)))
+    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model, process_group)
+
+
+def wrap_ddp(model, device, **ddp_kwargs):
+    """Move ``model`` to ``device`` and wrap it in ``DistributedDataParallel``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    device : torch.device
+        This rank's device (``DistInfo.device``).
+    **ddp_kwargs
+        Passed to ``DistributedDataParallel`` (e.g. ``find_unused_parameters=True``).
+
+    Returns
+    -------
+    torch.nn.Module
+        The DDP-wrapped model, or ``model`` itself (moved) when not distributed.
+    """
+    device = torch.device(device)
+    model = model.to(device)
+    if not is_distributed():
+        return model
+    if device.type == 'cuda':
+        ddp_kwargs.setdefault('device_ids', [device.index])
+        ddp_kwargs.setdefault('output_device', device.index)
+    return torch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)
+
+
+def unwrap_model(model):
+    """The module inside a ``DistributedDataParallel``/``DataParallel`` wrapper (for saving)."""
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    return model.module if isinstance(model, wrappers) else model
+
+
+def cleanup():
+    """Leave the process group (call at the end of a ``torchrun`` script)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

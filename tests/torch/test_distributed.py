@@ -1,0 +1,92 @@
+"""DDP helpers: a real 2-process torchrun job on gloo, and the single-process fallbacks."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from gluontrain.torch import distributed as gdist
+
+torch.set_num_threads(1)
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ddp_worker.py')
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _run_torchrun(out_dir):
+    env = dict(os.environ, OMP_NUM_THREADS='1')
+    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
+        env.pop(name, None)
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
+           '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr', '127.0.0.1',
+           '--master-port', str(_free_port()), '--max-restarts', '0', WORKER, str(out_dir)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_two_ranks_end_with_identical_weights(tmp_path):
+    res = _run_torchrun(tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    ranks = [np.load(str(tmp_path / 'rank{}.npz'.format(r))) for r in (0, 1)]
+    params = list(ranks[0]['param_names'])
+    assert len(params) == 6         # 2 Linear (weight, bias) + BatchNorm (weight, bias)
+    for name in params:
+        final0, final1 = ranks[0]['final/' + name], ranks[1]['final/' + name]
+        np.testing.assert_array_equal(final0, final1, err_msg=name)
+        assert not np.array_equal(final0, ranks[0]['initial/' + name]), name + ' did not train'
+    # each rank saw its own half of the data, every sample once per epoch
+    seen0, seen1 = (set(r['epoch0_seen'].tolist()) for r in ranks)
+    assert not seen0 & seen1 and seen0 | seen1 == set(range(32))
+    # BatchNorm running statistics are per rank (DDP broadcasts rank 0's before each forward,
+    # then each rank adds its own last batch), which shows the ranks' data really differed
+    assert not np.array_equal(ranks[0]['final/1.running_mean'], ranks[1]['final/1.running_mean'])
+    logs = [json.loads((tmp_path / 'rank{}.json'.format(r)).read_text()) for r in (0, 1)]
+    assert [log['main'] for log in logs] == [True, False]
+    for log in logs:
+        assert log['syncbn_refused'].startswith('SyncBatchNorm needs CUDA')
+        assert 'expected input tensor to be on GPU' in log['torch_syncbn_forward_error']
+    expected = (logs[0]['local_loss'] + logs[1]['local_loss']) / 2
+    assert logs[0]['mean_loss'] == logs[1]['mean_loss'] == pytest.approx(expected, rel=1e-12)
+    assert logs[0]['mean_rank'] == logs[1]['mean_rank'] == 0.5
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU refusal')
+def test_sync_batchnorm_refuses_cpu_with_a_clear_message():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    with pytest.raises(RuntimeError, match='SyncBatchNorm needs CUDA') as error:
+        gdist.convert_sync_batchnorm(model)
+    assert "without --syncbn" in str(error.value)
+    # what it prevents, a failure at the first forward of a distributed CPU run, is checked
+    # inside the torchrun job (test_two_ranks_end_with_identical_weights)
+
+
+def test_sync_batchnorm_refuses_a_cpu_device_even_with_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    with pytest.raises(RuntimeError, match='device=cpu'):
+        gdist.convert_sync_batchnorm(torch.nn.BatchNorm1d(3), device='cpu')
+
+
+def test_single_process_fallbacks(monkeypatch):
+    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK'):
+        monkeypatch.delenv(name, raising=False)
+    info = gdist.init_distributed(use_cuda=False)
+    assert info == gdist.DistInfo(0, 1, 0, torch.device('cpu'), None)
+    assert not gdist.is_distributed() and gdist.is_main_process()
+    assert gdist.get_rank() == 0 and gdist.get_world_size() == 1
+    gdist.barrier()
+    means = gdist.all_reduce_mean({'b': torch.tensor(2.5), 'a': 1})
+    assert means == {'b': 2.5, 'a': 1.0} and list(means) == ['b', 'a']
+    model = torch.nn.Linear(2, 2)
+    assert gdist.wrap_ddp(model, torch.device('cpu')) is model
+    assert gdist.unwrap_model(torch.nn.DataParallel(model)) is model
+    monkeypatch.setenv('WORLD_SIZE', 'two')
+    with pytest.raises(ValueError, match='WORLD_SIZE'):
+        gdist.init_distributed(use_cuda=False)
