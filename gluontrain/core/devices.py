@@ -44,3 +44,30 @@ def parse_gpu_ids(gpus):
     if len(set(ids)) != len(ids):
         raise ValueError("--gpus {!r} names a GPU twice".format(gpus))
     return ids
+
+
+def check_gpu_ids(gpus, ids, available, framework, hint=''):
+    """Raise when ``--gpus`` names GPUs the framework cannot see.
+
+    Parameters
+    ----------
+    gpus : str
+        The ``--gpus`` string, quoted in the message.
+    ids : list of int
+        What :func:`parse_gpu_ids` returned.
+    available : int
+        GPUs the framework sees (``mx.context.num_gpus()``, ``torch.cuda.device_count()``).
+    framework : str
+        Named in the message.
+    hint : str
+        Appended after the count, e.g. why the framework sees none.
+
+    Raises
+    ------
+    ValueError
+    """
+    missing = [i for i in ids if i >= available]
+    if missing:
+        raise ValueError("--gpus {!r} asks for GPU {} but {} sees {} GPU(s){}. Pass --gpus '' "
+                         "to train on the CPU (or --cpus N for N CPU contexts)."
+                         .format(gpus, ','.join(map(str, missing)), framework, available, hint))

@@ -1,7 +1,7 @@
 """MXNet contexts from ``--gpus`` / ``--cpus``."""
 import mxnet as mx
 
-from ..core.devices import parse_gpu_ids
+from ..core.devices import check_gpu_ids, parse_gpu_ids
 
 
 def get_contexts(gpus='0', cpus=0):
@@ -30,13 +30,9 @@ def get_contexts(gpus='0', cpus=0):
     if not ids:
         return [mx.cpu()]
     available = mx.context.num_gpus()
-    missing = [i for i in ids if i >= available]
-    if missing:
-        raise ValueError("--gpus {!r} asks for GPU {} but MXNet sees {} GPU(s){}. Pass --gpus '' "
-                         "to train on the CPU (or --cpus N for N CPU contexts)."
-                         .format(gpus, ','.join(map(str, missing)), available,
-                                 ' (this is a CPU build of mxnet; the GPU build is the '
-                                 'cu112 extra)' if available == 0 else ''))
+    check_gpu_ids(gpus, ids, available, 'MXNet',
+                  ' (this is a CPU build of mxnet; the GPU build is the cu112 extra)'
+                  if available == 0 else '')
     return [mx.gpu(i) for i in ids]
 
 

@@ -9,7 +9,7 @@ one slice per device with ``gluon.utils.split_and_load``. :func:`get_devices` an
 import numpy as np
 import torch
 
-from ..core.devices import parse_gpu_ids
+from ..core.devices import check_gpu_ids, parse_gpu_ids
 
 __all__ = ['get_devices', 'split_data', 'split_and_load']
 
@@ -40,14 +40,8 @@ def get_devices(gpus='0', cpus=0):
     ids = parse_gpu_ids(gpus)
     if not ids:
         return [torch.device('cpu')]
-    available = torch.cuda.device_count()
-    missing = [i for i in ids if i >= available]
-    if missing:
-        raise ValueError("--gpus {!r} asks for GPU {} but PyTorch sees {} GPU(s){}. Pass "
-                         "--gpus '' to train on the CPU."
-                         .format(gpus, ','.join(map(str, missing)), available,
-                                 ' (this torch build has no CUDA)'
-                                 if not torch.backends.cuda.is_built() else ''))
+    check_gpu_ids(gpus, ids, torch.cuda.device_count(), 'PyTorch',
+                  ' (this torch build has no CUDA)' if not torch.backends.cuda.is_built() else '')
     return [torch.device('cuda', i) for i in ids]
 
 
