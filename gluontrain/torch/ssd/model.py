@@ -1,0 +1,377 @@
+"""SSD300 (VGG16 base) as amdegroot/ssd.pytorch builds it, on plain modern PyTorch.
+
+The module tree mirrors ``ssd.py`` of the reference child for child, so ``state_dict()`` has
+the reference's 71 keys with the same shapes (26,285,486 parameters for 21 classes) and its
+checkpoints (``ssd300_mAP_77.43_v2.pth``) and base weights (``vgg16_reducedfc.pth``) load
+unchanged:
+
+- ``vgg``: ModuleList of the VGG16 layers (``vgg.0`` ... ``vgg.34``; convs at 0, 2, 5, 7, 10,
+  12, 14, 17, 19, 21, 24, 26, 28 and the dilated ``conv6`` at 31, ``conv7`` at 33),
+- ``L2Norm``: learnt per-channel scale (init 20) of the L2-normalised ``conv4_3`` output,
+- ``extras``: 8 convs (1x1 / 3x3 alternating, the 3x3 ones of the first two pairs stride 2),
+- ``loc`` / ``conf``: 3x3 heads on ``conv4_3``, ``conv7`` and every second extra layer,
+  ``[4, 6, 6, 6, 4, 4]`` boxes per location, 8732 priors in all.
+
+Fixed on the way (the reference no longer runs on modern PyTorch): no ``Variable(volatile)``
+and no legacy autograd ``Detect`` Function; the priors are a non-persistent buffer (they move
+with ``.to(device)`` but stay out of ``state_dict``); bad ``phase``/``size`` raise instead of
+printing and returning ``None``; ``load_weights`` does not accept every extension through
+``ext == '.pkl' or '.pth'``.
+
+gluontrain addition: ``width_mult`` scales every VGG / extra / head *input* channel count
+(never the box counts, the input size or the priors), so a CPU test or a bounded learnability
+run trains an SSD300 with the same keys and geometry at a fraction of the cost.
+"""
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ['L2Norm', 'SSD', 'build_ssd', 'vgg_layers', 'extra_layers', 'multibox',
+           'init_weights', 'load_base_weights', 'BASE_CFG', 'EXTRAS_CFG', 'MBOX_CFG']
+
+# The reference's layer lists for SSD300 ('M': max-pool, 'C': ceil-mode max-pool,
+# 'S': the next conv has stride 2 and padding 1).
+BASE_CFG = [64, 64, 'M', 128, 128, 'M', 256, 256, 256, 'C', 512, 512, 512, 'M',
+            512, 512, 512]
+EXTRAS_CFG = [256, 'S', 512, 128, 'S', 256, 128, 256, 128, 256]
+MBOX_CFG = [4, 6, 6, 6, 4, 4]
+# vgg index of conv4_3's ReLU is 22: the first 23 layers produce the L2Norm source.
+_CONV4_3_END = 23
+
+
+def _scaled(channels, width_mult):
+    """Channel count ``channels`` scaled by ``width_mult`` (at least 1)."""
+    return max(1, int(round(channels * width_mult)))
+
+
+class L2Norm(nn.Module):
+    """Channel-wise L2 normalisation with a learnt per-channel scale (ParseNet).
+
+    Parameters
+    ----------
+    n_channels : int
+        Number of input channels (length of ``weight``).
+    scale : float
+        Initial value of every entry of ``weight`` (20 in SSD).
+    """
+
+    def __init__(self, n_channels, scale):
+        super().__init__()
+        self.n_channels = n_channels
+        self.gamma = scale or None
+        self.eps = 1e-10
+        self.weight = nn.Parameter(torch.empty(n_channels))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Set every scale to ``gamma`` (the reference's constant init)."""
+        nn.init.constant_(self.weight, self.gamma)
+
+    def forward(self, x):
+        """Normalise ``x`` [B, C, H, W] over C (eps added to the norm, as the reference)
+        and scale each channel by ``weight``."""
+        norm = x.pow(2).sum(dim=1, keepdim=True).sqrt() + self.eps
+        return self.weight.view(1, -1, 1, 1) * torch.div(x, norm)
+
+
+def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0):
+    """The reference's ``vgg(cfg, 3)``: VGG16 up to conv5_3, then pool5, conv6 (dilated
+    3x3, 1024 channels), ReLU, conv7 (1x1), ReLU.
+
+    Parameters
+    ----------
+    cfg : list
+        Channel counts and pool markers (``'M'``, ``'C'`` for ceil mode).
+    in_channels : int
+        Image channels.
+    width_mult : float
+        gluontrain addition: multiplies every channel count.
+
+    Returns
+    -------
+    list of nn.Module
+        35 layers for :data:`BASE_CFG`, in the reference's order (its indices are the
+        ``vgg.<i>`` state_dict keys).
+    """
+    layers = []
+    for v in cfg:
+        if v == 'M':
+            layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+        elif v == 'C':
+            # 75 -> 38 (not 37) at 300 px: the 38x38 conv4_3 map of SSD300
+            layers.append(nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True))
+        else:
+            out = _scaled(v, width_mult)
+            layers += [nn.Conv2d(in_channels, out, kernel_size=3, padding=1),
+                       nn.ReLU(inplace=True)]
+            in_channels = out
+    fc = _scaled(1024, width_mult)
+    layers += [nn.MaxPool2d(kernel_size=3, stride=1, padding=1),
+               nn.Conv2d(in_channels, fc, kernel_size=3, padding=6, dilation=6),
+               nn.ReLU(inplace=True),
+               nn.Conv2d(fc, fc, kernel_size=1),
+               nn.ReLU(inplace=True)]
+    return layers
+
+
+def extra_layers(cfg=EXTRAS_CFG, in_channels=1024, width_mult=1.0):
+    """The reference's ``add_extras(cfg, 1024)``: kernels alternate 1x1 / 3x3; an ``'S'``
+    makes the following conv stride 2 with padding 1. No ReLUs here (``SSD.forward``
+    applies them).
+
+    Parameters
+    ----------
+    cfg : list
+        Channel counts and ``'S'`` markers.
+    in_channels : int
+        Channels of conv7 (already scaled by the caller).
+    width_mult : float
+        gluontrain addition: multiplies every channel count.
+
+    Returns
+    -------
+    list of nn.Conv2d
+        8 convs for :data:`EXTRAS_CFG`.
+    """
+    layers = []
+    flag = False  # False: 1x1, True: 3x3
+    prev = in_channels
+    for k, v in enumerate(cfg):
+        if prev != 'S':
+            if v == 'S':
+                layers.append(nn.Conv2d(in_channels, _scaled(cfg[k + 1], width_mult),
+                                        kernel_size=(1, 3)[flag], stride=2, padding=1))
+            else:
+                layers.append(nn.Conv2d(in_channels, _scaled(v, width_mult),
+                                        kernel_size=(1, 3)[flag]))
+            flag = not flag
+        prev = v
+        if v != 'S':
+            in_channels = _scaled(v, width_mult)
+    return layers
+
+
+def multibox(vgg, extras, cfg=MBOX_CFG, num_classes=21):
+    """The ``loc`` and ``conf`` 3x3 heads on vgg[21] (conv4_3), vgg[-2] (conv7) and every
+    second extra layer.
+
+    Parameters
+    ----------
+    vgg, extras : list of nn.Module
+        Outputs of :func:`vgg_layers` and :func:`extra_layers`.
+    cfg : list of int
+        Boxes per location for each source.
+    num_classes : int
+        Classes including background.
+
+    Returns
+    -------
+    (list of nn.Conv2d, list of nn.Conv2d)
+        ``loc`` layers (``boxes * 4`` outputs) and ``conf`` layers
+        (``boxes * num_classes`` outputs).
+    """
+    sources = [vgg[21].out_channels, vgg[-2].out_channels]
+    sources += [layer.out_channels for layer in extras[1::2]]
+    loc = [nn.Conv2d(c, boxes * 4, kernel_size=3, padding=1) for c, boxes in zip(sources, cfg)]
+    conf = [nn.Conv2d(c, boxes * num_classes, kernel_size=3, padding=1)
+            for c, boxes in zip(sources, cfg)]
+    return loc, conf
+
+
+class SSD(nn.Module):
+    """Single Shot MultiBox Detector with a VGG16 base (use :func:`build_ssd`).
+
+    Parameters
+    ----------
+    phase : {'train', 'test'}
+        ``'train'`` returns raw head outputs; ``'test'`` runs softmax and ``Detect``.
+    size : int
+        Input side (300).
+    base, extras : list of nn.Module
+        VGG and extra layers.
+    head : (list, list)
+        ``loc`` and ``conf`` layers.
+    num_classes : int
+        Classes including background.
+    cfg : dict, optional
+        Prior configuration; default as the reference, ``config.voc`` when
+        ``num_classes == 21`` else ``config.coco``.
+    """
+
+    def __init__(self, phase, size, base, extras, head, num_classes, cfg=None):
+        super().__init__()
+        from .config import coco, voc
+        from .prior_box import PriorBox
+        self.phase = phase
+        self.num_classes = num_classes
+        self.cfg = cfg if cfg is not None else (coco, voc)[num_classes == 21]
+        self.priorbox = PriorBox(self.cfg)
+        # A buffer follows .to(device); non-persistent keeps the reference's 71 keys.
+        self.register_buffer('priors', self.priorbox.forward().detach().clone(),
+                             persistent=False)
+        self.size = size
+
+        self.vgg = nn.ModuleList(base)
+        self.L2Norm = L2Norm(base[21].out_channels, 20)
+        self.extras = nn.ModuleList(extras)
+        self.loc = nn.ModuleList(head[0])
+        self.conf = nn.ModuleList(head[1])
+
+        if phase == 'test':
+            from .detection import Detect
+            self.softmax = nn.Softmax(dim=-1)
+            # the reference's Detect read the variance from the VOC config: same (0.1, 0.2)
+            self.detect = Detect(num_classes, 0, 200, 0.01, 0.45,
+                                 variance=self.cfg.get('variance', (0.1, 0.2)))
+
+    def forward(self, x):
+        """Run the network on a batch.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Images [B, 3, 300, 300] (BGR order is what the released weights expect, after
+            mean subtraction).
+
+        Returns
+        -------
+        tuple or torch.Tensor
+            ``'train'``: ``(loc [B, P, 4], conf [B, P, num_classes], priors [P, 4])`` with
+            P = 8732 at 300 px. ``'test'``: ``Detect``'s ``[B, num_classes, 200, 5]``
+            (score, x1, y1, x2, y2) on the softmax of ``conf``.
+        """
+        sources, loc, conf = [], [], []
+        for k in range(_CONV4_3_END):
+            x = self.vgg[k](x)
+        sources.append(self.L2Norm(x))
+        for k in range(_CONV4_3_END, len(self.vgg)):
+            x = self.vgg[k](x)
+        sources.append(x)
+        for k, v in enumerate(self.extras):
+            x = F.relu(v(x), inplace=True)
+            if k % 2 == 1:
+                sources.append(x)
+        for s, l, c in zip(sources, self.loc, self.conf):
+            # NHWC before flattening: the reference's (and its checkpoints') prior order
+            loc.append(l(s).permute(0, 2, 3, 1).contiguous())
+            conf.append(c(s).permute(0, 2, 3, 1).contiguous())
+        loc = torch.cat([o.view(o.size(0), -1) for o in loc], 1)
+        conf = torch.cat([o.view(o.size(0), -1) for o in conf], 1)
+        loc = loc.view(loc.size(0), -1, 4)
+        conf = conf.view(conf.size(0), -1, self.num_classes)
+        if self.phase == 'test':
+            return self.detect(loc, self.softmax(conf), self.priors.to(loc.dtype))
+        return loc, conf, self.priors
+
+    def load_weights(self, base_file):
+        """Load a full SSD state_dict (``.pth`` / ``.pkl``) onto the CPU, strictly.
+
+        Parameters
+        ----------
+        base_file : str
+            Checkpoint path (e.g. ``ssd300_mAP_77.43_v2.pth``).
+        """
+        ext = os.path.splitext(base_file)[1]
+        # the reference's test `ext == '.pkl' or '.pth'` was always true
+        if ext not in ('.pkl', '.pth'):
+            raise ValueError('Only .pth and .pkl files are supported, got {}'.format(base_file))
+        if not os.path.isfile(base_file):
+            raise FileNotFoundError('SSD weights file not found: {}'.format(base_file))
+        self.load_state_dict(torch.load(base_file, map_location='cpu'))
+
+
+def build_ssd(phase, size=300, num_classes=21, width_mult=1.0, cfg=None):
+    """Build the reference's SSD300.
+
+    Parameters
+    ----------
+    phase : {'train', 'test'}
+        Output mode of ``forward``.
+    size : int
+        Input side; only 300 is supported (as in the reference).
+    num_classes : int
+        Classes including background (21 for VOC, 81 for COCO).
+    width_mult : float
+        gluontrain addition (default 1 = the reference): multiplies every VGG, extra and
+        head input channel count. Box counts, input size and priors are unchanged, so the
+        state_dict keys are the same (shapes are smaller).
+    cfg : dict, optional
+        Prior configuration (default: the reference's choice, see :class:`SSD`).
+
+    Returns
+    -------
+    SSD
+    """
+    if phase not in ('train', 'test'):
+        raise ValueError("phase must be 'train' or 'test', got {!r}".format(phase))
+    if size != 300:
+        raise ValueError('Only SSD300 (size=300) is supported, got size={!r}'.format(size))
+    if not width_mult > 0:
+        raise ValueError('width_mult must be > 0, got {!r}'.format(width_mult))
+    base = vgg_layers(BASE_CFG, 3, width_mult)
+    extras = extra_layers(EXTRAS_CFG, base[-2].out_channels, width_mult)
+    head = multibox(base, extras, MBOX_CFG, num_classes)
+    return SSD(phase, size, base, extras, head, num_classes, cfg=cfg)
+
+
+def _xavier_zero(m):
+    if isinstance(m, nn.Conv2d):
+        nn.init.xavier_uniform_(m.weight)
+        nn.init.zeros_(m.bias)
+
+
+def init_weights(net):
+    """train.py's ``weights_init`` on the layers new to SSD: Xavier-uniform weights and zero
+    biases of every conv in ``extras``, ``loc`` and ``conf`` (``vgg`` and ``L2Norm`` are
+    left alone: the base comes from :func:`load_base_weights`).
+
+    Parameters
+    ----------
+    net : SSD
+        The network, initialised in place (seed ``torch`` first for reproducibility).
+
+    Returns
+    -------
+    SSD
+        ``net``.
+    """
+    with torch.no_grad():
+        net.extras.apply(_xavier_zero)
+        net.loc.apply(_xavier_zero)
+        net.conf.apply(_xavier_zero)
+    return net
+
+
+def load_base_weights(net, path):
+    """Load ssd.pytorch's ``vgg16_reducedfc.pth`` (keys ``0.weight`` ... ``33.bias``) into
+    ``net.vgg``, strictly, as train.py does.
+
+    Parameters
+    ----------
+    net : SSD
+        Target network (``width_mult`` must be 1 for the published file).
+    path : str
+        The base weights file.
+
+    Returns
+    -------
+    SSD
+        ``net``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist (the message names it and where to get it).
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            'VGG16 base weights not found: {} (ssd.pytorch uses vgg16_reducedfc.pth from '
+            'https://s3.amazonaws.com/amdegroot-models/vgg16_reducedfc.pth)'.format(path))
+    state = torch.load(path, map_location='cpu')
+    try:
+        net.vgg.load_state_dict(state)
+    except RuntimeError as err:
+        raise RuntimeError('{} does not fit net.vgg: {}'.format(path, err)) from err
+    return net
