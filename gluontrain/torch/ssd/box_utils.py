@@ -1,0 +1,288 @@
+"""Box utilities of SSD300, as ``layers/box_utils.py`` of amdegroot/ssd.pytorch.
+
+Boxes are ``(x1, y1, x2, y2)`` ("point form") or ``(cx, cy, w, h)`` ("centre-size form"),
+relative to the image size; areas have no ``+1``. Every function accepts extra leading
+(batch) dimensions and then computes, element by element, exactly the operations of the
+reference in the same order, so the results are bit-identical to a per-image call.
+
+Differences from the reference (all fixes; valid inputs give the reference's numbers):
+
+- ``center_size`` is broken in the reference (misplaced parenthesis: ``torch.cat`` gets a
+  tensor as its first argument and raises); here it returns what its docstring promises.
+- ``encode`` takes ``log`` of the width/height ratio, which is ``-inf`` (and the loss
+  ``inf``) for a zero-width or zero-height ground truth, ``nan`` for an inverted one. We clamp
+  the ratio to at least ``eps`` (1e-6): a ratio that small means a box a millionth of its
+  prior's width, so valid boxes are untouched (the clamp returns its input bit for bit) and a
+  degenerate box yields a large but finite target (smooth L1 has bounded gradients).
+- ``match`` raises in the reference for an image without ground truth (``max`` over an empty
+  dimension); here such an image gets all-background targets.
+"""
+import torch
+
+__all__ = ['point_form', 'center_size', 'intersect', 'jaccard', 'match', 'match_batch',
+           'encode', 'decode', 'log_sum_exp', 'ENCODE_EPS']
+
+#: Lower bound of the ground-truth / prior size ratio inside ``encode``'s ``log``.
+ENCODE_EPS = 1e-6
+
+
+def point_form(boxes):
+    """Convert centre-size boxes to point form.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., 4)`` boxes ``(cx, cy, w, h)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., 4)`` boxes ``(x1, y1, x2, y2)``.
+    """
+    return torch.cat((boxes[..., :2] - boxes[..., 2:] / 2,
+                      boxes[..., :2] + boxes[..., 2:] / 2), -1)
+
+
+def center_size(boxes):
+    """Convert point-form boxes to centre-size form (the inverse of :func:`point_form`).
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., 4)`` boxes ``(x1, y1, x2, y2)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., 4)`` boxes ``(cx, cy, w, h)``.
+    """
+    return torch.cat(((boxes[..., 2:] + boxes[..., :2]) / 2,
+                      boxes[..., 2:] - boxes[..., :2]), -1)
+
+
+def intersect(box_a, box_b):
+    """Pairwise intersection areas.
+
+    Parameters
+    ----------
+    box_a : torch.Tensor
+        ``(..., A, 4)`` point-form boxes.
+    box_b : torch.Tensor
+        ``(..., B, 4)`` point-form boxes (leading dimensions broadcast with ``box_a``'s).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., A, B)`` intersection areas (0 for disjoint boxes).
+    """
+    max_xy = torch.min(box_a[..., :, None, 2:], box_b[..., None, :, 2:])
+    min_xy = torch.max(box_a[..., :, None, :2], box_b[..., None, :, :2])
+    inter = torch.clamp(max_xy - min_xy, min=0)
+    return inter[..., 0] * inter[..., 1]
+
+
+def jaccard(box_a, box_b):
+    """Pairwise intersection over union (Jaccard overlap), areas without ``+1``.
+
+    Parameters
+    ----------
+    box_a : torch.Tensor
+        ``(..., A, 4)`` point-form boxes (ground truth in ``match``).
+    box_b : torch.Tensor
+        ``(..., B, 4)`` point-form boxes (priors in ``match``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., A, B)`` IoU, ``inter / (area_a + area_b - inter)``.
+    """
+    inter = intersect(box_a, box_b)
+    area_a = ((box_a[..., 2] - box_a[..., 0]) * (box_a[..., 3] - box_a[..., 1]))[..., :, None]
+    area_b = ((box_b[..., 2] - box_b[..., 0]) * (box_b[..., 3] - box_b[..., 1]))[..., None, :]
+    union = area_a + area_b - inter
+    return inter / union
+
+
+def _forced_truth(best_prior_idx, num_priors):
+    """For every prior, the largest gt index whose best prior it is, else -1.
+
+    The reference runs ``for j: best_truth_idx[best_prior_idx[j]] = j``: when several gts
+    share a best prior, the last assignment (the largest ``j``) survives. ``amax`` over the
+    scattered gt indices gives exactly that value, deterministically (a plain ``index_put``
+    with repeated indices has no defined winner). ``best_prior_idx`` may hold ``num_priors``
+    as a sink for gts to be ignored; that column is dropped.
+    """
+    lead = best_prior_idx.shape[:-1]
+    gt_index = torch.arange(best_prior_idx.shape[-1], device=best_prior_idx.device)
+    forced = torch.full(lead + (num_priors + 1,), -1, dtype=torch.long,
+                        device=best_prior_idx.device)
+    forced.scatter_reduce_(-1, best_prior_idx, gt_index.expand_as(best_prior_idx), 'amax')
+    return forced[..., :num_priors]
+
+
+def match(threshold, truths, priors, variances, labels, loc_t, conf_t, idx):
+    """Match the priors of one image to its ground truth and write the targets in place.
+
+    Each prior takes the gt of highest IoU; then every gt's best prior is forced to that
+    gt with overlap 2 (a prior that is the best of several gts goes to the last of them).
+    ``conf = label + 1`` (0 is background) and 0 where the overlap is below ``threshold``.
+
+    Parameters
+    ----------
+    threshold : float
+        IoU below which a prior is background (0.5 in SSD300).
+    truths : torch.Tensor
+        ``(G, 4)`` point-form ground-truth boxes.
+    priors : torch.Tensor
+        ``(P, 4)`` centre-size priors.
+    variances : sequence of float
+        ``(center_variance, size_variance)``, ``(0.1, 0.2)`` in SSD300.
+    labels : torch.Tensor
+        ``(G,)`` class indices (0-based, without background).
+    loc_t : torch.Tensor
+        ``(B, P, 4)`` output: ``loc_t[idx]`` receives the encoded offsets.
+    conf_t : torch.Tensor
+        ``(B, P)`` integer output: ``conf_t[idx]`` receives the class targets.
+    idx : int
+        The image's index in the batch.
+    """
+    if truths.shape[0] == 0:
+        # The reference raises here; an image without objects is all background.
+        loc_t[idx] = 0
+        conf_t[idx] = 0
+        return
+    overlaps = jaccard(truths, point_form(priors))  # [G, P]
+    _, best_prior_idx = overlaps.max(1)  # best prior of each gt (first on ties)
+    best_truth_overlap, best_truth_idx = overlaps.max(0)  # best gt of each prior
+    best_truth_overlap = best_truth_overlap.index_fill(0, best_prior_idx, 2)
+    forced = _forced_truth(best_prior_idx, priors.shape[0])
+    best_truth_idx = torch.where(forced >= 0, forced, best_truth_idx)
+    matches = truths[best_truth_idx]
+    conf = labels[best_truth_idx] + 1
+    conf[best_truth_overlap < threshold] = 0
+    loc_t[idx] = encode(matches, priors, variances)
+    conf_t[idx] = conf  # cast to conf_t's integer dtype, as the reference does
+
+
+def match_batch(threshold, truths, priors, variances, labels, valid=None):
+    """:func:`match` for a whole padded batch at once (same targets, bit for bit).
+
+    Padding gts (``valid`` False) take part in nothing: their overlaps are set to -1, below
+    any real IoU, so they never become a prior's best gt, and their best prior is sent to a
+    discarded column, so they force nothing. Real gts keep their order, hence the same
+    tie-breaking (first maximum; last gt wins a shared best prior) as the per-image call.
+
+    Parameters
+    ----------
+    threshold : float
+        IoU below which a prior is background.
+    truths : torch.Tensor
+        ``(B, M, 4)`` point-form ground-truth boxes, padded.
+    priors : torch.Tensor
+        ``(P, 4)`` centre-size priors.
+    variances : sequence of float
+        ``(center_variance, size_variance)``.
+    labels : torch.Tensor
+        ``(B, M)`` class indices (0-based, without background).
+    valid : torch.Tensor, optional
+        ``(B, M)`` bool, True for real gts; default all True.
+
+    Returns
+    -------
+    loc_t : torch.Tensor
+        ``(B, P, 4)`` encoded offsets (of the best gt, for every prior).
+    conf_t : torch.Tensor
+        ``(B, P)`` int64 class targets, 0 for background.
+    """
+    batch, num_gt = truths.shape[:2]
+    num_priors = priors.shape[0]
+    if valid is None:
+        valid = torch.ones(batch, num_gt, dtype=torch.bool, device=truths.device)
+    if num_gt == 0:
+        return (truths.new_zeros(batch, num_priors, 4),
+                torch.zeros(batch, num_priors, dtype=torch.long, device=truths.device))
+    overlaps = jaccard(truths, point_form(priors)).masked_fill(~valid[..., None], -1)
+    _, best_prior_idx = overlaps.max(2)  # [B, M]
+    best_truth_overlap, best_truth_idx = overlaps.max(1)  # [B, P]
+    sink = torch.full_like(best_prior_idx, num_priors)
+    forced = _forced_truth(torch.where(valid, best_prior_idx, sink), num_priors)
+    best_truth_overlap = best_truth_overlap.masked_fill(forced >= 0, 2)
+    best_truth_idx = torch.where(forced >= 0, forced, best_truth_idx)
+    matches = truths.gather(1, best_truth_idx[..., None].expand(batch, num_priors, 4))
+    conf = labels.gather(1, best_truth_idx) + 1
+    conf[best_truth_overlap < threshold] = 0
+    return encode(matches, priors, variances), conf.long()
+
+
+def encode(matched, priors, variances, eps=ENCODE_EPS):
+    """Encode point-form boxes as offsets from their priors (SSD's regression targets).
+
+    ``((c_gt - c_p) / (v0 * wh_p), log(max(wh_gt / wh_p, eps)) / v1)``; the ``eps`` clamp is
+    our fix for degenerate boxes (see the module docstring) and changes no valid value.
+
+    Parameters
+    ----------
+    matched : torch.Tensor
+        ``(..., P, 4)`` point-form boxes, one per prior.
+    priors : torch.Tensor
+        ``(P, 4)`` centre-size priors.
+    variances : sequence of float
+        ``(center_variance, size_variance)``.
+    eps : float, default ENCODE_EPS
+        Lower bound of the size ratio inside the ``log``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., P, 4)`` offsets.
+    """
+    g_cxcy = (matched[..., :2] + matched[..., 2:]) / 2 - priors[..., :2]
+    g_cxcy /= (variances[0] * priors[..., 2:])
+    g_wh = (matched[..., 2:] - matched[..., :2]) / priors[..., 2:]
+    g_wh = torch.log(torch.clamp(g_wh, min=eps)) / variances[1]
+    return torch.cat([g_cxcy, g_wh], -1)
+
+
+def decode(loc, priors, variances):
+    """Decode predicted offsets into point-form boxes (the inverse of :func:`encode`).
+
+    Parameters
+    ----------
+    loc : torch.Tensor
+        ``(..., P, 4)`` predicted offsets.
+    priors : torch.Tensor
+        ``(P, 4)`` centre-size priors.
+    variances : sequence of float
+        ``(center_variance, size_variance)``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., P, 4)`` boxes ``(x1, y1, x2, y2)``; ``x2`` is computed as ``x1 + w`` as in
+        the reference (not ``cx + w / 2``, which can round differently).
+    """
+    boxes = torch.cat((priors[..., :2] + loc[..., :2] * variances[0] * priors[..., 2:],
+                       priors[..., 2:] * torch.exp(loc[..., 2:] * variances[1])), -1)
+    boxes[..., :2] -= boxes[..., 2:] / 2
+    boxes[..., 2:] += boxes[..., :2]
+    return boxes
+
+
+def log_sum_exp(x):
+    """Row-wise ``log(sum(exp(x)))`` stabilised by the **global** maximum, as the reference.
+
+    Used only to rank negatives in hard negative mining; the global (not per-row) shift is
+    the reference's and can underflow rows far below the maximum, which we keep.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        ``(N, C)`` class scores.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(N, 1)``.
+    """
+    x_max = x.detach().max()
+    return torch.log(torch.sum(torch.exp(x - x_max), 1, keepdim=True)) + x_max

@@ -1,0 +1,49 @@
+"""SSD300 configurations of amdegroot/ssd.pytorch (``data/config.py``).
+
+Keys and values are the reference's, with one deliberate correction: COCO ``num_classes``.
+The reference sets it to 201, which matches neither COCO's 80 categories + background (81)
+nor anything else in that repository (its COCO label map has 80 entries); a 201-way
+classifier trains 120 classes that never appear as targets and wastes parameters. We use 81
+and keep the reference value as :data:`COCO_NUM_CLASSES_REFERENCE` for anyone who needs to
+load weights trained with the original setting.
+"""
+
+__all__ = ['MEANS', 'voc', 'coco', 'COCO_NUM_CLASSES_REFERENCE']
+
+#: Per-channel pixel means subtracted from images, in **BGR** order (OpenCV images).
+MEANS = (104, 117, 123)
+
+#: The reference's (wrong) COCO class count, kept for loading checkpoints trained with it.
+COCO_NUM_CLASSES_REFERENCE = 201
+
+# SSD300 on Pascal VOC: 20 classes + background.
+voc = {
+    'num_classes': 21,
+    'lr_steps': (80000, 100000, 120000),
+    'max_iter': 120000,
+    'feature_maps': [38, 19, 10, 5, 3, 1],
+    'min_dim': 300,
+    'steps': [8, 16, 32, 64, 100, 300],
+    'min_sizes': [30, 60, 111, 162, 213, 264],
+    'max_sizes': [60, 111, 162, 213, 264, 315],
+    'aspect_ratios': [[2], [2, 3], [2, 3], [2, 3], [2], [2]],
+    'variance': [0.1, 0.2],
+    'clip': True,
+    'name': 'VOC',
+}
+
+# SSD300 on COCO: smaller default boxes; num_classes corrected from the reference's 201.
+coco = {
+    'num_classes': 81,
+    'lr_steps': (280000, 360000, 400000),
+    'max_iter': 400000,
+    'feature_maps': [38, 19, 10, 5, 3, 1],
+    'min_dim': 300,
+    'steps': [8, 16, 32, 64, 100, 300],
+    'min_sizes': [21, 45, 99, 153, 207, 261],
+    'max_sizes': [45, 99, 153, 207, 261, 315],
+    'aspect_ratios': [[2], [2, 3], [2, 3], [2, 3], [2], [2]],
+    'variance': [0.1, 0.2],
+    'clip': True,
+    'name': 'COCO',
+}

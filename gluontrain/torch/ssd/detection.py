@@ -1,0 +1,105 @@
+"""SSD's test-time detection layer (``layers/functions/detection.py`` of ssd.pytorch).
+
+The reference ``Detect`` is a legacy ``torch.autograd.Function`` with an ``__init__`` and a
+non-static ``forward``, which modern PyTorch refuses to call; here it is a plain
+``nn.Module`` with the same constructor arguments (plus ``variance``, which the reference read
+from the VOC config) and the same output.
+
+The reference ends with a per-image "keep the top_k over all classes" step::
+
+    flt = output.contiguous().view(num, -1, 5)
+    _, idx = flt[:, :, 0].sort(1, descending=True)
+    _, rank = idx.sort(1)
+    flt[(rank < self.top_k).unsqueeze(-1).expand_as(flt)].fill_(0)
+
+It is a no-op: boolean-mask indexing returns a copy, so ``fill_`` never reaches ``output``
+(and the mask selects the best ``top_k``, the opposite of what it meant to clear). We return
+what the reference actually returns: up to ``top_k`` detections per class, not per image.
+"""
+import torch
+import torch.nn as nn
+
+from .box_utils import decode
+from .nms import batched_ssd_nms
+
+__all__ = ['Detect']
+
+
+class Detect(nn.Module):
+    """Decode SSD predictions and run per-class NMS.
+
+    For every image and class ``c >= 1`` (class 0 is background, whatever ``bkg_label`` says,
+    as in the reference): keep priors with score ``> conf_thresh``, decode their boxes, run
+    :func:`~gluontrain.torch.ssd.nms.ssd_nms` (``nms_thresh``, ``top_k`` candidates) and write
+    the survivors by descending score. All (image, class) pairs are processed together by
+    :func:`~gluontrain.torch.ssd.nms.batched_ssd_nms`, equal to the per-class loop.
+
+    Parameters
+    ----------
+    num_classes : int
+        Classes including background.
+    bkg_label : int
+        Kept for compatibility (unused, as in the reference).
+    top_k : int
+        Candidates per class for NMS and rows per class of the output (200).
+    conf_thresh : float
+        Minimum score (strictly greater) of a candidate (0.01).
+    nms_thresh : float
+        NMS IoU threshold (0.45); must be positive.
+    variance : tuple of float, default (0.1, 0.2)
+        Decoding variances.
+
+    Raises
+    ------
+    ValueError
+        If ``nms_thresh <= 0``.
+    """
+
+    def __init__(self, num_classes, bkg_label, top_k, conf_thresh, nms_thresh,
+                 variance=(0.1, 0.2)):
+        super().__init__()
+        self.num_classes = num_classes
+        self.background_label = bkg_label
+        self.top_k = top_k
+        self.nms_thresh = nms_thresh
+        if nms_thresh <= 0:
+            raise ValueError('nms_threshold must be non negative.')
+        self.conf_thresh = conf_thresh
+        self.variance = tuple(variance)
+
+    @torch.no_grad()
+    def forward(self, loc_data, conf_data, prior_data):
+        """Detections of a batch.
+
+        Parameters
+        ----------
+        loc_data : torch.Tensor
+            ``(B, P, 4)`` (or ``(B, P*4)``) predicted offsets.
+        conf_data : torch.Tensor
+            ``(B, P, C)`` (or ``(B*P, C)``) class **probabilities** (after softmax).
+        prior_data : torch.Tensor
+            ``(P, 4)`` centre-size priors.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(B, C, top_k, 5)`` rows ``(score, x1, y1, x2, y2)`` by descending score within
+            each class, zeros after the last detection; class 0 is all zeros.
+        """
+        num, num_priors = loc_data.size(0), prior_data.size(0)
+        num_classes, top_k = self.num_classes, self.top_k
+        output = conf_data.new_zeros(num, num_classes, top_k, 5)
+        if num_classes < 2:
+            return output
+        boxes = decode(loc_data.reshape(num, num_priors, 4), prior_data, self.variance)
+        scores = conf_data.reshape(num, num_priors, num_classes).transpose(2, 1)[:, 1:]
+        order, keep, cand = batched_ssd_nms(boxes[:, None], scores, scores > self.conf_thresh,
+                                            self.nms_thresh, top_k)
+        rows = torch.cat([scores.gather(-1, order)[..., None], cand], -1)  # [B, C-1, K, 5]
+        # Kept candidates go to consecutive rows (their order is already by score); the
+        # others go to a sink row past top_k that is dropped.
+        slot = torch.where(keep, keep.long().cumsum(-1) - 1, torch.full_like(order, top_k))
+        buf = output.new_zeros(num, num_classes - 1, top_k + 1, 5)
+        buf.scatter_(2, slot[..., None].expand(*slot.shape, 5), rows)
+        output[:, 1:] = buf[:, :, :top_k]
+        return output

@@ -1,0 +1,216 @@
+"""Exact greedy non-maximum suppression in plain torch, vectorised by blocks.
+
+Greedy NMS visits boxes by descending score and keeps a box unless it overlaps an already
+kept box by more than the threshold. Here the sorted candidates are cut into blocks: a block
+is first filtered against everything kept in earlier blocks (one IoU matrix), then resolved
+internally by the fixed-point iteration of Cluster-NMS (Zheng et al., 2020)::
+
+    keep <- init & ~any_i(keep[i] & S[i, j])      with S[i, j] = (i < j) & suppresses(i, j)
+
+Why this is exactly greedy NMS: ``keep[j]`` of the update depends only on ``keep[i]`` for
+``i < j``, so the greedy result is the only fixed point, and after ``t`` updates the first
+``t`` entries already equal it (induction on ``j``; entry 0 is never suppressed). The loop
+stops at the fixed point, after at most ``block`` updates and usually after a handful.
+
+IoU is ``inter / ((area_j - inter) + area_i)`` with ``i`` the higher-scoring box, the
+expression and operation order of ssd.pytorch's loop, so threshold ties resolve identically.
+A pair whose IoU is NaN (two zero-area boxes) counts as overlapping, as in ssd.pytorch.
+"""
+import torch
+
+__all__ = ['nms', 'ssd_nms', 'batched_ssd_nms']
+
+
+def _pairwise_iou(box_a, box_b, plus_one=False):
+    """IoU of ``box_a[..., i]`` (the higher-scoring box) with ``box_b[..., j]``: ``(..., A, B)``."""
+    one = 1.0 if plus_one else None  # pixel-inclusive convention (VOC / GluonCV): +1
+    wa, ha = box_a[..., 2] - box_a[..., 0], box_a[..., 3] - box_a[..., 1]
+    wb, hb = box_b[..., 2] - box_b[..., 0], box_b[..., 3] - box_b[..., 1]
+    if one:
+        wa, ha, wb, hb = wa + one, ha + one, wb + one, hb + one
+    # in-place ops on the (A, B) temporaries: same values, far less memory traffic
+    w = torch.min(box_a[..., :, None, 2], box_b[..., None, :, 2])
+    w.sub_(torch.max(box_a[..., :, None, 0], box_b[..., None, :, 0]))
+    h = torch.min(box_a[..., :, None, 3], box_b[..., None, :, 3])
+    h.sub_(torch.max(box_a[..., :, None, 1], box_b[..., None, :, 1]))
+    if one:
+        w.add_(one)
+        h.add_(one)
+    inter = w.clamp_(min=0.0).mul_(h.clamp_(min=0.0))
+    union = torch.sub((wb * hb)[..., None, :], inter).add_((wa * ha)[..., :, None])
+    return inter.div_(union)
+
+
+def _suppresses(iou, threshold, suppress_equal):
+    # Written as "not below" so that a NaN IoU (two zero-area boxes: 0 / 0) suppresses, as in
+    # ssd.pytorch, which keeps only candidates with ``IoU.le(overlap)``.
+    below = torch.lt(iou, threshold) if suppress_equal else torch.le(iou, threshold)
+    return below.logical_not_()
+
+
+def _greedy_resolve(suppress, init):
+    """Greedy keep mask of candidates already in score order.
+
+    Parameters
+    ----------
+    suppress : torch.Tensor
+        ``(..., K, K)`` bool, ``suppress[i, j]``: candidate ``i`` would remove ``j`` (only
+        ``i < j`` is used).
+    init : torch.Tensor
+        ``(..., K)`` bool, candidates still alive before this block.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., K)`` bool keep mask, equal to a sequential greedy pass.
+    """
+    # float matmul counts suppressors exactly (integers below 2**24) and is fast on any device
+    sup = torch.triu(suppress, diagonal=1).to(torch.float32)
+    keep = init
+    for _ in range(init.shape[-1] + 1):
+        hit = torch.matmul(keep.to(torch.float32)[..., None, :], sup)[..., 0, :] > 0
+        new = init & ~hit
+        if torch.equal(new, keep):
+            break
+        keep = new
+    return keep
+
+
+def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_size):
+    """Greedy NMS over ``boxes[order]`` (``order`` by decreasing priority); kept indices."""
+    kept_idx, kept_boxes = [], boxes.new_zeros(0, 4)
+    for start in range(0, order.numel(), block_size):
+        idx = order[start:start + block_size]
+        blk = boxes[idx]
+        if kept_boxes.shape[0]:
+            dead = _suppresses(_pairwise_iou(kept_boxes, blk, plus_one), threshold,
+                               suppress_equal).any(0)
+            idx, blk = idx[~dead], blk[~dead]  # removed boxes suppress nothing later
+        if idx.numel() == 0:
+            continue
+        sup = _suppresses(_pairwise_iou(blk, blk, plus_one), threshold, suppress_equal)
+        keep = _greedy_resolve(sup, torch.ones_like(idx, dtype=torch.bool))
+        kept_idx.append(idx[keep])
+        kept_boxes = torch.cat([kept_boxes, blk[keep]])
+    if not kept_idx:
+        return order.new_zeros(0)
+    return torch.cat(kept_idx)
+
+
+def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one=False,
+        block_size=512):
+    """Exact greedy NMS.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(N, 4)`` boxes ``(x1, y1, x2, y2)``.
+    scores : torch.Tensor
+        ``(N,)`` scores; ties are visited by increasing index (stable sort).
+    iou_threshold : float
+        Overlap above which the lower-scoring box is removed.
+    top_k : int, optional
+        Only the ``top_k`` highest-scoring boxes are candidates (all when None).
+    suppress_equal : bool, default False
+        Also remove a box whose IoU *equals* the threshold. False keeps it (ssd.pytorch keeps
+        IoU <= threshold).
+    plus_one : bool, default False
+        Pixel-inclusive widths ``x2 - x1 + 1`` (VOC / GluonCV convention).
+    block_size : int, default 512
+        Candidates resolved together; only speed and memory depend on it.
+
+    Returns
+    -------
+    torch.Tensor
+        int64 indices of the kept boxes, by descending score.
+    """
+    if scores.numel() == 0:
+        return torch.zeros(0, dtype=torch.long, device=scores.device)
+    order = torch.sort(scores, descending=True, stable=True)[1]
+    if top_k is not None:
+        order = order[:top_k]
+    return _greedy_ordered(boxes, order, iou_threshold, suppress_equal, plus_one, block_size)
+
+
+def ssd_nms(boxes, scores, overlap=0.5, top_k=200):
+    """ssd.pytorch's ``nms``: greedy NMS of the ``top_k`` best boxes, keeping IoU <= overlap.
+
+    Ties in score: the reference sorts ascending and visits the candidates from the end, so
+    among equal scores the box with the **larger index** comes first. The reference's
+    ``sort`` is not stable (on CPU it is stable only for short inputs), so its tie order is
+    implementation-defined; we use a stable sort, which reproduces it wherever it is defined.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(N, 4)`` boxes ``(x1, y1, x2, y2)``, areas without ``+1``.
+    scores : torch.Tensor
+        ``(N,)`` scores.
+    overlap : float, default 0.5
+        A box overlapping a kept box by more than this is removed.
+    top_k : int, default 200
+        Number of highest-scoring candidates (Python slice ``[-top_k:]``, so 0 means all).
+
+    Returns
+    -------
+    keep : torch.Tensor
+        ``(N,)`` int64, the kept indices by descending score in ``keep[:count]``, zeros after.
+    count : int
+        Number of kept boxes.
+    """
+    keep = torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device)
+    if boxes.numel() == 0:  # the reference returns a bare tensor here; we keep the pair
+        return keep, 0
+    idx = torch.sort(scores, stable=True)[1][-top_k:].flip(0)
+    kept = _greedy_ordered(boxes, idx, overlap, False, False, 512)
+    keep[:kept.numel()] = kept
+    return keep, int(kept.numel())
+
+
+def batched_ssd_nms(boxes, scores, valid, overlap=0.5, top_k=200, chunk=256):
+    """:func:`ssd_nms` on many independent groups at once (e.g. every image x class).
+
+    Group ``g`` gives the same boxes, in the same order, as ``ssd_nms(boxes[g][valid[g]],
+    scores[g][valid[g]], overlap, top_k)``: invalid entries are sorted below every valid
+    one (valid scores must be ``> -inf``) and a stable sort keeps the valid ones' order.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., N, 4)`` boxes ``(x1, y1, x2, y2)``; leading dimensions broadcast to
+        ``scores``' (e.g. ``(B, 1, N, 4)`` decoded boxes shared by every class), without a
+        copy.
+    scores : torch.Tensor
+        ``(..., N)`` scores.
+    valid : torch.Tensor
+        ``(..., N)`` bool, which entries take part.
+    overlap : float, default 0.5
+        IoU above which a box is removed.
+    top_k : int, default 200
+        Candidates per group (Python slice ``[-top_k:]``: 0 means all).
+    chunk : int, default 256
+        Groups resolved together (memory ``chunk * top_k**2`` floats).
+
+    Returns
+    -------
+    order : torch.Tensor
+        ``(..., K)`` int64 candidate indices into ``N`` by descending score,
+        ``K = min(top_k, N)``.
+    keep : torch.Tensor
+        ``(..., K)`` bool, which candidates survive.
+    cand_boxes : torch.Tensor
+        ``(..., K, 4)`` the candidates' boxes.
+    """
+    masked = scores.masked_fill(~valid, float('-inf'))
+    order = torch.sort(masked, dim=-1, stable=True)[1][..., -top_k:].flip(-1)
+    alive = valid.gather(-1, order)
+    lead = order.shape[:-1]
+    cand = boxes.expand(*lead, boxes.shape[-2], 4).gather(
+        -2, order[..., None].expand(*order.shape, 4))
+    flat_cand, flat_alive = cand.reshape(-1, *cand.shape[-2:]), alive.reshape(-1, order.shape[-1])
+    keep = torch.zeros_like(flat_alive)
+    for start in range(0, flat_alive.shape[0], chunk):
+        sl = slice(start, start + chunk)
+        iou = _pairwise_iou(flat_cand[sl], flat_cand[sl])
+        keep[sl] = _greedy_resolve(_suppresses(iou, overlap, False), flat_alive[sl])
+    return order, keep.view(alive.shape), cand
