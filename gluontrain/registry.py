@@ -10,7 +10,7 @@ import importlib
 CONTRACT = ('parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
             'save_params', 'main')
 
-_RECIPES = {'yolo3': 'gluontrain.mx.yolo3'}
+_RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'ssd': 'gluontrain.torch.ssd'}
 
 
 def register_recipe(name, module):

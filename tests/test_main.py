@@ -10,7 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_usage_for_unknown_recipe(capsys):
     assert main(['train', 'nope']) == 2
-    assert 'usage: gluontrain train {yolo3}' in capsys.readouterr().err
+    assert 'usage: gluontrain train {ssd,yolo3}' in capsys.readouterr().err
 
 
 def test_bad_input_exits_1_with_a_message(capsys, tmp_path):

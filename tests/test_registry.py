@@ -18,8 +18,9 @@ SEED_SIGNATURES = {
 }
 
 
-def test_yolo3_recipe_has_the_contract_with_seed_signatures():
-    recipe = gluontrain.get_recipe('yolo3')
+@pytest.mark.parametrize('name', ['yolo3', 'ssd'])
+def test_recipes_have_the_contract_with_seed_signatures(name):
+    recipe = gluontrain.get_recipe(name)
     assert all(callable(getattr(recipe, f)) for f in CONTRACT)
     for name, params in SEED_SIGNATURES.items():
         got = list(inspect.signature(getattr(recipe, name)).parameters)
@@ -27,7 +28,7 @@ def test_yolo3_recipe_has_the_contract_with_seed_signatures():
 
 
 def test_unknown_recipe_lists_known_ones():
-    with pytest.raises(KeyError, match='known recipes: yolo3'):
+    with pytest.raises(KeyError, match='known recipes: ssd, yolo3'):
         gluontrain.get_recipe('nope')
 
 

@@ -1,4 +1,7 @@
-"""SSD300 for PyTorch, faithful to amdegroot/ssd.pytorch.
+"""SSD300 for PyTorch, faithful to amdegroot/ssd.pytorch (the recipe ``gluontrain.get_recipe('ssd')``).
+
+Recipe functions (the common contract, see docs/recipes.md): ``parse_args``, ``get_dataset``,
+``get_dataloader``, ``get_net``, ``train``, ``validate``, ``save_params``, ``main``.
 
 Numeric layers (plain torch, no torchvision):
 
@@ -11,5 +14,13 @@ Numeric layers (plain torch, no torchvision):
 - :mod:`.multibox_loss` -- ``MultiBoxLoss`` with hard negative mining.
 - :mod:`.detection` -- ``Detect``, the test-time decode + per-class NMS layer.
 
-This package module is kept import-light on purpose: import from the submodules.
+Network and data: :mod:`.model` (``build_ssd``), :mod:`.augmentations`
+(``SSDAugmentation``, ``BaseTransform``), :mod:`.data` (VOC/COCO datasets, collation).
+Recipe: :mod:`.args`, :mod:`.recipe`, :mod:`.train`.
 """
+from .args import build_parser, parse_args
+from .recipe import get_dataloader, get_dataset, get_net, main
+from .train import save_params, train, validate
+
+__all__ = ['build_parser', 'parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train',
+           'validate', 'save_params', 'main']

@@ -1,0 +1,55 @@
+"""Arguments of the SSD300 recipe: ssd.pytorch's ``train.py`` ones (same names, same defaults)
+and gluontrain's additions for the common interface and small CPU runs."""
+import argparse
+
+
+def str2bool(v):
+    """ssd.pytorch's boolean parsing: yes/true/t/1 (any case) are true, anything else false."""
+    return str(v).lower() in ('yes', 'true', 't', '1')
+
+
+def build_parser():
+    """The argparse parser."""
+    p = argparse.ArgumentParser(
+        description='Single Shot MultiBox Detector Training With Pytorch')
+    a = p.add_argument
+    a('--dataset', default='VOC', choices=['VOC', 'COCO'], type=str, help='VOC or COCO')
+    a('--dataset_root', default=None,
+      help='Dataset root directory path (VOC: the VOCdevkit folder; COCO: the folder with '
+           'annotations/). Default ~/data/VOCdevkit/ or ~/data/coco/ as ssd.pytorch.')
+    a('--basenet', default='vgg16_reducedfc.pth',
+      help="Pretrained base model; '' starts the VGG base from Xavier-initialised weights")
+    a('--batch_size', default=32, type=int, help='Batch size for training')
+    a('--resume', default=None, type=str,
+      help='A full checkpoint (*_last.ckpt) to resume exactly, or a state_dict (.pth) to load '
+           'as weights (the reference behaviour) and continue at --start_iter')
+    a('--start_iter', default=0, type=int, help='Resume training at this iter')
+    a('--num_workers', default=4, type=int, help='Number of workers used in dataloading')
+    a('--cuda', default=True, type=str2bool, help='Use CUDA to train model')
+    a('--lr', '--learning-rate', default=1e-3, type=float, help='initial learning rate')
+    a('--momentum', default=0.9, type=float, help='Momentum value for optim')
+    a('--weight_decay', default=5e-4, type=float, help='Weight decay for SGD')
+    a('--gamma', default=0.1, type=float, help='Gamma update for SGD')
+    a('--visdom', default=False, type=str2bool,
+      help='Use visdom for loss visualization (not supported: use --tensorboard)')
+    a('--save_folder', default='weights/', help='Directory for saving checkpoint models')
+    # gluontrain additions
+    a('--max_iter', default=None, type=int, help="Override the config's max_iter")
+    a('--lr_steps', default=None, type=str,
+      help="Override the config's lr_steps, e.g. '80000,100000,120000'")
+    a('--save_interval', default=5000, type=int,
+      help='Save weights and the full checkpoint every N iterations (reference: 5000)')
+    a('--val_interval', default=0, type=int,
+      help='VOC07 mAP on the test split every N iterations (0: only after the last one)')
+    a('--log_interval', default=10, type=int, help='Log every N iterations (reference: 10)')
+    a('--width_mult', default=1.0, type=float,
+      help='Divide every VGG/extra/head channel count by 1/width_mult (small CPU runs; '
+           'the state_dict keys stay those of ssd.pytorch)')
+    a('--seed', default=None, type=int, help='Seed python, numpy and torch (reference: none)')
+    a('--tensorboard', default='', type=str, help='TensorBoard folder (needs tensorboardX)')
+    return p
+
+
+def parse_args(argv=None):
+    """Parse the SSD recipe's arguments (``argv`` defaults to ``sys.argv[1:]``)."""
+    return build_parser().parse_args(argv)

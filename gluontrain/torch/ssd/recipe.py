@@ -1,0 +1,150 @@
+"""``get_dataset / get_dataloader / get_net / main`` of the SSD300 recipe (ssd.pytorch)."""
+import os
+import xml.etree.ElementTree as ET
+
+import cv2
+import numpy as np
+import torch
+
+from ...core.voc_eval import VOCEvaluator
+from ...data import checks
+from ..batchify import Pad, Stack, Tuple
+from ..parallel import get_devices
+from .args import parse_args
+from .config import MEANS, coco, voc
+
+VOC_DEFAULT_ROOT = os.path.join('~', 'data', 'VOCdevkit')
+COCO_DEFAULT_ROOT = os.path.join('~', 'data', 'coco')
+
+
+class VOCEvalDataset(torch.utils.data.Dataset):
+    """Images of a VOC split with the annotation as eval.py reads it (``parse_rec``).
+
+    Items are ``(image [3,300,300] float, gt [N, 6], (height, width))`` where ``gt`` rows
+    are ``(xmin, ymin, xmax, ymax, label, difficult)`` exactly as written in the XML (1-based
+    pixels) and ``label`` indexes ``classes``.
+    """
+
+    def __init__(self, root, image_sets=(('2007', 'test'),), transform=None, classes=None):
+        from .data import VOC_CLASSES  # pylint: disable=import-outside-toplevel
+        self.classes = list(classes or VOC_CLASSES)
+        self.transform = transform
+        self.ids = []
+        for year, name in image_sets:
+            base = os.path.join(root, 'VOC' + str(year))
+            with open(os.path.join(base, 'ImageSets', 'Main', name + '.txt')) as f:
+                self.ids += [(base, line.strip()) for line in f if line.strip()]
+
+    def __len__(self):
+        return len(self.ids)
+
+    def _annotation(self, base, image_id):
+        rows = []
+        for obj in ET.parse(os.path.join(base, 'Annotations', image_id + '.xml')).iter('object'):
+            box = obj.find('bndbox')
+            rows.append([float(box.find(k).text) for k in ('xmin', 'ymin', 'xmax', 'ymax')]
+                        + [self.classes.index(obj.find('name').text.strip()),
+                           int(obj.find('difficult').text)])
+        return np.array(rows, np.float32).reshape(-1, 6)
+
+    def __getitem__(self, index):
+        base, image_id = self.ids[index]
+        img = cv2.imread(os.path.join(base, 'JPEGImages', image_id + '.jpg'))
+        h, w = img.shape[:2]
+        if self.transform is not None:
+            img = self.transform(img)[0]
+        return (torch.from_numpy(np.ascontiguousarray(img[:, :, (2, 1, 0)])).permute(2, 0, 1),
+                self._annotation(base, image_id), np.array([h, w], np.float32))
+
+
+def get_dataset(dataset, args):
+    """Training dataset (SSDAugmentation), validation dataset and metric.
+
+    VOC: VOC2007+2012 trainval for training, VOC2007 test with VOC07 11-point mAP (eval.py's
+    protocol); COCO: train2017, and no validation (ssd.pytorch has no COCO evaluation).
+    Sets ``args.cfg`` (the voc/coco config dict).
+    """
+    from .augmentations import BaseTransform, SSDAugmentation  # noqa: E501  pylint: disable=import-outside-toplevel
+    from .data import COCODetection, VOCDetection  # pylint: disable=import-outside-toplevel
+    if dataset == 'VOC':
+        root = os.path.expanduser(args.dataset_root or VOC_DEFAULT_ROOT)
+        sets = [(2007, 'trainval'), (2012, 'trainval')]
+        sets = [s for s in sets if os.path.isdir(os.path.join(root, 'VOC{}'.format(s[0])))] \
+            or sets
+        checks.check_voc(root, sets + [(2007, 'test')])
+        args.cfg = voc
+        train_dataset = VOCDetection(root, [(str(y), n) for y, n in sets],
+                                     transform=SSDAugmentation(voc['min_dim'], MEANS))
+        val_dataset = VOCEvalDataset(root, transform=BaseTransform(voc['min_dim'], MEANS))
+        metric = VOCEvaluator(val_dataset.classes, iou_thresh=0.5, use_07_metric=True)
+        return train_dataset, val_dataset, metric
+    if dataset == 'COCO':
+        root = os.path.expanduser(args.dataset_root or COCO_DEFAULT_ROOT)
+        checks.check_coco(root, 'instances_train2017')
+        args.cfg = coco
+        return COCODetection(root, 'train2017',
+                             transform=SSDAugmentation(coco['min_dim'], MEANS)), None, None
+    raise ValueError('--dataset {!r}: choose VOC or COCO'.format(dataset))
+
+
+def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
+    """Shuffled training loader with gluontrain's ``Tuple(Stack(), Pad(pad_val=-1))``
+    collation (ssd.pytorch's ``detection_collate`` is in :mod:`.data`), and the eval loader."""
+    train_loader = torch.utils.data.DataLoader(
+        train_dataset, batch_size, shuffle=True, num_workers=num_workers,
+        collate_fn=Tuple(Stack(), Pad(pad_val=-1)), pin_memory=torch.cuda.is_available())
+    val_loader = None if val_dataset is None else torch.utils.data.DataLoader(
+        val_dataset, batch_size, shuffle=False, num_workers=num_workers,
+        collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()))
+    return train_loader, val_loader
+
+
+def get_net(args, ctx):
+    """SSD300 in train phase: the VGG base from ``--basenet`` (in ``--save_folder``, as the
+    reference looks for it) unless ``--basenet ''``, Xavier-uniform extras and heads.
+
+    Returns ``(net, net)``: the contract's ``(net, async_net)`` pair (no SyncBN split here).
+    """
+    from .model import build_ssd, init_weights, load_base_weights  # noqa: E501  pylint: disable=import-outside-toplevel
+    net = build_ssd('train', args.cfg['min_dim'], args.cfg['num_classes'],
+                    width_mult=args.width_mult)
+    init_weights(net)
+    if not args.basenet:
+        # The reference always loads an ImageNet base. From scratch, a 15-conv VGG without
+        # BatchNorm barely moves from torch's default init; torchvision's VGG init
+        # (Kaiming-normal, fan_out, zero bias) is the usual from-scratch choice.
+        for m in net.vgg.modules():
+            if isinstance(m, torch.nn.Conv2d):
+                torch.nn.init.kaiming_normal_(m.weight, mode='fan_out', nonlinearity='relu')
+                torch.nn.init.zeros_(m.bias)
+    if args.basenet and not args.resume:
+        load_base_weights(net, os.path.join(args.save_folder, args.basenet))
+    return net.to(ctx[0]), net
+
+
+def get_contexts(args):
+    """``[cuda:0]`` when ``--cuda`` (refusing clearly when there is no CUDA device), else CPU."""
+    if args.cuda:
+        if not torch.cuda.is_available():
+            raise ValueError('--cuda true but torch sees no CUDA device; pass --cuda false to '
+                             'train on the CPU')
+        return get_devices('0')
+    return [torch.device('cpu')]
+
+
+def main(argv=None):
+    """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState."""
+    from .train import train  # pylint: disable=import-outside-toplevel
+    args = parse_args(argv)
+    if args.seed is not None:
+        import random  # pylint: disable=import-outside-toplevel
+        random.seed(args.seed)
+        np.random.seed(args.seed)
+        torch.manual_seed(args.seed)
+    ctx = get_contexts(args)
+    train_dataset, val_dataset, metric = get_dataset(args.dataset, args)
+    net, async_net = get_net(args, ctx)
+    train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
+                                          args.cfg['min_dim'], args.batch_size,
+                                          args.num_workers, args)
+    return train(net, train_data, val_data, metric, ctx, args)

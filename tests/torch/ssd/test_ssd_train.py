@@ -1,0 +1,102 @@
+"""SSD recipe: ssd.pytorch's LR rule, a tiny run's files and lines, and exact resume."""
+import os
+import re
+
+import pytest
+import torch
+
+from gluontrain.data import synthetic
+from gluontrain.torch.ssd.recipe import main
+from gluontrain.torch.ssd.train import SSDStep, lr_at
+
+
+def _reference_lrs(n, base, gamma, lr_steps):
+    """The reference loop's arithmetic: step_index grows when ``iteration in lr_steps``."""
+    lrs, step_index = [], 0
+    for iteration in range(n):
+        if iteration in lr_steps:
+            step_index += 1
+        lrs.append(base * gamma ** step_index)
+    return lrs
+
+
+def test_lr_follows_the_reference_counter():
+    steps = (3, 5, 9)
+    assert [lr_at(i, 1e-3, 0.1, steps) for i in range(12)] == _reference_lrs(12, 1e-3, 0.1,
+                                                                             steps)
+    # resuming at iteration 6: the reference restarts step_index at 0 (lr 1e-3); we do not
+    assert lr_at(6, 1e-3, 0.1, steps) == pytest.approx(1e-5)
+
+
+@pytest.fixture(scope='module')
+def tiny_voc(tmp_path_factory):
+    root = tmp_path_factory.mktemp('ssdvoc')
+    return synthetic.write_voc(str(root), num_train=8, num_val=4, seed=0,
+                               classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(128, 160))
+
+
+def _argv(root, folder, *extra):
+    return ['--dataset_root', root, '--basenet', '', '--cuda', 'false', '--batch_size', '4',
+            '--num_workers', '0', '--width_mult', '0.125', '--seed', '0', '--log_interval', '2',
+            '--save_folder', str(folder) + '/'] + list(extra)
+
+
+def test_tiny_run_writes_reference_files_and_lines(tiny_voc, tmp_path):
+    # 16 trainval images (2007 + 2012) at batch 4: 4 batches per pass
+    state = main(_argv(tiny_voc, tmp_path, '--max_iter', '10', '--save_interval', '4',
+                       '--lr_steps', '8'))
+    assert state.iteration == 10
+    files = sorted(os.listdir(tmp_path))
+    # index 4 and 8 (0-based, i != 0 and i % 4 == 0, as the reference) and the final VOC.pth
+    assert {'ssd300_VOC_4.pth', 'ssd300_VOC_8.pth', 'VOC.pth', 'ssd300_VOC_last.ckpt',
+            'ssd300_VOC_train.log', 'ssd300_VOC_metrics.jsonl'} <= set(files)
+    log = open(tmp_path / 'ssd300_VOC_train.log').read()
+    assert re.findall(r'iter (\d+) \|\| Loss: [\d.]+ \|\|', log) == ['0', '2', '4', '6', '8']
+    names, values = state.scores['val']
+    assert names[-1] == 'mAP' and len(names) == 21 and 0.0 <= values[-1] <= 1.0
+    assert '[Iter 10] Validation: ' in log
+    weights = torch.load(tmp_path / 'VOC.pth')
+    assert len(weights) == 71
+
+
+def test_loss_goes_down(tiny_voc, tmp_path):
+    losses = []
+    real = SSDStep.__call__
+
+    def record(self, batch, state=None):
+        out = real(self, batch, state)
+        losses.append(sum(t for parts in out['losses'].values() for t, _ in parts))
+        return out
+    SSDStep.__call__ = record
+    try:
+        main(_argv(tiny_voc, tmp_path, '--max_iter', '24', '--save_interval', '0'))
+    finally:
+        SSDStep.__call__ = real
+    assert sum(losses[-4:]) / 4 < 0.6 * sum(losses[:4]) / 4
+
+
+def test_resume_from_pass_end_checkpoint_equals_uninterrupted(tiny_voc, tmp_path):
+    full = tmp_path / 'full'
+    main(_argv(tiny_voc, full, '--max_iter', '12', '--save_interval', '0', '--lr_steps', '6'))
+    crashed = tmp_path / 'crashed'
+    real = SSDStep.__call__
+
+    def crash(self, batch, state=None):
+        if state.iteration == 9:
+            raise KeyboardInterrupt
+        return real(self, batch, state)
+    SSDStep.__call__ = crash
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            main(_argv(tiny_voc, crashed, '--max_iter', '12', '--save_interval', '0',
+                       '--lr_steps', '6'))
+    finally:
+        SSDStep.__call__ = real
+    ckpt = str(crashed / 'ssd300_VOC_last.ckpt')  # written at the end of pass 1 (iteration 8)
+    resumed = tmp_path / 'resumed'
+    state = main(_argv(tiny_voc, resumed, '--max_iter', '12', '--save_interval', '0',
+                       '--lr_steps', '6', '--resume', ckpt))
+    assert state.iteration == 12
+    a = torch.load(full / 'VOC.pth')
+    b = torch.load(resumed / 'VOC.pth')
+    assert all(torch.equal(a[k], b[k]) for k in a)
