@@ -6,6 +6,7 @@ deliberately differs from GluonCV's ``train_yolo3.py``.
 """
 import os
 import tempfile
+import warnings
 
 import mxnet as mx
 import numpy as np
@@ -19,7 +20,9 @@ from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHo
                            get_logger)
 from ...core.loop import Hook, TrainState, run_loop
 from ...core.meters import LossMeter
+from ...core.plots import CurvesHook
 from .data import mixup_dataset
+from .plots import ValSamplesHook, raw_val_dataset
 from .step import LOSS_NAMES, YOLOv3Step
 
 
@@ -250,6 +253,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     ]
     if getattr(args, 'tensorboard', ''):
         hooks.append(TensorBoardHook(args.tensorboard, meter, args.log_interval))
+    if getattr(args, 'plots', True):
+        hooks += _plot_hooks(net, val_data, ctx, meter, args)
     step = YOLOv3Step(net, trainer, ctx, args.batch_size)
     state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state)
     state.scores['best'] = best_map[0]
@@ -259,6 +264,22 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         path = export_model(net, args, ctx)
         logger.info('exported model to {}-symbol.json / -0000.params'.format(path))
     return state
+
+
+def _plot_hooks(net, val_data, ctx, meter, args):
+    """``{prefix}_curves.png`` and ``{prefix}_val_samples.png``, redrawn after validations."""
+    prefix = args.save_prefix
+    hooks = [CurvesHook(prefix + '_curves.png', meter, history=prefix + '_metrics.jsonl',
+                        title=os.path.basename(prefix))]
+    dataset = raw_val_dataset(val_data)
+    if dataset is None:
+        warnings.warn('no raw validation images behind the validation loader; '
+                      '{}_val_samples.png will not be drawn'.format(prefix))
+        return hooks
+    classes = getattr(dataset, 'classes', None)
+    hooks.append(ValSamplesHook(net, dataset, list(classes) if classes else None,
+                                prefix + '_val_samples.png', ctx, args.data_shape))
+    return hooks
 
 
 def _len_or_none(loader):

@@ -1,0 +1,126 @@
+"""Curves pictures: size, PNG validity, redraw points, equality with the metrics-file path."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gluontrain.core.hooks import LossMeterHook, MetricsJSONHook, ValidationHook
+from gluontrain.core.loop import Hook, run_loop
+from gluontrain.core.meters import LossMeter
+from gluontrain.core.plots import CurvesHook, draw_curves, plot_curves, read_metrics
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
+
+def _pixels(path):
+    """Check the signature and decode; returns an (H, W, C) array."""
+    import matplotlib.image as mpimg
+    with open(path, 'rb') as f:
+        assert f.read(8) == PNG_SIGNATURE
+    return mpimg.imread(path)
+
+
+def _records(scale=1.0, epochs=4):
+    return [{'epoch': e, 'lr': 1e-3 * (0.1 if e >= 3 else 1.0),
+             'loss_epoch': {'ObjLoss': scale * 10.0 / (e + 1), 'ClassLoss': scale * 2.0},
+             'val': {'mAP': 0.1 * e}} for e in range(epochs)]
+
+
+def test_draw_curves_is_an_800x600_png_and_changes_with_the_data(tmp_path):
+    a, b = str(tmp_path / 'a.png'), str(tmp_path / 'b.png')
+    draw_curves(_records(), a)
+    draw_curves(_records(scale=3.0), b)
+    pa, pb = _pixels(a), _pixels(b)
+    assert pa.shape[:2] == (600, 800) and pb.shape[:2] == (600, 800)
+    assert not np.array_equal(pa, pb)
+    # deterministic: the same records give the same pixels
+    draw_curves(_records(), b)
+    assert np.array_equal(pa, _pixels(b))
+    # not a blank canvas
+    assert pa[..., :3].std() > 0.05
+
+
+def _step(values):
+    it = iter(values)
+
+    def step(batch, state):
+        v = next(it)
+        return {'losses': {'ObjLoss': [(v, 1)], 'ClassLoss': [(2 * v, 1)]}, 'lr': 1e-3 * v}
+    return step
+
+
+class _Probe(Hook):
+    """Records whether the picture exists after every epoch's hooks ran."""
+
+    def __init__(self, path):
+        self.path, self.seen = path, []
+
+    def after_epoch(self, state):
+        self.seen.append(os.path.exists(self.path))
+
+
+def test_hook_draws_after_validations_and_equals_plot_curves(tmp_path):
+    meter = LossMeter()
+    png, jsonl = str(tmp_path / 'run_curves.png'), str(tmp_path / 'run_metrics.jsonl')
+    scores = iter([0.25, 0.5])
+    curves = CurvesHook(png, meter, title='run')
+    probe = _Probe(png)
+    hooks = [LossMeterHook(meter), ValidationHook(lambda: (['a', 'mAP'], [0.0, next(scores)]),
+                                                  val_interval=2),
+             MetricsJSONHook(jsonl, meter), curves, probe]
+    run_loop(_step([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]), range(2), hooks, 0, 4)
+    # epoch 0 has no validation, epoch 1 has: the first picture appears then
+    assert probe.seen == [False, True, True, True]
+    assert [r['epoch'] for r in curves.records] == [0, 1, 2, 3]
+    assert curves.records[1]['loss_epoch'] == {'ObjLoss': 3.5, 'ClassLoss': 7.0}
+    assert curves.records[3]['val'] == {'a': 0.0, 'mAP': 0.5}
+    again = str(tmp_path / 'again.png')
+    plot_curves(jsonl, again, title='run')
+    assert np.array_equal(_pixels(png), _pixels(again))
+
+
+def test_resumed_hook_draws_the_earlier_epochs_from_history(tmp_path):
+    jsonl = tmp_path / 'm.jsonl'
+    jsonl.write_text(''.join(json.dumps(r) + '\n' for r in _records(epochs=3)))
+    meter = LossMeter()
+    curves = CurvesHook(str(tmp_path / 'c.png'), meter, history=str(jsonl))
+    run_loop(_step([1.0, 2.0]), range(1), [LossMeterHook(meter), curves], 2, 4)
+    # epochs 0-1 from the file, 2-3 from this run (the file's epoch 2 is superseded)
+    assert [r['epoch'] for r in curves.records] == [0, 1, 2, 3]
+    assert curves.records[2]['loss_epoch'] == {'ObjLoss': 1.0, 'ClassLoss': 2.0}
+    assert _pixels(str(tmp_path / 'c.png')).shape[:2] == (600, 800)
+
+
+def test_read_metrics_skips_truncated_lines_and_keeps_the_last_record_per_epoch(tmp_path):
+    recs = _records(epochs=2)
+    redo = dict(recs[1], lr=0.5)
+    path = tmp_path / 'm.jsonl'
+    path.write_text(json.dumps(recs[0]) + '\n' + json.dumps(recs[1]) + '\n\n'
+                    + json.dumps(redo) + '\n' + '{"epoch": 2, "lr"')
+    out = read_metrics(str(path))
+    assert [r['epoch'] for r in out] == [0, 1] and out[1]['lr'] == 0.5
+
+
+def test_nan_losses_and_text_metrics_do_not_break_drawing(tmp_path):
+    recs = _records(epochs=2)
+    recs[0]['loss_epoch']['ObjLoss'] = None      # NaN written as null
+    recs[1]['val'] = {'summary': '~~~~ text ~~~~', 'mAP': None}  # COCO text + NaN
+    assert _pixels(draw_curves(recs, str(tmp_path / 'x.png'))).shape[:2] == (600, 800)
+
+
+@pytest.mark.parametrize('out', [None, 'given.png'])
+def test_plot_log_script(tmp_path, out):
+    jsonl = tmp_path / 'yolo3_x_metrics.jsonl'
+    jsonl.write_text(''.join(json.dumps(r) + '\n' for r in _records()))
+    cmd = [sys.executable, os.path.join(ROOT, 'scripts', 'plot_log.py'), str(jsonl)]
+    if out:
+        cmd += ['-o', str(tmp_path / out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    expected = str(tmp_path / (out or 'yolo3_x_curves.png'))
+    assert res.stdout.strip() == expected
+    assert _pixels(expected).shape[:2] == (600, 800)
