@@ -2,12 +2,26 @@
 
 Every argument of the reference keeps its name and default. Added: ``--dataset-root``,
 ``--classes``, ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
-``--reference-mixup``, ``--tensorboard``.
+``--reference-mixup``, ``--tensorboard``, ``--preset``.
 """
 import argparse
 
 DATASETS = ('voc', 'coco', 'custom', 'synthetic')
 NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
+
+# The GluonCV model zoo's training commands (scripts/detection/yolo, 8 GPUs); --gpus is left
+# to the machine. VOC: --batch-size 64 -j 16 --log-interval 100 --lr-decay-epoch 160,180
+# --epochs 200 --syncbn --warmup-epochs 4. COCO: --batch-size 64 -j 32 --log-interval 100
+# --lr-decay-epoch 220,250 --epochs 280 --syncbn --warmup-epochs 2 --mixup
+# --no-mixup-epochs 20 --label-smooth --no-wd.
+_VOC_PRESET = dict(dataset='voc', batch_size=64, num_workers=16, log_interval=100,
+                   lr_decay_epoch='160,180', epochs=200, syncbn=True, warmup_epochs=4)
+_COCO_PRESET = dict(dataset='coco', batch_size=64, num_workers=32, log_interval=100,
+                    lr_decay_epoch='220,250', epochs=280, syncbn=True, warmup_epochs=2,
+                    mixup=True, no_mixup_epochs=20, label_smooth=True, no_wd=True)
+PRESETS = {'{}_{}'.format(net, data): dict(base, network=net)
+           for net in ('darknet53', 'mobilenet1.0')
+           for data, base in (('voc', _VOC_PRESET), ('coco', _COCO_PRESET))}
 
 
 def build_parser():
@@ -85,6 +99,9 @@ def build_parser():
       help='Write TensorBoard scalars to this folder (needs tensorboardX).')
     a('--model-dir', type=str, default=None,
       help='Where the final exported symbol+params go (default: beside --save-prefix).')
+    a('--preset', type=str, default='', choices=[''] + sorted(PRESETS),
+      help="Defaults of a GluonCV model-zoo training command ({}); arguments given on the "
+           "command line still win.".format(', '.join(sorted(PRESETS))))
     return p
 
 
@@ -101,7 +118,12 @@ def parse_args(argv=None):
     -------
     argparse.Namespace
     """
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.preset:
+        # a preset only changes defaults, so a second parse lets explicit arguments win
+        parser.set_defaults(**PRESETS[args.preset])
+        args = parser.parse_args(argv)
     if args.dataset.lower() not in DATASETS:
         raise SystemExit('--dataset {!r} is not supported; choose one of {}'.format(
             args.dataset, ', '.join(DATASETS)))
