@@ -111,8 +111,11 @@ def draw_curves(records, path, title=None):
         ax_val.plot([p[0] for p in val_points], [p[2] for p in val_points], marker='o',
                     color='tab:green', label=metric)
         best = max(val_points, key=lambda p: p[2])
+        # text left of the point when it is the last epoch, so it stays inside the axes
+        at_end = best[0] == val_points[-1][0] and len(val_points) > 1
         ax_val.annotate('best {:.4f} @ {}'.format(best[2], best[0]), (best[0], best[2]),
-                        textcoords='offset points', xytext=(4, -12), fontsize='small')
+                        textcoords='offset points', xytext=(-6 if at_end else 6, -12),
+                        ha='right' if at_end else 'left', fontsize='small')
         ax_val.set_ylabel(metric)
         ax_val.legend(loc='lower right', fontsize='small')
     else:
