@@ -16,7 +16,7 @@ from gluoncv.model_zoo import get_model
 
 from ...core.plots import new_figure, save_png
 from .data import val_batchify_fn
-from .plots import _draw_boxes, detect
+from .plots import draw_boxes, detect
 from .train import validate
 
 # GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,
@@ -163,7 +163,7 @@ def draw_detections(img, record, out_path, dpi=100):
     ax.imshow(img.asnumpy())
     ax.axis('off')
     dets = record['detections']
-    _draw_boxes(ax, [d['box'] for d in dets],
+    draw_boxes(ax, [d['box'] for d in dets],
                 ['{} {:.2f}'.format(d['class'], d['score']) for d in dets], 'tab:red', '-')
     fmt = os.path.splitext(out_path)[1].lstrip('.').lower() or 'png'
     fmt = 'jpeg' if fmt == 'jpg' else fmt

@@ -50,7 +50,9 @@ def detect(net, img, ctx, data_shape):
     return ids[keep].astype(int), scores[keep], bboxes[keep] * scale
 
 
-def _draw_boxes(ax, bboxes, labels, color, style):
+def draw_boxes(ax, bboxes, labels, color, style):
+    """Rectangles ``[x0, y0, x1, y1]`` on matplotlib axes ``ax``, each with its label text
+    (an empty label draws no text)."""
     from matplotlib.patches import Rectangle  # pylint: disable=import-outside-toplevel
     for (x0, y0, x1, y1), text in zip(bboxes, labels):
         ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, edgecolor=color,
@@ -98,10 +100,10 @@ def draw_val_samples(net, dataset, classes, path, ctx, data_shape, num=4, thresh
         ax.imshow(img.asnumpy() if hasattr(img, 'asnumpy') else np.asarray(img))
         label = np.asarray(label)
         gt = label[label[:, 4] >= 0] if len(label) else label
-        _draw_boxes(ax, gt[:, :4], [''] * len(gt), 'cyan', '--')
+        draw_boxes(ax, gt[:, :4], [''] * len(gt), 'cyan', '--')
         order = np.argsort(-scores)[:max_boxes]
         order = order[scores[order] >= thresh]
-        _draw_boxes(ax, bboxes[order], ['{} {:.2f}'.format(_name(classes, ids[k]), scores[k])
+        draw_boxes(ax, bboxes[order], ['{} {:.2f}'.format(_name(classes, ids[k]), scores[k])
                                         for k in order], 'tab:red', '-')
         ax.set_title('image {}: {} gt, {} pred >= {:.2f}'.format(i, len(gt), len(order),
                                                                  thresh), fontsize=8)
