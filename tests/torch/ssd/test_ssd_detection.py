@@ -5,29 +5,7 @@ import torch
 from gluontrain.torch.ssd import config
 from gluontrain.torch.ssd.detection import Detect
 from gluontrain.torch.ssd.prior_box import PriorBox
-
-
-def reference_nms(boxes, scores, overlap, top_k):
-    """ssd.pytorch's while-loop NMS (re-implemented for the test; stable sort for ties)."""
-    keep = torch.zeros(scores.size(0), dtype=torch.long)
-    x1, y1, x2, y2 = boxes.unbind(1)
-    area = (x2 - x1) * (y2 - y1)
-    idx = scores.sort(stable=True)[1][-top_k:]
-    count = 0
-    while idx.numel() > 0:
-        i = idx[-1]
-        keep[count] = i
-        count += 1
-        if idx.size(0) == 1:
-            break
-        idx = idx[:-1]
-        xx1 = torch.clamp(x1[idx], min=x1[i])
-        yy1 = torch.clamp(y1[idx], min=y1[i])
-        xx2 = torch.clamp(x2[idx], max=x2[i])
-        yy2 = torch.clamp(y2[idx], max=y2[i])
-        inter = torch.clamp(xx2 - xx1, min=0.0) * torch.clamp(yy2 - yy1, min=0.0)
-        idx = idx[(inter / ((area[idx] - inter) + area[i])).le(overlap)]
-    return keep, count
+from ssd_reference_loops import reference_nms
 
 
 def reference_detect(loc, conf, priors, num_classes, top_k, conf_thresh, nms_thresh):
