@@ -100,3 +100,47 @@ def test_resume_from_pass_end_checkpoint_equals_uninterrupted(tiny_voc, tmp_path
     a = torch.load(full / 'VOC.pth')
     b = torch.load(resumed / 'VOC.pth')
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+class _OracleSSD(torch.nn.Module):
+    """Stands in for SSD in test phase: emits the ground truth, encoded against the priors
+    and decoded by the real Detect, so validate's whole path must score mAP 1."""
+
+    def __init__(self, loader):
+        super().__init__()
+        from gluontrain.torch.ssd import config
+        from gluontrain.torch.ssd.detection import Detect
+        from gluontrain.torch.ssd.prior_box import PriorBox
+        self.phase, self.num_classes, self.cfg = 'train', 21, config.voc
+        self.priors = PriorBox(config.voc).forward()
+        self.detect = Detect(21, 0, 200, 0.01, 0.45)
+        self._batches = iter(loader)
+
+    def forward(self, images):
+        from gluontrain.torch.ssd.box_utils import match_batch
+        assert self.phase == 'test' and not self.training
+        _, gts, sizes = next(self._batches)
+        scale = torch.stack([sizes[:, 1], sizes[:, 0], sizes[:, 1], sizes[:, 0]], 1)
+        valid = gts[:, :, 4] >= 0
+        # VOCAnnotationTransform's (coord - 1) / size, the training targets' convention
+        boxes = (gts[:, :, :4] - 1) / scale[:, None, :]
+        loc_t, conf_t = match_batch(0.5, boxes, self.priors, (0.1, 0.2),
+                                    gts[:, :, 4].clamp(min=0), valid)
+        conf = torch.full(conf_t.shape + (21,), -10.0).scatter_(2, conf_t.unsqueeze(2), 10.0)
+        return self.detect(loc_t, torch.softmax(conf, -1), self.priors)
+
+
+def test_validate_scores_an_oracle_at_map_one(tiny_voc):
+    from gluontrain.torch.ssd.args import parse_args
+    from gluontrain.torch.ssd.recipe import get_dataloader, get_dataset
+    from gluontrain.torch.ssd.train import validate
+    args = parse_args(['--dataset_root', tiny_voc, '--basenet', '', '--cuda', 'false'])
+    train_ds, val_ds, metric = get_dataset('VOC', args)
+    _, val_data = get_dataloader(None, train_ds, val_ds, 300, 3, 0, args)
+    _, oracle_data = get_dataloader(None, train_ds, val_ds, 300, 3, 0, args)
+    oracle = _OracleSSD(oracle_data)
+    names, values = validate(oracle, val_data, [torch.device('cpu')], metric)
+    assert values[-1] == pytest.approx(1.0)
+    assert oracle.phase == 'train' and oracle.training  # restored afterwards
+    present = [v for v in values[:-1] if v == v]
+    assert len(present) >= 3 and all(v == pytest.approx(1.0) for v in present)
