@@ -64,6 +64,32 @@ def atomic_save_file(path, save_fn):
         save_fn(tmp)
 
 
+def save_best_and_interval(write_weights, best_map, current_map, epoch, save_interval, prefix,
+                           ext):
+    """GluonCV's ``save_params`` policy, for any backend.
+
+    ``{prefix}_best{ext}`` is written when ``current_map`` beats ``best_map[0]`` (a one-element
+    list updated in place, starting at 0, so a score of 0 never saves a best) and a line
+    ``'{epoch:04d}:\\t{map:.4f}'`` is appended to ``{prefix}_best_map.log``;
+    ``{prefix}_{epoch:04d}_{map:.4f}{ext}`` is written every ``save_interval`` (0 included).
+
+    Parameters
+    ----------
+    write_weights : callable
+        ``write_weights(path)`` writes the weights to ``path`` atomically.
+    ext : str
+        ``'.params'`` (MXNet) or ``'.pth'`` (PyTorch).
+    """
+    current_map = float(current_map)
+    if current_map > best_map[0]:
+        best_map[0] = current_map
+        write_weights('{}_best{}'.format(prefix, ext))
+        with open(prefix + '_best_map.log', 'a') as f:
+            f.write('{:04d}:\t{:.4f}\n'.format(epoch, current_map))
+    if save_interval and epoch % save_interval == 0:
+        write_weights('{}_{:04d}_{:.4f}{}'.format(prefix, epoch, current_map, ext))
+
+
 def get_rng_states():
     """Python's and numpy's global RNG states (the ones data augmentation draws from)."""
     return {'python': random.getstate(), 'numpy': np.random.get_state()}

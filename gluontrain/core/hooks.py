@@ -22,6 +22,11 @@ def get_logger():
     return logger
 
 
+def format_validation(names, values):
+    """GluonCV's validation block: one ``name=value`` line per metric."""
+    return '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))
+
+
 def _fmt_losses(means):
     return ', '.join('{}={:.3f}'.format(k, v) for k, v in means.items())
 
@@ -127,8 +132,8 @@ class ValidationHook(Hook):
         state.scores.pop('val', None)
         if self.val_interval and not (state.epoch + 1) % self.val_interval:
             names, values = self.validate_fn()
-            msg = '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))
-            self.logger.info('[Epoch {}] Validation: \n{}'.format(state.epoch, msg))
+            self.logger.info('[Epoch {}] Validation: \n{}'.format(
+                state.epoch, format_validation(names, values)))
             state.scores['val'] = (list(names), list(values))
             state.scores['current'] = float(values[-1])
         else:

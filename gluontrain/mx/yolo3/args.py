@@ -6,6 +6,8 @@ Every argument of the reference keeps its name and default. Added: ``--dataset-r
 """
 import argparse
 
+from ..context import is_cpu
+
 DATASETS = ('voc', 'coco', 'custom', 'synthetic')
 NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
 
@@ -140,7 +142,7 @@ def check_args(args, ctx):
         backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--horovod``
         (not supported yet), ``--network`` not a YOLOv3 base, batch sizes that cannot be split.
     """
-    cpu = all(c.device_type.startswith('cpu') for c in ctx)
+    cpu = is_cpu(ctx)
     if args.network not in NETWORKS:
         raise ValueError('--network {!r} is not a YOLOv3 base network; choose one of {}'.format(
             args.network, ', '.join(NETWORKS)))

@@ -41,15 +41,9 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkp
     """
     if checkpoint_dir:
         prefix = os.path.join(checkpoint_dir, prefix)
-    current_map = float(current_map)
-    if current_map > best_map[0]:
-        best_map[0] = current_map
-        ckpt_io.atomic_save_file('{:s}_best.params'.format(prefix), net.save_parameters)
-        with open(prefix + '_best_map.log', 'a') as f:
-            f.write('{:04d}:\t{:.4f}\n'.format(epoch, current_map))
-    if save_interval and epoch % save_interval == 0:
-        ckpt_io.atomic_save_file('{:s}_{:04d}_{:.4f}.params'.format(prefix, epoch, current_map),
-                                 net.save_parameters)
+    ckpt_io.save_best_and_interval(
+        lambda path: ckpt_io.atomic_save_file(path, net.save_parameters),
+        best_map, current_map, epoch, save_interval, prefix, '.params')
 
 
 def validate(net, val_data, ctx, eval_metric):

@@ -15,10 +15,11 @@ import torch
 
 from ...core import checkpoint as ckpt_io
 from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
-                           NaNGuardHook, ProgressHook, TensorBoardHook, get_logger)
+                           NaNGuardHook, ProgressHook, TensorBoardHook, format_validation,
+                           get_logger)
 from ...core.loop import Hook, TrainState, run_loop
 from ...core.meters import LossMeter
-from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint
+from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint, save_weights
 
 LOSS_NAMES = ('loc_loss', 'conf_loss')
 
@@ -97,16 +98,8 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV-style weights files for the common interface: ``{prefix}_best.pth`` when the
     score beats ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
     ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` (here: iterations)."""
-    current_map = float(current_map)
-    state_dict = (net.module if hasattr(net, 'module') else net).state_dict()
-    if current_map > best_map[0]:
-        best_map[0] = current_map
-        ckpt_io.atomic_save_file(prefix + '_best.pth', lambda f: torch.save(state_dict, f))
-        with open(prefix + '_best_map.log', 'a') as f:
-            f.write('{:04d}:\t{:.4f}\n'.format(epoch, current_map))
-    if save_interval and epoch % save_interval == 0:
-        ckpt_io.atomic_save_file('{}_{:04d}_{:.4f}.pth'.format(prefix, epoch, current_map),
-                                 lambda f: torch.save(state_dict, f))
+    ckpt_io.save_best_and_interval(lambda path: save_weights(path, net), best_map, current_map,
+                                   epoch, save_interval, prefix, '.pth')
 
 
 @torch.no_grad()
@@ -206,10 +199,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     elif resume:
         load_weights(resume, net)
 
-    def save_weights(st, index):
+    def save_periodic(st, index):
         # the reference's periodic file (it names every dataset 'COCO'; here its own name)
-        ckpt_io.atomic_save_file('{}_{}.pth'.format(prefix, index),
-                                 lambda f: torch.save(net.state_dict(), f))
+        save_weights('{}_{}.pth'.format(prefix, index), net)
 
     def save_full(st):
         # at the end of a pass over the data: the next pass draws a new shuffle from the
@@ -221,14 +213,14 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     def run_validation(st):
         names, values = validate(net, val_data, ctx, eval_metric)
         get_logger().info('[Iter {}] Validation: \n{}'.format(
-            st.iteration, '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))))
+            st.iteration, format_validation(names, values)))
         st.scores['val'] = (names, values)
         save_params(net, best_map, values[-1], st.iteration, 0, prefix)
 
     max_iter = args.max_iter or cfg['max_iter']
     lr_steps = [int(s) for s in args.lr_steps.split(',')] if args.lr_steps else cfg['lr_steps']
     hooks = [NaNGuardHook(), LossMeterHook(meter),
-             SSDIterationHook(optimizer, args, max_iter, lr_steps, save_weights,
+             SSDIterationHook(optimizer, args, max_iter, lr_steps, save_periodic,
                               run_validation if val_data is not None else None),
              CheckpointHook(save_full),
              LogHook(meter, log_file=prefix + '_train.log', log_interval=0,
@@ -244,8 +236,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     if state.scores.get('nonfinite'):
         raise FloatingPointError(state.stop_reason)
     # the reference's final file: save_folder + dataset + '.pth'
-    ckpt_io.atomic_save_file(os.path.join(args.save_folder, args.dataset + '.pth'),
-                             lambda f: torch.save(net.state_dict(), f))
+    save_weights(os.path.join(args.save_folder, args.dataset + '.pth'), net)
     state.scores['last_checkpoint'] = save_full(state)
     state.scores['best'] = best_map[0]
     return state
