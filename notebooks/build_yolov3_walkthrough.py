@@ -229,17 +229,23 @@ display(Image(filename=path))"""),
 ]
 
 
-def build(path=os.path.join(HERE, 'yolov3_walkthrough.ipynb')):
-    """Write the notebook (no outputs) and return its path."""
+def write_notebook(cells, path):
+    """Write ``cells`` (``('md' | 'code', source)`` pairs) as a notebook without outputs to
+    ``path`` and return it."""
     nb = new_notebook()
     nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'Python 3',
                                  'language': 'python'}
     nb.metadata['language_info'] = {'name': 'python'}
     nb.cells = [new_markdown_cell(src) if kind == 'md' else new_code_cell(src)
-                for kind, src in CELLS]
+                for kind, src in cells]
     nbformat.validate(nb)
     nbformat.write(nb, path)
     return path
+
+
+def build(path=os.path.join(HERE, 'yolov3_walkthrough.ipynb')):
+    """Write the notebook (no outputs) and return its path."""
+    return write_notebook(CELLS, path)
 
 
 if __name__ == '__main__':

@@ -1,27 +1,55 @@
-"""The walkthrough notebook runs headless from top to bottom, and is committed without outputs."""
+"""The notebooks run headless from top to bottom, and are committed without outputs."""
 import os
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOTEBOOK = os.path.join(ROOT, 'notebooks', 'yolov3_walkthrough.ipynb')
+# notebook -> pictures it shows (each cell asserts the numbers it prints)
+NOTEBOOKS = {
+    # augmentation, curves, validation detections
+    'yolov3_walkthrough.ipynb': 3,
+    # priors, matched priors, augmentations, curves, detections
+    'ssd_pytorch.ipynb': 5,
+}
 
 nbformat = pytest.importorskip('nbformat')
 
 
-def test_notebook_is_committed_without_outputs():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize('name', sorted(NOTEBOOKS))
+def test_notebook_is_committed_without_outputs(name):
+    nb = nbformat.read(os.path.join(ROOT, 'notebooks', name), as_version=4)
     code = [c for c in nb.cells if c.cell_type == 'code']
-    assert len(code) >= 10
+    assert len(code) >= 8
     assert all(not c.outputs and c.execution_count is None for c in code)
+
+
+@pytest.mark.parametrize('name', sorted(NOTEBOOKS))
+def test_notebook_is_what_its_build_script_writes(name, tmp_path):
+    """The committed notebook equals the build script's cells (edit the script, rebuild)."""
+    import importlib.util
+    import sys
+    script = os.path.join(ROOT, 'notebooks', 'build_' + {
+        'yolov3_walkthrough.ipynb': 'yolov3_walkthrough',
+        'ssd_pytorch.ipynb': 'ssd_pytorch'}[name] + '.py')
+    sys.path.insert(0, os.path.dirname(script))
+    try:
+        spec = importlib.util.spec_from_file_location('build_nb_' + name[:-6], script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(os.path.dirname(script))
+    committed = nbformat.read(os.path.join(ROOT, 'notebooks', name), as_version=4)
+    assert [(c.cell_type, c.source) for c in committed.cells] == \
+        [('markdown' if kind == 'md' else 'code', src) for kind, src in module.CELLS]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(660)
-def test_yolov3_walkthrough_executes_without_errors(tmp_path):
-    """About a minute on 2 CPU cores; its cells assert the numbers they show."""
+@pytest.mark.parametrize('name', sorted(NOTEBOOKS))
+def test_notebook_executes_without_errors(name, tmp_path):
+    """About a minute each on 2 CPU cores."""
     nbclient = pytest.importorskip('nbclient')
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(os.path.join(ROOT, 'notebooks', name), as_version=4)
     env_threads = os.environ.get('OMP_NUM_THREADS')
     os.environ['OMP_NUM_THREADS'] = '1'  # the kernel inherits it
     try:
@@ -35,5 +63,4 @@ def test_yolov3_walkthrough_executes_without_errors(tmp_path):
             os.environ['OMP_NUM_THREADS'] = env_threads
     images = [o for c in nb.cells if c.cell_type == 'code' for o in c.outputs
               if o.get('output_type') == 'display_data' and 'image/png' in o.get('data', {})]
-    # augmentation, curves, validation detections
-    assert len(images) == 3
+    assert len(images) == NOTEBOOKS[name]

@@ -161,20 +161,40 @@ class CheckpointHook(Hook):
 
 
 class MetricsJSONHook(Hook):
-    """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``."""
+    """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
+    stops inside an epoch adds a line for it marked ``"partial": true``."""
 
     def __init__(self, path, meter):
         self.path, self.meter = path, meter
+        self._last_epoch, self._written_val = None, None
 
-    def after_epoch(self, state):
+    def before_train(self, state):
+        self._last_epoch, self._written_val = None, None
+
+    def _write(self, state, partial=False):
         record = {'epoch': state.epoch, 'iteration': state.iteration,
-                  'lr': state.outputs.get('lr'), 'time': state.scores.get('epoch_time'),
+                  'lr': (state.outputs or {}).get('lr'), 'time': state.scores.get('epoch_time'),
                   'loss_running': self.meter.running(), 'loss_epoch': self.meter.epoch()}
-        if 'val' in state.scores:
-            names, values = state.scores['val']
+        val = state.scores.get('val')
+        # a score belongs to the epoch that measured it, not to every later one
+        if val is not None and val is not self._written_val:
+            names, values = val
             record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
+            self._written_val = val
+        if partial:
+            record['partial'] = True
         with open(self.path, 'a') as f:
             f.write(json.dumps(record) + '\n')
+        self._last_epoch = state.epoch
+
+    def after_epoch(self, state):
+        self._write(state)
+
+    def after_train(self, state):
+        # iteration-based runs (SSD's max_iter) end inside a pass: write that pass too
+        if (state.outputs and self._last_epoch != state.epoch
+                and any(v == v for v in self.meter.epoch().values())):
+            self._write(state, partial=True)
 
 
 def _jsonable(value):

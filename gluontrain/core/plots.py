@@ -13,6 +13,9 @@ from .loop import Hook
 # pixel size of the curves picture: figsize * dpi
 CURVES_FIGSIZE = (8.0, 6.0)
 CURVES_DPI = 100
+# pixel size of the samples picture: SAMPLES_CELL inches per image, SAMPLES_DPI
+SAMPLES_CELL = 4.0
+SAMPLES_DPI = 100
 
 
 def new_figure(figsize, dpi):
@@ -190,9 +193,11 @@ class CurvesHook(Hook):
     def __init__(self, path, meter, history=None, title=None):
         self.path, self.meter, self.history, self.title = path, meter, history, title
         self.records = []
+        self._recorded_val = None
 
     def before_train(self, state):
         self.records = []
+        self._recorded_val = None
         if self.history:
             try:
                 self.records = [r for r in read_metrics(self.history)
@@ -200,20 +205,136 @@ class CurvesHook(Hook):
             except (OSError, KeyError):
                 self.records = []
 
-    def after_epoch(self, state):
-        record = {'epoch': state.epoch, 'lr': state.outputs.get('lr'),
+    def _record(self, state):
+        record = {'epoch': state.epoch, 'lr': (state.outputs or {}).get('lr'),
                   'loss_epoch': dict(self.meter.epoch())}
-        if 'val' in state.scores:
-            names, values = state.scores['val']
+        val = state.scores.get('val')
+        # a score belongs to the epoch that measured it, not to every later one
+        if val is not None and val is not self._recorded_val:
+            names, values = val
             record['val'] = dict(zip(names, values))
+            self._recorded_val = val
         self.records.append(record)
-        if 'val' in state.scores:
+        return record
+
+    def after_epoch(self, state):
+        if 'val' in self._record(state):
             self.draw()
 
     def after_train(self, state):
+        stopped_inside = state.outputs and (not self.records
+                                            or self.records[-1]['epoch'] != state.epoch)
+        if stopped_inside and any(v == v for v in self.meter.epoch().values()):
+            # iteration-based runs (SSD's max_iter) end inside a pass: draw that pass too
+            self._record(state)
         if self.records:
             self.draw()
 
     def draw(self):
         """Write the picture from the records collected so far."""
         return draw_curves(self.records, self.path, title=self.title)
+
+
+def samples_figsize(num):
+    """``(width, height)`` in inches of the grid for ``num`` images (two columns)."""
+    cols = 2 if num > 1 else 1
+    rows = (num + cols - 1) // cols
+    return SAMPLES_CELL * cols, SAMPLES_CELL * rows
+
+
+def draw_boxes(ax, bboxes, labels, color, style):
+    """Rectangles ``[x0, y0, x1, y1]`` on matplotlib axes ``ax``, each with its label text
+    (an empty label draws no text)."""
+    from matplotlib.patches import Rectangle  # pylint: disable=import-outside-toplevel
+    for (x0, y0, x1, y1), text in zip(bboxes, labels):
+        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, edgecolor=color,
+                               linewidth=1.5, linestyle=style))
+        if text:
+            ax.text(x0, y0, text, fontsize=7, color='white', va='bottom',
+                    bbox={'facecolor': color, 'alpha': 0.7, 'pad': 1, 'edgecolor': 'none'})
+
+
+def draw_samples(samples, classes, path, thresh=0.2, max_boxes=10, title=None):
+    """Ground truth (cyan, dashed) and predictions (red, ``class score``) on a grid of images,
+    saved as a PNG of ``samples_figsize(len(samples)) * SAMPLES_DPI`` pixels.
+
+    Parameters
+    ----------
+    samples : list of (image, gt_boxes, (ids, scores, bboxes))
+        ``image`` HxWx3 RGB (uint8 or floats in [0, 1]); ``gt_boxes`` [N, 4] and ``bboxes``
+        [K, 4] ``x0, y0, x1, y1`` in the image's pixels; ``ids`` [K] index ``classes``.
+    classes : list of str or None
+    path : str
+    thresh : float
+        Predictions below this score are not drawn.
+    max_boxes : int
+        At most this many predictions per image (highest scores).
+    title : str, optional
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    num = len(samples)
+    fig = new_figure(samples_figsize(num), SAMPLES_DPI)
+    cols = 2 if num > 1 else 1
+    for i, (img, gt, (ids, scores, bboxes)) in enumerate(samples):
+        ids, scores, bboxes = np.asarray(ids), np.asarray(scores), np.asarray(bboxes)
+        ax = fig.add_subplot((num + cols - 1) // cols, cols, i + 1)
+        ax.imshow(img)
+        draw_boxes(ax, gt, [''] * len(gt), 'cyan', '--')
+        order = np.argsort(-scores)[:max_boxes]
+        order = order[scores[order] >= thresh]
+        draw_boxes(ax, bboxes[order], ['{} {:.2f}'.format(class_name(classes, ids[k]),
+                                                          scores[k]) for k in order],
+                   'tab:red', '-')
+        ax.set_title('image {}: {} gt, {} pred >= {:.2f}'.format(i, len(gt), len(order),
+                                                                 thresh), fontsize=8)
+        ax.axis('off')
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_png(fig, path)
+
+
+def class_name(classes, cid):
+    """``classes[cid]``, or the id as text when there is no such name."""
+    return classes[cid] if classes is not None and 0 <= cid < len(classes) else str(cid)
+
+
+class SamplesHook(Hook):
+    """After every validation (``'val'`` in ``state.scores`` at the end of an epoch, or at
+    the end of training), call ``draw_fn(title)`` to redraw the samples picture.
+
+    A failing picture only warns: it must never end a training run.
+
+    Parameters
+    ----------
+    draw_fn : callable
+        ``draw_fn(title) -> path``; the recipe's detector and dataset are bound in it.
+    errors : tuple of exception types
+        What ``draw_fn`` may raise that is turned into a warning.
+    """
+
+    def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError)):
+        self.draw_fn, self.errors = draw_fn, tuple(errors)
+        self._drawn = None
+
+    def _draw(self, title):
+        import warnings  # pylint: disable=import-outside-toplevel
+        try:
+            self.draw_fn(title)
+        except self.errors as e:
+            warnings.warn('val samples picture not written: {}'.format(e))
+
+    def after_epoch(self, state):
+        if 'val' in state.scores:
+            self._draw('epoch {}'.format(state.epoch))
+            self._drawn = state.scores['val']
+
+    def after_train(self, state):
+        # a run that stops inside an epoch (iteration-based recipes) validates last there
+        if 'val' in state.scores and state.scores['val'] is not self._drawn:
+            self._draw('iteration {}'.format(state.iteration))

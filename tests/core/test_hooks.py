@@ -77,6 +77,29 @@ def test_metrics_json_one_line_per_epoch(tmp_path):
     assert recs[1]['val'] == {'c': None, 'mAP': 0.5} and recs[1]['iteration'] == 2
 
 
+
+def test_metrics_json_writes_a_run_stopped_inside_an_epoch_as_partial(tmp_path):
+    from gluontrain.core.loop import Hook
+    meter = LossMeter()
+    path = tmp_path / 'm.jsonl'
+
+    class _ValidateAndStopAt5(Hook):
+        """SSD's max_iter: validate after iteration 5, inside epoch 1 (3 batches an epoch)."""
+
+        def after_batch(self, state):
+            if state.iteration == 5:
+                state.scores['val'] = (['mAP'], [0.75])
+                state.stop('max_iter')
+
+    run_loop(_step([1.0, 2.0, 3.0, 4.0, 5.0]), range(3),
+             [LossMeterHook(meter), _ValidateAndStopAt5(), MetricsJSONHook(str(path), meter)],
+             0, 10)
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r['epoch'], r['iteration'], r.get('partial', False)) for r in recs] == \
+        [(0, 3, False), (1, 5, True)]
+    assert recs[1]['loss_epoch'] == {'ObjLoss': 4.5, 'ClassLoss': 9.0}
+    assert 'val' not in recs[0] and recs[1]['val'] == {'mAP': 0.75}
+
 def test_progress_is_off_in_ci_and_counts_samples(monkeypatch):
     monkeypatch.setenv('CI', 'true')
     assert not progress_enabled()

@@ -124,3 +124,70 @@ def test_plot_log_script(tmp_path, out):
     expected = str(tmp_path / (out or 'yolo3_x_curves.png'))
     assert res.stdout.strip() == expected
     assert _pixels(expected).shape[:2] == (600, 800)
+
+
+class _StopAt(Hook):
+    """Validates at iteration ``n`` and stops there, inside an epoch (SSD's max_iter)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def after_batch(self, state):
+        if state.iteration == self.n:
+            state.scores['val'] = (['mAP'], [0.75])
+            state.stop('max_iter')
+
+
+def test_run_stopped_inside_an_epoch_draws_that_partial_epoch(tmp_path):
+    meter = LossMeter()
+    png = str(tmp_path / 'c.png')
+    curves = CurvesHook(png, meter)
+    # 3 batches per epoch, stop after the 5th step: epoch 1 has seen 2 of its batches
+    run_loop(_step([1.0, 2.0, 3.0, 4.0, 5.0]), range(3), [LossMeterHook(meter), _StopAt(5),
+                                                          curves], 0, 10)
+    assert [r['epoch'] for r in curves.records] == [0, 1]
+    assert curves.records[1]['loss_epoch'] == {'ObjLoss': 4.5, 'ClassLoss': 9.0}
+    assert 'val' not in curves.records[0] and curves.records[1]['val'] == {'mAP': 0.75}
+    assert _pixels(png).shape[:2] == (600, 800)
+
+
+def test_a_score_is_recorded_for_the_epoch_that_measured_it_only(tmp_path):
+    meter = LossMeter()
+    curves = CurvesHook(str(tmp_path / 'c.png'), meter)
+
+    class _ValidateOnce(Hook):
+        def after_epoch(self, state):
+            if state.epoch == 0:
+                state.scores['val'] = (['mAP'], [0.5])  # never popped afterwards
+
+    run_loop(_step([1.0, 2.0, 3.0]), range(1), [LossMeterHook(meter), _ValidateOnce(),
+                                                curves], 0, 3)
+    assert ['val' in r for r in curves.records] == [True, False, False]
+
+
+def test_samples_hook_draws_after_validations_and_only_warns_on_errors(tmp_path):
+    from gluontrain.core.loop import TrainState
+    from gluontrain.core.plots import SamplesHook, draw_samples
+    calls = []
+    img = np.zeros((50, 100, 3), np.uint8)
+
+    def draw(title):
+        calls.append(title)
+        return draw_samples([(img, np.array([[10, 10, 40, 30]]),
+                              ([1], [0.9], np.array([[12, 8, 44, 33]])))] * 3,
+                            ['a', 'b'], str(tmp_path / 's.png'), title=title)
+    hook = SamplesHook(draw)
+    state = TrainState(epoch=2)
+    hook.after_epoch(state)
+    assert calls == []
+    state.scores['val'] = (['mAP'], [0.1])
+    hook.after_epoch(state)
+    hook.after_train(state)  # already drawn for this score
+    assert calls == ['epoch 2']
+    # three images: two columns, two rows of 400 x 400
+    assert _pixels(str(tmp_path / 's.png')).shape[:2] == (800, 800)
+
+    def broken(title):
+        raise OSError('disk full')
+    with pytest.warns(UserWarning, match='disk full'):
+        SamplesHook(broken).after_train(TrainState(scores={'val': (['mAP'], [0.1])}))

@@ -14,9 +14,9 @@ from gluoncv import data as gdata
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
 from gluoncv.model_zoo import get_model
 
-from ...core.plots import new_figure, save_png
+from ...core.plots import draw_boxes, new_figure, save_png
 from .data import val_batchify_fn
-from .plots import draw_boxes, detect
+from .plots import detect
 from .train import validate
 
 # GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,

@@ -1,24 +1,10 @@
 """Predicted vs ground-truth boxes on a few validation images, redrawn after every validation."""
-import warnings
-
 import mxnet as mx
 import numpy as np
 
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
 
-from ...core.loop import Hook
-from ...core.plots import new_figure, save_png
-
-# pixel size of the samples picture: SAMPLES_CELL inches per image, SAMPLES_DPI
-SAMPLES_CELL = 4.0
-SAMPLES_DPI = 100
-
-
-def samples_figsize(num):
-    """``(width, height)`` in inches of the grid for ``num`` images (two columns)."""
-    cols = 2 if num > 1 else 1
-    rows = (num + cols - 1) // cols
-    return SAMPLES_CELL * cols, SAMPLES_CELL * rows
+from ...core.plots import SamplesHook, draw_samples
 
 
 def detect(net, img, ctx, data_shape):
@@ -50,18 +36,6 @@ def detect(net, img, ctx, data_shape):
     return ids[keep].astype(int), scores[keep], bboxes[keep] * scale
 
 
-def draw_boxes(ax, bboxes, labels, color, style):
-    """Rectangles ``[x0, y0, x1, y1]`` on matplotlib axes ``ax``, each with its label text
-    (an empty label draws no text)."""
-    from matplotlib.patches import Rectangle  # pylint: disable=import-outside-toplevel
-    for (x0, y0, x1, y1), text in zip(bboxes, labels):
-        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, edgecolor=color,
-                               linewidth=1.5, linestyle=style))
-        if text:
-            ax.text(x0, y0, text, fontsize=7, color='white', va='bottom',
-                    bbox={'facecolor': color, 'alpha': 0.7, 'pad': 1, 'edgecolor': 'none'})
-
-
 def draw_val_samples(net, dataset, classes, path, ctx, data_shape, num=4, thresh=0.2,
                      max_boxes=10, title=None):
     """Draw ground truth (cyan, dashed) and predictions (red, ``class score``) on the first
@@ -75,7 +49,7 @@ def draw_val_samples(net, dataset, classes, path, ctx, data_shape, num=4, thresh
         ``[x0, y0, x1, y1, class, (difficult)]`` in pixels.
     classes : list of str
     path : str
-        PNG of ``samples_figsize(num) * SAMPLES_DPI`` pixels (800 x 800 for four images).
+        PNG of ``core.plots.samples_figsize(num) * SAMPLES_DPI`` pixels (800 x 800 for four images).
     ctx : mx.Context
     data_shape : int
     num : int
@@ -90,32 +64,14 @@ def draw_val_samples(net, dataset, classes, path, ctx, data_shape, num=4, thresh
     str
         ``path``.
     """
-    num = min(num, len(dataset))
-    fig = new_figure(samples_figsize(num), SAMPLES_DPI)
-    cols = 2 if num > 1 else 1
-    for i in range(num):
+    samples = []
+    for i in range(min(num, len(dataset))):
         img, label = dataset[i]
-        ids, scores, bboxes = detect(net, img, ctx, data_shape)
-        ax = fig.add_subplot((num + cols - 1) // cols, cols, i + 1)
-        ax.imshow(img.asnumpy() if hasattr(img, 'asnumpy') else np.asarray(img))
         label = np.asarray(label)
-        gt = label[label[:, 4] >= 0] if len(label) else label
-        draw_boxes(ax, gt[:, :4], [''] * len(gt), 'cyan', '--')
-        order = np.argsort(-scores)[:max_boxes]
-        order = order[scores[order] >= thresh]
-        draw_boxes(ax, bboxes[order], ['{} {:.2f}'.format(_name(classes, ids[k]), scores[k])
-                                        for k in order], 'tab:red', '-')
-        ax.set_title('image {}: {} gt, {} pred >= {:.2f}'.format(i, len(gt), len(order),
-                                                                 thresh), fontsize=8)
-        ax.axis('off')
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return save_png(fig, path)
-
-
-def _name(classes, cid):
-    return classes[cid] if classes is not None and 0 <= cid < len(classes) else str(cid)
+        gt = label[label[:, 4] >= 0] if len(label) else label.reshape(0, 5)
+        samples.append((img.asnumpy() if hasattr(img, 'asnumpy') else np.asarray(img),
+                        gt[:, :4], detect(net, img, ctx, data_shape)))
+    return draw_samples(samples, classes, path, thresh, max_boxes, title)
 
 
 def raw_val_dataset(val_data):
@@ -137,14 +93,14 @@ def raw_val_dataset(val_data):
     return dataset
 
 
-class ValSamplesHook(Hook):
+class ValSamplesHook(SamplesHook):
     """After every validation (``'val'`` in ``state.scores``), redraw ``path``.
 
     Parameters
     ----------
     net : YOLOV3
     val_dataset : gluon Dataset
-        Raw images and labels (see :func:`raw_val_dataset`).
+        Raw images and labels (see :func:`raw_val_dataset`); None draws nothing.
     classes : list of str
     path : str
         Usually ``{prefix}_val_samples.png``.
@@ -156,17 +112,11 @@ class ValSamplesHook(Hook):
     """
 
     def __init__(self, net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.2):
-        self.net, self.dataset, self.classes, self.path = net, val_dataset, classes, path
-        self.ctx = ctx[0] if isinstance(ctx, (list, tuple)) else ctx
-        self.data_shape, self.num, self.thresh = data_shape, num, thresh
+        ctx = ctx[0] if isinstance(ctx, (list, tuple)) else ctx
 
-    def after_epoch(self, state):
-        if 'val' not in state.scores or self.dataset is None or not len(self.dataset):
-            return
-        try:
-            draw_val_samples(self.net, self.dataset, self.classes, self.path, self.ctx,
-                             self.data_shape, self.num, self.thresh,
-                             title='epoch {}'.format(state.epoch))
-        except (OSError, ValueError, IndexError, mx.base.MXNetError) as e:
-            # a picture must never end a training run
-            warnings.warn('val samples picture not written: {}'.format(e))
+        def draw(title):
+            if val_dataset is None or not len(val_dataset):
+                return None
+            return draw_val_samples(net, val_dataset, classes, path, ctx, data_shape, num,
+                                    thresh, title=title)
+        super().__init__(draw, errors=(OSError, ValueError, IndexError, mx.base.MXNetError))

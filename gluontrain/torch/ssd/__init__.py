@@ -12,11 +12,13 @@ Numeric layers (plain torch, no torchvision):
 - :mod:`.nms` -- exact block-vectorised greedy NMS (``nms``) and ssd.pytorch's variant
   (``ssd_nms``, ``batched_ssd_nms``).
 - :mod:`.multibox_loss` -- ``MultiBoxLoss`` with hard negative mining.
-- :mod:`.detection` -- ``Detect``, the test-time decode + per-class NMS layer.
+- :mod:`.detection` -- ``Detect``, the test-time decode + per-class NMS layer, and
+  ``detections_in_pixels``.
 
 Network and data: :mod:`.model` (``build_ssd``), :mod:`.augmentations`
 (``SSDAugmentation``, ``BaseTransform``), :mod:`.data` (VOC/COCO datasets, collation).
-Recipe: :mod:`.args`, :mod:`.recipe`, :mod:`.train`.
+Recipe: :mod:`.args`, :mod:`.recipe`, :mod:`.train`; pictures: :mod:`.plots` (detections on raw
+images, the validation samples picture).
 """
 from .args import build_parser, parse_args
 from .recipe import get_dataloader, get_dataset, get_net, main

@@ -45,6 +45,9 @@ def build_parser():
     a('--width_mult', default=1.0, type=float,
       help='Divide every VGG/extra/head channel count by 1/width_mult (small CPU runs; '
            'the state_dict keys stay those of ssd.pytorch)')
+    a('--batch_norm', default=False, type=str2bool,
+      help='VGG16 base with BatchNorm after each conv (for training from scratch with '
+           "--basenet ''; its vgg.* keys differ from ssd.pytorch's)")
     a('--seed', default=None, type=int, help='Seed python, numpy and torch (reference: none)')
     a('--tensorboard', default='', type=str, help='TensorBoard folder (needs tensorboardX)')
     return p

@@ -16,13 +16,14 @@ It is a no-op: boolean-mask indexing returns a copy, so ``fill_`` never reaches 
 (and the mask selects the best ``top_k``, the opposite of what it meant to clear). We return
 what the reference actually returns: up to ``top_k`` detections per class, not per image.
 """
+import numpy as np
 import torch
 import torch.nn as nn
 
 from .box_utils import decode
 from .nms import batched_ssd_nms
 
-__all__ = ['Detect']
+__all__ = ['Detect', 'detections_in_pixels']
 
 
 class Detect(nn.Module):
@@ -103,3 +104,19 @@ class Detect(nn.Module):
         buf.scatter_(2, slot[..., None].expand(*slot.shape, 5), rows)
         output[:, 1:] = buf[:, :, :top_k]
         return output
+
+
+def detections_in_pixels(dets, width, height):
+    """One image's ``Detect`` output ``[num_classes, top_k, 5]`` as flat arrays.
+
+    Returns
+    -------
+    (labels, scores, boxes)
+        Every row with a positive score; ``labels`` are 0-based foreground classes (``Detect``
+        row ``j`` is class ``j - 1``), ``boxes`` [N, 4] x1, y1, x2, y2 scaled from [0, 1] to
+        the image's ``width`` and ``height`` (0-based pixels).
+    """
+    keep = dets[1:, :, 0] > 0
+    labels = np.nonzero(keep)[0]
+    rows = dets[1:][keep]
+    return labels, rows[:, 0], rows[:, 1:] * np.array([width, height, width, height])

@@ -22,6 +22,7 @@ gluontrain addition: ``width_mult`` scales every VGG / extra / head *input* chan
 (never the box counts, the input size or the priors), so a CPU test or a bounded learnability
 run trains an SSD300 with the same keys and geometry at a fraction of the cost.
 """
+import contextlib
 import os
 
 import torch
@@ -29,7 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 __all__ = ['L2Norm', 'SSD', 'build_ssd', 'vgg_layers', 'extra_layers', 'multibox',
-           'init_weights', 'load_base_weights', 'BASE_CFG', 'EXTRAS_CFG', 'MBOX_CFG']
+           'init_weights', 'load_base_weights', 'conv4_3_end', 'test_phase', 'BASE_CFG', 'EXTRAS_CFG', 'MBOX_CFG']
 
 # The reference's layer lists for SSD300 ('M': max-pool, 'C': ceil-mode max-pool,
 # 'S': the next conv has stride 2 and padding 1).
@@ -37,8 +38,9 @@ BASE_CFG = [64, 64, 'M', 128, 128, 'M', 256, 256, 256, 'C', 512, 512, 512, 'M',
             512, 512, 512]
 EXTRAS_CFG = [256, 'S', 512, 128, 'S', 256, 128, 256, 128, 256]
 MBOX_CFG = [4, 6, 6, 6, 4, 4]
-# vgg index of conv4_3's ReLU is 22: the first 23 layers produce the L2Norm source.
-_CONV4_3_END = 23
+# conv4_3 is the 10th conv of BASE_CFG; its ReLU ends the L2Norm source (vgg[:23] as in
+# the reference, vgg[:33] with batch_norm).
+_CONV4_3_INDEX = 9
 
 
 def _scaled(channels, width_mult):
@@ -76,7 +78,31 @@ class L2Norm(nn.Module):
         return self.weight.view(1, -1, 1, 1) * torch.div(x, norm)
 
 
-def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0):
+def conv4_3_end(base):
+    """Number of leading ``base`` layers that produce conv4_3's output (its ReLU included).
+
+    The reference hard-codes 23 (and ``vgg[21]`` for the conv); counting convs keeps the
+    index right when ``batch_norm`` adds a layer after every conv.
+
+    Parameters
+    ----------
+    base : sequence of nn.Module
+        Output of :func:`vgg_layers`.
+
+    Returns
+    -------
+    (int, nn.Conv2d)
+        The layer count and the conv4_3 conv itself.
+    """
+    convs = [i for i, m in enumerate(base) if isinstance(m, nn.Conv2d)]
+    conv = convs[_CONV4_3_INDEX]
+    end = conv + 1
+    while not isinstance(base[end], nn.ReLU):
+        end += 1
+    return end + 1, base[conv]
+
+
+def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0, batch_norm=False):
     """The reference's ``vgg(cfg, 3)``: VGG16 up to conv5_3, then pool5, conv6 (dilated
     3x3, 1024 channels), ReLU, conv7 (1x1), ReLU.
 
@@ -88,12 +114,17 @@ def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0):
         Image channels.
     width_mult : float
         gluontrain addition: multiplies every channel count.
+    batch_norm : bool
+        The reference's ``vgg(cfg, i, batch_norm=True)``: a BatchNorm2d after each of the 13
+        VGG16 convs (not conv6/conv7). ssd.pytorch never builds it (its hard-coded conv4_3
+        index would be wrong); gluontrain uses it to train from scratch without ImageNet
+        weights.
 
     Returns
     -------
     list of nn.Module
-        35 layers for :data:`BASE_CFG`, in the reference's order (its indices are the
-        ``vgg.<i>`` state_dict keys).
+        35 layers for :data:`BASE_CFG` (48 with ``batch_norm``), in the reference's order
+        (its indices are the ``vgg.<i>`` state_dict keys).
     """
     layers = []
     for v in cfg:
@@ -104,8 +135,10 @@ def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0):
             layers.append(nn.MaxPool2d(kernel_size=2, stride=2, ceil_mode=True))
         else:
             out = _scaled(v, width_mult)
-            layers += [nn.Conv2d(in_channels, out, kernel_size=3, padding=1),
-                       nn.ReLU(inplace=True)]
+            layers.append(nn.Conv2d(in_channels, out, kernel_size=3, padding=1))
+            if batch_norm:
+                layers.append(nn.BatchNorm2d(out))
+            layers.append(nn.ReLU(inplace=True))
             in_channels = out
     fc = _scaled(1024, width_mult)
     layers += [nn.MaxPool2d(kernel_size=3, stride=1, padding=1),
@@ -154,7 +187,7 @@ def extra_layers(cfg=EXTRAS_CFG, in_channels=1024, width_mult=1.0):
 
 
 def multibox(vgg, extras, cfg=MBOX_CFG, num_classes=21):
-    """The ``loc`` and ``conf`` 3x3 heads on vgg[21] (conv4_3), vgg[-2] (conv7) and every
+    """The ``loc`` and ``conf`` 3x3 heads on conv4_3 (vgg[21]), conv7 (vgg[-2]) and every
     second extra layer.
 
     Parameters
@@ -172,7 +205,7 @@ def multibox(vgg, extras, cfg=MBOX_CFG, num_classes=21):
         ``loc`` layers (``boxes * 4`` outputs) and ``conf`` layers
         (``boxes * num_classes`` outputs).
     """
-    sources = [vgg[21].out_channels, vgg[-2].out_channels]
+    sources = [conv4_3_end(vgg)[1].out_channels, vgg[-2].out_channels]
     sources += [layer.out_channels for layer in extras[1::2]]
     loc = [nn.Conv2d(c, boxes * 4, kernel_size=3, padding=1) for c, boxes in zip(sources, cfg)]
     conf = [nn.Conv2d(c, boxes * num_classes, kernel_size=3, padding=1)
@@ -214,7 +247,8 @@ class SSD(nn.Module):
         self.size = size
 
         self.vgg = nn.ModuleList(base)
-        self.L2Norm = L2Norm(base[21].out_channels, 20)
+        self.conv4_3_end, conv4_3 = conv4_3_end(base)
+        self.L2Norm = L2Norm(conv4_3.out_channels, 20)
         self.extras = nn.ModuleList(extras)
         self.loc = nn.ModuleList(head[0])
         self.conf = nn.ModuleList(head[1])
@@ -243,10 +277,10 @@ class SSD(nn.Module):
             (score, x1, y1, x2, y2) on the softmax of ``conf``.
         """
         sources, loc, conf = [], [], []
-        for k in range(_CONV4_3_END):
+        for k in range(self.conv4_3_end):
             x = self.vgg[k](x)
         sources.append(self.L2Norm(x))
-        for k in range(_CONV4_3_END, len(self.vgg)):
+        for k in range(self.conv4_3_end, len(self.vgg)):
             x = self.vgg[k](x)
         sources.append(x)
         for k, v in enumerate(self.extras):
@@ -282,7 +316,37 @@ class SSD(nn.Module):
         self.load_state_dict(torch.load(base_file, map_location='cpu'))
 
 
-def build_ssd(phase, size=300, num_classes=21, width_mult=1.0, cfg=None):
+@contextlib.contextmanager
+def test_phase(net):
+    """Run ``net`` (an :class:`SSD`, or DDP/DataParallel around one) as ``build_ssd('test')``
+    builds it, in eval mode and without gradients, then restore its phase and mode.
+
+    A net built in 'train' phase gets its ``softmax`` and ``Detect`` here (they hold no
+    parameters): conf 0.01, NMS 0.45, top 200, as the reference's test phase.
+
+    Yields
+    ------
+    SSD
+        The unwrapped model; ``model(images)`` returns ``[B, num_classes, 200, 5]``.
+    """
+    model = net.module if hasattr(net, 'module') else net
+    if not hasattr(model, 'detect'):
+        from .detection import Detect  # pylint: disable=import-outside-toplevel
+        model.softmax = nn.Softmax(dim=-1)
+        model.detect = Detect(model.num_classes, 0, 200, 0.01, 0.45,
+                              variance=model.cfg.get('variance', (0.1, 0.2)))
+    was_training, phase = model.training, model.phase
+    model.eval()
+    model.phase = 'test'
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        model.phase = phase
+        model.train(was_training)
+
+
+def build_ssd(phase, size=300, num_classes=21, width_mult=1.0, cfg=None, batch_norm=False):
     """Build the reference's SSD300.
 
     Parameters
@@ -299,6 +363,9 @@ def build_ssd(phase, size=300, num_classes=21, width_mult=1.0, cfg=None):
         state_dict keys are the same (shapes are smaller).
     cfg : dict, optional
         Prior configuration (default: the reference's choice, see :class:`SSD`).
+    batch_norm : bool
+        gluontrain addition (default False = the reference): VGG16 base with BatchNorm,
+        see :func:`vgg_layers`. The ``vgg.<i>`` keys then differ from ssd.pytorch's.
 
     Returns
     -------
@@ -310,7 +377,7 @@ def build_ssd(phase, size=300, num_classes=21, width_mult=1.0, cfg=None):
         raise ValueError('Only SSD300 (size=300) is supported, got size={!r}'.format(size))
     if not width_mult > 0:
         raise ValueError('width_mult must be > 0, got {!r}'.format(width_mult))
-    base = vgg_layers(BASE_CFG, 3, width_mult)
+    base = vgg_layers(BASE_CFG, 3, width_mult, batch_norm)
     extras = extra_layers(EXTRAS_CFG, base[-2].out_channels, width_mult)
     head = multibox(base, extras, MBOX_CFG, num_classes)
     return SSD(phase, size, base, extras, head, num_classes, cfg=cfg)

@@ -102,12 +102,13 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
 def get_net(args, ctx):
     """SSD300 in train phase: the VGG base from ``--basenet`` (in ``--save_folder``, as the
     reference looks for it) unless ``--basenet ''``, Xavier-uniform extras and heads.
+    ``--batch_norm true`` (from scratch only) puts a BatchNorm after every VGG16 conv.
 
     Returns ``(net, net)``: the contract's ``(net, async_net)`` pair (no SyncBN split here).
     """
     from .model import build_ssd, init_weights, load_base_weights  # noqa: E501  pylint: disable=import-outside-toplevel
     net = build_ssd('train', args.cfg['min_dim'], args.cfg['num_classes'],
-                    width_mult=args.width_mult)
+                    width_mult=args.width_mult, batch_norm=args.batch_norm)
     init_weights(net)
     if not args.basenet:
         # The reference always loads an ImageNet base. From scratch, a 15-conv VGG without
@@ -117,6 +118,9 @@ def get_net(args, ctx):
             if isinstance(m, torch.nn.Conv2d):
                 torch.nn.init.kaiming_normal_(m.weight, mode='fan_out', nonlinearity='relu')
                 torch.nn.init.zeros_(m.bias)
+    if args.basenet and args.batch_norm:
+        raise ValueError("--batch_norm true needs --basenet '' (vgg16_reducedfc.pth is a VGG "
+                         'without BatchNorm)')
     if args.basenet and not args.resume:
         load_base_weights(net, os.path.join(args.save_folder, args.basenet))
     return net.to(ctx[0]), net

@@ -10,7 +10,6 @@ the hooks below stop at ``max_iter`` and do the iteration-based work.
 import math
 import os
 
-import numpy as np
 import torch
 
 from ...core import checkpoint as ckpt_io
@@ -19,7 +18,10 @@ from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHo
                            get_logger)
 from ...core.loop import Hook, TrainState, run_loop
 from ...core.meters import LossMeter
+from ...core.plots import CurvesHook
 from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint, save_weights
+from .detection import detections_in_pixels
+from .model import test_phase
 
 LOSS_NAMES = ('loc_loss', 'conf_loss')
 
@@ -70,6 +72,10 @@ class SSDIterationHook(Hook):
         self.save_fn, self.validate_fn = save_fn, validate_fn
         self.logger = get_logger()
 
+    def before_epoch(self, state):
+        # a score belongs to the pass that measured it (curves, metrics.jsonl)
+        state.scores.pop('val', None)
+
     def before_train(self, state):
         if state.iteration >= self.max_iter:
             state.stop('max_iter {} already reached'.format(self.max_iter))
@@ -102,7 +108,6 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
                                    epoch, save_interval, prefix, '.pth')
 
 
-@torch.no_grad()
 def validate(net, val_data, ctx, eval_metric):
     """VOC07 11-point mAP as ssd.pytorch's eval.py computes it.
 
@@ -124,36 +129,17 @@ def validate(net, val_data, ctx, eval_metric):
     (names, values)
         Class names + ['mAP'] and their APs.
     """
-    model = net.module if hasattr(net, 'module') else net
-    if not hasattr(model, 'detect'):
-        # a net built in 'train' phase has no Detect yet (it holds no parameters)
-        from .detection import Detect  # pylint: disable=import-outside-toplevel
-        model.softmax = torch.nn.Softmax(dim=-1)
-        model.detect = Detect(model.num_classes, 0, 200, 0.01, 0.45,
-                              variance=model.cfg.get('variance', (0.1, 0.2)))
-    was_training, phase = model.training, model.phase
-    model.eval()
-    model.phase = 'test'
     eval_metric.reset()
-    try:
+    with test_phase(net) as model:
         for images, gts, sizes in val_data:
             dets = model(images.to(ctx[0])).cpu().numpy()
             for b in range(dets.shape[0]):
                 h, w = (float(v) for v in sizes[b])
-                boxes, scores, labels = [], [], []
-                for j in range(1, dets.shape[1]):
-                    d = dets[b, j]
-                    d = d[d[:, 0] > 0]
-                    boxes.append(d[:, 1:] * np.array([w, h, w, h]) + 1)
-                    scores.append(d[:, 0])
-                    labels.append(np.full(len(d), j - 1))
+                labels, scores, boxes = detections_in_pixels(dets[b], w, h)
                 gt = gts[b].numpy()
                 gt = gt[gt[:, 4] >= 0]
-                eval_metric.update(np.concatenate(boxes), np.concatenate(scores),
-                                   np.concatenate(labels), gt[:, :4], gt[:, 4], gt[:, 5])
-    finally:
-        model.phase = phase
-        model.train(was_training)
+                # +1: eval.py writes VOC's 1-based pixel coordinates
+                eval_metric.update(boxes + 1, scores, labels, gt[:, :4], gt[:, 4], gt[:, 5])
     return eval_metric.get()
 
 
@@ -179,6 +165,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     TrainState
     """
     from .multibox_loss import MultiBoxLoss  # pylint: disable=import-outside-toplevel
+    from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
     cfg = args.cfg
     device = ctx[0]
     net.to(device)
@@ -226,6 +213,10 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
              LogHook(meter, log_file=prefix + '_train.log', log_interval=0,
                      batch_size=args.batch_size, header=[str(args)]),
              MetricsJSONHook(prefix + '_metrics.jsonl', meter),
+             CurvesHook(prefix + '_curves.png', meter, history=prefix + '_metrics.jsonl',
+                        title='ssd300 {} (x = passes over the data)'.format(args.dataset)),
+             val_samples_hook(net, getattr(val_data, 'dataset', None),
+                              prefix + '_val_samples.png', device),
              ProgressHook(num_batches=len(train_data), batch_size=args.batch_size, meter=meter)]
     if args.tensorboard:
         hooks.append(TensorBoardHook(args.tensorboard, meter, args.log_interval))

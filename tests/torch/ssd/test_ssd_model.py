@@ -203,3 +203,35 @@ def test_ssd_model_priors_follow_reference_cfg_choice():
     # first prior of the 38x38 map: centre (4/300, 4/300), side min_size/300
     assert torch.allclose(voc_net.priors[0], torch.tensor([4 / 300, 4 / 300, 0.1, 0.1]))
     assert torch.allclose(coco_net.priors[0], torch.tensor([4 / 300, 4 / 300, 0.07, 0.07]))
+
+
+def test_ssd_model_batch_norm_base_sources_conv4_3_and_conv7():
+    torch.manual_seed(0)
+    plain = M.build_ssd('train', width_mult=0.125)
+    bn = M.build_ssd('train', width_mult=0.125, batch_norm=True)
+    # 13 VGG convs gain a BatchNorm each: 35 + 13 layers; conv4_3's ReLU is the 33rd
+    assert len(bn.vgg) == 48 and plain.conv4_3_end == 23 and bn.conv4_3_end == 33
+    assert isinstance(bn.vgg[30], torch.nn.Conv2d) and isinstance(bn.vgg[31],
+                                                                   torch.nn.BatchNorm2d)
+    assert bn.L2Norm.weight.shape == (64,) and bn.loc[0].in_channels == 64
+    assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in bn.vgg) == 13
+    # the same geometry: the L2Norm input is conv4_3's 38 x 38 map in both
+    seen = {}
+    for name, n in (('plain', plain), ('bn', bn)):
+        n.L2Norm.register_forward_hook(lambda m, i, o, name=name: seen.__setitem__(name,
+                                                                                   i[0].shape))
+        loc, conf, priors = n(torch.zeros(2, 3, 300, 300))
+        assert loc.shape == (2, 8732, 4) and conf.shape == (2, 8732, 21)
+    assert seen['plain'] == seen['bn'] == (2, 64, 38, 38)
+    # without batch_norm, the reference's hard-coded indices still hold
+    assert M.conv4_3_end(plain.vgg)[1] is plain.vgg[21]
+
+
+def test_ssd_recipe_refuses_batch_norm_with_a_base_file():
+    from gluontrain.torch.ssd.args import parse_args
+    from gluontrain.torch.ssd.config import voc
+    from gluontrain.torch.ssd.recipe import get_net
+    args = parse_args(['--batch_norm', 'true', '--width_mult', '0.125'])
+    args.cfg = voc
+    with pytest.raises(ValueError, match="--basenet ''"):
+        get_net(args, [torch.device('cpu')])

@@ -2,6 +2,7 @@
 import os
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -57,6 +58,23 @@ def test_tiny_run_writes_reference_files_and_lines(tiny_voc, tmp_path):
     assert '[Iter 10] Validation: ' in log
     weights = torch.load(tmp_path / 'VOC.pth')
     assert len(weights) == 71
+    # pictures (issue 6): curves incl. the last, partial pass, samples after the validation
+    from PIL import Image
+    with Image.open(tmp_path / 'ssd300_VOC_curves.png') as im:
+        assert im.size == (800, 600)
+        hook_pixels = np.asarray(im.convert('RGB'))
+    # the metrics file holds the same passes (the last one partial), so plot_log redraws it
+    from gluontrain.core.plots import plot_curves, read_metrics
+    records = read_metrics(tmp_path / 'ssd300_VOC_metrics.jsonl')
+    assert [(r['epoch'], r['iteration'], r.get('partial', False)) for r in records] == \
+        [(0, 4, False), (1, 8, False), (2, 10, True)]
+    assert 'val' in records[2] and 'val' not in records[1]
+    plot_curves(tmp_path / 'ssd300_VOC_metrics.jsonl', tmp_path / 'again.png',
+                title='ssd300 VOC (x = passes over the data)')
+    with Image.open(tmp_path / 'again.png') as im:
+        assert np.array_equal(np.asarray(im.convert('RGB')), hook_pixels)
+    with Image.open(tmp_path / 'ssd300_VOC_val_samples.png') as im:
+        assert im.size == (800, 800)
 
 
 def test_loss_goes_down(tiny_voc, tmp_path):
