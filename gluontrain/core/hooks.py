@@ -160,6 +160,23 @@ class CheckpointHook(Hook):
         state.scores['last_checkpoint'] = self.save_fn(state)
 
 
+def unfinished_epoch(state, last_closed_epoch, meter):
+    """True when the run stopped after some steps of ``state.epoch`` but before its
+    ``after_epoch`` (an iteration-based recipe's ``max_iter``, a NaN stop, Ctrl-C), so hooks
+    that record epochs should record this partial one in ``after_train``.
+
+    Parameters
+    ----------
+    state : TrainState
+    last_closed_epoch : int or None
+        The last epoch the hook recorded.
+    meter : LossMeter
+        Reset at every epoch start: it holds a finite mean only once a step of this epoch ran.
+    """
+    return (bool(state.outputs) and last_closed_epoch != state.epoch
+            and any(v == v for v in meter.epoch().values()))
+
+
 class MetricsJSONHook(Hook):
     """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
     stops inside an epoch adds a line for it marked ``"partial": true``."""
@@ -191,9 +208,7 @@ class MetricsJSONHook(Hook):
         self._write(state)
 
     def after_train(self, state):
-        # iteration-based runs (SSD's max_iter) end inside a pass: write that pass too
-        if (state.outputs and self._last_epoch != state.epoch
-                and any(v == v for v in self.meter.epoch().values())):
+        if unfinished_epoch(state, self._last_epoch, self.meter):
             self._write(state, partial=True)
 
 

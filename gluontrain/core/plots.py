@@ -8,6 +8,7 @@ import json
 import math
 
 from .checkpoint import atomic_save_file
+from .hooks import unfinished_epoch
 from .loop import Hook
 
 # pixel size of the curves picture: figsize * dpi
@@ -222,10 +223,8 @@ class CurvesHook(Hook):
             self.draw()
 
     def after_train(self, state):
-        stopped_inside = state.outputs and (not self.records
-                                            or self.records[-1]['epoch'] != state.epoch)
-        if stopped_inside and any(v == v for v in self.meter.epoch().values()):
-            # iteration-based runs (SSD's max_iter) end inside a pass: draw that pass too
+        last = self.records[-1]['epoch'] if self.records else None
+        if unfinished_epoch(state, last, self.meter):
             self._record(state)
         if self.records:
             self.draw()

@@ -68,7 +68,7 @@ def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10
         if img is None:
             raise ValueError('cannot read {}'.format(
                 os.path.join(base, 'JPEGImages', image_id + '.jpg')))
-        gt = dataset._annotation(base, image_id)  # pylint: disable=protected-access
+        gt = dataset.annotation(base, image_id)
         labels, scores, boxes = detect(net, img, device)
         # XML boxes are 1-based pixels
         samples.append((img[:, :, ::-1], gt[:, :4] - 1, (labels, scores, boxes)))

@@ -38,7 +38,8 @@ class VOCEvalDataset(torch.utils.data.Dataset):
     def __len__(self):
         return len(self.ids)
 
-    def _annotation(self, base, image_id):
+    def annotation(self, base, image_id):
+        """``gt`` rows of one image (see the class docstring), from its XML."""
         rows = []
         for obj in ET.parse(os.path.join(base, 'Annotations', image_id + '.xml')).iter('object'):
             box = obj.find('bndbox')
@@ -54,7 +55,7 @@ class VOCEvalDataset(torch.utils.data.Dataset):
         if self.transform is not None:
             img = self.transform(img)[0]
         return (torch.from_numpy(np.ascontiguousarray(img[:, :, (2, 1, 0)])).permute(2, 0, 1),
-                self._annotation(base, image_id), np.array([h, w], np.float32))
+                self.annotation(base, image_id), np.array([h, w], np.float32))
 
 
 def get_dataset(dataset, args):
