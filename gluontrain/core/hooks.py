@@ -129,7 +129,6 @@ class ValidationHook(Hook):
         self.logger = get_logger()
 
     def after_epoch(self, state):
-        state.scores.pop('val', None)
         if self.val_interval and not (state.epoch + 1) % self.val_interval:
             names, values = self.validate_fn()
             self.logger.info('[Epoch {}] Validation: \n{}'.format(
@@ -183,21 +182,18 @@ class MetricsJSONHook(Hook):
 
     def __init__(self, path, meter):
         self.path, self.meter = path, meter
-        self._last_epoch, self._written_val = None, None
+        self._last_epoch = None
 
     def before_train(self, state):
-        self._last_epoch, self._written_val = None, None
+        self._last_epoch = None
 
     def _write(self, state, partial=False):
         record = {'epoch': state.epoch, 'iteration': state.iteration,
                   'lr': (state.outputs or {}).get('lr'), 'time': state.scores.get('epoch_time'),
                   'loss_running': self.meter.running(), 'loss_epoch': self.meter.epoch()}
-        val = state.scores.get('val')
-        # a score belongs to the epoch that measured it, not to every later one
-        if val is not None and val is not self._written_val:
-            names, values = val
+        if 'val' in state.scores:
+            names, values = state.scores['val']
             record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
-            self._written_val = val
         if partial:
             record['partial'] = True
         with open(self.path, 'a') as f:

@@ -26,7 +26,9 @@ class TrainState:
     outputs : dict
         What the step returned for the last batch (losses, batch size, lr, ...).
     scores : dict
-        Named results hooks publish for others, e.g. the validation metric of this epoch.
+        Named results hooks publish for others. ``scores['val']`` (``(names, values)``, main
+        metric last) is the validation of the current epoch only: the loop clears it when an
+        epoch starts, so hooks never see an earlier epoch's score as this one's.
     should_stop : bool
         Set by any hook to end training after the current event; ``after_train`` still runs.
     stop_reason : str
@@ -107,6 +109,7 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
             return state
         for epoch in range(start_epoch, epochs):
             state.epoch = epoch
+            state.scores.pop('val', None)
             if _fire(hooks, 'before_epoch', state):
                 return state
             for i, batch in enumerate(train_data):

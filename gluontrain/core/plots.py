@@ -194,11 +194,9 @@ class CurvesHook(Hook):
     def __init__(self, path, meter, history=None, title=None):
         self.path, self.meter, self.history, self.title = path, meter, history, title
         self.records = []
-        self._recorded_val = None
 
     def before_train(self, state):
         self.records = []
-        self._recorded_val = None
         if self.history:
             try:
                 self.records = [r for r in read_metrics(self.history)
@@ -209,12 +207,9 @@ class CurvesHook(Hook):
     def _record(self, state):
         record = {'epoch': state.epoch, 'lr': (state.outputs or {}).get('lr'),
                   'loss_epoch': dict(self.meter.epoch())}
-        val = state.scores.get('val')
-        # a score belongs to the epoch that measured it, not to every later one
-        if val is not None and val is not self._recorded_val:
-            names, values = val
+        if 'val' in state.scores:
+            names, values = state.scores['val']
             record['val'] = dict(zip(names, values))
-            self._recorded_val = val
         self.records.append(record)
         return record
 

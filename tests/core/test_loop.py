@@ -84,3 +84,24 @@ def test_after_train_runs_when_the_step_raises():
 def test_restored_state_keeps_counting_iterations():
     state = run_loop(lambda b, s: {}, range(3), [], 2, 4, TrainState(iteration=6))
     assert state.iteration == 12 and state.epoch == 3 and state.start_epoch == 2
+
+
+def test_validation_score_lives_for_the_epoch_that_measured_it():
+    seen = []
+
+    class _ValidateEpoch0(Hook):
+        def before_epoch(self, state):
+            seen.append(('before', state.epoch, 'val' in state.scores))
+
+        def after_epoch(self, state):
+            if state.epoch == 0:
+                state.scores['val'] = (['mAP'], [0.5])
+            seen.append(('after', state.epoch, 'val' in state.scores))
+
+    state = run_loop(lambda batch, state: {}, range(1), [_ValidateEpoch0()], 0, 2)
+    assert seen == [('before', 0, False), ('after', 0, True),
+                    ('before', 1, False), ('after', 1, False)]
+    assert 'val' not in state.scores
+    # the last epoch's score stays for the caller
+    state = run_loop(lambda batch, state: {}, range(1), [_ValidateEpoch0()], 0, 1)
+    assert state.scores['val'] == (['mAP'], [0.5])

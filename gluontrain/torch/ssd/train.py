@@ -72,10 +72,6 @@ class SSDIterationHook(Hook):
         self.save_fn, self.validate_fn = save_fn, validate_fn
         self.logger = get_logger()
 
-    def before_epoch(self, state):
-        # a score belongs to the pass that measured it (curves, metrics.jsonl)
-        state.scores.pop('val', None)
-
     def before_train(self, state):
         if state.iteration >= self.max_iter:
             state.stop('max_iter {} already reached'.format(self.max_iter))
