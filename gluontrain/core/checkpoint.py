@@ -131,6 +131,114 @@ def save_checkpoint(path, params, trainer, epoch, iteration, best_score, args, e
     return path
 
 
+# What save_checkpoint's payload may hold besides pickle's own plain types (dict, list, tuple,
+# str, bytes, numbers, bool, None, set): numpy arrays and scalars (RNG states, meters, metric
+# values). Both numpy 1 (numpy.core) and numpy 2 (numpy._core) module names.
+_ALLOWED_GLOBALS = {
+    (mod, name) for mod in ('numpy.core.multiarray', 'numpy._core.multiarray')
+    for name in ('_reconstruct', 'scalar')} | {
+    (mod, '_frombuffer') for mod in ('numpy.core.numeric', 'numpy._core.numeric')} | {
+    ('numpy', 'ndarray'), ('numpy', 'dtype'), ('builtins', 'set'), ('builtins', 'frozenset'),
+    ('builtins', 'complex'), ('builtins', 'slice'), ('collections', 'OrderedDict')}
+
+
+class RefusedPickle(ValueError):
+    """A file whose unpickling would resolve a global a checkpoint never holds."""
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only :data:`_ALLOWED_GLOBALS`, so a hostile file cannot make unpickling call
+    arbitrary functions (``os.system`` through ``__reduce__``)."""
+
+    def __init__(self, f, path):
+        super().__init__(f)
+        self.path = path
+
+    def find_class(self, module, name):
+        if (module, name) in _ALLOWED_GLOBALS or (
+                module == 'numpy' and name.endswith('DType') and name[0].isupper()) or (
+                module.startswith('numpy.dtypes') and name.endswith('DType')):
+            return super().find_class(module, name)
+        raise RefusedPickle('{} is not a gluontrain checkpoint: it references {}.{}, which a '
+                         'checkpoint never holds; refusing to load it (only open checkpoints '
+                         'you wrote)'.format(self.path, module, name))
+
+
+def _restricted_load(f, path):
+    return _RestrictedUnpickler(f, path).load()
+
+
+CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS = 'checkpoint', 'mxnet-params', 'torch-weights'
+# NDArray::Save's list magic (kMXAPINDArrayListMagic = 0x112), little-endian uint64
+_MX_MAGIC = (0x112).to_bytes(8, 'little')
+
+
+def file_kind(path):
+    """What a weights or checkpoint file is, decided by its content (never its suffix).
+
+    Returns
+    -------
+    str
+        :data:`CHECKPOINT` (a gluontrain checkpoint), :data:`MX_PARAMS` (an MXNet
+        ``save_parameters`` / ``nd.save`` file) or :data:`TORCH_WEIGHTS` (a ``torch.save``
+        zip archive).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        For anything else, naming the file.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError('{} does not exist; pass a {{prefix}}_last.ckpt checkpoint or '
+                                'a weights file'.format(path))
+    with open(path, 'rb') as f:
+        head = f.read(8)
+    if head == _MX_MAGIC:
+        return MX_PARAMS
+    if head[:4] == b'PK\x03\x04':
+        return TORCH_WEIGHTS
+    if head[:1] == b'\x80':  # a pickle (protocol 2+): load_checkpoint checks it is ours
+        return CHECKPOINT
+    raise ValueError('{} is neither a gluontrain checkpoint nor an MXNet or PyTorch weights '
+                     'file'.format(path))
+
+
+def resume_or_load(path, restore_fn, load_weights_fn, weights_kind):
+    """Resume from a checkpoint or start from weights, deciding by the file's content.
+
+    Parameters
+    ----------
+    path : str
+    restore_fn : callable
+        ``restore_fn(path)``: the backend's full restore (weights, optimizer, RNG, position).
+    load_weights_fn : callable
+        ``load_weights_fn(path)``: the backend's weights-only load.
+    weights_kind : str
+        The backend's weights kind (:data:`MX_PARAMS` or :data:`TORCH_WEIGHTS`); the other
+        backend's weights are refused.
+
+    Returns
+    -------
+    (kind, result)
+        ``kind`` is :data:`CHECKPOINT` or ``weights_kind``; ``result`` what the called function
+        returned.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        For a missing file, a hostile or foreign pickle, or the other backend's weights.
+    """
+    kind = file_kind(path)
+    if kind == CHECKPOINT:
+        return kind, restore_fn(path)
+    if kind != weights_kind:
+        raise ValueError('{} holds {} weights but this recipe loads {}; convert them or pass '
+                         'a file written by this backend'.format(path, kind, weights_kind))
+    return kind, load_weights_fn(path)
+
+
 def load_checkpoint(path):
     """Read a checkpoint written by :func:`save_checkpoint`.
 
@@ -139,15 +247,20 @@ def load_checkpoint(path):
     FileNotFoundError
         When ``path`` does not exist.
     ValueError
-        When the file is not a gluontrain checkpoint (e.g. a ``.params`` weights file).
+        When the file is not a gluontrain checkpoint (e.g. a ``.params`` weights file), or
+        holds anything a checkpoint never does (it is refused before any of it runs: the
+        outer dict is read with a restricted unpickler).
     """
     if not os.path.isfile(path):
         raise FileNotFoundError('checkpoint {} does not exist; pass the {{prefix}}_last.ckpt file '
                                 'a previous run wrote'.format(path))
     try:
         with open(path, 'rb') as f:
-            payload = pickle.load(f)
-    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as e:
+            payload = _restricted_load(f, path)
+    except RefusedPickle:
+        raise
+    except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, IndexError,
+            TypeError, UnicodeDecodeError) as e:
         raise ValueError('{} is not a gluontrain checkpoint ({}). A weights-only file such as '
                          '*.params is loaded with --load-weights, not --resume.'
                          .format(path, e)) from e

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from .loop import Hook
+from .loop import Hook, Period
 from .meters import LossMeter, all_finite
 
 LOGGER_NAME = 'gluontrain'
@@ -42,6 +42,12 @@ class LossMeterHook(Hook):
 
     def after_batch(self, state):
         self.meter.update(state.outputs['losses'])
+
+    def state_dict(self):
+        return {'meter': self.meter.state_dict()}
+
+    def load_state_dict(self, state_dict):
+        self.meter.load_state_dict(state_dict['meter'])
 
 
 class LogHook(Hook):
@@ -100,7 +106,7 @@ class LogHook(Hook):
 
     def after_epoch(self, state):
         cost = time.time() - self._tic
-        state.scores['epoch_time'] = cost
+        state.epoch_time = cost
         self.logger.info('[Epoch {}] Training cost: {:.3f}, {}'.format(
             state.epoch, cost, _fmt_losses(self.meter.running())))
         # the reference's line above averages since epoch 0; this one is the epoch alone
@@ -117,46 +123,162 @@ class LogHook(Hook):
 
 
 class ValidationHook(Hook):
-    """Runs ``validate_fn()`` every ``val_interval`` epochs and publishes the score.
+    """Runs ``validate_fn()`` every ``val_interval`` epochs, or on any :class:`Period`, and
+    publishes the score.
 
     ``validate_fn`` returns ``(names, values)`` with the main metric last, as GluonCV's
-    ``validate`` does. The score is ``state.scores['current']`` (0.0 on epochs without
-    validation, as the reference passes to ``save_params``).
+    ``validate`` does. It sets ``state.scores['val']``, ``state.current`` (the main metric;
+    0.0 at the end of epochs without validation, as the reference passes to ``save_params``)
+    and ``state.val_iteration``.
+
+    Parameters
+    ----------
+    validate_fn : callable
+        ``validate_fn() -> (names, values)``.
+    val_interval : int
+        Every ``val_interval`` epochs (GluonCV's ``--val-interval``); ignored when ``period``
+        is given.
+    period : Period, optional
+        E.g. ``Period(iterations=5000, at_max_iter=True)`` for an iteration-based recipe;
+        the log line then reads ``[Iter N] Validation:``.
     """
 
-    def __init__(self, validate_fn, val_interval=1):
-        self.validate_fn, self.val_interval = validate_fn, val_interval
+    def __init__(self, validate_fn, val_interval=1, period=None):
+        self.validate_fn = validate_fn
+        self.period = period if period is not None else Period(epochs=val_interval)
         self.logger = get_logger()
 
+    def _validate(self, state, where):
+        names, values = self.validate_fn()
+        self.logger.info('[{}] Validation: \n{}'.format(where, format_validation(names, values)))
+        state.scores['val'] = (list(names), list(values))
+        state.current = float(values[-1])
+        state.val_iteration = state.iteration
+
+    def after_batch(self, state):
+        if self.period.iteration_due(state):
+            self._validate(state, 'Iter {}'.format(state.iteration))
+
     def after_epoch(self, state):
-        if self.val_interval and not (state.epoch + 1) % self.val_interval:
-            names, values = self.validate_fn()
-            self.logger.info('[Epoch {}] Validation: \n{}'.format(
-                state.epoch, format_validation(names, values)))
-            state.scores['val'] = (list(names), list(values))
-            state.scores['current'] = float(values[-1])
-        else:
-            state.scores['current'] = 0.0
+        if self.period.epoch_due(state):
+            self._validate(state, 'Epoch {}'.format(state.epoch))
+        elif state.val_iteration != state.iteration:
+            state.current = 0.0
 
 
 class SaveParamsHook(Hook):
-    """Calls the recipe's ``save_params(epoch, current_score)`` after validation, every epoch."""
+    """Calls ``save_fn(epoch, state.current)`` after validation, every epoch (a recipe that
+    keeps its own best score; :class:`BestCheckpointHook` owns it for you)."""
 
     def __init__(self, save_fn):
         self.save_fn = save_fn
 
     def after_epoch(self, state):
-        self.save_fn(state.epoch, state.scores.get('current', 0.0))
+        self.save_fn(state.epoch, state.current)
+
+
+class BestCheckpointHook(Hook):
+    """Owns the best score and calls the recipe's GluonCV-style ``save_params`` with it.
+
+    ``save_fn(best_map, current, index, save_interval)`` is the recipe's ``save_params`` with
+    its net and prefix bound; ``best_map`` is the one-element list GluonCV's function updates
+    in place (so the function, its file names and its ``0``-never-saves rule stay the contract).
+
+    Parameters
+    ----------
+    save_fn : callable
+    save_interval : int
+        Passed through (interval files every ``save_interval`` epochs).
+    after : {'epoch', 'validation'}
+        ``'epoch'``: after every epoch with ``state.current`` (0.0 without validation), as
+        GluonCV's loop; ``'validation'``: right after each validation, indexed by iteration
+        (iteration-based recipes such as SSD).
+    """
+
+    def __init__(self, save_fn, save_interval=0, after='epoch'):
+        if after not in ('epoch', 'validation'):
+            raise ValueError("BestCheckpointHook(after={!r}): choose 'epoch' or 'validation'"
+                             .format(after))
+        self.save_fn, self.save_interval, self.after = save_fn, save_interval, after
+        self.best_map = [0]
+        self._saved_at = -1
+
+    def before_train(self, state):
+        state.best = self.best_map[0]
+
+    def _save(self, state, index):
+        self.save_fn(self.best_map, state.current, index, self.save_interval)
+        state.best = self.best_map[0]
+
+    def after_batch(self, state):
+        if self.after == 'validation' and state.val_iteration == state.iteration:
+            self._saved_at = state.iteration
+            self._save(state, state.iteration)
+
+    def after_epoch(self, state):
+        if self.after == 'epoch':
+            self._save(state, state.epoch)
+        elif state.val_iteration == state.iteration != self._saved_at:
+            self._saved_at = state.iteration
+            self._save(state, state.iteration)
+
+    def state_dict(self):
+        return {'best': self.best_map[0]}
+
+    def load_state_dict(self, state_dict):
+        self.best_map[0] = state_dict['best']
 
 
 class CheckpointHook(Hook):
-    """Writes the full checkpoint (``save_fn(state) -> path``) at the end of every epoch."""
+    """Writes the full checkpoint (``save_fn(state) -> path``) at the end of every epoch and
+    publishes its path as ``state.last_checkpoint``."""
 
     def __init__(self, save_fn):
         self.save_fn = save_fn
 
     def after_epoch(self, state):
-        state.scores['last_checkpoint'] = self.save_fn(state)
+        state.last_checkpoint = self.save_fn(state)
+
+
+def _hook_keys(hooks):
+    """A stable name per hook: its class name, numbered from the second of a class on."""
+    seen, keys = {}, []
+    for hook in hooks:
+        name = type(hook).__name__
+        seen[name] = seen.get(name, 0) + 1
+        keys.append(name if seen[name] == 1 else '{}#{}'.format(name, seen[name]))
+    return keys
+
+
+def hooks_state_dict(hooks):
+    """``{hook name: hook.state_dict()}`` for the hooks that have state (for the checkpoint's
+    ``extra['hooks']``)."""
+    return {key: hook.state_dict() for key, hook in zip(_hook_keys(hooks), hooks)
+            if hook.state_dict()}
+
+
+def load_hooks_state_dict(hooks, states):
+    """Give every hook its entry of :func:`hooks_state_dict`'s output (hooks without one, e.g.
+    added since the checkpoint was written, keep their fresh state)."""
+    for key, hook in zip(_hook_keys(hooks), hooks):
+        if key in states:
+            hook.load_state_dict(states[key])
+
+
+def restore_hooks_state(hooks, payload):
+    """Give ``hooks`` their state from a checkpoint payload (``extra['hooks']``).
+
+    Checkpoints written before hooks kept their own state hold the loss meter as
+    ``extra['meter']`` and the best score as ``best_score``; they are read too.
+    """
+    extra = payload.get('extra') or {}
+    if 'hooks' in extra:
+        load_hooks_state_dict(hooks, extra['hooks'])
+        return
+    legacy = {'BestCheckpointHook': {'best': payload['best_score']}}
+    if 'meter' in extra:
+        legacy['LossMeterHook'] = {'meter': extra['meter']}
+    load_hooks_state_dict(hooks, legacy)
 
 
 def unfinished_epoch(state, last_closed_epoch, meter):
@@ -189,7 +311,7 @@ class MetricsJSONHook(Hook):
 
     def _write(self, state, partial=False):
         record = {'epoch': state.epoch, 'iteration': state.iteration,
-                  'lr': (state.outputs or {}).get('lr'), 'time': state.scores.get('epoch_time'),
+                  'lr': (state.outputs or {}).get('lr'), 'time': state.epoch_time,
                   'loss_running': self.meter.running(), 'loss_epoch': self.meter.epoch()}
         if 'val' in state.scores:
             names, values = state.scores['val']
@@ -221,7 +343,7 @@ class NaNGuardHook(Hook):
     """Stops training at the first step whose loss is NaN or infinite.
 
     The stop reason names the iteration, the loss values and the last good checkpoint, and
-    ``state.scores['nonfinite']`` is set so the recipe can raise after ``after_train`` ran.
+    ``state.nonfinite`` is set so the recipe can raise after ``after_train`` ran.
     """
 
     def after_batch(self, state):
@@ -229,10 +351,10 @@ class NaNGuardHook(Hook):
         if all_finite(losses):
             return
         values = {k: [t for t, _ in parts] for k, parts in losses.items()}
-        state.scores['nonfinite'] = True
+        state.nonfinite = True
         state.stop('non-finite loss at epoch {} batch {} (iteration {}): {}; last good '
                    'checkpoint: {}'.format(state.epoch, state.batch, state.iteration, values,
-                                           state.scores.get('last_checkpoint') or 'none yet'))
+                                           state.last_checkpoint or 'none yet'))
         get_logger().error(state.stop_reason)
 
 

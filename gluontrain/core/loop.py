@@ -3,7 +3,11 @@
 Everything a recipe does besides forward/loss/backward/update (LR warm-up, validation,
 save_params, logging, progress) is a hook. The loop only orders the calls; it never touches a
 framework, so MXNet and PyTorch recipes share it.
+
+A run is bounded by epochs (GluonCV's ``range(start_epoch, epochs)``), by an iteration budget
+(``max_iter``, as detectron2's ``train(start_iter, max_iter)`` and ssd.pytorch), or by both.
 """
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
@@ -15,8 +19,15 @@ EVENTS = ('before_train', 'before_epoch', 'before_batch', 'after_batch', 'after_
 class TrainState:
     """What the loop and its hooks share during one run.
 
+    Every field has one writer (named below); hooks that read a field must come after its
+    writer in the hook list (see :func:`gluontrain.core.defaults.build_hooks`).
+
     Attributes
     ----------
+    start_epoch, epochs : int
+        The epoch range of this run (``epochs`` is None for a run bounded by ``max_iter`` only).
+    max_iter : int or None
+        The iteration budget (None: epochs only). Written by :func:`run_loop`.
     epoch : int
         The current epoch (the first is ``start_epoch``).
     batch : int
@@ -29,18 +40,40 @@ class TrainState:
         Named results hooks publish for others. ``scores['val']`` (``(names, values)``, main
         metric last) is the validation of the current epoch only: the loop clears it when an
         epoch starts, so hooks never see an earlier epoch's score as this one's.
+    current : float
+        Main metric of the validation that ran in this event, 0.0 on epochs without one (what
+        GluonCV passes to ``save_params``). Written by ``ValidationHook``.
+    val_iteration : int
+        ``iteration`` at the last validation (-1: none yet). Written by ``ValidationHook``.
+    best : float
+        Best validation score so far. Written by ``BestCheckpointHook`` (restored on resume).
+    epoch_time : float or None
+        Seconds the last finished epoch took. Written by ``LogHook``.
+    last_checkpoint : str or None
+        The last full checkpoint written. Written by ``CheckpointHook``.
+    nonfinite : bool
+        A step returned a NaN or infinite loss. Written by ``NaNGuardHook``; the recipe raises
+        after ``after_train`` ran.
     should_stop : bool
-        Set by any hook to end training after the current event; ``after_train`` still runs.
+        Set by any hook (or the iteration budget) to end training after the current event;
+        ``after_train`` still runs.
     stop_reason : str
         Why ``should_stop`` was set.
     """
     start_epoch: int = 0
-    epochs: int = 0
+    epochs: Optional[int] = 0
+    max_iter: Optional[int] = None
     epoch: int = 0
     batch: int = 0
     iteration: int = 0
     outputs: Dict[str, Any] = field(default_factory=dict)
     scores: Dict[str, Any] = field(default_factory=dict)
+    current: float = 0.0
+    val_iteration: int = -1
+    best: float = 0.0
+    epoch_time: Optional[float] = None
+    last_checkpoint: Optional[str] = None
+    nonfinite: bool = False
     should_stop: bool = False
     stop_reason: str = ''
 
@@ -51,7 +84,13 @@ class TrainState:
 
 
 class Hook:
-    """Base class: override any of the event methods; each receives the :class:`TrainState`."""
+    """Base class: override any of the event methods; each receives the :class:`TrainState`.
+
+    A hook that keeps state a resumed run needs (meters, best score, curve history) returns it
+    from :meth:`state_dict` and takes it back in :meth:`load_state_dict`, as detectron2's
+    ``HookBase``; :func:`gluontrain.core.hooks.hooks_state_dict` collects them into the
+    checkpoint.
+    """
 
     def before_train(self, state):
         """Called once before the first epoch."""
@@ -71,6 +110,44 @@ class Hook:
     def after_train(self, state):
         """Called once at the end, also when training stopped early or raised."""
 
+    def state_dict(self):
+        """What a resumed run must get back (picklable plain data); ``{}`` for none."""
+        return {}
+
+    def load_state_dict(self, state_dict):
+        """Take back what :meth:`state_dict` returned."""
+
+
+@dataclass(frozen=True)
+class Period:
+    """"Every N epochs" and/or "every N iterations" (MXNet's ``ValidationHandler(epoch_period,
+    batch_period)``); 0 disables a kind.
+
+    Attributes
+    ----------
+    epochs : int
+        Due at the end of epochs ``e`` with ``(e + 1) % epochs == 0`` (GluonCV's
+        ``val_interval``).
+    iterations : int
+        Due after the step that makes ``iteration % iterations == 0``.
+    at_max_iter : bool
+        Also due after the step that exhausts ``state.max_iter`` (a final validation).
+    """
+    epochs: int = 0
+    iterations: int = 0
+    at_max_iter: bool = False
+
+    def epoch_due(self, state):
+        """True at the end of an epoch this period covers."""
+        return bool(self.epochs) and (state.epoch + 1) % self.epochs == 0
+
+    def iteration_due(self, state):
+        """True after a step this period covers."""
+        if self.iterations and state.iteration % self.iterations == 0:
+            return True
+        return (self.at_max_iter and state.max_iter is not None
+                and state.iteration >= state.max_iter)
+
 
 def _fire(hooks, event, state):
     for hook in hooks:
@@ -78,10 +155,19 @@ def _fire(hooks, event, state):
     return state.should_stop
 
 
+def _length(data):
+    try:
+        return len(data)
+    except TypeError:
+        return None
+
+
 def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iterable,
-             hooks: List[Hook], start_epoch: int, epochs: int,
-             state: Optional[TrainState] = None) -> TrainState:
-    """Run ``step`` over ``train_data`` for epochs ``start_epoch .. epochs-1`` with ``hooks``.
+             hooks: List[Hook], start_epoch: int = 0, epochs: Optional[int] = None,
+             state: Optional[TrainState] = None, max_iter: Optional[int] = None
+             ) -> TrainState:
+    """Run ``step`` over ``train_data`` for epochs ``start_epoch .. epochs-1`` and/or until
+    ``state.iteration`` reaches ``max_iter``, with ``hooks``.
 
     Parameters
     ----------
@@ -89,30 +175,43 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
         ``step(batch, state) -> dict``: the backend-specific forward, loss, backward and update
         for one batch. The dict it returns becomes ``state.outputs``.
     train_data : iterable
-        Re-iterated once per epoch.
+        Re-iterated once per epoch (a pass over the data, for iteration-based recipes).
     hooks : list of Hook
         Called in list order for every event; order matters (validation before saving).
     start_epoch, epochs : int
-        Epoch range, as in GluonCV's scripts (``range(start_epoch, epochs)``).
+        Epoch range, as in GluonCV's scripts (``range(start_epoch, epochs)``); ``epochs=None``
+        runs passes until ``max_iter``.
     state : TrainState, optional
         A state restored from a checkpoint (keeps ``iteration``); a fresh one otherwise.
+    max_iter : int, optional
+        Iteration budget: stop after the step that makes ``state.iteration == max_iter``
+        (``stop_reason`` ``'max_iter N reached'``). When that step is the last batch of its
+        epoch, the epoch is closed first (``after_epoch`` runs: epoch line, metrics, checkpoint).
+        A run that starts at or past the budget stops before its first epoch.
 
     Returns
     -------
     TrainState
         The final state; ``state.stop_reason`` says why it ended early, if it did.
     """
+    if epochs is None and max_iter is None:
+        raise ValueError('run_loop needs epochs or max_iter (or both)')
     state = state if state is not None else TrainState()
-    state.start_epoch, state.epochs = start_epoch, epochs
+    state.start_epoch, state.epochs, state.max_iter = start_epoch, epochs, max_iter
+    num_batches = _length(train_data)
     try:
+        if max_iter is not None and state.iteration >= max_iter:
+            state.stop('max_iter {} already reached'.format(max_iter))
         if _fire(hooks, 'before_train', state):
             return state
-        for epoch in range(start_epoch, epochs):
+        for epoch in (range(start_epoch, epochs) if epochs is not None
+                      else itertools.count(start_epoch)):
             state.epoch = epoch
             state.scores.pop('val', None)
             if _fire(hooks, 'before_epoch', state):
                 return state
-            for i, batch in enumerate(train_data):
+            batches = iter(train_data)
+            for i, batch in enumerate(batches):
                 state.batch = i
                 if _fire(hooks, 'before_batch', state):
                     return state
@@ -120,8 +219,24 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
                 state.iteration += 1
                 if _fire(hooks, 'after_batch', state):
                     return state
+                if max_iter is not None and state.iteration >= max_iter:
+                    state.stop('max_iter {} reached'.format(max_iter))
+                    if _epoch_complete(i, num_batches, batches):
+                        _fire(hooks, 'after_epoch', state)
+                    return state
             if _fire(hooks, 'after_epoch', state):
                 return state
         return state
     finally:
         _fire(hooks, 'after_train', state)
+
+
+def _epoch_complete(index, num_batches, batches):
+    """Whether batch ``index`` was the epoch's last: by ``len`` when the data has one, else by
+    asking the iterator for one more batch (only once no step will run any more)."""
+    if num_batches is not None:
+        return index == num_batches - 1
+    return next(batches, _END) is _END
+
+
+_END = object()

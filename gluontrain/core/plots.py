@@ -187,17 +187,27 @@ class CurvesHook(Hook):
         Its ``epoch()`` means are collected at every ``after_epoch``; place this hook after the
         validation hook so that the epoch's score is in ``state.scores['val']``.
     history : str, optional
-        A metrics.jsonl whose epochs before the start epoch are drawn too (for resumed runs).
+        A metrics.jsonl whose epochs before the start epoch are drawn too (for resumed runs
+        whose checkpoint did not carry this hook's state).
     title : str, optional
     """
 
     def __init__(self, path, meter, history=None, title=None):
         self.path, self.meter, self.history, self.title = path, meter, history, title
         self.records = []
+        self._restored = None
+
+    def state_dict(self):
+        return {'records': [dict(r) for r in self.records]}
+
+    def load_state_dict(self, state_dict):
+        self._restored = [dict(r) for r in state_dict['records']]
 
     def before_train(self, state):
         self.records = []
-        if self.history:
+        if self._restored is not None:
+            self.records = [r for r in self._restored if r['epoch'] < state.start_epoch]
+        elif self.history:
             try:
                 self.records = [r for r in read_metrics(self.history)
                                 if r['epoch'] < state.start_epoch]

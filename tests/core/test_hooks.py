@@ -57,7 +57,7 @@ def test_nan_guard_stops_and_names_iteration_losses_and_checkpoint(tmp_path):
     hooks = [NaNGuardHook(), LossMeterHook(meter),
              CheckpointHook(lambda st: saved.append(st.epoch) or 'run_last.ckpt')]
     state = run_loop(_step(values), range(2), hooks, 0, 3)
-    assert state.should_stop and state.scores['nonfinite']
+    assert state.should_stop and state.nonfinite
     assert state.iteration == 4 and saved == [0]
     reason = state.stop_reason
     assert 'epoch 1 batch 1 (iteration 4)' in reason and 'nan' in reason

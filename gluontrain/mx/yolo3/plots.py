@@ -93,8 +93,9 @@ def raw_val_dataset(val_data):
     return dataset
 
 
-class ValSamplesHook(SamplesHook):
-    """After every validation (``'val'`` in ``state.scores``), redraw ``path``.
+def val_samples_hook(net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.2):
+    """A :class:`~gluontrain.core.plots.SamplesHook` redrawing :func:`draw_val_samples` to
+    ``path`` after every validation (the same style as the SSD recipe's).
 
     Parameters
     ----------
@@ -103,20 +104,18 @@ class ValSamplesHook(SamplesHook):
         Raw images and labels (see :func:`raw_val_dataset`); None draws nothing.
     classes : list of str
     path : str
-        Usually ``{prefix}_val_samples.png``.
+        Usually ``RunPaths.val_samples``.
     ctx : mx.Context or list of mx.Context
         The first context runs the forward passes.
     data_shape : int
     num : int
         Images drawn.
     """
+    ctx = ctx[0] if isinstance(ctx, (list, tuple)) else ctx
 
-    def __init__(self, net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.2):
-        ctx = ctx[0] if isinstance(ctx, (list, tuple)) else ctx
-
-        def draw(title):
-            if val_dataset is None or not len(val_dataset):
-                return None
-            return draw_val_samples(net, val_dataset, classes, path, ctx, data_shape, num,
-                                    thresh, title=title)
-        super().__init__(draw, errors=(OSError, ValueError, IndexError, mx.base.MXNetError))
+    def draw(title):
+        if val_dataset is None or not len(val_dataset):
+            return None
+        return draw_val_samples(net, val_dataset, classes, path, ctx, data_shape, num, thresh,
+                                title=title)
+    return SamplesHook(draw, errors=(OSError, ValueError, IndexError, mx.base.MXNetError))

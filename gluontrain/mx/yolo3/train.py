@@ -15,14 +15,12 @@ from mxnet import gluon
 from gluoncv.utils import LRScheduler, LRSequential
 
 from ...core import checkpoint as ckpt_io
-from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook, NaNGuardHook,
-                           ProgressHook, SaveParamsHook, TensorBoardHook, ValidationHook,
-                           get_logger)
-from ...core.loop import Hook, TrainState, run_loop
+from ...core.defaults import RunPaths, build_hooks
+from ...core.hooks import get_logger, restore_hooks_state
+from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
-from ...core.plots import CurvesHook
 from .data import mixup_dataset
-from .plots import ValSamplesHook, raw_val_dataset
+from .plots import raw_val_dataset, val_samples_hook
 from .step import LOSS_NAMES, YOLOv3Step
 
 
@@ -139,23 +137,25 @@ class _EpochStart(Hook):
         self.net.hybridize()
 
 
-def save_checkpoint(path, net, trainer, meter, train_data, state, best_map, args):
-    """Write the full checkpoint of a finished epoch atomically (see docs/checkpoints.md)."""
+def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
+    """Write the full checkpoint of a finished epoch atomically (see docs/recipes.md):
+    weights, trainer, position, best score, the hooks' state and the sampler's leftovers."""
     sampler = _sampler(train_data)
-    extra = {'meter': meter.state_dict(),
+    extra = {'hooks': hooks_state,
              'sampler_prev': list(getattr(sampler, '_prev', []) or [])}
     return ckpt_io.save_checkpoint(
         path, params=_to_bytes(net.save_parameters), trainer=_to_bytes(trainer.save_states),
-        epoch=state.epoch, iteration=state.iteration, best_score=best_map[0], args=args,
+        epoch=state.epoch, iteration=state.iteration, best_score=state.best, args=args,
         extra=extra)
 
 
-def restore_checkpoint(path, net, trainer, meter, train_data, ctx):
-    """Load a full checkpoint into ``net``/``trainer``/``meter``; returns ``(payload, state)``."""
+def restore_checkpoint(path, net, trainer, train_data, ctx):
+    """Load a full checkpoint into ``net``/``trainer`` (and the sampler's leftovers, the RNG);
+    returns ``(payload, state)``; the hooks take their part with
+    :func:`gluontrain.core.hooks.restore_hooks_state`."""
     payload = ckpt_io.load_checkpoint(path)
     _from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx))
     _from_bytes(payload['trainer'], trainer.load_states)
-    meter.load_state_dict(payload['extra']['meter'])
     sampler = _sampler(train_data)
     if sampler is not None and hasattr(sampler, '_prev'):
         sampler._prev = list(payload['extra'].get('sampler_prev', []))
@@ -215,65 +215,55 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         net.collect_params(), 'sgd',
         {'wd': args.wd, 'momentum': args.momentum, 'lr_scheduler': get_lr_scheduler(args)},
         kvstore='local', update_on_kvstore=(False if args.amp else None))
-    meter = LossMeter(LOSS_NAMES)
-    best_map = [0]
+    paths, meter = RunPaths(args.save_prefix), LossMeter(LOSS_NAMES)
+    hooks = build_hooks(
+        paths, meter, header=[str(args)], batch_size=args.batch_size,
+        log_interval=args.log_interval, num_batches=_len_or_none(train_data),
+        recipe_hooks=[_EpochStart(net, train_data, args)],
+        validate_fn=lambda: validate(net, val_data, ctx, eval_metric),
+        val_period=Period(epochs=args.val_interval),
+        save_params_fn=lambda best, current, epoch, interval: save_params(
+            net, best, current, epoch, interval, paths.prefix),
+        save_interval=args.save_interval,
+        checkpoint_fn=lambda st, hooks_state: save_checkpoint(
+            paths.last_checkpoint, net, trainer, train_data, st, args, hooks_state),
+        samples_hook=_samples_hook(net, val_data, ctx, args, paths),
+        curves_title=os.path.basename(paths.prefix),
+        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True))
     start_epoch, state = args.start_epoch, None
     resume = (getattr(args, 'resume', '') or '').strip()
-    if resume and not resume.endswith('.params'):
-        payload, state = restore_checkpoint(resume, net, trainer, meter, train_data, ctx)
-        start_epoch, best_map[0] = payload['epoch'] + 1, payload['best_score']
+    if resume and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT:
+        payload, state = restore_checkpoint(resume, net, trainer, train_data, ctx)
+        restore_hooks_state(hooks, payload)
+        start_epoch = payload['epoch'] + 1
     elif start_epoch > 0:
-        # weights-only start (reference --resume x.params): move the LR schedule to the epoch
-        # instead of re-running the warm-up from update 0
+        # weights-only start (reference --resume x.params, loaded by main): move the LR
+        # schedule to the epoch instead of re-running the warm-up from update 0
         skipped = start_epoch * (args.num_samples // args.batch_size)
         trainer._optimizer.begin_num_update = trainer._optimizer.num_update = skipped
         state = TrainState(iteration=skipped)
-    prefix = args.save_prefix
-    logger = get_logger()
-    hooks = [
-        NaNGuardHook(),
-        LossMeterHook(meter),
-        _EpochStart(net, train_data, args),
-        LogHook(meter, log_file=prefix + '_train.log', log_interval=args.log_interval,
-                batch_size=args.batch_size, header=[str(args)]),
-        ValidationHook(lambda: validate(net, val_data, ctx, eval_metric), args.val_interval),
-        SaveParamsHook(lambda epoch, current: save_params(
-            net, best_map, current, epoch, args.save_interval, prefix)),
-        CheckpointHook(lambda st: save_checkpoint(prefix + '_last.ckpt', net, trainer, meter,
-                                                  train_data, st, best_map, args)),
-        MetricsJSONHook(prefix + '_metrics.jsonl', meter),
-        ProgressHook(num_batches=_len_or_none(train_data), batch_size=args.batch_size,
-                     meter=meter),
-    ]
-    if getattr(args, 'tensorboard', ''):
-        hooks.append(TensorBoardHook(args.tensorboard, meter, args.log_interval))
-    if getattr(args, 'plots', True):
-        hooks += _plot_hooks(net, val_data, ctx, meter, args)
     step = YOLOv3Step(net, trainer, ctx, args.batch_size)
     state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state)
-    state.scores['best'] = best_map[0]
-    if state.scores.get('nonfinite'):
+    if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     if getattr(args, 'export', True):
         path = export_model(net, args, ctx)
-        logger.info('exported model to {}-symbol.json / -0000.params'.format(path))
+        get_logger().info('exported model to {}-symbol.json / -0000.params'.format(path))
     return state
 
 
-def _plot_hooks(net, val_data, ctx, meter, args):
-    """``{prefix}_curves.png`` and ``{prefix}_val_samples.png``, redrawn after validations."""
-    prefix = args.save_prefix
-    hooks = [CurvesHook(prefix + '_curves.png', meter, history=prefix + '_metrics.jsonl',
-                        title=os.path.basename(prefix))]
+def _samples_hook(net, val_data, ctx, args, paths):
+    """``{prefix}_val_samples.png`` from the raw images behind the validation loader."""
+    if not getattr(args, 'plots', True):
+        return None
     dataset = raw_val_dataset(val_data)
     if dataset is None:
         warnings.warn('no raw validation images behind the validation loader; '
-                      '{}_val_samples.png will not be drawn'.format(prefix))
-        return hooks
+                      '{} will not be drawn'.format(paths.val_samples))
+        return None
     classes = getattr(dataset, 'classes', None)
-    hooks.append(ValSamplesHook(net, dataset, list(classes) if classes else None,
-                                prefix + '_val_samples.png', ctx, args.data_shape))
-    return hooks
+    return val_samples_hook(net, dataset, list(classes) if classes else None,
+                            paths.val_samples, ctx, args.data_shape)
 
 
 def _len_or_none(loader):

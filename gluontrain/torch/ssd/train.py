@@ -4,22 +4,21 @@ eval.py), on gluontrain's loop and hooks.
 ssd.pytorch trains by iterations: ``max_iter`` steps over a batch iterator, the LR divided by
 10 (``gamma``) when the iteration index reaches each of ``lr_steps``, weights saved every 5000
 iterations. Here the loop runs passes over the DataLoader (re-created each pass: the
-reference never re-creates its iterator and dies with StopIteration after one epoch) and
-the hooks below stop at ``max_iter`` and do the iteration-based work.
+reference never re-creates its iterator and dies with StopIteration after one epoch) with
+the loop's own iteration budget (``run_loop(max_iter=...)``); :class:`SSDIterationHook` does
+the LR steps, the reference's log line and its periodic saves.
 """
-import math
 import os
 
 import torch
 
 from ...core import checkpoint as ckpt_io
-from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
-                           NaNGuardHook, ProgressHook, TensorBoardHook, format_validation,
-                           get_logger)
-from ...core.loop import Hook, TrainState, run_loop
+from ...core.defaults import RunPaths, build_hooks
+from ...core.hooks import get_logger, hooks_state_dict, restore_hooks_state
+from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
-from ...core.plots import CurvesHook
 from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint, save_weights
+from ..step import LossDictStep, to_device
 from .detection import detections_in_pixels
 from .model import test_phase
 
@@ -27,7 +26,8 @@ LOSS_NAMES = ('loc_loss', 'conf_loss')
 
 
 class SSDStep:
-    """One SSD step: forward, MultiBoxLoss, backward, SGD update (ssd.pytorch's loop body).
+    """One SSD step: forward, MultiBoxLoss, backward, SGD update (ssd.pytorch's loop body),
+    through :class:`gluontrain.torch.step.LossDictStep`.
 
     Returns ``{'losses': {'loc_loss': [(l, 1)], 'conf_loss': [(c, 1)]}, 'lr', 'batch_size'}``:
     one value per step, so the meters average per-iteration losses as ssd.pytorch's
@@ -36,19 +36,16 @@ class SSDStep:
 
     def __init__(self, net, criterion, optimizer, device):
         self.net, self.criterion, self.optimizer, self.device = net, criterion, optimizer, device
+        self.step = LossDictStep(self.forward, optimizer)
+
+    def forward(self, batch):
+        """``({'loc_loss', 'conf_loss'}, batch size)`` of one batch."""
+        images, targets = to_device(batch, self.device)
+        loss_l, loss_c = self.criterion(self.net(images), targets)
+        return dict(zip(LOSS_NAMES, (loss_l, loss_c))), images.shape[0]
 
     def __call__(self, batch, state=None):
-        images, targets = batch
-        images = images.to(self.device)
-        targets = targets.to(self.device) if torch.is_tensor(targets) \
-            else [t.to(self.device) for t in targets]
-        out = self.net(images)
-        self.optimizer.zero_grad()
-        loss_l, loss_c = self.criterion(out, targets)
-        (loss_l + loss_c).backward()
-        self.optimizer.step()
-        return {'losses': {'loc_loss': [(loss_l.item(), 1)], 'conf_loss': [(loss_c.item(), 1)]},
-                'lr': self.optimizer.param_groups[0]['lr'], 'batch_size': int(images.shape[0])}
+        return self.step(batch, state)
 
 
 def lr_at(iteration, base_lr, gamma, lr_steps):
@@ -63,37 +60,30 @@ def lr_at(iteration, base_lr, gamma, lr_steps):
 
 
 class SSDIterationHook(Hook):
-    """Iteration-based work of ssd.pytorch's loop: LR steps, ``max_iter``, periodic saves,
-    the reference's ``iter N || Loss: x ||`` line, optional periodic validation."""
+    """Iteration-based work of ssd.pytorch's loop: LR steps, periodic weight saves and the
+    reference's ``iter N || Loss: x ||`` line (the budget itself is ``run_loop``'s
+    ``max_iter``, validation a :class:`~gluontrain.core.hooks.ValidationHook` by iterations).
+    """
 
-    def __init__(self, optimizer, args, max_iter, lr_steps, save_fn, validate_fn=None):
-        self.optimizer, self.args = optimizer, args
-        self.max_iter, self.lr_steps = max_iter, list(lr_steps)
-        self.save_fn, self.validate_fn = save_fn, validate_fn
+    def __init__(self, optimizer, base_lr, gamma, lr_steps, log_interval, save_interval,
+                 save_fn):
+        self.optimizer, self.base_lr, self.gamma = optimizer, base_lr, gamma
+        self.lr_steps, self.log_interval = list(lr_steps), log_interval
+        self.save_interval, self.save_fn = save_interval, save_fn
         self.logger = get_logger()
 
-    def before_train(self, state):
-        if state.iteration >= self.max_iter:
-            state.stop('max_iter {} already reached'.format(self.max_iter))
-
     def before_batch(self, state):
-        lr = lr_at(state.iteration, self.args.lr, self.args.gamma, self.lr_steps)
+        lr = lr_at(state.iteration, self.base_lr, self.gamma, self.lr_steps)
         for group in self.optimizer.param_groups:
             group['lr'] = lr
 
     def after_batch(self, state):
         i = state.iteration - 1  # the reference's 0-based loop index of the finished step
-        if self.args.log_interval and i % self.args.log_interval == 0:
+        if self.log_interval and i % self.log_interval == 0:
             loss = sum(t for parts in state.outputs['losses'].values() for t, _ in parts)
             self.logger.info('iter {} || Loss: {:.4f} ||'.format(i, loss))
-        if self.args.save_interval and i != 0 and i % self.args.save_interval == 0:
-            self.save_fn(state, i)
-        done = state.iteration >= self.max_iter
-        if self.validate_fn and (done or (self.args.val_interval and
-                                          state.iteration % self.args.val_interval == 0)):
-            self.validate_fn(state)
-        if done:
-            state.stop('max_iter {} reached'.format(self.max_iter))
+        if self.save_interval and i != 0 and i % self.save_interval == 0:
+            self.save_fn(i)
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):
@@ -152,7 +142,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         See :func:`validate`; ``None`` skips validation (COCO: ssd.pytorch has no COCO eval).
     eval_metric : VOCEvaluator or None
     ctx : list of torch.device
-        Training runs on ``ctx[0]`` (several GPUs: launch with torchrun).
+        Training runs on ``ctx[0]`` only: one process, one device (no data parallelism is
+        set up; several devices are not used).
     args : argparse.Namespace
         From :func:`.args.parse_args`; ``args.cfg`` holds the config dict.
 
@@ -162,8 +153,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     """
     from .multibox_loss import MultiBoxLoss  # pylint: disable=import-outside-toplevel
     from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
-    cfg = args.cfg
-    device = ctx[0]
+    cfg, device = args.cfg, ctx[0]
     net.to(device)
     net.train()
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
@@ -171,59 +161,50 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     criterion = MultiBoxLoss(cfg['num_classes'], 0.5, True, 0, True, 3, 0.5, False,
                              device.type == 'cuda')
     os.makedirs(args.save_folder, exist_ok=True)
-    prefix = os.path.join(args.save_folder, 'ssd300_{}'.format(args.dataset))
-    meter, best_map = LossMeter(LOSS_NAMES), [0]
-    state = TrainState(iteration=args.start_iter)
-    resume = args.resume or ''
-    if resume.endswith('.ckpt'):
-        payload, state = restore_checkpoint(resume, net, optimizer)
-        meter.load_state_dict(payload['extra']['meter'])
-        best_map[0] = payload['best_score']
-    elif resume:
-        load_weights(resume, net)
-
-    def save_periodic(st, index):
-        # the reference's periodic file (it names every dataset 'COCO'; here its own name)
-        save_weights('{}_{}.pth'.format(prefix, index), net)
-
-    def save_full(st):
-        # at the end of a pass over the data: the next pass draws a new shuffle from the
-        # restored RNG, so a resume from here replays the uninterrupted run exactly
-        return save_checkpoint(prefix + '_last.ckpt', net, optimizer, None, st.epoch,
-                               st.iteration, best_map[0], args,
-                               extra={'meter': meter.state_dict()})
-
-    def run_validation(st):
-        names, values = validate(net, val_data, ctx, eval_metric)
-        get_logger().info('[Iter {}] Validation: \n{}'.format(
-            st.iteration, format_validation(names, values)))
-        st.scores['val'] = (names, values)
-        save_params(net, best_map, values[-1], st.iteration, 0, prefix)
-
+    paths = RunPaths(os.path.join(args.save_folder, 'ssd300_{}'.format(args.dataset)))
+    meter = LossMeter(LOSS_NAMES)
     max_iter = args.max_iter or cfg['max_iter']
     lr_steps = [int(s) for s in args.lr_steps.split(',')] if args.lr_steps else cfg['lr_steps']
-    hooks = [NaNGuardHook(), LossMeterHook(meter),
-             SSDIterationHook(optimizer, args, max_iter, lr_steps, save_periodic,
-                              run_validation if val_data is not None else None),
-             CheckpointHook(save_full),
-             LogHook(meter, log_file=prefix + '_train.log', log_interval=0,
-                     batch_size=args.batch_size, header=[str(args)]),
-             MetricsJSONHook(prefix + '_metrics.jsonl', meter),
-             CurvesHook(prefix + '_curves.png', meter, history=prefix + '_metrics.jsonl',
-                        title='ssd300 {} (x = passes over the data)'.format(args.dataset)),
-             val_samples_hook(net, getattr(val_data, 'dataset', None),
-                              prefix + '_val_samples.png', device),
-             ProgressHook(num_batches=len(train_data), batch_size=args.batch_size, meter=meter)]
-    if args.tensorboard:
-        hooks.append(TensorBoardHook(args.tensorboard, meter, args.log_interval))
-    passes = math.ceil(max(max_iter - state.iteration, 0) / max(len(train_data), 1))
+
+    def save_full(st, hooks_state):
+        # at the end of a pass over the data: the next pass draws a new shuffle from the
+        # restored RNG, so a resume from here replays the uninterrupted run exactly
+        return save_checkpoint(paths.last_checkpoint, net, optimizer, None, st.epoch,
+                               st.iteration, st.best, args, extra={'hooks': hooks_state})
+
+    iteration_hook = SSDIterationHook(
+        optimizer, args.lr, args.gamma, lr_steps, args.log_interval, args.save_interval,
+        # the reference's periodic file (it names every dataset 'COCO'; here its own name)
+        lambda index: save_weights('{}_{}.pth'.format(paths.prefix, index), net))
+    hooks = build_hooks(
+        paths, meter, header=[str(args)], batch_size=args.batch_size, log_interval=0,
+        num_batches=len(train_data), recipe_hooks=[iteration_hook],
+        validate_fn=None if val_data is None else (
+            lambda: validate(net, val_data, ctx, eval_metric)),
+        val_period=Period(iterations=args.val_interval, at_max_iter=True),
+        save_params_fn=lambda best, current, index, interval: save_params(
+            net, best, current, index, interval, paths.prefix),
+        best_after='validation', checkpoint_fn=save_full,
+        samples_hook=val_samples_hook(net, getattr(val_data, 'dataset', None),
+                                      paths.val_samples, device),
+        curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
+        tensorboard=args.tensorboard, tensorboard_interval=args.log_interval)
+    state = TrainState(iteration=args.start_iter)
+    if args.resume:
+        kind, restored = ckpt_io.resume_or_load(
+            args.resume, lambda p: restore_checkpoint(p, net, optimizer),
+            lambda p: load_weights(p, net), ckpt_io.TORCH_WEIGHTS)
+        if kind == ckpt_io.CHECKPOINT:
+            payload, state = restored
+            restore_hooks_state(hooks, payload)
+    # a resumed run continues the pass it stopped in (its epoch index counts passes)
     start = state.iteration // max(len(train_data), 1)
     state = run_loop(SSDStep(net, criterion, optimizer, device), train_data, hooks, start,
-                     start + passes, state)
-    if state.scores.get('nonfinite'):
+                     None, state, max_iter=max_iter)
+    if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     # the reference's final file: save_folder + dataset + '.pth'
     save_weights(os.path.join(args.save_folder, args.dataset + '.pth'), net)
-    state.scores['last_checkpoint'] = save_full(state)
-    state.scores['best'] = best_map[0]
+    state.last_checkpoint = save_full(state, hooks_state_dict(hooks))
     return state
+

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gluontrain.mx.yolo3 import main
-from gluontrain.mx.yolo3.plots import (ValSamplesHook, detect, draw_val_samples,
+from gluontrain.mx.yolo3.plots import (val_samples_hook, detect, draw_val_samples,
                                        raw_val_dataset)
 
 PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
@@ -85,7 +85,7 @@ def test_hook_draws_only_after_validation_and_raw_dataset_is_found(tmp_path, voc
     assert raw_val_dataset(loader) is val_ds
     assert raw_val_dataset(object()) is None
     path = str(tmp_path / 'v.png')
-    hook = ValSamplesHook(_FixedNet(), raw_val_dataset(loader), val_ds.classes, path,
+    hook = val_samples_hook(_FixedNet(), raw_val_dataset(loader), val_ds.classes, path,
                           [mx.cpu()], 160)
     hook.after_epoch(TrainState(scores={'current': 0.0}))
     assert not os.path.exists(path)

@@ -1,0 +1,164 @@
+"""What every recipe's ``train()`` assembles the same way: the run's file names
+(:class:`RunPaths`), the default hook list (:func:`build_hooks`, detectron2's ``build_hooks``)
+and seeding.
+
+A recipe writes only its step, its recipe-specific hooks (LR schedule, mixup switch, ...),
+``validate``, ``save_params`` and the backend's checkpoint functions; this module orders them.
+"""
+import os
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
+                    NaNGuardHook, ProgressHook, TensorBoardHook, ValidationHook,
+                    hooks_state_dict)
+from .loop import Period
+from .plots import CurvesHook
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The files one run writes, all named from one prefix (GluonCV's ``--save-prefix``).
+
+    Attributes
+    ----------
+    prefix : str
+        E.g. ``'yolo3_darknet53_voc'`` or ``'weights/ssd300_VOC'``.
+    """
+    prefix: str
+
+    @property
+    def train_log(self):
+        """``{prefix}_train.log``: the GluonCV-format text log."""
+        return self.prefix + '_train.log'
+
+    @property
+    def metrics(self):
+        """``{prefix}_metrics.jsonl``: one JSON line per epoch."""
+        return self.prefix + '_metrics.jsonl'
+
+    @property
+    def curves(self):
+        """``{prefix}_curves.png``."""
+        return self.prefix + '_curves.png'
+
+    @property
+    def val_samples(self):
+        """``{prefix}_val_samples.png``."""
+        return self.prefix + '_val_samples.png'
+
+    @property
+    def last_checkpoint(self):
+        """``{prefix}_last.ckpt``: the full checkpoint of the last finished epoch."""
+        return self.prefix + '_last.ckpt'
+
+    @property
+    def best_map_log(self):
+        """``{prefix}_best_map.log``: GluonCV's ``'{epoch:04d}:\\t{map:.4f}'`` lines."""
+        return self.prefix + '_best_map.log'
+
+    def best(self, ext):
+        """``{prefix}_best{ext}`` (``ext`` ``'.params'`` or ``'.pth'``)."""
+        return '{}_best{}'.format(self.prefix, ext)
+
+    def interval(self, index, score, ext):
+        """``{prefix}_{index:04d}_{score:.4f}{ext}``: GluonCV's interval file."""
+        return '{}_{:04d}_{:.4f}{}'.format(self.prefix, index, score, ext)
+
+    def makedirs(self):
+        """Create the prefix's folder (nothing for a bare prefix)."""
+        folder = os.path.dirname(self.prefix)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        return self
+
+
+def seed_python_numpy(seed):
+    """Seed Python's ``random`` and numpy's global generator (the ones data augmentation draws
+    from); backends add their own (:func:`gluontrain.torch.step.seed_all`, mxnet's
+    ``gluoncv.utils.random.seed``)."""
+    random.seed(seed)
+    np.random.seed(seed)
+
+
+def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_batches=None,
+                recipe_hooks=(), validate_fn=None, val_period=None, save_params_fn=None,
+                save_interval=0, best_after='epoch', checkpoint_fn=None, samples_hook=None,
+                curves_title=None, tensorboard='', tensorboard_interval=None, plots=True):
+    """The default hook list of a recipe, in the order the hooks depend on each other.
+
+    Order, and why:
+
+    1. ``NaNGuardHook`` first: a non-finite step stops before any hook logs or records it.
+    2. ``LossMeterHook``: every later reader (log, metrics, curves, progress) sees this step.
+    3. ``recipe_hooks`` (LR schedule, mixup switch, iteration logging): they act on the step
+       before it runs, or log before validation does.
+    4. ``LogHook``: its epoch line precedes the validation block (GluonCV's log order) and it
+       writes ``state.epoch_time`` that the metrics line reads.
+    5. ``ValidationHook``: writes ``scores['val']``, ``state.current``, ``val_iteration``.
+    6. ``BestCheckpointHook``: reads ``state.current`` (so after validation), writes
+       ``state.best``.
+    7. ``MetricsJSONHook``, ``CurvesHook``, samples: read the epoch's validation; curves
+       come before the checkpoint so that the checkpoint carries this epoch's record.
+    8. ``CheckpointHook``: after every hook whose state it saves has updated it; writes
+       ``state.last_checkpoint`` (NaNGuard's message names it).
+    9. ``ProgressHook``, ``TensorBoardHook``: display only.
+
+    Parameters
+    ----------
+    paths : RunPaths
+    meter : LossMeter
+    header : list of str
+        First log lines (GluonCV logs the args Namespace).
+    batch_size, log_interval, num_batches : int
+        For the log's Speed figure, batch lines (0: none) and the progress bar.
+    recipe_hooks : list of Hook
+    validate_fn : callable, optional
+        ``() -> (names, values)``; None: no validation.
+    val_period : Period, optional
+        When to validate (default every epoch).
+    save_params_fn : callable, optional
+        ``(best_map, current, index, save_interval)``: the recipe's GluonCV ``save_params``
+        with net and prefix bound (see :class:`~gluontrain.core.hooks.BestCheckpointHook`).
+    save_interval : int
+    best_after : {'epoch', 'validation'}
+    checkpoint_fn : callable, optional
+        ``(state, hooks_state) -> path``: writes the full checkpoint with ``hooks_state`` (a
+        dict for :func:`~gluontrain.core.hooks.load_hooks_state_dict`) in its ``extra``.
+    samples_hook : Hook, optional
+        The recipe's sample-picture hook (a :class:`~gluontrain.core.plots.SamplesHook`).
+    curves_title : str, optional
+    tensorboard : str
+        Log folder; '' for none.
+    tensorboard_interval : int, optional
+        Steps between scalar points (default ``log_interval``).
+    plots : bool
+        Curves and samples pictures.
+
+    Returns
+    -------
+    list of Hook
+    """
+    hooks = [NaNGuardHook(), LossMeterHook(meter)]
+    hooks += list(recipe_hooks)
+    hooks.append(LogHook(meter, log_file=paths.train_log, log_interval=log_interval,
+                         batch_size=batch_size, header=list(header)))
+    if validate_fn is not None:
+        hooks.append(ValidationHook(validate_fn, period=val_period or Period(epochs=1)))
+    if save_params_fn is not None:
+        hooks.append(BestCheckpointHook(save_params_fn, save_interval, after=best_after))
+    hooks.append(MetricsJSONHook(paths.metrics, meter))
+    if plots:
+        hooks.append(CurvesHook(paths.curves, meter, history=paths.metrics, title=curves_title))
+        if samples_hook is not None:
+            hooks.append(samples_hook)
+    if checkpoint_fn is not None:
+        # the list is complete when the hook fires, so every hook's state is saved
+        hooks.append(CheckpointHook(lambda state: checkpoint_fn(state, hooks_state_dict(hooks))))
+    hooks.append(ProgressHook(num_batches=num_batches, batch_size=batch_size, meter=meter))
+    if tensorboard:
+        hooks.append(TensorBoardHook(tensorboard, meter, log_interval if tensorboard_interval
+                                     is None else tensorboard_interval))
+    return hooks
