@@ -100,3 +100,67 @@ def test_weights_file_is_refused_with_a_pointer_to_load_weights(tmp_path):
         ck.load_checkpoint(str(bad))
     with pytest.raises(FileNotFoundError, match='missing.ckpt'):
         ck.load_checkpoint(str(tmp_path / 'missing.ckpt'))
+
+
+class _Hostile:
+    """Unpickling this runs ``os.system``-style code: here it would create a marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, 'w'))
+
+
+def test_hostile_checkpoint_is_refused_before_its_code_runs(tmp_path):
+    import pickle
+    marker = tmp_path / 'pwned'
+    path = str(tmp_path / 'run_last.ckpt')
+    payload = {'version': 1, 'params': b'', 'trainer': b'', 'epoch': 0, 'iteration': 0,
+               'best_score': 0.0, 'rng': {}, 'args': {}, 'extra': {'x': _Hostile(str(marker))}}
+    with open(path, 'wb') as f:
+        pickle.dump(payload, f)
+    assert ck.file_kind(path) == ck.CHECKPOINT  # a pickle: only loading tells it apart
+    with pytest.raises(ValueError, match=r'run_last\.ckpt is not a gluontrain checkpoint: it '
+                                         r'references (io|builtins)\.open'):
+        ck.load_checkpoint(path)
+    assert not marker.exists()
+    with pytest.raises(ValueError, match=r'\.open, which a checkpoint never holds'):
+        ck.resume_or_load(path, ck.load_checkpoint, lambda p: None, ck.MX_PARAMS)
+    assert not marker.exists()
+
+
+def test_file_kind_reads_content_not_suffix(tmp_path):
+    ckpt = str(tmp_path / 'weights.params')  # a checkpoint under a weights name
+    _save(ckpt)
+    mx_file = tmp_path / 'model.ckpt'
+    mx_file.write_bytes((0x112).to_bytes(8, 'little') + b'\0' * 16)
+    zip_file = tmp_path / 'model.params'
+    zip_file.write_bytes(b'PK\x03\x04rest')
+    text = tmp_path / 'notes.pth'
+    text.write_text('hello')
+    assert [ck.file_kind(p) for p in (ckpt, str(mx_file), str(zip_file))] == [
+        ck.CHECKPOINT, ck.MX_PARAMS, ck.TORCH_WEIGHTS]
+    with pytest.raises(ValueError, match='notes.pth is neither'):
+        ck.file_kind(str(text))
+    with pytest.raises(FileNotFoundError, match='missing.ckpt'):
+        ck.file_kind(str(tmp_path / 'missing.ckpt'))
+
+
+def test_resume_or_load_dispatches_by_kind(tmp_path):
+    ckpt = str(tmp_path / 'a.bin')
+    _save(ckpt, epoch=4)
+    mx_file = str(tmp_path / 'b.bin')
+    with open(mx_file, 'wb') as f:
+        f.write((0x112).to_bytes(8, 'little'))
+    calls = []
+
+    def restore(path):
+        return ck.load_checkpoint(path)['epoch']
+    assert ck.resume_or_load(ckpt, restore, calls.append, ck.MX_PARAMS) == (ck.CHECKPOINT, 4)
+    assert ck.resume_or_load(mx_file, restore, calls.append, ck.MX_PARAMS) == (ck.MX_PARAMS,
+                                                                                None)
+    assert calls == [mx_file]
+    with pytest.raises(ValueError, match='b.bin holds mxnet-params weights but this recipe '
+                                         'loads torch-weights'):
+        ck.resume_or_load(mx_file, restore, calls.append, ck.TORCH_WEIGHTS)

@@ -146,3 +146,74 @@ def test_tensorboard_scalars(tmp_path):
     assert ('epoch/ClassLoss', 1, 12.0) in scalars and ('val/mAP', 1, 0.5) in scalars
     assert not [s for s in scalars if s[0] == 'val/c']  # NaN APs are left out
     assert any(t == 'train/lr' and abs(v - 1e-3) < 1e-9 for t, _, v in scalars)
+
+
+def test_validation_by_iterations_logs_iter_lines_and_keeps_the_score(tmp_path):
+    from gluontrain.core.loop import Period
+    calls = []
+
+    def validate():
+        calls.append(len(calls))
+        return ['mAP'], [[0.25, 0.5, 0.75][len(calls) - 1]]
+    seen = []
+
+    class _Probe(LossMeterHook):
+        def after_batch(self, state):
+            seen.append((state.iteration, state.val_iteration, state.current))
+    log = tmp_path / 'train.log'
+    hooks = [LogHook(LossMeter(), str(log), log_interval=0),
+             ValidationHook(validate, period=Period(iterations=4, at_max_iter=True)),
+             _Probe()]
+    state = run_loop(_step([1.0] * 10), range(3), hooks, 0, None, max_iter=10)
+    # every 4 iterations and at the budget, whatever the pass
+    assert len(calls) == 3
+    assert [(i, v) for i, v, _ in seen if v == i] == [(4, 4), (8, 8), (10, 10)]
+    assert state.current == 0.75 and state.scores['val'] == (['mAP'], [0.75])
+    text = log.read_text()
+    assert [line for line in text.splitlines() if 'Validation' in line or 'mAP' in line] == [
+        '[Iter 4] Validation: ', 'mAP=0.25', '[Iter 8] Validation: ', 'mAP=0.5',
+        '[Iter 10] Validation: ', 'mAP=0.75']
+
+
+def test_best_checkpoint_hook_owns_the_best_score_and_resumes_it():
+    from gluontrain.core.hooks import BestCheckpointHook, hooks_state_dict, load_hooks_state_dict
+    scores = iter([0.5, 0.25, 0.75])
+    calls = []
+
+    def save_params(best_map, current, epoch, interval):
+        calls.append((epoch, current, best_map[0], interval))
+        best_map[0] = max(best_map[0], current)  # GluonCV's in-place update
+    hooks = [ValidationHook(lambda: (['mAP'], [next(scores)])),
+             BestCheckpointHook(save_params, save_interval=5)]
+    state = run_loop(_step([1.0] * 3), range(1), hooks, 0, 3)
+    assert calls == [(0, 0.5, 0, 5), (1, 0.25, 0.5, 5), (2, 0.75, 0.5, 5)]
+    assert state.best == 0.75
+    saved = hooks_state_dict(hooks)
+    assert saved == {'BestCheckpointHook': {'best': 0.75}}
+    fresh = [ValidationHook(lambda: (['mAP'], [0.5])), BestCheckpointHook(save_params)]
+    load_hooks_state_dict(fresh, saved)
+    state = run_loop(_step([1.0]), range(1), fresh, 3, 4)
+    assert calls[-1] == (3, 0.5, 0.75, 0) and state.best == 0.75
+
+
+def test_best_checkpoint_after_validation_saves_once_per_validation():
+    from gluontrain.core.hooks import BestCheckpointHook
+    from gluontrain.core.loop import Period
+    calls = []
+    hooks = [ValidationHook(lambda: (['mAP'], [0.5]),
+                            period=Period(iterations=3, at_max_iter=True)),
+             BestCheckpointHook(lambda best, cur, index, interval: calls.append(index),
+                                after='validation')]
+    # validations at 3 (last batch of pass 0: after_batch, then after_epoch) and 5
+    run_loop(_step([1.0] * 5), range(3), hooks, 0, None, max_iter=5)
+    assert calls == [3, 5]
+
+
+def test_loss_meter_state_resumes_through_hooks_state():
+    from gluontrain.core.hooks import hooks_state_dict, load_hooks_state_dict
+    meter = LossMeter()
+    hooks = [LossMeterHook(meter)]
+    run_loop(_step([1.0, 3.0]), range(2), hooks, 0, 1)
+    other = LossMeter()
+    load_hooks_state_dict([LossMeterHook(other)], hooks_state_dict(hooks))
+    assert other.running() == meter.running() and other.running()['ObjLoss'] == 2.0

@@ -105,3 +105,76 @@ def test_validation_score_lives_for_the_epoch_that_measured_it():
     # the last epoch's score stays for the caller
     state = run_loop(lambda batch, state: {}, range(1), [_ValidateEpoch0()], 0, 1)
     assert state.scores['val'] == (['mAP'], [0.5])
+
+
+class _Events(Hook):
+    """Records (event, epoch, iteration) for the events that close or end a run."""
+
+    def __init__(self):
+        self.log = []
+
+    def after_epoch(self, state):
+        self.log.append(('after_epoch', state.epoch, state.iteration))
+
+    def after_train(self, state):
+        self.log.append(('after_train', state.epoch, state.iteration))
+
+
+@pytest.mark.parametrize('sized', [True, False])
+def test_max_iter_on_a_pass_boundary_closes_that_pass(sized):
+    # 3 batches per pass, budget 6: the budget ends exactly with pass 1
+    data = range(3) if sized else _Unsized(3)
+    events = _Events()
+    state = run_loop(lambda b, s: {}, data, [events], 0, None, max_iter=6)
+    assert state.iteration == 6 and state.stop_reason == 'max_iter 6 reached'
+    assert events.log == [('after_epoch', 0, 3), ('after_epoch', 1, 6), ('after_train', 1, 6)]
+
+
+def test_max_iter_inside_a_pass_leaves_it_open():
+    events = _Events()
+    state = run_loop(lambda b, s: {}, range(3), [events], 0, None, max_iter=5)
+    assert state.iteration == 5 and state.epoch == 1 and state.batch == 1
+    assert events.log == [('after_epoch', 0, 3), ('after_train', 1, 5)]
+
+
+def test_epochs_end_before_the_budget_and_budget_already_spent():
+    state = run_loop(lambda b, s: {}, range(3), [], 0, 2, max_iter=100)
+    assert state.iteration == 6 and not state.should_stop
+    events = _Events()
+    state = run_loop(lambda b, s: {}, range(3), [events], 2, None, TrainState(iteration=6),
+                     max_iter=6)
+    assert state.iteration == 6 and state.stop_reason == 'max_iter 6 already reached'
+    assert events.log == [('after_train', 0, 6)]
+
+
+def test_a_hook_stop_on_the_last_batch_does_not_close_the_epoch():
+    # a NaN stop must not write the epoch's checkpoint: only the budget closes an epoch
+    events = _Events()
+    state = run_loop(lambda b, s: {}, range(3), [StopAt('after_batch', 3), events], 0, None,
+                     max_iter=3)
+    assert state.stop_reason == 'planted' and events.log == [('after_train', 0, 3)]
+
+
+def test_run_loop_needs_a_bound():
+    with pytest.raises(ValueError, match='epochs or max_iter'):
+        run_loop(lambda b, s: {}, range(3), [], 0, None)
+
+
+def test_period_epochs_iterations_and_final():
+    from gluontrain.core.loop import Period
+    per_epoch, per_iter = Period(epochs=2), Period(iterations=4, at_max_iter=True)
+    assert [e for e in range(6) if per_epoch.epoch_due(TrainState(epoch=e))] == [1, 3, 5]
+    assert not per_epoch.iteration_due(TrainState(iteration=4))
+    due = [i for i in range(1, 11) if per_iter.iteration_due(TrainState(iteration=i,
+                                                                        max_iter=10))]
+    assert due == [4, 8, 10] and not per_iter.epoch_due(TrainState(epoch=3))
+
+
+class _Unsized:
+    """An iterable without ``len`` (a streaming loader)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))

@@ -178,3 +178,31 @@ def test_wrapped_models_save_plain_keys():
     model = _build()[0]
     wrapped = torch.nn.DataParallel(model)
     assert model_bytes(wrapped) == model_bytes(model)
+
+
+def test_resume_or_load_decides_by_content_for_torch(tmp_path):
+    trained, optimizer, scheduler = _build(seed=3)
+    ckpt = str(tmp_path / 'run_weights.pth')  # a checkpoint under a weights-like name
+    save_checkpoint(ckpt, trained, optimizer, scheduler, 2, 12, 0.25, ARGS)
+    weights = str(tmp_path / 'model.ckpt')  # a state_dict under a checkpoint-like name
+    save_weights(weights, trained)
+    mx_params = tmp_path / 'yolo3.params'
+    mx_params.write_bytes((0x112).to_bytes(8, 'little') + b'\0' * 16)  # NDArray list magic
+
+    def attempt(path):
+        model, opt, sched = _build(seed=4)
+        kind, result = core_checkpoint.resume_or_load(
+            path, lambda p: restore_checkpoint(p, model, opt, sched),
+            lambda p: load_weights(p, model), core_checkpoint.TORCH_WEIGHTS)
+        same = all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                     trained.state_dict().values()))
+        return kind, result, same, sched.num_update
+
+    kind, (payload, state), same, num_update = attempt(ckpt)
+    assert (kind, payload['epoch'], state.iteration, same, num_update) == (
+        core_checkpoint.CHECKPOINT, 2, 12, True, scheduler.num_update)
+    kind, result, same, num_update = attempt(weights)
+    assert (kind, same, num_update) == (core_checkpoint.TORCH_WEIGHTS, True, 0)
+    assert not result.missing_keys
+    with pytest.raises(ValueError, match='yolo3.params holds mxnet-params weights'):
+        attempt(str(mx_params))

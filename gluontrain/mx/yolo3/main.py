@@ -3,6 +3,7 @@ import warnings
 
 from gluoncv import utils as gutils
 
+from ...core import checkpoint as ckpt_io
 from ..context import get_contexts
 from .args import check_args, parse_args
 from .data import get_dataloader, get_dataset
@@ -35,10 +36,13 @@ def main(argv=None):
     # neither step draws random numbers, so the order changes no result
     train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
     net, async_net = get_net(args, ctx)
-    weights = args.load_weights.strip() or (args.resume.strip()
-                                            if args.resume.strip().endswith('.params') else '')
+    # --resume is decided by content (train() resumes a checkpoint): MXNet weights are loaded
+    # here, into both networks, before the loaders build their target generators
+    resume = args.resume.strip()
+    resume_weights = bool(resume) and ckpt_io.file_kind(resume) == ckpt_io.MX_PARAMS
+    weights = args.load_weights.strip() or (resume if resume_weights else '')
     if weights:
-        if args.resume.strip().endswith('.params'):
+        if resume_weights:
             warnings.warn('--resume {} loads weights only; a full resume needs the '
                           '{{prefix}}_last.ckpt checkpoint'.format(weights))
         load_weights(weights, net, async_net, ctx)

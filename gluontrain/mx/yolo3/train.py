@@ -232,8 +232,14 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True))
     start_epoch, state = args.start_epoch, None
     resume = (getattr(args, 'resume', '') or '').strip()
-    if resume and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT:
-        payload, state = restore_checkpoint(resume, net, trainer, train_data, ctx)
+    kind = None
+    if resume:
+        # MXNet weights were loaded by main (into net and async_net); a torch file is refused
+        kind, restored = ckpt_io.resume_or_load(
+            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx),
+            lambda p: None, ckpt_io.MX_PARAMS)
+    if kind == ckpt_io.CHECKPOINT:
+        payload, state = restored
         restore_hooks_state(hooks, payload)
         start_epoch = payload['epoch'] + 1
     elif start_epoch > 0:

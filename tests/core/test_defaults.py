@@ -1,0 +1,76 @@
+"""core.defaults: RunPaths file names, build_hooks order, and a budget ending on a pass boundary
+closing that pass through the whole default hook set."""
+import json
+
+from gluontrain.core.defaults import RunPaths, build_hooks
+from gluontrain.core.hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook,
+                                   MetricsJSONHook, NaNGuardHook, ProgressHook, ValidationHook,
+                                   load_hooks_state_dict)
+from gluontrain.core.loop import Hook, Period, run_loop
+from gluontrain.core.meters import LossMeter
+from gluontrain.core.plots import CurvesHook
+
+
+def _step(batch, state):
+    return {'losses': {'Loss': [(1.0 + state.iteration, 1)]}, 'lr': 0.1, 'batch_size': 2}
+
+
+def test_run_paths_name_every_file():
+    paths = RunPaths('out/ssd300_VOC')
+    assert (paths.train_log, paths.metrics, paths.curves, paths.val_samples,
+            paths.last_checkpoint, paths.best_map_log) == (
+        'out/ssd300_VOC_train.log', 'out/ssd300_VOC_metrics.jsonl', 'out/ssd300_VOC_curves.png',
+        'out/ssd300_VOC_val_samples.png', 'out/ssd300_VOC_last.ckpt',
+        'out/ssd300_VOC_best_map.log')
+    assert paths.best('.pth') == 'out/ssd300_VOC_best.pth'
+    assert paths.interval(3, 0.5, '.params') == 'out/ssd300_VOC_0003_0.5000.params'
+
+
+def test_build_hooks_order(tmp_path):
+    class _Recipe(Hook):
+        pass
+    hooks = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), recipe_hooks=[_Recipe()],
+                        validate_fn=lambda: (['mAP'], [0.5]),
+                        save_params_fn=lambda *a: None, checkpoint_fn=lambda st, h: 'x')
+    assert [type(h) for h in hooks] == [NaNGuardHook, LossMeterHook, _Recipe, LogHook,
+                                        ValidationHook, BestCheckpointHook, MetricsJSONHook,
+                                        CurvesHook, CheckpointHook, ProgressHook]
+    bare = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), plots=False)
+    assert [type(h) for h in bare] == [NaNGuardHook, LossMeterHook, LogHook, MetricsJSONHook,
+                                       ProgressHook]
+
+
+def test_budget_on_a_pass_boundary_closes_the_pass(tmp_path):
+    # 3 batches per pass, max_iter 6: pass 1 ends with the budget and must be closed as any
+    # other: epoch line, a full (not partial) metrics line, a checkpoint
+    paths, meter, saved = RunPaths(str(tmp_path / 'run')), LossMeter(['Loss']), []
+
+    def checkpoint(state, hooks_state):
+        saved.append((state.epoch, state.iteration, hooks_state))
+        return paths.last_checkpoint
+    hooks = build_hooks(paths, meter, validate_fn=lambda: (['mAP'], [0.5]),
+                        val_period=Period(iterations=6, at_max_iter=True),
+                        save_params_fn=lambda best, cur, i, n: best.__setitem__(0, cur),
+                        best_after='validation', checkpoint_fn=checkpoint, plots=True)
+    state = run_loop(_step, range(3), hooks, 0, None, max_iter=6)
+    assert state.iteration == 6 and state.stop_reason == 'max_iter 6 reached'
+    assert state.last_checkpoint == paths.last_checkpoint and state.best == 0.5
+    log = open(paths.train_log).read()
+    assert '[Epoch 0] Training cost' in log and '[Epoch 1] Training cost' in log
+    records = [json.loads(line) for line in open(paths.metrics)]
+    assert [(r['epoch'], r['iteration'], r.get('partial', False)) for r in records] == [
+        (0, 3, False), (1, 6, False)]
+    assert records[1]['val'] == {'mAP': 0.5} and records[1]['time'] is not None
+    assert [(e, i) for e, i, _ in saved] == [(0, 3), (1, 6)]
+    # the checkpoint carries every stateful hook's state, this pass included
+    hooks_state = saved[-1][2]
+    assert hooks_state['BestCheckpointHook'] == {'best': 0.5}
+    assert [r['epoch'] for r in hooks_state['CurvesHook']['records']] == [0, 1]
+    assert hooks_state['LossMeterHook']['meter'] == meter.state_dict()
+    # ... which a fresh hook set takes back
+    fresh_meter = LossMeter(['Loss'])
+    fresh = build_hooks(RunPaths(str(tmp_path / 'again')), fresh_meter,
+                        save_params_fn=lambda *a: None)
+    load_hooks_state_dict(fresh, hooks_state)
+    assert fresh_meter.running() == meter.running()
+    assert fresh[3].best_map == [0.5]
