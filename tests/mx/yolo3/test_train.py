@@ -210,3 +210,40 @@ def test_missing_dataset_root_fails_with_its_name(tmp_path):
     with pytest.raises(ValueError, match='does-not-exist'):
         main(['--gpus', '', '--network', 'mobilenet0.25', '--no-pretrained-base',
               '--dataset-root', str(tmp_path / 'does-not-exist')])
+
+
+def test_resume_or_load_decides_by_content_for_mxnet(tmp_path):
+    import torch
+    from gluontrain.core import checkpoint as ck
+    from gluontrain.core.loop import TrainState
+    from gluontrain.mx.yolo3.train import restore_checkpoint, save_checkpoint
+
+    def build(seed):
+        mx.random.seed(seed)
+        net = mx.gluon.nn.Dense(2, in_units=3)
+        net.initialize()
+        return net, mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
+    trained, trainer = build(1)
+    ckpt = str(tmp_path / 'epoch3.params')  # a checkpoint under a weights name
+    save_checkpoint(ckpt, trained, trainer, None, TrainState(epoch=3, iteration=30, best=0.5),
+                    {'lr': 0.1}, {'BestCheckpointHook': {'best': 0.5}})
+    weights = str(tmp_path / 'weights.ckpt')  # weights under a checkpoint name
+    trained.save_parameters(weights)
+    torch_file = str(tmp_path / 'ssd.params')
+    torch.save({'w': torch.zeros(1)}, torch_file)
+
+    def attempt(path):
+        net, tr = build(2)
+        kind, result = ck.resume_or_load(
+            path, lambda p: restore_checkpoint(p, net, tr, None, mx.cpu()),
+            lambda p: net.load_parameters(p), ck.MX_PARAMS)
+        same = np.array_equal(net.weight.data().asnumpy(), trained.weight.data().asnumpy())
+        return kind, result, same
+
+    kind, (payload, state), same = attempt(ckpt)
+    assert (kind, payload['epoch'], payload['best_score'], state.iteration, same) == (
+        ck.CHECKPOINT, 3, 0.5, 30, True)
+    assert payload['extra']['hooks'] == {'BestCheckpointHook': {'best': 0.5}}
+    assert attempt(weights)[::2] == (ck.MX_PARAMS, True)
+    with pytest.raises(ValueError, match='ssd.params holds torch-weights weights'):
+        attempt(torch_file)

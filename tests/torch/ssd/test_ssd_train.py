@@ -77,6 +77,24 @@ def test_tiny_run_writes_reference_files_and_lines(tiny_voc, tmp_path):
         assert im.size == (800, 800)
 
 
+def test_max_iter_on_a_pass_boundary_closes_the_last_pass(tiny_voc, tmp_path):
+    from gluontrain.core.checkpoint import load_checkpoint
+    from gluontrain.core.plots import read_metrics
+    # 4 batches per pass, max_iter 8: the budget ends exactly with pass 1
+    state = main(_argv(tiny_voc, tmp_path, '--max_iter', '8', '--save_interval', '0'))
+    assert state.iteration == 8 and state.stop_reason == 'max_iter 8 reached'
+    records = read_metrics(tmp_path / 'ssd300_VOC_metrics.jsonl')
+    assert [(r['epoch'], r['iteration'], r.get('partial', False)) for r in records] == \
+        [(0, 4, False), (1, 8, False)]
+    assert 'val' in records[1]  # the final validation belongs to the closed pass
+    log = open(tmp_path / 'ssd300_VOC_train.log').read()
+    assert '[Epoch 1] Training cost' in log and '[Iter 8] Validation: ' in log
+    payload = load_checkpoint(str(tmp_path / 'ssd300_VOC_last.ckpt'))
+    assert (payload['epoch'], payload['iteration']) == (1, 8)
+    assert set(payload['extra']['hooks']) >= {'LossMeterHook', 'BestCheckpointHook',
+                                              'CurvesHook'}
+
+
 def test_loss_goes_down(tiny_voc, tmp_path):
     losses = []
     real = SSDStep.__call__
