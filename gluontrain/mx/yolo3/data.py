@@ -181,6 +181,9 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     Returns
     -------
     (train_loader, val_loader)
+        Each with a ``raw_dataset`` attribute: the dataset before the transform (the
+        ``MixupDetection`` wrapper for training), which the mixup schedule and the
+        val-samples picture read.
     """
     width, height = data_shape, data_shape
     batchify_fn = train_batchify_fn()
@@ -201,11 +204,17 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
         val_dataset.transform(YOLO3DefaultValTransform(width, height)),
         batch_size, False, batchify_fn=val_batchify_fn(), last_batch='keep',
         num_workers=num_workers)
+    # what train() needs from the loaders, public (gluon's loaders keep them private)
+    train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
     return train_loader, val_loader
 
 
 def mixup_dataset(train_data):
-    """The ``MixupDetection`` behind a training loader, found as the reference finds it."""
+    """The ``MixupDetection`` behind a training loader (its ``raw_dataset``, else found as
+    the reference finds it)."""
+    raw = getattr(train_data, 'raw_dataset', None)
+    if raw is not None:
+        return raw if hasattr(raw, 'set_mixup') else None
     try:
         return train_data._dataset if hasattr(train_data._dataset, 'set_mixup') \
             else train_data._dataset._data

@@ -77,11 +77,13 @@ def draw_val_samples(net, dataset, classes, path, ctx, data_shape, num=4, thresh
 def raw_val_dataset(val_data):
     """The untransformed dataset behind a validation ``DataLoader``, or None.
 
-    ``get_dataloader`` builds the loader on ``val_dataset.transform(...)``, a
-    ``_LazyTransformDataset`` that keeps the raw dataset as ``_data``.
+    ``get_dataloader`` publishes it as ``val_data.raw_dataset``; other loaders built on
+    ``val_dataset.transform(...)`` keep it as the ``_LazyTransformDataset``'s ``_data``.
     """
-    dataset = getattr(val_data, '_dataset', None)
-    dataset = getattr(dataset, '_data', dataset)
+    dataset = getattr(val_data, 'raw_dataset', None)
+    if dataset is None:
+        dataset = getattr(val_data, '_dataset', None)
+        dataset = getattr(dataset, '_data', dataset)
     if dataset is None:
         return None
     try:

@@ -3,6 +3,37 @@ and gluontrain's additions for the common interface and small CPU runs."""
 import argparse
 
 
+class SSDArgs(argparse.Namespace):
+    """The parsed arguments, with the config dict derived from them.
+
+    ``cfg`` is ssd.pytorch's ``voc`` or ``coco`` dict for ``--dataset``: computed from the
+    arguments when read, never written into them by ``get_dataset`` (a caller may set it
+    explicitly to train with another config).
+    """
+
+    @property
+    def cfg(self):
+        """The config dict of ``self.dataset`` (or the one a caller set)."""
+        override = self.__dict__.get('_cfg')
+        return override if override is not None else config_for(self.dataset)
+
+    @cfg.setter
+    def cfg(self, value):
+        self.__dict__['_cfg'] = value
+
+    def _get_kwargs(self):
+        # the log header and the checkpoint list the arguments, not the derived config
+        return [(k, v) for k, v in super()._get_kwargs() if k != '_cfg']
+
+
+def config_for(dataset):
+    """ssd.pytorch's config dict of ``'VOC'`` or ``'COCO'``."""
+    from .config import coco, voc  # pylint: disable=import-outside-toplevel
+    if dataset not in ('VOC', 'COCO'):
+        raise ValueError('--dataset {!r}: choose VOC or COCO'.format(dataset))
+    return voc if dataset == 'VOC' else coco
+
+
 def str2bool(v):
     """ssd.pytorch's boolean parsing: yes/true/t/1 (any case) are true, anything else false."""
     return str(v).lower() in ('yes', 'true', 't', '1')
@@ -18,11 +49,13 @@ def build_parser():
       help='Dataset root directory path (VOC: the VOCdevkit folder; COCO: the folder with '
            'annotations/). Default ~/data/VOCdevkit/ or ~/data/coco/ as ssd.pytorch.')
     a('--basenet', default='vgg16_reducedfc.pth',
-      help="Pretrained base model; '' starts the VGG base from Xavier-initialised weights")
+      help="Pretrained base model; '' starts the VGG base from scratch (Kaiming-normal "
+           'convs, as torchvision initialises VGG; extras and heads Xavier as the reference)')
     a('--batch_size', default=32, type=int, help='Batch size for training')
     a('--resume', default=None, type=str,
-      help='A full checkpoint (*_last.ckpt) to resume exactly, or a state_dict (.pth) to load '
-           'as weights (the reference behaviour) and continue at --start_iter')
+      help='A full checkpoint (as *_last.ckpt) to resume exactly, or a state_dict (as .pth) '
+           'to load as weights (the reference behaviour) and continue at --start_iter; the '
+           "file's content decides, not its name")
     a('--start_iter', default=0, type=int, help='Resume training at this iter')
     a('--num_workers', default=4, type=int, help='Number of workers used in dataloading')
     a('--cuda', default=True, type=str2bool, help='Use CUDA to train model')
@@ -31,14 +64,17 @@ def build_parser():
     a('--weight_decay', default=5e-4, type=float, help='Weight decay for SGD')
     a('--gamma', default=0.1, type=float, help='Gamma update for SGD')
     a('--visdom', default=False, type=str2bool,
-      help='Use visdom for loss visualization (not supported: use --tensorboard)')
+      help='Use visdom for loss visualization (not supported: true only warns; use '
+           '--tensorboard)')
     a('--save_folder', default='weights/', help='Directory for saving checkpoint models')
     # gluontrain additions
     a('--max_iter', default=None, type=int, help="Override the config's max_iter")
     a('--lr_steps', default=None, type=str,
       help="Override the config's lr_steps, e.g. '80000,100000,120000'")
     a('--save_interval', default=5000, type=int,
-      help='Save weights and the full checkpoint every N iterations (reference: 5000)')
+      help='Save the weights (ssd300_{dataset}_{N}.pth, a state_dict) every N iterations '
+           '(reference: 5000); the full checkpoint *_last.ckpt is written at the end of every '
+           'pass over the data')
     a('--val_interval', default=0, type=int,
       help='VOC07 mAP on the test split every N iterations (0: only after the last one)')
     a('--log_interval', default=10, type=int, help='Log every N iterations (reference: 10)')
@@ -55,4 +91,4 @@ def build_parser():
 
 def parse_args(argv=None):
     """Parse the SSD recipe's arguments (``argv`` defaults to ``sys.argv[1:]``)."""
-    return build_parser().parse_args(argv)
+    return build_parser().parse_args(argv, namespace=SSDArgs())

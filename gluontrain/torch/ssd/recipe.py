@@ -10,6 +10,7 @@ from ...core.voc_eval import VOCEvaluator
 from ...data import checks
 from ..batchify import Pad, Stack, Tuple
 from ..parallel import get_devices
+from ..step import seed_all
 from .args import parse_args
 from .config import MEANS, coco, voc
 
@@ -63,7 +64,8 @@ def get_dataset(dataset, args):
 
     VOC: VOC2007+2012 trainval for training, VOC2007 test with VOC07 11-point mAP (eval.py's
     protocol); COCO: train2017, and no validation (ssd.pytorch has no COCO evaluation).
-    Sets ``args.cfg`` (the voc/coco config dict).
+    Writes nothing into ``args`` (the config dict is ``args.cfg``, derived from
+    ``--dataset``).
     """
     from .augmentations import BaseTransform, SSDAugmentation  # noqa: E501  pylint: disable=import-outside-toplevel
     from .data import COCODetection, VOCDetection  # pylint: disable=import-outside-toplevel
@@ -73,7 +75,6 @@ def get_dataset(dataset, args):
         sets = [s for s in sets if os.path.isdir(os.path.join(root, 'VOC{}'.format(s[0])))] \
             or sets
         checks.check_voc(root, sets + [(2007, 'test')])
-        args.cfg = voc
         train_dataset = VOCDetection(root, [(str(y), n) for y, n in sets],
                                      transform=SSDAugmentation(voc['min_dim'], MEANS))
         val_dataset = VOCEvalDataset(root, transform=BaseTransform(voc['min_dim'], MEANS))
@@ -82,7 +83,6 @@ def get_dataset(dataset, args):
     if dataset == 'COCO':
         root = os.path.expanduser(args.dataset_root or COCO_DEFAULT_ROOT)
         checks.check_coco(root, 'instances_train2017')
-        args.cfg = coco
         return COCODetection(root, 'train2017',
                              transform=SSDAugmentation(coco['min_dim'], MEANS)), None, None
     raise ValueError('--dataset {!r}: choose VOC or COCO'.format(dataset))
@@ -90,7 +90,12 @@ def get_dataset(dataset, args):
 
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
     """Shuffled training loader with gluontrain's ``Tuple(Stack(), Pad(pad_val=-1))``
-    collation (ssd.pytorch's ``detection_collate`` is in :mod:`.data`), and the eval loader."""
+    collation (ssd.pytorch's ``detection_collate`` is in :mod:`.data`), and the eval loader.
+
+    ``net`` and ``data_shape`` are ignored (the contract allows it): the transforms were
+    fixed to 300 x 300 by :func:`get_dataset` and need no network. The loaders' public
+    ``dataset`` attributes are what :func:`.train.train` reads.
+    """
     train_loader = torch.utils.data.DataLoader(
         train_dataset, batch_size, shuffle=True, num_workers=num_workers,
         collate_fn=Tuple(Stack(), Pad(pad_val=-1)), pin_memory=torch.cuda.is_available())
@@ -102,7 +107,8 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
 
 def get_net(args, ctx):
     """SSD300 in train phase: the VGG base from ``--basenet`` (in ``--save_folder``, as the
-    reference looks for it) unless ``--basenet ''``, Xavier-uniform extras and heads.
+    reference looks for it), or with ``--basenet ''`` a VGG base initialised Kaiming-normal
+    (fan_out, zero bias, as torchvision's VGG); Xavier-uniform extras and heads.
     ``--batch_norm true`` (from scratch only) puts a BatchNorm after every VGG16 conv.
 
     Returns ``(net, net)``: the contract's ``(net, async_net)`` pair (no SyncBN split here).
@@ -142,10 +148,7 @@ def main(argv=None):
     from .train import train  # pylint: disable=import-outside-toplevel
     args = parse_args(argv)
     if args.seed is not None:
-        import random  # pylint: disable=import-outside-toplevel
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
+        seed_all(args.seed)
     ctx = get_contexts(args)
     train_dataset, val_dataset, metric = get_dataset(args.dataset, args)
     net, async_net = get_net(args, ctx)
