@@ -1,5 +1,6 @@
 """``get_dataset / get_dataloader / get_net / main`` of the SSD300 recipe (ssd.pytorch)."""
 import os
+import warnings
 import xml.etree.ElementTree as ET
 
 import cv2
@@ -147,6 +148,11 @@ def main(argv=None):
     """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState."""
     from .train import train  # pylint: disable=import-outside-toplevel
     args = parse_args(argv)
+    if args.visdom:
+        # reference command lines keep working; the curves come from --tensorboard and
+        # {prefix}_curves.png instead (docs/faithfulness.md)
+        warnings.warn('--visdom true is ignored: gluontrain has no visdom plots; use '
+                      '--tensorboard DIR or the {prefix}_curves.png picture')
     if args.seed is not None:
         seed_all(args.seed)
     ctx = get_contexts(args)
