@@ -1,15 +1,12 @@
 """What every recipe's ``train()`` assembles the same way: the run's file names
-(:class:`RunPaths`), the default hook list (:func:`build_hooks`, detectron2's ``build_hooks``)
-and seeding.
+(:class:`RunPaths`) and the default hook list (:func:`build_hooks`, detectron2's
+``build_hooks``).
 
 A recipe writes only its step, its recipe-specific hooks (LR schedule, mixup switch, ...),
 ``validate``, ``save_params`` and the backend's checkpoint functions; this module orders them.
 """
 import os
-import random
 from dataclasses import dataclass
-
-import numpy as np
 
 from .hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
                     NaNGuardHook, ProgressHook, TensorBoardHook, ValidationHook,
@@ -73,14 +70,6 @@ class RunPaths:
         if folder:
             os.makedirs(folder, exist_ok=True)
         return self
-
-
-def seed_python_numpy(seed):
-    """Seed Python's ``random`` and numpy's global generator (the ones data augmentation draws
-    from); backends add their own (:func:`gluontrain.torch.step.seed_all`, mxnet's
-    ``gluoncv.utils.random.seed``)."""
-    random.seed(seed)
-    np.random.seed(seed)
 
 
 def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_batches=None,

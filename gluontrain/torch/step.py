@@ -24,7 +24,8 @@ __all__ = ['LossDictStep', 'seed_all', 'to_device']
 
 
 def seed_all(seed):
-    """Seed Python's, numpy's and torch's generators (CPU and every CUDA device)."""
+    """Seed Python's, numpy's and torch's generators (CPU and every CUDA device): the
+    one seeding helper of the PyTorch recipes."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
