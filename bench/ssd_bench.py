@@ -23,7 +23,7 @@ from gluontrain.torch.ssd.box_utils import (decode, encode, jaccard, log_sum_exp
                                             point_form)
 from gluontrain.torch.ssd.detection import Detect  # noqa: E402
 from gluontrain.torch.ssd.multibox_loss import MultiBoxLoss  # noqa: E402
-from gluontrain.torch.ssd.nms import nms  # noqa: E402
+from gluontrain.torch.ops.nms import nms  # noqa: E402
 from gluontrain.torch.ssd.prior_box import PriorBox  # noqa: E402
 
 

@@ -10,6 +10,8 @@ Modules (import the one you need; importing this package loads none of them):
   ``split_data`` / ``split_and_load``;
 - :mod:`~gluontrain.torch.distributed` -- ``torchrun`` + ``DistributedDataParallel`` helpers
   (``init_distributed``, ``wrap_ddp``, ``convert_sync_batchnorm``, ``all_reduce_mean``, ...);
+- :mod:`~gluontrain.torch.ops` -- generic detection ops (IoU, box coder, NMS, ROI features,
+  anchors, matching, losses); :mod:`~gluontrain.torch.data` -- VOC / COCO datasets;
 - :mod:`~gluontrain.torch.checkpoint` -- full checkpoints in the core format with torch's RNG
   state (``save_checkpoint`` / ``restore_checkpoint``) and weights-only ``load_weights``.
 
