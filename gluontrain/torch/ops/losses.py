@@ -1,6 +1,5 @@
 """Detection losses shared by the two-stage recipes."""
 
-
 __all__ = ['smooth_l1']
 
 

@@ -1,53 +1,49 @@
 """ROI feature extraction in plain torch (autograd gives the backward): seamseg's
 ``roi_sampling``, maskrcnn-benchmark's (legacy) ``ROIAlign``, and FPN level assignment.
 
-Both ops take ``x`` ``(N, C, H, W)``, ``boxes`` ``(K, 4)`` in feature-map coordinates and
-``batch_idx`` ``(K,)`` (image of each box), and return ``(K, C, out_h, out_w)`` in ``x``'s
-dtype. The boxes get no gradient (the references' kernels return none for them either).
-With ``K = 0`` the result is an empty ``(0, C, out_h, out_w)`` tensor.
+Both ops take ``x`` ``(N, C, H, W)``, ``boxes`` ``(K, 4)`` and ``batch_idx`` ``(K,)`` (image
+of each box), and return ``(K, C, out_h, out_w)`` in ``x``'s dtype, computed with one
+``grid_sample`` per image (sampling points as the references' kernels; see ``_sample``). The
+boxes get no gradient (the references' kernels return none for them either); the features'
+gradient is the adjoint of the forward, as the references' CUDA backward (maskrcnn-benchmark
+has no CPU backward). With ``K = 0`` the result is an empty ``(0, C, out_h, out_w)`` tensor.
 """
 import torch
+import torch.nn.functional as F
 
 __all__ = ['roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align']
 
 
-def _bilinear(x, batch_idx, rows, cols):
-    """``sum_{a, b} wy_a * wx_b * x[n, :, i_a, j_b]`` over the two neighbours of every sample.
+def _sample(x, batch_idx, ys, xs, padding):
+    """Bilinear samples ``out[k, :, a, b] = x[batch_idx[k], :, ys[k, a], xs[k, b]]``.
 
-    ``rows`` / ``cols`` are ``(i_lo, i_hi, w_lo, w_hi)`` with ``(K, S)`` index and weight
-    tensors; the sum is ``w_lo_y * (w_lo_x * v_ll + w_hi_x * v_lh) + w_hi_y * (...)``, the
-    order of seamseg's interpolator.
+    ``ys`` / ``xs`` are ``(K, S)`` continuous coordinates with pixel ``i`` covering
+    ``[i, i + 1)`` (centre at ``i + 0.5``), seamseg's convention. One ``grid_sample`` per image
+    (``align_corners=False``: the same pixel-centre convention): its bilinear weights are
+    seamseg's, ``'border'`` clamping the coordinate reads exactly the edge pixels seamseg's
+    clamped indices read, and its backward scatters to the same pixels.
     """
-    n, c, h, w = x.shape
-    flat = x.permute(0, 2, 3, 1).reshape(n * h * w, c)
-    base = batch_idx.long()[:, None, None] * h
+    n_roi, sy, sx = ys.shape[0], ys.shape[1], xs.shape[1]
+    out = x.new_zeros(n_roi, x.shape[1], sy, sx)
+    if n_roi == 0:
+        return out
+    gy = (ys * (2.0 / x.shape[2]) - 1).to(x.dtype)
+    gx = (xs * (2.0 / x.shape[3]) - 1).to(x.dtype)
+    grid = torch.stack([gx[:, None, :].expand(n_roi, sy, sx),
+                        gy[:, :, None].expand(n_roi, sy, sx)], -1)
+    for n in torch.unique(batch_idx).tolist():
+        sel = torch.nonzero(batch_idx == n).view(-1)
+        got = F.grid_sample(x[n:n + 1], grid[sel].reshape(1, -1, sx, 2), 'bilinear', padding,
+                            align_corners=False)
+        out = out.index_put((sel,), got.view(x.shape[1], -1, sy, sx).transpose(0, 1))
+    return out
 
-    def pick(i, j):  # (K, Sy), (K, Sx) -> (K, Sy, Sx, C)
-        return flat[((base + i[:, :, None]) * w + j[:, None, :])]
 
-    i_lo, i_hi, wy_lo, wy_hi = rows
-    j_lo, j_hi, wx_lo, wx_hi = cols
-    wx_lo, wx_hi = wx_lo[:, None, :, None].to(x.dtype), wx_hi[:, None, :, None].to(x.dtype)
-    low = wx_lo * pick(i_lo, j_lo) + wx_hi * pick(i_lo, j_hi)
-    high = wx_lo * pick(i_hi, j_lo) + wx_hi * pick(i_hi, j_hi)
-    out = wy_lo[:, :, None, None].to(x.dtype) * low + wy_hi[:, :, None, None].to(x.dtype) * high
-    return out.permute(0, 3, 1, 2)
-
-
-def _seamseg_axis(p0, p1, size, extent, padding):
-    """Neighbours and weights along one axis for seamseg's sample points (K, size)."""
+def _cells(p0, p1, size):
+    """seamseg's ``roi_to_img``: centre of each of ``size`` output cells, (K, size)."""
     k = torch.arange(size, dtype=p0.dtype, device=p0.device) + 0.5
-    s = k / size * (p1 - p0)[:, None] + p0[:, None]      # roi_to_img
-    lo = torch.floor(s - 0.5)
-    delta = s - (lo + 0.5)
-    lo = lo.long()
-    hi = lo + 1
-    w_lo, w_hi = 1 - delta, delta
-    if padding == 'zero':
-        w_lo = w_lo * ((lo >= 0) & (lo < extent))
-        w_hi = w_hi * ((hi >= 0) & (hi < extent))
-    return lo.clamp(0, extent - 1), hi.clamp(0, extent - 1), w_lo, w_hi
+    return k / size * (p1 - p0)[:, None] + p0[:, None]
 
 
 def roi_sampling(x, boxes, batch_idx, roi_size=(14, 14), padding='border'):
@@ -79,27 +75,19 @@ def roi_sampling(x, boxes, batch_idx, roi_size=(14, 14), padding='border'):
     if padding not in ('border', 'zero'):
         raise ValueError("padding={!r}: choose 'border' or 'zero'".format(padding))
     boxes = boxes.detach()
-    rows = _seamseg_axis(boxes[:, 0], boxes[:, 2], roi_size[0], x.shape[2], padding)
-    cols = _seamseg_axis(boxes[:, 1], boxes[:, 3], roi_size[1], x.shape[3], padding)
-    return _bilinear(x, batch_idx, rows, cols)
+    return _sample(x, batch_idx, _cells(boxes[:, 0], boxes[:, 2], roi_size[0]),
+                   _cells(boxes[:, 1], boxes[:, 3], roi_size[1]), 'zeros' if padding == 'zero'
+                   else 'border')
 
 
-def _align_axis(start, end, pooled, grid, extent, aligned):
-    """maskrcnn-benchmark's sample points along one axis: neighbours, weights (K, pooled*grid)."""
+def _align_points(start, end, pooled, grid, aligned):
+    """maskrcnn-benchmark's sample points along one axis (K, pooled * grid), pixel centres at
+    integers, and whether each is inside ``[-1, extent]`` is checked by the caller."""
     length = end - start if aligned else torch.clamp(end - start, min=1.0)
     bin_size = length / pooled
     ph = torch.arange(pooled, dtype=start.dtype, device=start.device).repeat_interleave(grid)
     it = (torch.arange(grid, dtype=start.dtype, device=start.device) + .5).repeat(pooled)
-    s = start[:, None] + ph * bin_size[:, None] + it * bin_size[:, None] / grid
-    valid = (s >= -1.0) & (s <= extent)
-    s = s.clamp(min=0)
-    lo = s.floor().long()
-    edge = lo >= extent - 1
-    lo = torch.where(edge, torch.full_like(lo, extent - 1), lo)
-    hi = torch.where(edge, lo, lo + 1)
-    s = torch.where(edge, lo.to(s.dtype), s)
-    frac = s - lo
-    return lo, hi, (1. - frac) * valid, frac * valid
+    return start[:, None] + ph * bin_size[:, None] + it * bin_size[:, None] / grid
 
 
 def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampling_ratio=2,
@@ -141,11 +129,15 @@ def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampli
     if aligned:
         boxes = boxes - 0.5
     (out_h, out_w), g = output_size, sampling_ratio
-    rows = _align_axis(boxes[:, 1], boxes[:, 3], out_h, g, x.shape[2], aligned)
-    cols = _align_axis(boxes[:, 0], boxes[:, 2], out_w, g, x.shape[3], aligned)
-    samples = _bilinear(x, batch_idx, rows, cols)
-    k, c = samples.shape[:2]
-    return samples.view(k, c, out_h, g, out_w, g).sum((3, 5)) / (g * g)
+    ys = _align_points(boxes[:, 1], boxes[:, 3], out_h, g, aligned)
+    xs = _align_points(boxes[:, 0], boxes[:, 2], out_w, g, aligned)
+    # The reference zeroes a sample outside [-1, H] x [-1, W] and clamps the others into the
+    # image: the clamped bilinear read is grid_sample's border padding.
+    valid = (((ys >= -1) & (ys <= x.shape[2]))[:, :, None]
+             & ((xs >= -1) & (xs <= x.shape[3]))[:, None, :])
+    samples = _sample(x, batch_idx, ys + 0.5, xs + 0.5, 'border') * valid[:, None].to(x.dtype)
+    return F.avg_pool2d(samples, g) if samples.shape[0] else samples.new_zeros(
+        0, x.shape[1], out_h, out_w)
 
 
 def fpn_levels(boxes, k_min, k_max, canonical_scale=224, canonical_level=4, eps=1e-6,
