@@ -25,19 +25,29 @@ def _sample(x, batch_idx, ys, xs, padding):
     clamped indices read, and its backward scatters to the same pixels.
     """
     n_roi, sy, sx = ys.shape[0], ys.shape[1], xs.shape[1]
-    out = x.new_zeros(n_roi, x.shape[1], sy, sx)
     if n_roi == 0:
-        return out
+        return x.new_zeros(0, x.shape[1], sy, sx)
     gy = (ys * (2.0 / x.shape[2]) - 1).to(x.dtype)
     gx = (xs * (2.0 / x.shape[3]) - 1).to(x.dtype)
     grid = torch.stack([gx[:, None, :].expand(n_roi, sy, sx),
                         gy[:, :, None].expand(n_roi, sy, sx)], -1)
-    for n in torch.unique(batch_idx).tolist():
-        sel = torch.nonzero(batch_idx == n).view(-1)
-        got = F.grid_sample(x[n:n + 1], grid[sel].reshape(1, -1, sx, 2), 'bilinear', padding,
-                            align_corners=False)
-        out = out.index_put((sel,), got.view(x.shape[1], -1, sy, sx).transpose(0, 1))
-    return out
+    # ROIs grouped by image (stable), sampled image by image, then put back in input order
+    order = torch.argsort(batch_idx, stable=True)
+    counts = torch.bincount(batch_idx, minlength=x.shape[0]).tolist()
+    if len(counts) > x.shape[0] or bool((batch_idx < 0).any()):
+        raise ValueError('batch_idx must index the {} images of x (got values {}..{})'.format(
+            x.shape[0], int(batch_idx.min()), int(batch_idx.max())))
+    pieces, start = [], 0
+    for n, count in enumerate(counts):
+        if count:
+            cell = grid[order[start:start + count]].reshape(1, -1, sx, 2)
+            pieces.append(F.grid_sample(x[n:n + 1], cell, 'bilinear', padding,
+                                        align_corners=False).view(x.shape[1], count, sy, sx))
+            start += count
+    out = torch.cat(pieces, 1).transpose(0, 1)
+    if bool((order[1:] > order[:-1]).all()):
+        return out.contiguous()
+    return out[torch.argsort(order)]
 
 
 def _cells(p0, p1, size):
@@ -135,9 +145,12 @@ def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampli
     # image: the clamped bilinear read is grid_sample's border padding.
     valid = (((ys >= -1) & (ys <= x.shape[2]))[:, :, None]
              & ((xs >= -1) & (xs <= x.shape[3]))[:, None, :])
-    samples = _sample(x, batch_idx, ys + 0.5, xs + 0.5, 'border') * valid[:, None].to(x.dtype)
-    return F.avg_pool2d(samples, g) if samples.shape[0] else samples.new_zeros(
-        0, x.shape[1], out_h, out_w)
+    samples = _sample(x, batch_idx, ys + 0.5, xs + 0.5, 'border')
+    if samples.shape[0] == 0:
+        return samples.new_zeros(0, x.shape[1], out_h, out_w)
+    if not bool(valid.all()):  # proposals clipped to the image never need the mask
+        samples = samples * valid[:, None].to(x.dtype)
+    return F.avg_pool2d(samples, g)
 
 
 def fpn_levels(boxes, k_min, k_max, canonical_scale=224, canonical_level=4, eps=1e-6,

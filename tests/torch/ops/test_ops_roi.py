@@ -135,6 +135,11 @@ def test_empty_rois():
     assert multilevel_roi_align([x, x], none, idx, (1 / 4, 1 / 8)).shape == (0, 4, 7, 7)
 
 
+def test_batch_index_out_of_range_is_refused():
+    with pytest.raises(ValueError, match='batch_idx'):
+        roi_sampling(torch.zeros(1, 1, 4, 4), torch.tensor([[0., 0., 2., 2.]]), torch.tensor([1]))
+
+
 def test_gradcheck():
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(2, 2, 5, 6, dtype=torch.float64, generator=gen, requires_grad=True)
