@@ -33,10 +33,10 @@ def _sample(x, batch_idx, ys, xs, padding):
                         gy[:, :, None].expand(n_roi, sy, sx)], -1)
     # ROIs grouped by image (stable), sampled image by image, then put back in input order
     order = torch.argsort(batch_idx, stable=True)
-    counts = torch.bincount(batch_idx, minlength=x.shape[0]).tolist()
-    if len(counts) > x.shape[0] or bool((batch_idx < 0).any()):
+    if bool((batch_idx < 0).any()) or bool((batch_idx >= x.shape[0]).any()):
         raise ValueError('batch_idx must index the {} images of x (got values {}..{})'.format(
             x.shape[0], int(batch_idx.min()), int(batch_idx.max())))
+    counts = torch.bincount(batch_idx, minlength=x.shape[0]).tolist()
     pieces, start = [], 0
     for n, count in enumerate(counts):
         if count:

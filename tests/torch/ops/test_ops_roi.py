@@ -138,6 +138,8 @@ def test_empty_rois():
 def test_batch_index_out_of_range_is_refused():
     with pytest.raises(ValueError, match='batch_idx'):
         roi_sampling(torch.zeros(1, 1, 4, 4), torch.tensor([[0., 0., 2., 2.]]), torch.tensor([1]))
+    with pytest.raises(ValueError, match='batch_idx'):
+        roi_align(torch.zeros(1, 1, 4, 4), torch.tensor([[0., 0., 2., 2.]]), torch.tensor([-1]))
 
 
 def test_gradcheck():
