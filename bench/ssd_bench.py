@@ -18,12 +18,12 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
+from gluontrain.torch.ops.nms import nms  # noqa: E402
 from gluontrain.torch.ssd import config  # noqa: E402
 from gluontrain.torch.ssd.box_utils import (decode, encode, jaccard, log_sum_exp,  # noqa: E402
                                             point_form)
 from gluontrain.torch.ssd.detection import Detect  # noqa: E402
 from gluontrain.torch.ssd.multibox_loss import MultiBoxLoss  # noqa: E402
-from gluontrain.torch.ssd.nms import nms  # noqa: E402
 from gluontrain.torch.ssd.prior_box import PriorBox  # noqa: E402
 
 

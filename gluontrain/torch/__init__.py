@@ -13,6 +13,8 @@ Modules (import the one you need; importing this package loads none of them):
 - :mod:`~gluontrain.torch.step` -- ``LossDictStep``, the training step of every model that
   returns a loss dict (loss weights, clipping, AMP scaler, losses averaged over ranks),
   ``to_device`` and ``seed_all``;
+- :mod:`~gluontrain.torch.ops` -- generic detection ops (IoU, box coder, NMS, ROI features,
+  anchors, matching, losses); :mod:`~gluontrain.torch.data` -- VOC / COCO datasets;
 - :mod:`~gluontrain.torch.checkpoint` -- full checkpoints in the core format with torch's RNG
   state (``save_checkpoint`` / ``restore_checkpoint``) and weights-only ``load_weights``.
 

@@ -7,16 +7,16 @@ Numeric layers (plain torch, no torchvision):
 
 - :mod:`.config` -- the ``voc`` / ``coco`` SSD300 configurations and ``MEANS``.
 - :mod:`.prior_box` -- ``PriorBox``: the 8732 default boxes in (cx, cy, w, h).
-- :mod:`.box_utils` -- box conversions, ``jaccard``, ``match`` / ``match_batch``,
-  ``encode`` / ``decode`` and ``log_sum_exp``.
-- :mod:`.nms` -- exact block-vectorised greedy NMS (``nms``) and ssd.pytorch's variant
-  (``ssd_nms``, ``batched_ssd_nms``).
+- :mod:`.box_utils` -- ``match`` / ``match_batch``, ``log_sum_exp`` and ssd.pytorch's names
+  (``point_form``, ``jaccard``, ``encode`` / ``decode``...) for the shared box ops of
+  :mod:`gluontrain.torch.ops` (NMS: ``ops.ssd_nms``, ``ops.batched_ssd_nms``).
 - :mod:`.multibox_loss` -- ``MultiBoxLoss`` with hard negative mining.
 - :mod:`.detection` -- ``Detect``, the test-time decode + per-class NMS layer, and
   ``detections_in_pixels``.
 
 Network and data: :mod:`.model` (``build_ssd``), :mod:`.augmentations`
-(``SSDAugmentation``, ``BaseTransform``), :mod:`.data` (VOC/COCO datasets, collation).
+(``SSDAugmentation``, ``BaseTransform``), :mod:`.data` (collation; the VOC/COCO datasets are
+in :mod:`gluontrain.torch.data`).
 Recipe: :mod:`.args`, :mod:`.recipe`, :mod:`.train`; pictures: :mod:`.plots` (detections on raw
 images, the validation samples picture).
 """

@@ -22,33 +22,13 @@ import cv2
 import numpy as np
 from numpy import random
 
-__all__ = ['intersect', 'jaccard_numpy', 'Compose', 'ConvertFromInts', 'SubtractMeans',
+from ...core.voc_eval import box_iou
+
+__all__ = ['Compose', 'ConvertFromInts', 'SubtractMeans',
            'ToAbsoluteCoords', 'ToPercentCoords', 'Resize', 'RandomSaturation', 'RandomHue',
            'RandomLightingNoise', 'ConvertColor', 'RandomContrast', 'RandomBrightness',
            'RandomSampleCrop', 'Expand', 'RandomMirror', 'SwapChannels',
            'PhotometricDistort', 'SSDAugmentation', 'BaseTransform', 'base_transform']
-
-
-def intersect(box_a, box_b):
-    """Intersection areas of boxes ``box_a`` [N, 4] with one box ``box_b`` [4]."""
-    max_xy = np.minimum(box_a[:, 2:], box_b[2:])
-    min_xy = np.maximum(box_a[:, :2], box_b[:2])
-    inter = np.clip(max_xy - min_xy, a_min=0, a_max=np.inf)
-    return inter[:, 0] * inter[:, 1]
-
-
-def jaccard_numpy(box_a, box_b):
-    """IoU of each box of ``box_a`` [N, 4] with ``box_b`` [4] (no +1 on widths).
-
-    Returns
-    -------
-    numpy.ndarray
-        [N] overlaps.
-    """
-    inter = intersect(box_a, box_b)
-    area_a = (box_a[:, 2] - box_a[:, 0]) * (box_a[:, 3] - box_a[:, 1])
-    area_b = (box_b[2] - box_b[0]) * (box_b[3] - box_b[1])
-    return inter / (area_a + area_b - inter)
 
 
 def _has_boxes(boxes):
@@ -326,7 +306,7 @@ class RandomSampleCrop:
                 left = random.uniform(width - w)
                 top = random.uniform(height - h)
                 rect = np.array([int(left), int(top), int(left + w), int(top + h)])
-                overlap = jaccard_numpy(boxes, rect)
+                overlap = box_iou(rect, boxes)
                 if self.fix_iou_constraint:
                     rejected = overlap.min() < min_iou or overlap.max() > max_iou
                 else:

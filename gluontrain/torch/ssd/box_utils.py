@@ -19,88 +19,18 @@ Differences from the reference (all fixes; valid inputs give the reference's num
 """
 import torch
 
+from ..ops.boxes import ENCODE_EPS, box_intersection, box_iou, center_to_corners, \
+    corners_to_center
+from ..ops import boxes as _boxes
+
 __all__ = ['point_form', 'center_size', 'intersect', 'jaccard', 'match', 'match_batch',
            'encode', 'decode', 'log_sum_exp', 'ENCODE_EPS']
 
-#: Lower bound of the ground-truth / prior size ratio inside ``encode``'s ``log``.
-ENCODE_EPS = 1e-6
-
-
-def point_form(boxes):
-    """Convert centre-size boxes to point form.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(..., 4)`` boxes ``(cx, cy, w, h)``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., 4)`` boxes ``(x1, y1, x2, y2)``.
-    """
-    return torch.cat((boxes[..., :2] - boxes[..., 2:] / 2,
-                      boxes[..., :2] + boxes[..., 2:] / 2), -1)
-
-
-def center_size(boxes):
-    """Convert point-form boxes to centre-size form (the inverse of :func:`point_form`).
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(..., 4)`` boxes ``(x1, y1, x2, y2)``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., 4)`` boxes ``(cx, cy, w, h)``.
-    """
-    return torch.cat(((boxes[..., 2:] + boxes[..., :2]) / 2,
-                      boxes[..., 2:] - boxes[..., :2]), -1)
-
-
-def intersect(box_a, box_b):
-    """Pairwise intersection areas.
-
-    Parameters
-    ----------
-    box_a : torch.Tensor
-        ``(..., A, 4)`` point-form boxes.
-    box_b : torch.Tensor
-        ``(..., B, 4)`` point-form boxes (leading dimensions broadcast with ``box_a``'s).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., A, B)`` intersection areas (0 for disjoint boxes).
-    """
-    max_xy = torch.min(box_a[..., :, None, 2:], box_b[..., None, :, 2:])
-    min_xy = torch.max(box_a[..., :, None, :2], box_b[..., None, :, :2])
-    inter = torch.clamp(max_xy - min_xy, min=0)
-    return inter[..., 0] * inter[..., 1]
-
-
-def jaccard(box_a, box_b):
-    """Pairwise intersection over union (Jaccard overlap), areas without ``+1``.
-
-    Parameters
-    ----------
-    box_a : torch.Tensor
-        ``(..., A, 4)`` point-form boxes (ground truth in ``match``).
-    box_b : torch.Tensor
-        ``(..., B, 4)`` point-form boxes (priors in ``match``).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., A, B)`` IoU, ``inter / (area_a + area_b - inter)``.
-    """
-    inter = intersect(box_a, box_b)
-    area_a = ((box_a[..., 2] - box_a[..., 0]) * (box_a[..., 3] - box_a[..., 1]))[..., :, None]
-    area_b = ((box_b[..., 2] - box_b[..., 0]) * (box_b[..., 3] - box_b[..., 1]))[..., None, :]
-    union = area_a + area_b - inter
-    return inter / union
+# ssd.pytorch's names for the shared box ops (its layer API, used by the notebook and users)
+point_form = center_to_corners
+center_size = corners_to_center
+intersect = box_intersection
+jaccard = box_iou
 
 
 def _forced_truth(best_prior_idx, num_priors):
@@ -217,8 +147,9 @@ def match_batch(threshold, truths, priors, variances, labels, valid=None):
 def encode(matched, priors, variances, eps=ENCODE_EPS):
     """Encode point-form boxes as offsets from their priors (SSD's regression targets).
 
-    ``((c_gt - c_p) / (v0 * wh_p), log(max(wh_gt / wh_p, eps)) / v1)``; the ``eps`` clamp is
-    our fix for degenerate boxes (see the module docstring) and changes no valid value.
+    ``((c_gt - c_p) / (v0 * wh_p), log(max(wh_gt / wh_p, eps)) / v1)``, i.e.
+    :func:`gluontrain.torch.ops.encode` with ``variances``; the ``eps`` clamp is our fix for
+    degenerate boxes (see the module docstring) and changes no valid value.
 
     Parameters
     ----------
@@ -236,11 +167,7 @@ def encode(matched, priors, variances, eps=ENCODE_EPS):
     torch.Tensor
         ``(..., P, 4)`` offsets.
     """
-    g_cxcy = (matched[..., :2] + matched[..., 2:]) / 2 - priors[..., :2]
-    g_cxcy /= (variances[0] * priors[..., 2:])
-    g_wh = (matched[..., 2:] - matched[..., :2]) / priors[..., 2:]
-    g_wh = torch.log(torch.clamp(g_wh, min=eps)) / variances[1]
-    return torch.cat([g_cxcy, g_wh], -1)
+    return _boxes.encode(matched, priors, variances=variances, anchors_center=True, log_eps=eps)
 
 
 def decode(loc, priors, variances):
@@ -261,11 +188,7 @@ def decode(loc, priors, variances):
         ``(..., P, 4)`` boxes ``(x1, y1, x2, y2)``; ``x2`` is computed as ``x1 + w`` as in
         the reference (not ``cx + w / 2``, which can round differently).
     """
-    boxes = torch.cat((priors[..., :2] + loc[..., :2] * variances[0] * priors[..., 2:],
-                       priors[..., 2:] * torch.exp(loc[..., 2:] * variances[1])), -1)
-    boxes[..., :2] -= boxes[..., 2:] / 2
-    boxes[..., 2:] += boxes[..., :2]
-    return boxes
+    return _boxes.decode(loc, priors, variances=variances, anchors_center=True)
 
 
 def log_sum_exp(x):

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from ..ops.nms import batched_ssd_nms
 from .box_utils import decode
-from .nms import batched_ssd_nms
 
 __all__ = ['Detect', 'detections_in_pixels']
 
@@ -31,9 +31,9 @@ class Detect(nn.Module):
 
     For every image and class ``c >= 1`` (class 0 is background, whatever ``bkg_label`` says,
     as in the reference): keep priors with score ``> conf_thresh``, decode their boxes, run
-    :func:`~gluontrain.torch.ssd.nms.ssd_nms` (``nms_thresh``, ``top_k`` candidates) and write
+    :func:`~gluontrain.torch.ops.nms.ssd_nms` (``nms_thresh``, ``top_k`` candidates) and write
     the survivors by descending score. All (image, class) pairs are processed together by
-    :func:`~gluontrain.torch.ssd.nms.batched_ssd_nms`, equal to the per-class loop.
+    :func:`~gluontrain.torch.ops.nms.batched_ssd_nms`, equal to the per-class loop.
 
     Parameters
     ----------

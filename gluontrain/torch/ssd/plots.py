@@ -48,7 +48,7 @@ def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10
     Parameters
     ----------
     net : SSD
-    dataset : gluontrain.torch.ssd.recipe.VOCEvalDataset
+    dataset : gluontrain.torch.data.VOCEvalDataset
         Its ``ids`` locate the JPEGs; boxes come from its annotation reader (difficult ones
         are drawn too, as eval.py keeps them to ignore).
     path : str

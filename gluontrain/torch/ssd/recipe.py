@@ -1,9 +1,7 @@
 """``get_dataset / get_dataloader / get_net / main`` of the SSD300 recipe (ssd.pytorch)."""
 import os
 import warnings
-import xml.etree.ElementTree as ET
 
-import cv2
 import numpy as np
 import torch
 
@@ -19,47 +17,6 @@ VOC_DEFAULT_ROOT = os.path.join('~', 'data', 'VOCdevkit')
 COCO_DEFAULT_ROOT = os.path.join('~', 'data', 'coco')
 
 
-class VOCEvalDataset(torch.utils.data.Dataset):
-    """Images of a VOC split with the annotation as eval.py reads it (``parse_rec``).
-
-    Items are ``(image [3,300,300] float, gt [N, 6], (height, width))`` where ``gt`` rows
-    are ``(xmin, ymin, xmax, ymax, label, difficult)`` exactly as written in the XML (1-based
-    pixels) and ``label`` indexes ``classes``.
-    """
-
-    def __init__(self, root, image_sets=(('2007', 'test'),), transform=None, classes=None):
-        from .data import VOC_CLASSES  # pylint: disable=import-outside-toplevel
-        self.classes = list(classes or VOC_CLASSES)
-        self.transform = transform
-        self.ids = []
-        for year, name in image_sets:
-            base = os.path.join(root, 'VOC' + str(year))
-            with open(os.path.join(base, 'ImageSets', 'Main', name + '.txt')) as f:
-                self.ids += [(base, line.strip()) for line in f if line.strip()]
-
-    def __len__(self):
-        return len(self.ids)
-
-    def annotation(self, base, image_id):
-        """``gt`` rows of one image (see the class docstring), from its XML."""
-        rows = []
-        for obj in ET.parse(os.path.join(base, 'Annotations', image_id + '.xml')).iter('object'):
-            box = obj.find('bndbox')
-            rows.append([float(box.find(k).text) for k in ('xmin', 'ymin', 'xmax', 'ymax')]
-                        + [self.classes.index(obj.find('name').text.strip()),
-                           int(obj.find('difficult').text)])
-        return np.array(rows, np.float32).reshape(-1, 6)
-
-    def __getitem__(self, index):
-        base, image_id = self.ids[index]
-        img = cv2.imread(os.path.join(base, 'JPEGImages', image_id + '.jpg'))
-        h, w = img.shape[:2]
-        if self.transform is not None:
-            img = self.transform(img)[0]
-        return (torch.from_numpy(np.ascontiguousarray(img[:, :, (2, 1, 0)])).permute(2, 0, 1),
-                self.annotation(base, image_id), np.array([h, w], np.float32))
-
-
 def get_dataset(dataset, args):
     """Training dataset (SSDAugmentation), validation dataset and metric.
 
@@ -69,7 +26,7 @@ def get_dataset(dataset, args):
     ``--dataset``).
     """
     from .augmentations import BaseTransform, SSDAugmentation  # noqa: E501  pylint: disable=import-outside-toplevel
-    from .data import COCODetection, VOCDetection  # pylint: disable=import-outside-toplevel
+    from ..data import COCODetection, VOCDetection, VOCEvalDataset  # noqa: E501  pylint: disable=import-outside-toplevel
     if dataset == 'VOC':
         root = os.path.expanduser(args.dataset_root or VOC_DEFAULT_ROOT)
         sets = [(2007, 'trainval'), (2012, 'trainval')]

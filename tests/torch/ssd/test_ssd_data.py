@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from gluontrain.torch.ssd import data as D
+from gluontrain.torch import data as D
+from gluontrain.torch.ssd.data import detection_collate, ssd_batchify_fn
 from gluontrain.torch.ssd.augmentations import BaseTransform, SSDAugmentation
 
 torch.set_num_threads(1)
@@ -112,9 +113,9 @@ def test_ssd_data_voc_with_augmentation_and_empty_images(voc_root, tmp_path):
         assert np.all((target[:, :4] >= 0) & (target[:, :4] <= 1))
         assert np.all(target[:, 0] < target[:, 2]) and np.all(target[:, 1] < target[:, 3])
         assert set(target[:, 4].tolist()) <= {5, 6, 7, 11, 14}  # the five generated classes
-    batch = D.detection_collate([ds[0], ds[1]])
+    batch = detection_collate([ds[0], ds[1]])
     assert batch[1][0].shape == (0, 5)
-    imgs, padded = D.ssd_batchify_fn()([ds[0], ds[1]])
+    imgs, padded = ssd_batchify_fn()([ds[0], ds[1]])
     assert padded.shape[0] == 2 and torch.all(padded[0] == -1)
 
 
@@ -171,7 +172,7 @@ def test_ssd_data_collate_on_dataloader(voc_root, coco_root, workers):
     for ds in (voc, coco):
         samples = [ds[i] for i in range(4)]
         loader = DataLoader(ds, batch_size=4, num_workers=workers,
-                            collate_fn=D.detection_collate)
+                            collate_fn=detection_collate)
         imgs, targets = next(iter(loader))
         assert imgs.shape == (4, 3, 64, 64)
         assert torch.equal(imgs, torch.stack([s[0] for s in samples]))
@@ -179,7 +180,7 @@ def test_ssd_data_collate_on_dataloader(voc_root, coco_root, workers):
         for t, s in zip(targets, samples):
             assert t.dtype == torch.float32 and torch.equal(t, torch.from_numpy(s[1]))
         loader = DataLoader(ds, batch_size=4, num_workers=workers,
-                            collate_fn=D.ssd_batchify_fn())
+                            collate_fn=ssd_batchify_fn())
         imgs, padded = next(iter(loader))
         n = max(len(s[1]) for s in samples)
         assert imgs.shape == (4, 3, 64, 64) and padded.shape == (4, n, 5)

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from gluontrain.torch.ssd.nms import batched_ssd_nms, nms, ssd_nms
+from gluontrain.torch.ops.nms import batched_ssd_nms, nms, ssd_nms
 from ssd_reference_loops import reference_nms
 
 

@@ -54,7 +54,7 @@ def test_detect_scales_to_the_raw_image_and_restores_the_phase():
 def test_val_samples_picture(tmp_path):
     from PIL import Image
     from gluontrain.core.loop import TrainState
-    from gluontrain.torch.ssd.recipe import VOCEvalDataset
+    from gluontrain.torch.data import VOCEvalDataset
     root = synthetic.write_voc(str(tmp_path / 'voc'), num_train=2, num_val=5, seed=1,
                                classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(96, 128))
     ds = VOCEvalDataset(root)

@@ -12,36 +12,50 @@ Why this is exactly greedy NMS: ``keep[j]`` of the update depends only on ``keep
 ``t`` entries already equal it (induction on ``j``; entry 0 is never suppressed). The loop
 stops at the fixed point, after at most ``block`` updates and usually after a handful.
 
-IoU is ``inter / ((area_j - inter) + area_i)`` with ``i`` the higher-scoring box, the
-expression and operation order of ssd.pytorch's loop, so threshold ties resolve identically.
-A pair whose IoU is NaN (two zero-area boxes) counts as overlapping, as in ssd.pytorch.
+Two IoU roundings, selected by ``reference`` so that threshold ties resolve as in the
+reference's own loop:
+
+- ``'ssd'`` (ssd.pytorch's ``nms``): ``inter / ((area_j - inter) + area_i)`` with ``i`` the
+  higher-scoring box; a NaN IoU (two zero-area boxes) counts as overlapping.
+- ``'seamseg'`` (seamseg's ``src/nms/nms_cpu.cpp``): areas ``max(w, 0) * max(h, 0)``,
+  ``inter / ((area_i + area_j) - inter)``; a NaN IoU does not suppress (``nan >= thr`` is
+  false). seamseg suppresses at ``IoU >= thr``: pass ``suppress_equal=True``.
+
+:func:`batched_nms` runs NMS per class (or per image x class) in one pass: pairs of
+different groups never suppress each other, which is exactly a loop of per-group NMS (the
+greedy decision of box ``j`` depends only on earlier kept boxes of its own group, visited in
+the same relative order since the sort is stable) without the rounding risk of the offset
+trick.
 """
 import torch
 
-__all__ = ['nms', 'ssd_nms', 'batched_ssd_nms']
+from .boxes import box_area, box_intersection
+
+__all__ = ['nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms']
+
+_REFERENCES = ('ssd', 'seamseg')
 
 
-def _pairwise_iou(box_a, box_b, plus_one=False):
+def _pairwise_iou(box_a, box_b, plus_one=False, reference='ssd'):
     """IoU of ``box_a[..., i]`` (the higher-scoring box) with ``box_b[..., j]``: ``(..., A, B)``."""
-    one = 1.0 if plus_one else None  # pixel-inclusive convention (VOC / GluonCV): +1
-    wa, ha = box_a[..., 2] - box_a[..., 0], box_a[..., 3] - box_a[..., 1]
-    wb, hb = box_b[..., 2] - box_b[..., 0], box_b[..., 3] - box_b[..., 1]
-    if one:
-        wa, ha, wb, hb = wa + one, ha + one, wb + one, hb + one
-    # in-place ops on the (A, B) temporaries: same values, far less memory traffic
-    w = torch.min(box_a[..., :, None, 2], box_b[..., None, :, 2])
-    w.sub_(torch.max(box_a[..., :, None, 0], box_b[..., None, :, 0]))
-    h = torch.min(box_a[..., :, None, 3], box_b[..., None, :, 3])
-    h.sub_(torch.max(box_a[..., :, None, 1], box_b[..., None, :, 1]))
-    if one:
-        w.add_(one)
-        h.add_(one)
-    inter = w.clamp_(min=0.0).mul_(h.clamp_(min=0.0))
-    union = torch.sub((wb * hb)[..., None, :], inter).add_((wa * ha)[..., :, None])
-    return inter.div_(union)
+    inter = box_intersection(box_a, box_b, plus_one)
+    if reference == 'seamseg':
+        union = torch.add(_clamped_area(box_a, plus_one)[..., :, None],
+                          _clamped_area(box_b, plus_one)[..., None, :])
+        return inter.div_(union.sub_(inter))
+    union = torch.sub(box_area(box_b, plus_one)[..., None, :], inter)
+    return inter.div_(union.add_(box_area(box_a, plus_one)[..., :, None]))
 
 
-def _suppresses(iou, threshold, suppress_equal):
+def _clamped_area(boxes, plus_one):
+    one = 1.0 if plus_one else 0.0
+    return ((boxes[..., 2] - boxes[..., 0] + one).clamp(min=0)
+            * (boxes[..., 3] - boxes[..., 1] + one).clamp(min=0))
+
+
+def _suppresses(iou, threshold, suppress_equal, reference='ssd'):
+    if reference == 'seamseg':  # a NaN IoU compares false: no suppression, as the C++ loop
+        return torch.ge(iou, threshold) if suppress_equal else torch.gt(iou, threshold)
     # Written as "not below" so that a NaN IoU (two zero-area boxes: 0 / 0) suppresses, as in
     # ssd.pytorch, which keeps only candidates with ``IoU.le(overlap)``.
     below = torch.lt(iou, threshold) if suppress_equal else torch.le(iou, threshold)
@@ -76,35 +90,64 @@ def _greedy_resolve(suppress, init):
     return keep
 
 
-def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_size):
-    """Greedy NMS over ``boxes[order]`` (``order`` by decreasing priority); kept indices."""
+def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_size,
+                    reference='ssd', groups=None):
+    """Greedy NMS over ``boxes[order]`` (``order`` by decreasing priority); kept indices.
+
+    With ``groups`` (int64 per box) only boxes of the same group suppress each other.
+    """
+    def suppress(box_a, grp_a, box_b, grp_b):
+        sup = _suppresses(_pairwise_iou(box_a, box_b, plus_one, reference), threshold,
+                          suppress_equal, reference)
+        if groups is not None:
+            sup &= grp_a[:, None] == grp_b[None, :]
+        return sup
+
     kept_idx, kept_boxes = [], boxes.new_zeros(0, 4)
+    kept_grp = order.new_zeros(0)
     for start in range(0, order.numel(), block_size):
         idx = order[start:start + block_size]
         blk = boxes[idx]
+        grp = None if groups is None else groups[idx]
         if kept_boxes.shape[0]:
-            dead = _suppresses(_pairwise_iou(kept_boxes, blk, plus_one), threshold,
-                               suppress_equal).any(0)
+            dead = suppress(kept_boxes, kept_grp, blk, grp).any(0)
             idx, blk = idx[~dead], blk[~dead]  # removed boxes suppress nothing later
+            grp = None if groups is None else grp[~dead]
         if idx.numel() == 0:
             continue
-        sup = _suppresses(_pairwise_iou(blk, blk, plus_one), threshold, suppress_equal)
-        keep = _greedy_resolve(sup, torch.ones_like(idx, dtype=torch.bool))
+        keep = _greedy_resolve(suppress(blk, grp, blk, grp),
+                               torch.ones_like(idx, dtype=torch.bool))
         kept_idx.append(idx[keep])
         kept_boxes = torch.cat([kept_boxes, blk[keep]])
+        if groups is not None:
+            kept_grp = torch.cat([kept_grp, grp[keep]])
     if not kept_idx:
         return order.new_zeros(0)
     return torch.cat(kept_idx)
 
 
+def _nms_by_score(boxes, scores, groups, threshold, top_k, suppress_equal, plus_one,
+                  block_size, max_output, reference):
+    if reference not in _REFERENCES:
+        raise ValueError('reference={!r}: choose one of {}'.format(reference, _REFERENCES))
+    if scores.numel() == 0:
+        return torch.zeros(0, dtype=torch.long, device=scores.device)
+    order = torch.sort(scores, descending=True, stable=True)[1]
+    if top_k is not None:
+        order = order[:top_k]
+    kept = _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_size,
+                           reference, groups)
+    return kept if max_output is None else kept[:max_output]
+
+
 def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one=False,
-        block_size=512):
+        block_size=512, max_output=None, reference='ssd'):
     """Exact greedy NMS.
 
     Parameters
     ----------
     boxes : torch.Tensor
-        ``(N, 4)`` boxes ``(x1, y1, x2, y2)``.
+        ``(N, 4)`` corner boxes, ``(x1, y1, x2, y2)`` or ``(y0, x0, y1, x1)``.
     scores : torch.Tensor
         ``(N,)`` scores; ties are visited by increasing index (stable sort).
     iou_threshold : float
@@ -113,23 +156,57 @@ def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one
         Only the ``top_k`` highest-scoring boxes are candidates (all when None).
     suppress_equal : bool, default False
         Also remove a box whose IoU *equals* the threshold. False keeps it (ssd.pytorch keeps
-        IoU <= threshold).
+        IoU <= threshold); seamseg removes it (True).
     plus_one : bool, default False
         Pixel-inclusive widths ``x2 - x1 + 1`` (VOC / GluonCV convention).
     block_size : int, default 512
         Candidates resolved together; only speed and memory depend on it.
+    max_output : int, optional
+        Keep at most this many boxes (seamseg's ``n_max``; the greedy pass stops there).
+    reference : {'ssd', 'seamseg'}, default 'ssd'
+        IoU rounding and NaN rule of that reference's loop (module docstring).
 
     Returns
     -------
     torch.Tensor
-        int64 indices of the kept boxes, by descending score.
+        int64 indices of the kept boxes, by descending score (empty for empty input).
     """
-    if scores.numel() == 0:
-        return torch.zeros(0, dtype=torch.long, device=scores.device)
-    order = torch.sort(scores, descending=True, stable=True)[1]
-    if top_k is not None:
-        order = order[:top_k]
-    return _greedy_ordered(boxes, order, iou_threshold, suppress_equal, plus_one, block_size)
+    return _nms_by_score(boxes, scores, None, iou_threshold, top_k, suppress_equal, plus_one,
+                         block_size, max_output, reference)
+
+
+def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus_one=False,
+                block_size=512, max_output=None, reference='ssd'):
+    """Exact greedy NMS within each group (class, or image x class) in one pass.
+
+    Equal to running :func:`nms` on every group and merging the kept boxes by descending
+    score (stable: equal scores by increasing index); boxes of different groups never
+    suppress each other (module docstring). Unlike the coordinate-offset trick, the IoUs
+    are computed on the boxes as given, so threshold ties round as in the per-group loop.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(N, 4)`` corner boxes.
+    scores : torch.Tensor
+        ``(N,)`` scores.
+    groups : torch.Tensor
+        ``(N,)`` integer group of each box (e.g. its class).
+    iou_threshold : float
+        Overlap above which the lower-scoring box of a group is removed.
+    suppress_equal, plus_one, block_size, reference
+        As in :func:`nms`.
+    max_output : int, optional
+        Keep at most this many boxes over all groups, the highest-scoring ones (seamseg's
+        "top 100" after class-wise NMS).
+
+    Returns
+    -------
+    torch.Tensor
+        int64 indices of the kept boxes, by descending score (empty for empty input).
+    """
+    return _nms_by_score(boxes, scores, groups.long(), iou_threshold, None, suppress_equal,
+                         plus_one, block_size, max_output, reference)
 
 
 def ssd_nms(boxes, scores, overlap=0.5, top_k=200):

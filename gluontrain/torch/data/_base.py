@@ -1,0 +1,75 @@
+"""What the VOC and COCO datasets of ssd.pytorch share: the sample form (see the package),
+image reading and the ``pull_item`` protocol."""
+import cv2
+import numpy as np
+import torch
+import torch.utils.data as data
+
+
+def as_target(rows):
+    """A list of [x1, y1, x2, y2, label] rows as a float64 [N, 5] array (also when empty)."""
+    return np.array(rows, dtype=np.float64).reshape(-1, 5)
+
+
+def apply_transform(transform, img, target):
+    """Run an ssd.pytorch transform on (BGR image, [N, 5] target) like the reference's
+    ``pull_item``; returns the CHW tensor (RGB after a transform) and a float32 target."""
+    target = as_target(target)
+    if transform is not None:
+        # copies: transforms scale boxes in place
+        img, boxes, labels = transform(img, target[:, :4].copy(), target[:, 4].copy())
+        img = img[:, :, (2, 1, 0)]  # to RGB, as the reference
+        target = np.hstack((boxes, np.expand_dims(labels, axis=1)))
+    img = torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
+    return img, target.astype(np.float32).reshape(-1, 5)
+
+
+def read_image(path):
+    """The BGR uint8 image ``[H, W, 3]`` at ``path``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When OpenCV cannot read the file (``cv2.imread`` returns None silently).
+    """
+    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    if img is None:
+        raise FileNotFoundError('cannot read image {}: the file is missing or not an image'
+                                .format(path))
+    return img
+
+
+class PullItemDataset(data.Dataset):
+    """ssd.pytorch's dataset protocol (``pull_item`` / ``pull_image``) over ``self.ids``.
+
+    Subclasses give ``_raw_target(index)`` (what ``target_transform`` reads) and
+    ``_image_path(index)``, and set ``transform`` and ``target_transform``.
+    """
+
+    def __getitem__(self, index):
+        """Returns ``(img [3, H, W] tensor, target float32 [N, 5])``."""
+        im, gt, _, _ = self.pull_item(index)
+        return im, gt
+
+    def __len__(self):
+        return len(self.ids)
+
+    def pull_item(self, index):
+        """Returns ``(img, target, height, width)``, height/width of the original image."""
+        target = self._raw_target(index)
+        img = self.pull_image(index)
+        height, width, _ = img.shape
+        if self.target_transform is not None:
+            target = self.target_transform(target, width, height)
+        img, target = apply_transform(self.transform, img, target)
+        return img, target, height, width
+
+    def pull_image(self, index):
+        """The original BGR uint8 image ``[H, W, 3]`` (no transform).
+
+        Raises
+        ------
+        FileNotFoundError
+            When the image cannot be read.
+        """
+        return read_image(self._image_path(index))

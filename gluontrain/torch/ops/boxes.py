@@ -1,0 +1,268 @@
+"""Box geometry shared by every PyTorch recipe: IoU, conversions, the box coder.
+
+Boxes are corners ``(lo_0, lo_1, hi_0, hi_1)`` in either coordinate order: ssd.pytorch and
+maskrcnn-benchmark write ``(x1, y1, x2, y2)``, seamseg writes ``(y0, x0, y1, x1)``. IoU,
+areas and the coder never mix the two axes, so they serve both layouts unchanged (the coder's
+deltas and weights simply follow the boxes' order: ``(dx, dy, dw, dh)`` or ``(dy, dx, dh, dw)``).
+Every function accepts extra leading (batch) dimensions.
+
+``plus_one`` selects the pixel-inclusive convention of VOC, GluonCV and maskrcnn-benchmark
+(width ``x2 - x1 + 1``); ssd.pytorch and seamseg use ``x2 - x1``.
+
+The operations and their order are those of the references, so results are bit-identical:
+``box_iou`` is ``inter / (area_a + area_b - inter)`` (ssd.pytorch's ``jaccard``, seamseg's
+``ious``); :func:`encode` / :func:`decode` have one arithmetic path per reference family
+(see there).
+"""
+import math
+
+import torch
+
+__all__ = ['box_area', 'box_intersection', 'box_iou', 'box_ioa', 'corners_to_center',
+           'center_to_corners', 'encode', 'decode', 'ENCODE_EPS', 'SCALE_CLIP']
+
+#: Lower bound of the size ratio inside SSD's ``encode`` ``log`` (gluontrain's fix).
+ENCODE_EPS = 1e-6
+#: seamseg's / Detectron's clamp of the size deltas before ``exp``: ``log(1000 / 16)``.
+SCALE_CLIP = math.log(1000. / 16.)
+
+
+def box_area(boxes, plus_one=False):
+    """Areas of corner boxes.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., 4)`` corner boxes.
+    plus_one : bool, default False
+        Pixel-inclusive sides ``hi - lo + 1``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(...)`` areas (negative for inverted boxes, as in the references).
+    """
+    one = 1.0 if plus_one else 0.0
+    if one:
+        return (boxes[..., 2] - boxes[..., 0] + one) * (boxes[..., 3] - boxes[..., 1] + one)
+    return (boxes[..., 2] - boxes[..., 0]) * (boxes[..., 3] - boxes[..., 1])
+
+
+def box_intersection(boxes_a, boxes_b, plus_one=False):
+    """Pairwise intersection areas.
+
+    Parameters
+    ----------
+    boxes_a : torch.Tensor
+        ``(..., A, 4)`` corner boxes.
+    boxes_b : torch.Tensor
+        ``(..., B, 4)`` corner boxes (leading dimensions broadcast with ``boxes_a``'s).
+    plus_one : bool, default False
+        Pixel-inclusive sides.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., A, B)`` intersection areas (0 for disjoint boxes).
+    """
+    # one (A, B) temporary per side, updated in place: same values, less memory traffic
+    side = []
+    for lo, hi in ((0, 2), (1, 3)):
+        s = torch.min(boxes_a[..., :, None, hi], boxes_b[..., None, :, hi])
+        s.sub_(torch.max(boxes_a[..., :, None, lo], boxes_b[..., None, :, lo]))
+        if plus_one:
+            s.add_(1.0)
+        side.append(s.clamp_(min=0.0))
+    return side[0].mul_(side[1])
+
+
+def box_iou(boxes_a, boxes_b, plus_one=False):
+    """Pairwise intersection over union, ``inter / (area_a + area_b - inter)``.
+
+    Parameters
+    ----------
+    boxes_a : torch.Tensor
+        ``(..., A, 4)`` corner boxes.
+    boxes_b : torch.Tensor
+        ``(..., B, 4)`` corner boxes.
+    plus_one : bool, default False
+        Pixel-inclusive sides (VOC / GluonCV / maskrcnn-benchmark).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., A, B)`` IoU; ``0 / 0 = nan`` for two empty boxes, as in the references.
+    """
+    inter = box_intersection(boxes_a, boxes_b, plus_one)
+    union = box_area(boxes_a, plus_one)[..., :, None] + box_area(boxes_b, plus_one)[..., None, :]
+    return inter / union.sub_(inter)
+
+
+def box_ioa(boxes_a, boxes_b, plus_one=False):
+    """Pairwise intersection over the area of the *first* box (seamseg's ``bbx_overlap``).
+
+    Used to declare anchors and proposals void when they lie in crowd regions.
+
+    Parameters
+    ----------
+    boxes_a : torch.Tensor
+        ``(..., A, 4)`` corner boxes (the denominators).
+    boxes_b : torch.Tensor
+        ``(..., B, 4)`` corner boxes.
+    plus_one : bool, default False
+        Pixel-inclusive sides.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., A, B)`` ``inter / area_a``.
+    """
+    return box_intersection(boxes_a, boxes_b, plus_one) / box_area(boxes_a, plus_one)[..., :, None]
+
+
+def corners_to_center(boxes):
+    """Corner boxes to centre-size boxes ``(c_0, c_1, size_0, size_1)``.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., 4)`` corner boxes.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., 4)`` centre-size boxes (centre ``(lo + hi) / 2``, size ``hi - lo``).
+    """
+    return torch.cat(((boxes[..., 2:] + boxes[..., :2]) / 2, boxes[..., 2:] - boxes[..., :2]), -1)
+
+
+def center_to_corners(boxes):
+    """Centre-size boxes to corner boxes (the inverse of :func:`corners_to_center`).
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., 4)`` centre-size boxes.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., 4)`` corner boxes ``(c - size / 2, c + size / 2)``.
+    """
+    return torch.cat((boxes[..., :2] - boxes[..., 2:] / 2, boxes[..., :2] + boxes[..., 2:] / 2), -1)
+
+
+def _check_coder(weights, variances):
+    if (weights is None) == (variances is None):
+        raise ValueError('give exactly one of weights= (Faster R-CNN, e.g. (10, 10, 5, 5)) '
+                         'or variances= (SSD, e.g. (0.1, 0.2))')
+
+
+def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, log_eps=None,
+           size_eps=None):
+    """Regression targets of ``boxes`` relative to ``anchors`` (the box coder).
+
+    Two parametrisations of the same transform, each with its reference's arithmetic so
+    that results are bit-identical:
+
+    - ``weights=(w0, w1, w2, w3)`` (Faster R-CNN; seamseg's ``calculate_shift`` times its
+      ``bbx_reg_weights``): ``w0 * (c_box - c_anc) / s_anc``, ``w2 * log(s_box / s_anc)``;
+    - ``variances=(v_c, v_s)`` (SSD): ``(c_box - c_anc) / (v_c * s_anc)``,
+      ``log(s_box / s_anc) / v_s``. ``weights = 1 / variances`` is the same coder; only the
+      rounding differs.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., N, 4)`` corner boxes, one per anchor.
+    anchors : torch.Tensor
+        ``(N, 4)`` (or broadcastable) anchors, corners or (``anchors_center``) centre-size.
+    weights : sequence of 4 float, optional
+        Multiplicative weights per delta (``(1, 1, 1, 1)`` is seamseg's RPN).
+    variances : sequence of 2 float, optional
+        SSD's divisive variances (centre, size).
+    anchors_center : bool, default False
+        ``anchors`` are already centre-size (SSD's priors).
+    log_eps : float, optional
+        Clamp the size ratio to at least this before ``log`` (gluontrain's SSD fix,
+        :data:`ENCODE_EPS`): a zero-size box gives a finite target instead of ``-inf``.
+    size_eps : float, optional
+        Clamp the anchor sizes to at least this (seamseg: ``1e-5``).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., N, 4)`` deltas.
+    """
+    _check_coder(weights, variances)
+    anc = anchors if anchors_center else corners_to_center(anchors)
+    a_c, a_s = anc[..., :2], anc[..., 2:]
+    if size_eps is not None:
+        a_s = a_s.clamp(min=size_eps)
+    if variances is not None:
+        d_c = (boxes[..., :2] + boxes[..., 2:]) / 2 - a_c
+        d_c /= (variances[0] * a_s)
+        ratio = (boxes[..., 2:] - boxes[..., :2]) / a_s
+        if log_eps is not None:
+            ratio = torch.clamp(ratio, min=log_eps)
+        return torch.cat([d_c, torch.log(ratio) / variances[1]], -1)
+    box = corners_to_center(boxes)
+    ratio = box[..., 2:] / a_s
+    if log_eps is not None:
+        ratio = torch.clamp(ratio, min=log_eps)
+    deltas = torch.cat([(box[..., :2] - a_c) / a_s, ratio.log()], -1)
+    if any(w != 1 for w in weights):
+        deltas = deltas * deltas.new_tensor(weights)
+    return deltas
+
+
+def decode(deltas, anchors, weights=None, variances=None, anchors_center=False,
+           scale_clip=None):
+    """Boxes from regression deltas (the inverse of :func:`encode`).
+
+    - ``weights`` (seamseg's ``shift_boxes(anchors, deltas / weights)``): centre
+      ``c + s * d``, size ``s * exp(min(d_s, scale_clip))``, corners ``c -/+ 0.5 * size``;
+    - ``variances`` (ssd.pytorch's ``decode``): centre ``c + d * v_c * s``, size
+      ``s * exp(d_s * v_s)``, ``lo = c - size / 2``, ``hi = lo + size``.
+
+    Parameters
+    ----------
+    deltas : torch.Tensor
+        ``(..., N, 4)`` deltas.
+    anchors : torch.Tensor
+        ``(N, 4)`` (or broadcastable) anchors, corners or (``anchors_center``) centre-size.
+    weights : sequence of 4 float, optional
+        The weights the targets were encoded with (deltas are divided by them).
+    variances : sequence of 2 float, optional
+        SSD's variances.
+    anchors_center : bool, default False
+        ``anchors`` are centre-size (SSD's priors).
+    scale_clip : float, optional
+        Clamp size deltas (after un-weighting) to at most this before ``exp``;
+        :data:`SCALE_CLIP` (``log(1000/16)``) is seamseg's and Detectron's.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(..., N, 4)`` corner boxes.
+    """
+    _check_coder(weights, variances)
+    anc = anchors if anchors_center else corners_to_center(anchors)
+    a_c, a_s = anc[..., :2], anc[..., 2:]
+    if variances is not None:
+        d_s = deltas[..., 2:] * variances[1]
+        if scale_clip is not None:
+            d_s = d_s.clamp(max=scale_clip)
+        boxes = torch.cat((a_c + deltas[..., :2] * variances[0] * a_s, a_s * torch.exp(d_s)), -1)
+        boxes[..., :2] -= boxes[..., 2:] / 2
+        boxes[..., 2:] += boxes[..., :2]
+        return boxes
+    if any(w != 1 for w in weights):
+        deltas = deltas / deltas.new_tensor(weights)
+    d_s = deltas[..., 2:]
+    if scale_clip is not None:
+        d_s = d_s.clamp(max=scale_clip)
+    c = a_c + a_s * deltas[..., :2]
+    s = a_s * d_s.exp()
+    half = 0.5 * s
+    return torch.cat((c - half, c + half), -1)

@@ -1,0 +1,233 @@
+"""Anchor and proposal matching with void labels, and balanced sampling, as seamseg's
+``AnchorMatcher`` (``seamseg/algos/rpn.py``) and ``ProposalMatcher``
+(``seamseg/algos/detection.py``).
+
+Match codes: ``k >= 0`` matched to ground truth ``k``, :data:`NEGATIVE` (-1) background,
+:data:`VOID` (-2) ignored. Boxes are corners in one layout throughout (seamseg's
+``(y0, x0, y1, x1)``); ``valid_size`` is given in the same axis order (``(H, W)`` there).
+"No ground truth" / "no crowd" may be ``None`` or a ``(0, 4)`` tensor.
+
+Differences from seamseg (fixes, valid inputs otherwise give its numbers):
+
+- when several ground truths have the same best anchor, seamseg's ``index_put`` with
+  repeated indices has no defined winner; here the last ground truth wins, deterministically
+  (what seamseg's CPU path does in practice);
+- seamseg splits the IoU matrix in chunks of 16 ground truths to save memory; the result
+  does not depend on it, so it is computed at once.
+"""
+import numpy as np
+import torch
+
+from .boxes import box_ioa, box_iou
+
+__all__ = ['VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',
+           'sample_proposals']
+
+VOID = -2
+NEGATIVE = -1
+
+
+def _has(boxes):
+    return boxes is not None and boxes.shape[0] > 0
+
+
+def _crowd_overlap_ok(boxes, crowd_boxes, void_threshold):
+    """True for boxes whose largest intersection-over-own-area with a crowd box is below
+    ``void_threshold`` (all True when the check is off)."""
+    if void_threshold == 0 or not _has(crowd_boxes):
+        return torch.ones(boxes.shape[0], dtype=torch.bool, device=boxes.device)
+    return box_ioa(boxes, crowd_boxes).max(dim=1)[0] < void_threshold
+
+
+def match_anchors(anchors, gt_boxes, crowd_boxes, valid_size, pos_threshold=.7,
+                  neg_threshold=.3, void_threshold=.7):
+    """Label anchors (seamseg's ``AnchorMatcher.__call__`` before subsampling).
+
+    Anchors not entirely inside ``valid_size`` or overlapping a crowd box by at least
+    ``void_threshold`` (intersection over the anchor's area) are void. Among the others:
+    best-IoU ``>= pos_threshold`` is positive, ``< neg_threshold`` negative, in between
+    void; then every ground truth with a positive best IoU claims its best anchor (first
+    on ties), whatever that anchor's label was. Without ground truth every valid anchor is
+    negative.
+
+    Parameters
+    ----------
+    anchors : torch.Tensor
+        ``(M, 4)`` anchors.
+    gt_boxes : torch.Tensor or None
+        ``(G, 4)`` ground truth (crowds excluded).
+    crowd_boxes : torch.Tensor or None
+        ``(C, 4)`` crowd boxes.
+    valid_size : (float, float)
+        Image size in the boxes' axis order (the unpadded input size).
+    pos_threshold, neg_threshold : float, default .7, .3
+    void_threshold : float, default .7
+        0 disables the crowd check (seamseg's ``void_threshold`` semantics).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(M,)`` int64 match codes.
+    """
+    match = torch.full((anchors.shape[0],), VOID, dtype=torch.long, device=anchors.device)
+    valid = ((anchors[:, 0] >= 0) & (anchors[:, 1] >= 0)
+             & (anchors[:, 2] <= valid_size[0]) & (anchors[:, 3] <= valid_size[1]))
+    valid &= _crowd_overlap_ok(anchors, crowd_boxes, void_threshold)
+    if not valid.any():
+        return match
+    cand = anchors[valid]
+    if not _has(gt_boxes):
+        match[valid] = NEGATIVE
+        return match
+    iou = box_iou(cand, gt_boxes)
+    best_iou, best_gt = iou.max(dim=1)
+    sub = torch.full_like(best_gt, VOID)
+    sub[best_iou >= pos_threshold] = best_gt[best_iou >= pos_threshold]
+    sub[best_iou < neg_threshold] = NEGATIVE
+    gt_best_iou, gt_best_anchor = iou.max(dim=0)
+    claims = torch.nonzero(gt_best_iou > 0).view(-1)
+    if claims.numel():
+        winner = torch.full_like(sub, -1)
+        winner.scatter_reduce_(0, gt_best_anchor[claims], claims, 'amax')
+        sub = torch.where(winner >= 0, winner, sub)
+    match[valid] = sub
+    return match
+
+
+def _randperm(n, generator, device):
+    # seamseg draws on the match's device; an explicit generator draws on its own
+    if generator is None:
+        return torch.randperm(n, dtype=torch.long, device=device)
+    return torch.randperm(n, generator=generator, device=generator.device).to(device)
+
+
+def subsample_anchors(match, num_samples=256, pos_ratio=.5, generator=None):
+    """seamseg's ``AnchorMatcher._subsample``: keep at most ``int(num_samples * pos_ratio)``
+    positives and ``num_samples - kept positives`` negatives, the rest becomes void.
+
+    The draws are seamseg's (``torch.randperm`` of the positives, only when there are too
+    many, then of the negatives), so a seeded run picks the same anchors.
+
+    Parameters
+    ----------
+    match : torch.Tensor
+        ``(M,)`` match codes (not modified).
+    num_samples : int, default 256
+    pos_ratio : float, default .5
+    generator : torch.Generator, optional
+        Source of the permutations (default: torch's global RNG, as seamseg).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(M,)`` match codes after subsampling.
+    """
+    match = match.clone()
+    num_pos = int(num_samples * pos_ratio)
+    pos_idx = torch.nonzero(match >= 0).view(-1)
+    if pos_idx.numel() > num_pos:
+        drop = _randperm(pos_idx.numel(), generator, match.device)[num_pos:]
+        match[pos_idx[drop]] = VOID
+    else:
+        num_pos = pos_idx.numel()
+    num_neg = num_samples - num_pos
+    neg_idx = torch.nonzero(match == NEGATIVE).view(-1)
+    if neg_idx.numel() > num_neg:
+        drop = _randperm(neg_idx.numel(), generator, match.device)[num_neg:]
+        match[neg_idx[drop]] = VOID
+    return match
+
+
+def sample_proposals(pos_mask, neg_mask, num_samples=128, pos_ratio=.25, rng=None):
+    """seamseg's ``ProposalMatcher._subsample``: a random ``min(int(num_samples * pos_ratio),
+    #pos)`` positives and ``min(num_samples - that, #neg)`` negatives.
+
+    Parameters
+    ----------
+    pos_mask, neg_mask : torch.Tensor
+        ``(P,)`` bool.
+    num_samples : int, default 128
+    pos_ratio : float, default .25
+    rng : numpy.random.RandomState, optional
+        Source of ``permutation`` (default: NumPy's global RNG, as seamseg).
+
+    Returns
+    -------
+    pos_idx, neg_idx : torch.Tensor
+        int64 indices into the proposals (random order, as the reference).
+    """
+    rng = np.random if rng is None else rng
+
+    def pick(mask, limit):
+        idx = torch.nonzero(mask).view(-1)
+        if idx.numel() == 0:
+            return idx
+        perm = torch.from_numpy(rng.permutation(idx.numel()).astype(np.int64)).to(idx.device)
+        return idx[perm[:min(limit, idx.numel())]]
+
+    pos_idx = pick(pos_mask, int(num_samples * pos_ratio))
+    neg_idx = pick(neg_mask, num_samples - pos_idx.numel())
+    return pos_idx, neg_idx
+
+
+def match_proposals(proposals, gt_boxes, crowd_boxes, pos_threshold=.5, neg_threshold_hi=.5,
+                    neg_threshold_lo=0., void_threshold=.7, num_samples=128, pos_ratio=.25,
+                    rng=None):
+    """Sample and label the ROIs of one image (seamseg's ``ProposalMatcher.__call__``).
+
+    The ground truth is prepended to the proposals; those overlapping a crowd box by at
+    least ``void_threshold`` (over their own area) are dropped; best IoU
+    ``>= pos_threshold`` is positive, ``[neg_threshold_lo, neg_threshold_hi)`` negative;
+    then :func:`sample_proposals`.
+
+    Parameters
+    ----------
+    proposals : torch.Tensor or None
+        ``(P, 4)`` proposals.
+    gt_boxes : torch.Tensor or None
+        ``(G, 4)`` ground truth (crowds excluded).
+    crowd_boxes : torch.Tensor or None
+        ``(C, 4)`` crowd boxes.
+    pos_threshold, neg_threshold_hi, neg_threshold_lo : float, default .5, .5, 0.
+    void_threshold : float, default .7
+    num_samples : int, default 128
+    pos_ratio : float, default .25
+    rng : numpy.random.RandomState, optional
+        As :func:`sample_proposals`.
+
+    Returns
+    -------
+    rois : torch.Tensor
+        ``(S, 4)`` sampled ROIs, positives first; ``(0, 4)`` where seamseg returns None (no
+        ground truth and no proposal, or nothing left to sample).
+    match : torch.Tensor
+        ``(S,)`` int64: ground-truth index for positives, -1 for negatives.
+    """
+    ref = proposals if proposals is not None else gt_boxes
+    empty = (ref.new_zeros(0, 4) if ref is not None else torch.zeros(0, 4),
+             torch.zeros(0, dtype=torch.long, device=None if ref is None else ref.device))
+    if not _has(gt_boxes):
+        if not _has(proposals):
+            return empty
+        rois = proposals
+    else:
+        rois = gt_boxes if not _has(proposals) else torch.cat([gt_boxes, proposals])
+    rois = rois[_crowd_overlap_ok(rois, crowd_boxes, void_threshold)]
+    if rois.shape[0] == 0:
+        return empty
+    if _has(gt_boxes):
+        best_iou, best_gt = box_iou(rois, gt_boxes).max(dim=1)
+        pos = best_iou >= pos_threshold
+        neg = (best_iou >= neg_threshold_lo) & (best_iou < neg_threshold_hi)
+    else:
+        best_gt = None
+        pos = torch.zeros(rois.shape[0], dtype=torch.bool, device=rois.device)
+        neg = ~pos
+    if not (pos.any() or neg.any()):
+        return empty
+    pos_idx, neg_idx = sample_proposals(pos, neg, num_samples, pos_ratio, rng)
+    match = torch.full((pos_idx.numel() + neg_idx.numel(),), NEGATIVE, dtype=torch.long,
+                       device=rois.device)
+    if pos_idx.numel():
+        match[:pos_idx.numel()] = best_gt[pos_idx]
+    return rois[torch.cat([pos_idx, neg_idx])], match

@@ -1,0 +1,104 @@
+"""Per-group NMS against a per-class loop, and seamseg's NMS against its C++ loop written out."""
+import pytest
+import torch
+
+from gluontrain.torch.ops import batched_nms, nms
+
+
+def seamseg_nms_loop(boxes, scores, thr, n_max=-1):
+    """seamseg's src/nms/nms_cpu.cpp: IoU with clamped areas, ``>=`` suppression, greedy."""
+    def area(b):
+        return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
+    b = boxes.tolist()
+    order = sorted(range(len(b)), key=lambda i: -scores[i].item())  # ties: increasing index
+    cand, sel = list(order), []
+    while cand and (n_max <= 0 or len(sel) < n_max):
+        i = cand.pop(0)
+        sel.append(i)
+        keep = []
+        for j in cand:
+            lo, hi = min(i, j), max(i, j)
+            p, q = b[lo], b[hi]
+            inter = area([max(p[0], q[0]), max(p[1], q[1]), min(p[2], q[2]), min(p[3], q[3])])
+            union = area(p) + area(q) - inter
+            iou = inter / union if union != 0 else float('nan')
+            if not iou >= thr:
+                keep.append(j)
+        cand = keep
+    return sel
+
+
+def random_case(n, seed, classes=3, grid=False):
+    gen = torch.Generator().manual_seed(seed)
+    if grid:  # integer boxes and scores: many exact IoU and score ties
+        xy = torch.randint(0, 10, (n, 2), generator=gen).float()
+        boxes = torch.cat([xy, xy + torch.randint(0, 5, (n, 2), generator=gen)], 1)
+        scores = torch.randint(0, 10, (n,), generator=gen).float()
+    else:
+        xy = torch.rand(n, 2, generator=gen) * 60
+        boxes = torch.cat([xy, xy + torch.rand(n, 2, generator=gen) * 30], 1)
+        scores = torch.rand(n, generator=gen)
+    return boxes, scores, torch.randint(0, classes, (n,), generator=gen)
+
+
+def per_class_loop(boxes, scores, labels, thr, **kw):
+    kept = []
+    for c in labels.unique().tolist():
+        idx = torch.nonzero(labels == c).view(-1)
+        kept += idx[nms(boxes[idx], scores[idx], thr, **kw)].tolist()
+    # merge by descending score, equal scores by increasing index (the stable sort's order)
+    return sorted(kept, key=lambda i: (-scores[i].item(), i))
+
+
+@pytest.mark.parametrize('n', [1, 2, 17, 300])
+@pytest.mark.parametrize('grid', [False, True])
+@pytest.mark.parametrize('suppress_equal,reference', [(False, 'ssd'), (True, 'seamseg')])
+def test_batched_nms_equals_per_class_loop(n, grid, suppress_equal, reference):
+    boxes, scores, labels = random_case(n, n, grid=grid)
+    got = batched_nms(boxes, scores, labels, 0.3, suppress_equal=suppress_equal,
+                      reference=reference, block_size=64)
+    want = per_class_loop(boxes, scores, labels, 0.3, suppress_equal=suppress_equal,
+                          reference=reference)
+    assert got.tolist() == want
+
+
+def test_batched_nms_hand_case_and_max_output():
+    boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 10., 10.], [0., 0., 10., 10.]])
+    scores = torch.tensor([.9, .8, .7])
+    labels = torch.tensor([0, 0, 1])
+    # box 1 overlaps box 0 (IoU .81) and is removed; box 2 is identical to box 0 but of
+    # another class, so it stays
+    assert batched_nms(boxes, scores, labels, 0.5).tolist() == [0, 2]
+    assert batched_nms(boxes, scores, labels, 0.5, max_output=1).tolist() == [0]
+    assert nms(boxes, scores, 0.5).tolist() == [0]
+
+
+def test_batched_nms_empty():
+    out = batched_nms(torch.zeros(0, 4), torch.zeros(0), torch.zeros(0, dtype=torch.long), .5)
+    assert out.dtype == torch.long and out.numel() == 0
+
+
+@pytest.mark.parametrize('n,grid', [(5, True), (60, True), (400, False)])
+def test_seamseg_reference_equals_its_cpp_loop(n, grid):
+    boxes, scores, _ = random_case(n, 100 + n, grid=grid)
+    if grid:  # inverted and empty boxes: clamped areas, NaN IoU does not suppress
+        boxes[:3, 2:] = boxes[:3, :2] - torch.tensor([[1., 0.], [0., 0.], [2., 3.]])
+    got = nms(boxes, scores, 0.5, suppress_equal=True, reference='seamseg', block_size=32)
+    assert got.tolist() == seamseg_nms_loop(boxes, scores, 0.5)
+    got = nms(boxes, scores, 0.5, suppress_equal=True, reference='seamseg', max_output=3)
+    assert got.tolist() == seamseg_nms_loop(boxes, scores, 0.5, n_max=3)
+
+
+def test_seamseg_suppresses_at_equal_iou_and_keeps_empty_pairs():
+    boxes = torch.tensor([[0., 0., 1., 3.], [0., 1., 1., 4.]])  # inter 2, union 4: IoU 0.5
+    scores = torch.tensor([.9, .8])
+    assert nms(boxes, scores, 0.5, suppress_equal=True, reference='seamseg').tolist() == [0]
+    assert nms(boxes, scores, 0.5, reference='seamseg').tolist() == [0, 1]
+    points = torch.tensor([[2., 2., 2., 2.], [2., 2., 2., 2.]])  # 0 / 0
+    assert nms(points, scores, 0.5, suppress_equal=True, reference='seamseg').tolist() == [0, 1]
+    assert nms(points, scores, 0.5).tolist() == [0]  # ssd.pytorch: NaN suppresses
+
+
+def test_unknown_reference_is_refused():
+    with pytest.raises(ValueError, match='reference'):
+        nms(torch.zeros(1, 4), torch.ones(1), 0.5, reference='torchvision')
