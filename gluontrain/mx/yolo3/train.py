@@ -5,7 +5,6 @@
 deliberately differs from GluonCV's ``train_yolo3.py``.
 """
 import os
-import tempfile
 import warnings
 
 import mxnet as mx
@@ -21,6 +20,7 @@ from ...core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHo
 from ...core.loop import Hook, TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.plots import CurvesHook
+from .. import blobs
 from .data import mixup_dataset
 from .plots import ValSamplesHook, raw_val_dataset
 from .step import LOSS_NAMES, YOLOv3Step
@@ -97,27 +97,6 @@ def get_lr_scheduler(args):
     ])
 
 
-def _to_bytes(save_fn):
-    fd, tmp = tempfile.mkstemp(suffix='.tmp')
-    os.close(fd)
-    try:
-        save_fn(tmp)
-        with open(tmp, 'rb') as f:
-            return f.read()
-    finally:
-        os.remove(tmp)
-
-
-def _from_bytes(blob, load_fn):
-    fd, tmp = tempfile.mkstemp(suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(blob)
-        load_fn(tmp)
-    finally:
-        os.remove(tmp)
-
-
 def _sampler(train_data):
     return getattr(train_data, '_batch_sampler', None)
 
@@ -145,7 +124,8 @@ def save_checkpoint(path, net, trainer, meter, train_data, state, best_map, args
     extra = {'meter': meter.state_dict(),
              'sampler_prev': list(getattr(sampler, '_prev', []) or [])}
     return ckpt_io.save_checkpoint(
-        path, params=_to_bytes(net.save_parameters), trainer=_to_bytes(trainer.save_states),
+        path, params=blobs.to_bytes(net.save_parameters, path),
+        trainer=blobs.to_bytes(trainer.save_states, path),
         epoch=state.epoch, iteration=state.iteration, best_score=best_map[0], args=args,
         extra=extra)
 
@@ -153,8 +133,8 @@ def save_checkpoint(path, net, trainer, meter, train_data, state, best_map, args
 def restore_checkpoint(path, net, trainer, meter, train_data, ctx):
     """Load a full checkpoint into ``net``/``trainer``/``meter``; returns ``(payload, state)``."""
     payload = ckpt_io.load_checkpoint(path)
-    _from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx))
-    _from_bytes(payload['trainer'], trainer.load_states)
+    blobs.from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx), path)
+    blobs.from_bytes(payload['trainer'], trainer.load_states, path)
     meter.load_state_dict(payload['extra']['meter'])
     sampler = _sampler(train_data)
     if sampler is not None and hasattr(sampler, '_prev'):
