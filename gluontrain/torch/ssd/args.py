@@ -2,6 +2,11 @@
 and gluontrain's additions for the common interface and small CPU runs."""
 import argparse
 
+from ...core.argtypes import finite_non_negative_float, int_list, positive_int
+
+# the argument naming where outputs go, for the CLI's messages about unwritable files
+OUTPUT_ARGUMENT = '--save_folder'
+
 
 def str2bool(v):
     """ssd.pytorch's boolean parsing: yes/true/t/1 (any case) are true, anything else false."""
@@ -19,14 +24,15 @@ def build_parser():
            'annotations/). Default ~/data/VOCdevkit/ or ~/data/coco/ as ssd.pytorch.')
     a('--basenet', default='vgg16_reducedfc.pth',
       help="Pretrained base model; '' starts the VGG base from Xavier-initialised weights")
-    a('--batch_size', default=32, type=int, help='Batch size for training')
+    a('--batch_size', default=32, type=positive_int, help='Batch size for training')
     a('--resume', default=None, type=str,
       help='A full checkpoint (*_last.ckpt) to resume exactly, or a state_dict (.pth) to load '
            'as weights (the reference behaviour) and continue at --start_iter')
     a('--start_iter', default=0, type=int, help='Resume training at this iter')
     a('--num_workers', default=4, type=int, help='Number of workers used in dataloading')
     a('--cuda', default=True, type=str2bool, help='Use CUDA to train model')
-    a('--lr', '--learning-rate', default=1e-3, type=float, help='initial learning rate')
+    a('--lr', '--learning-rate', default=1e-3, type=finite_non_negative_float,
+      help='initial learning rate')
     a('--momentum', default=0.9, type=float, help='Momentum value for optim')
     a('--weight_decay', default=5e-4, type=float, help='Weight decay for SGD')
     a('--gamma', default=0.1, type=float, help='Gamma update for SGD')
@@ -34,8 +40,8 @@ def build_parser():
       help='Use visdom for loss visualization (not supported: use --tensorboard)')
     a('--save_folder', default='weights/', help='Directory for saving checkpoint models')
     # gluontrain additions
-    a('--max_iter', default=None, type=int, help="Override the config's max_iter")
-    a('--lr_steps', default=None, type=str,
+    a('--max_iter', default=None, type=positive_int, help="Override the config's max_iter")
+    a('--lr_steps', default=None, type=int_list,
       help="Override the config's lr_steps, e.g. '80000,100000,120000'")
     a('--save_interval', default=5000, type=int,
       help='Save weights and the full checkpoint every N iterations (reference: 5000)')
