@@ -237,3 +237,58 @@ def test_script_runs_a_tiny_training_and_prints_the_final_map(voc_root, tmp_path
     assert res.returncode == 0, res.stderr[-3000:]
     assert 'final validation mAP: ' in res.stdout
     assert '[Epoch 0] Validation: ' in res.stdout
+
+
+_PAUSE_AT_STAGING = '''
+import sys, time
+from gluontrain.core import checkpoint as ck
+real = ck._new_staging_file
+
+
+def pausing(path):
+    tmp = real(path)
+    if path.endswith('_last.ckpt'):  # the params files of the epoch are written already
+        with open(tmp, 'wb') as f:
+            f.write(b'half a checkpoint')
+        print('staged ' + tmp, flush=True)
+        time.sleep(600)
+    return tmp
+
+
+ck._new_staging_file = pausing
+from gluontrain.__main__ import main
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def _current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_kill_at_staging_leaves_no_tmp_after_the_next_run(voc_root, tmp_path):
+    out, system_tmp = tmp_path / 'out', tmp_path / 'systmp'
+    out.mkdir()
+    system_tmp.mkdir()
+    env = dict(ENV, TMPDIR=str(system_tmp))
+    argv = _yolo(str(out) + '/', voc_root)
+    proc = subprocess.Popen([sys.executable, '-c', _PAUSE_AT_STAGING] + argv,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        staged = next((line.split(' ', 1)[1].strip() for line in proc.stdout
+                       if line.startswith('staged ')), None)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert staged and os.path.isfile(staged)  # what kill -9 at the staging moment leaves
+    assert os.path.basename(staged).startswith('.yolo3_mobilenet0.25_voc_last.ckpt.')
+    res = subprocess.run([sys.executable, '-m', 'gluontrain'] + argv, capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    leftovers = [os.path.join(d, n) for d, _, names in os.walk(out) for n in names
+                 if n.endswith('.tmp')]
+    assert leftovers == [] and os.listdir(system_tmp) == []
+    # written with the process umask, readable by colleagues as every other file
+    ckpt = out / 'yolo3_mobilenet0.25_voc_last.ckpt'
+    assert os.stat(ckpt).st_mode & 0o777 == 0o666 & ~_current_umask()
