@@ -35,6 +35,10 @@ def _staging_pattern(basename):
     return re.compile(r'^\.' + re.escape(basename) + r'\.(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$')
 
 
+# a staging name of any file, as _new_staging_file makes them (the pid tells whose it is)
+_ANY_STAGED = re.compile(r'^\..+\.(\d+)-[0-9a-f]{8}\.tmp$')
+
+
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -46,17 +50,19 @@ def _pid_alive(pid):
 
 
 def sweep_staged(path):
-    """Remove what killed runs left while staging ``path``: ``.{basename}.*.tmp`` files beside it.
+    """Remove what killed runs left while staging files beside ``path``.
 
-    A leftover is kept only while it is being written, i.e. when it is staged by this process
-    now or its name carries the id of another live process (two runs with the same output
-    prefix at once). Called by every staged write, so the next save of a file cleans up after
-    a ``kill -9`` of the previous one.
+    Removed: ``.{name}.{pid}-{random}.tmp`` files of the folder (any ``name``, so that the
+    interval weights a killed run was writing go too, although no later save has their
+    name) and the older ``.{basename}.{random}.tmp`` of ``path`` itself. A file is kept while
+    it is being written: staged by this process now, or named with the id of another live
+    process (another run writing to the same folder). Called by every staged write, so the
+    next save after a ``kill -9`` cleans up.
 
     Parameters
     ----------
     path : str
-        The final file name whose leftovers are removed.
+        A file about to be written; its folder is swept.
 
     Returns
     -------
@@ -64,14 +70,14 @@ def sweep_staged(path):
         The removed files.
     """
     folder = os.path.dirname(os.path.abspath(path))
-    pattern = _staging_pattern(os.path.basename(path))
+    own = _staging_pattern(os.path.basename(path))
     removed = []
     try:
         names = os.listdir(folder)
     except OSError:
         return removed
     for name in names:
-        match = pattern.match(name)
+        match = _ANY_STAGED.match(name) or own.match(name)
         full = os.path.join(folder, name)
         if not match or full in _IN_FLIGHT:
             continue

@@ -133,13 +133,17 @@ def test_next_save_removes_leftovers_of_killed_writes_only(tmp_path):
     path = tmp_path / 'run_last.ckpt'
     dead = '.run_last.ckpt.{}-0a1b2c3d.tmp'.format(_dead_pid())
     legacy = '.run_last.ckpt.k2j4_x9q.tmp'  # mkstemp's name before the pid was added
-    ours = '.run_last.ckpt.{}-00ff00ff.tmp'.format(os.getpid())  # a pid 1 in a container, reused
-    live = '.run_last.ckpt.{}-11111111.tmp'.format(os.getppid())  # another run writing now
-    other = '.run_last.ckpt.bak.{}-22222222.tmp'.format(_dead_pid())  # another file's
-    for name in (dead, legacy, ours, live, other):
+    ours = '.run_last.ckpt.{}-00ff00ff.tmp'.format(os.getpid())  # pid 1 in containers: reused
+    live = '.run_last.ckpt.{}-1111aaaa.tmp'.format(os.getppid())  # another run writing now
+    # another file's, e.g. the interval weights a killed run was writing: no later save has
+    # its name, so every save sweeps the folder's dead staging files
+    other = '.run_0001_0.5000.params.{}-2222aaaa.tmp'.format(_dead_pid())
+    other_legacy = '.run_0001_0.5000.params.k2j4_x9q.tmp'  # not provably ours: kept
+    foreign = '.cache.tmp'  # not a staging name
+    for name in (dead, legacy, ours, live, other, other_legacy, foreign):
         (tmp_path / name).write_bytes(b'x' * 10)
     _save(str(path))
-    assert sorted(os.listdir(tmp_path)) == sorted(['run_last.ckpt', live, other])
+    assert sorted(os.listdir(tmp_path)) == sorted(['run_last.ckpt', live, other_legacy, foreign])
     assert ck.sweep_staged(str(path)) == []
 
 
