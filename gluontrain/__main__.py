@@ -22,6 +22,19 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NO_PERMISSION = (errno.EACCES, errno.EPERM)
 
 
+def _named_filename(error):
+    """The file of ``error`` or, when it names none (``f.write`` on a full disk), of the
+    earliest error of the same kind it was raised while handling: a hook that fails to write
+    as the loop unwinds must not hide the file that failed first."""
+    name, seen = None, set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.filename is not None:
+            name = error.filename
+        error = error.__context__
+    return name
+
+
 def oserror_message(error, output_argument=None):
     """The one-line message for an ``OSError`` a user can fix, or ``None`` for other errors.
 
@@ -41,7 +54,7 @@ def oserror_message(error, output_argument=None):
         fix = 'check the permissions of that path or ' + elsewhere
     else:
         return None
-    where = error.filename if error.filename is not None else 'a file'
+    where = _named_filename(error) or 'a file'
     return 'cannot write {}: {}; {}'.format(where, error.strerror, fix)
 
 

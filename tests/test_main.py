@@ -175,8 +175,12 @@ def test_read_only_save_prefix_names_the_file(voc_root, tmpfs, capsys):
            '--save-prefix')
 
 
-def test_full_disk_names_the_file_being_written(voc_root, tmpfs, capsys):
-    folder = tmpfs('full', 'size=64k')  # room for the logs, not for the weights
+@pytest.mark.parametrize('size', [
+    '64k',  # room for the logs, not for the weights
+    '4k',  # the metrics file fails too, as the loop unwinds
+])
+def test_full_disk_names_the_file_being_written(voc_root, tmpfs, capsys, size):
+    folder = tmpfs('full', 'size=' + size)
     line = _fails(_yolo(str(folder) + '/', voc_root), capsys,
                   'cannot write {}/yolo3_mobilenet0.25_voc_'.format(folder),
                   'No space left on device', 'free space on that disk', '--save-prefix')
@@ -192,6 +196,14 @@ def test_oserror_messages_say_the_fix():
     assert 'read-only' in oserror_message(OSError(errno.EROFS, 'Read-only file system', '/o'))
     assert 'permissions' in oserror_message(OSError(errno.EACCES, 'Permission denied', '/o'))
     assert oserror_message(OSError(errno.EIO, 'Input/output error', '/o')) is None  # a bug?
+    # a nameless failure raised while unwinding from a named one reports the named file
+    try:
+        try:
+            raise OSError(errno.ENOSPC, 'No space left on device', '/o/first.params')
+        finally:
+            raise OSError(errno.ENOSPC, 'No space left on device')  # a hook's f.write
+    except OSError as e:
+        assert oserror_message(e).startswith('cannot write /o/first.params: No space')
 
 
 def test_interrupt_message_names_the_position_and_the_checkpoint():
