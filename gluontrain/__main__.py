@@ -51,7 +51,9 @@ def oserror_message(error, output_argument=None):
     elif error.errno in _NO_SPACE:
         fix = 'free space on that disk or ' + elsewhere
     elif error.errno in _NO_PERMISSION:
-        fix = 'check the permissions of that path or ' + elsewhere
+        # reading a dataset can fail this way too, so no "cannot write"
+        return '{}: {}; check its permissions, or {}'.format(
+            _named_filename(error) or 'a file', error.strerror, elsewhere)
     else:
         return None
     where = _named_filename(error) or 'a file'

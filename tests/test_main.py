@@ -194,7 +194,9 @@ def test_oserror_messages_say_the_fix():
         'cannot write /o/a.params: No space left on device; free space on that disk or write '
         'the outputs elsewhere with --save_folder')
     assert 'read-only' in oserror_message(OSError(errno.EROFS, 'Read-only file system', '/o'))
-    assert 'permissions' in oserror_message(OSError(errno.EACCES, 'Permission denied', '/o'))
+    assert oserror_message(OSError(errno.EACCES, 'Permission denied', '/o'), '--save-prefix') == (
+        '/o: Permission denied; check its permissions, or write the outputs elsewhere with '
+        '--save-prefix')
     assert oserror_message(OSError(errno.EIO, 'Input/output error', '/o')) is None  # a bug?
     # a nameless failure raised while unwinding from a named one reports the named file
     try:
