@@ -1,11 +1,83 @@
-"""The command line: gluontrain train yolo3 / scripts/train_yolov3.py."""
+"""The command line: gluontrain train yolo3|ssd / scripts/train_*.py.
+
+Every bad input a user can give ends in exactly one ``error:`` line naming the argument or
+file (exit status non-zero) and never a traceback; Ctrl-C ends in one ``interrupted at`` line
+with exit status 130.
+"""
+import errno
 import os
+import shutil
+import signal
 import subprocess
 import sys
+from argparse import Namespace
 
-from gluontrain.__main__ import main
+import pytest
+
+from gluontrain.__main__ import (EXIT_INTERRUPTED, interrupt_message, main, oserror_message)
+from gluontrain.core.loop import TrainState
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NTHREADS='1',
+           MPLBACKEND='Agg')
+
+
+def _yolo(prefix, root, *extra, dataset='voc'):
+    """A fast CPU run of YOLOv3 (mobilenet0.25, 160 px, batch 4, no workers)."""
+    return ['train', 'yolo3', '--network', 'mobilenet0.25', '--dataset', dataset,
+            '--dataset-root', str(root), '--no-pretrained-base', '--gpus', '',
+            '--batch-size', '4', '-j', '0', '--data-shape', '160', '--no-random-shape',
+            '--log-interval', '1', '--epochs', '1', '--save-prefix', str(prefix)] + list(extra)
+
+
+def _ssd(folder, root, *extra):
+    """A fast CPU run of SSD300 (VGG at 1/8 width, batch 4, 2 iterations)."""
+    return ['train', 'ssd', '--dataset_root', str(root), '--basenet', '', '--cuda', 'false',
+            '--batch_size', '4', '--num_workers', '0', '--width_mult', '0.125', '--seed', '0',
+            '--max_iter', '2', '--save_folder', str(folder) + '/'] + list(extra)
+
+
+def _one_error_line(err, *names):
+    """The error of ``err``: its single ``error:`` line and what follows it (a dataset error
+    lists its problems below), after checking that it names ``names``."""
+    assert 'Traceback' not in err, err
+    lines = err.splitlines()
+    starts = [i for i, line in enumerate(lines) if 'error:' in line]
+    assert len(starts) == 1, err
+    message = '\n'.join(lines[starts[0]:])
+    for name in names:
+        assert name in message, (name, message)
+    return message
+
+
+def _fails(argv, capsys, *names):
+    """Run the CLI in this process; expect exit status 1 and one error line naming ``names``."""
+    assert main(argv) == 1
+    line = _one_error_line(capsys.readouterr().err, *names)
+    assert line.startswith('error: ')
+    return line
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``mount(name, options)``: a tmpfs at ``tmp_path/name`` (root only), unmounted after."""
+    mounted = []
+
+    def mount(name, options):
+        path = tmp_path / name
+        path.mkdir()
+        if os.geteuid() != 0:
+            pytest.skip('mounting a small tmpfs needs root')
+        res = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(path)],
+                             capture_output=True, text=True, check=False)
+        if res.returncode:
+            pytest.skip('cannot mount a tmpfs here: ' + res.stderr.strip())
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(['umount', str(path)], check=False)
 
 
 def test_usage_for_unknown_recipe(capsys):
@@ -21,14 +93,216 @@ def test_bad_input_exits_1_with_a_message(capsys, tmp_path):
     assert err.startswith('error: ') and 'missing' in err
 
 
+@pytest.mark.parametrize('argv,names', [
+    (['yolo3', '--lr', 'nan'], ['argument --lr: nan is not a finite number >= 0']),
+    (['yolo3', '--lr', '-1'], ['argument --lr: -1 is not a finite number >= 0']),
+    (['yolo3', '--epochs', '-1'], ['argument --epochs: -1 trains nothing']),
+    (['yolo3', '--epochs', '0'], ['argument --epochs: 0 trains nothing']),
+    (['yolo3', '--data-shape', '100'],
+     ['argument --data-shape: 100 is not a multiple of 32', 'use 96 or 128']),
+    (['yolo3', '--lr-decay-epoch', 'a,b'],
+     ['argument --lr-decay-epoch:', 'not a comma-separated list of integers']),
+    (['yolo3', '--batch-size', '0'], ['argument --batch-size: 0 trains nothing']),
+    (['ssd', '--lr', 'nan'], ['argument --lr/--learning-rate: nan is not a finite number']),
+    (['ssd', '--max_iter', '0'], ['argument --max_iter: 0 trains nothing']),
+    (['ssd', '--lr_steps', '80000,x'], ["argument --lr_steps:", "'x' is not a non-negative"]),
+])
+def test_impossible_arguments_are_refused_by_argparse_naming_them(argv, names, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(['train'] + argv)
+    assert info.value.code == 2
+    _one_error_line(capsys.readouterr().err, *names)
+
+
+@pytest.mark.parametrize('year,split', [(2007, 'trainval'), (2007, 'test')])
+def test_empty_image_list_is_refused_before_training(voc_root, tmp_path, capsys, year, split):
+    root = shutil.copytree(voc_root, str(tmp_path / 'VOCdevkit'))
+    list_file = os.path.join(root, 'VOC{}'.format(year), 'ImageSets', 'Main', split + '.txt')
+    open(list_file, 'w').close()
+    _fails(_yolo(str(tmp_path / 'out') + '/', root), capsys, list_file, 'lists no image ids')
+    assert not os.path.exists(tmp_path / 'out')  # refused before anything was written
+    _fails(_ssd(tmp_path / 'ssd', root), capsys, list_file, 'lists no image ids')
+
+
+def test_weights_of_another_network_name_the_file(voc_root, tmp_path, capsys):
+    import mxnet as mx  # pylint: disable=import-outside-toplevel
+    from gluontrain.mx.yolo3 import get_net  # pylint: disable=import-outside-toplevel
+    net, _ = get_net(Namespace(network='mobilenet0.25', dataset='custom', classes='a,b',
+                               syncbn=False, no_pretrained_base=True), [mx.cpu()])
+    net(mx.nd.zeros((1, 3, 64, 64)))  # finishes the deferred initialisation
+    other = str(tmp_path / 'two_classes.params')
+    net.save_parameters(other)
+    for flag in ('--resume', '--load-weights'):
+        _fails(_yolo(str(tmp_path / 'out') + '/', voc_root, flag, other), capsys,
+               '{} {} holds the weights of another network'.format(flag, other), '--network')
+    junk = tmp_path / 'junk.params'
+    junk.write_bytes(b'not weights')
+    _fails(_yolo(str(tmp_path / 'out') + '/', voc_root, '--load-weights', str(junk)), capsys,
+           str(junk), 'is not an MXNet .params file')
+
+
+def test_ssd_weights_of_another_network_and_the_resume_hint(voc_root, tmp_path, capsys):
+    first = tmp_path / 'first'
+    assert main(_ssd(first, voc_root, '--max_iter', '1')) == 0
+    capsys.readouterr()
+    weights = str(first / 'VOC.pth')
+    _fails(_ssd(tmp_path / 'wide', voc_root, '--width_mult', '0.25', '--resume', weights),
+           capsys, weights, 'holds the weights of another network', 'size mismatch')
+    renamed = str(tmp_path / 'weights.ckpt')
+    shutil.copy(weights, renamed)
+    line = _fails(_ssd(tmp_path / 'again', voc_root, '--resume', renamed), capsys, renamed,
+                  'not a gluontrain checkpoint', '--resume')
+    assert '--load-weights' not in line  # an MXNet argument train_ssd.py does not have
+
+
+def test_coco_creates_the_save_prefix_folder_as_voc_does(coco_root, tmp_path, monkeypatch,
+                                                        capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(_yolo('new/', coco_root, dataset='coco')) == 0
+    assert 'final validation' in capsys.readouterr().out
+    assert os.path.isfile(tmp_path / 'new' / 'yolo3_mobilenet0.25_coco_train.log')
+
+
+def test_nan_loss_is_one_error_line(voc_root, tmp_path, capsys):
+    _fails(_yolo(str(tmp_path) + '/', voc_root, '--lr', '1e12'), capsys,
+           'non-finite loss at epoch 0', 'lower --lr')
+
+
+def test_read_only_save_prefix_names_the_file(voc_root, tmpfs, capsys):
+    folder = tmpfs('ro', 'ro,size=64k')
+    _fails(_yolo(str(folder) + '/', voc_root), capsys,
+           'cannot write {}/yolo3_mobilenet0.25_voc_'.format(folder), 'Read-only file system',
+           '--save-prefix')
+
+
+@pytest.mark.parametrize('size', [
+    '64k',  # room for the logs, not for the weights
+    '4k',  # the metrics file fails too, as the loop unwinds
+])
+def test_full_disk_names_the_file_being_written(voc_root, tmpfs, capsys, size):
+    folder = tmpfs('full', 'size=' + size)
+    line = _fails(_yolo(str(folder) + '/', voc_root), capsys,
+                  'cannot write {}/yolo3_mobilenet0.25_voc_'.format(folder),
+                  'No space left on device', 'free space on that disk', '--save-prefix')
+    assert '.params' in line or '.ckpt' in line
+    assert not [n for n in os.listdir(folder) if n.endswith('.tmp')]
+
+
+def test_oserror_messages_say_the_fix():
+    assert oserror_message(OSError(errno.ENOSPC, 'No space left on device', '/o/a.params'),
+                           '--save_folder') == (
+        'cannot write /o/a.params: No space left on device; free space on that disk or write '
+        'the outputs elsewhere with --save_folder')
+    assert 'read-only' in oserror_message(OSError(errno.EROFS, 'Read-only file system', '/o'))
+    assert oserror_message(OSError(errno.EACCES, 'Permission denied', '/o'), '--save-prefix') == (
+        '/o: Permission denied; check its permissions, or write the outputs elsewhere with '
+        '--save-prefix')
+    assert oserror_message(OSError(errno.EIO, 'Input/output error', '/o')) is None  # a bug?
+    # a nameless failure raised while unwinding from a named one reports the named file
+    try:
+        try:
+            raise OSError(errno.ENOSPC, 'No space left on device', '/o/first.params')
+        finally:
+            raise OSError(errno.ENOSPC, 'No space left on device')  # a hook's f.write
+    except OSError as e:
+        assert oserror_message(e).startswith('cannot write /o/first.params: No space')
+
+
+def test_interrupt_message_names_the_position_and_the_checkpoint():
+    state = TrainState(epoch=2, batch=5)
+    assert interrupt_message(state) == 'interrupted at epoch 2, batch 5; no checkpoint written yet'
+    state.scores['last_checkpoint'] = 'out/run_last.ckpt'
+    assert interrupt_message(state) == ('interrupted at epoch 2, batch 5; last checkpoint: '
+                                        'out/run_last.ckpt; resume with --resume '
+                                        'out/run_last.ckpt')
+    assert interrupt_message(None) == 'interrupted before training started'
+
+
+def test_ctrl_c_is_one_line_with_exit_status_130(voc_root, tmp_path):
+    err_path = tmp_path / 'stderr.txt'
+    argv = _yolo(str(tmp_path) + '/', voc_root, '--epochs', '20')[2:]
+    with open(err_path, 'w') as err:
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py')]
+                                + argv, stdout=subprocess.PIPE, stderr=err, text=True, env=ENV)
+        try:
+            for line in proc.stdout:
+                if line.startswith('[Epoch 1][Batch 1]'):  # epoch 0's checkpoint is written
+                    break
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+    assert proc.returncode == EXIT_INTERRUPTED
+    err = err_path.read_text()
+    assert 'Traceback' not in err, err
+    ckpt = str(tmp_path / 'yolo3_mobilenet0.25_voc_last.ckpt')
+    last = err.strip().splitlines()[-1]
+    assert last.startswith('interrupted at epoch 1, batch ')
+    assert last.endswith('; last checkpoint: {}; resume with --resume {}'.format(ckpt, ckpt))
+
+
 def test_script_runs_a_tiny_training_and_prints_the_final_map(voc_root, tmp_path):
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
     res = subprocess.run(
         [sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py'), '--network',
          'mobilenet0.25', '--dataset', 'voc', '--dataset-root', voc_root, '--gpus', '',
          '--no-pretrained-base', '--batch-size', '8', '-j', '0', '--data-shape', '128',
          '--no-random-shape', '--epochs', '1', '--save-prefix', str(tmp_path) + '/'],
-        capture_output=True, text=True, env=env, timeout=300)
+        capture_output=True, text=True, env=ENV, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert 'final validation mAP: ' in res.stdout
     assert '[Epoch 0] Validation: ' in res.stdout
+
+
+_PAUSE_AT_STAGING = '''
+import sys, time
+from gluontrain.core import checkpoint as ck
+real = ck._new_staging_file
+
+
+def pausing(path):
+    tmp = real(path)
+    if path.endswith('_last.ckpt'):  # the params files of the epoch are written already
+        with open(tmp, 'wb') as f:
+            f.write(b'half a checkpoint')
+        print('staged ' + tmp, flush=True)
+        time.sleep(600)
+    return tmp
+
+
+ck._new_staging_file = pausing
+from gluontrain.__main__ import main
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def _current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_kill_at_staging_leaves_no_tmp_after_the_next_run(voc_root, tmp_path):
+    out, system_tmp = tmp_path / 'out', tmp_path / 'systmp'
+    out.mkdir()
+    system_tmp.mkdir()
+    env = dict(ENV, TMPDIR=str(system_tmp))
+    argv = _yolo(str(out) + '/', voc_root)
+    proc = subprocess.Popen([sys.executable, '-c', _PAUSE_AT_STAGING] + argv,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        staged = next((line.split(' ', 1)[1].strip() for line in proc.stdout
+                       if line.startswith('staged ')), None)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert staged and os.path.isfile(staged)  # what kill -9 at the staging moment leaves
+    assert os.path.basename(staged).startswith('.yolo3_mobilenet0.25_voc_last.ckpt.')
+    res = subprocess.run([sys.executable, '-m', 'gluontrain'] + argv, capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    leftovers = [os.path.join(d, n) for d, _, names in os.walk(out) for n in names
+                 if n.endswith('.tmp')]
+    assert leftovers == [] and os.listdir(system_tmp) == []
+    # written with the process umask, readable by colleagues as every other file
+    ckpt = out / 'yolo3_mobilenet0.25_voc_last.ckpt'
+    assert os.stat(ckpt).st_mode & 0o777 == 0o666 & ~_current_umask()

@@ -6,10 +6,13 @@ states and arguments. Every file is written to a temporary name in the same fold
 to disk, then renamed over the target, so a reader sees either the old file or the new one.
 """
 import contextlib
+import errno
 import os
 import pickle
 import random
-import tempfile
+import re
+import secrets
+import shutil
 
 import numpy as np
 
@@ -18,24 +21,166 @@ REQUIRED_KEYS = ('version', 'params', 'trainer', 'epoch', 'iteration', 'best_sco
                  'args')
 
 
+# A file this close to a full disk cannot hold another chunk: a library writer that failed
+# with its own error type (MXNet's "FileStream.Write incomplete") ran out of space.
+_NEARLY_FULL_BYTES = 64 * 1024
+# errors that mean "this place cannot be written" rather than a bug; re-raised naming the file
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG)
+# files staged by this process right now (never swept, even when nested)
+_IN_FLIGHT = set()
+
+
+def _staging_pattern(basename):
+    """``.{basename}.{pid}-{random}.tmp``; names of gluontrain < 0.2 lack the ``{pid}-``."""
+    return re.compile(r'^\.' + re.escape(basename) + r'\.(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$')
+
+
+# a staging name of any file, as _new_staging_file makes them (the pid tells whose it is)
+_ANY_STAGED = re.compile(r'^\..+\.(\d+)-[0-9a-f]{8}\.tmp$')
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_staged(path):
+    """Remove what killed runs left while staging files beside ``path``.
+
+    Removed: ``.{name}.{pid}-{random}.tmp`` files of the folder (any ``name``, so that the
+    interval weights a killed run was writing go too, although no later save has their
+    name) and the older ``.{basename}.{random}.tmp`` of ``path`` itself. A file is kept while
+    it is being written: staged by this process now, or named with the id of another live
+    process (another run writing to the same folder). Called by every staged write, so the
+    next save after a ``kill -9`` cleans up.
+
+    Parameters
+    ----------
+    path : str
+        A file about to be written; its folder is swept.
+
+    Returns
+    -------
+    list of str
+        The removed files.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    own = _staging_pattern(os.path.basename(path))
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        match = _ANY_STAGED.match(name) or own.match(name)
+        full = os.path.join(folder, name)
+        if not match or full in _IN_FLIGHT:
+            continue
+        pid = int(match.group(1)) if match.group(1) else None
+        if pid is not None and pid != os.getpid() and _pid_alive(pid):
+            continue
+        try:
+            os.remove(full)
+            removed.append(full)
+        except OSError:
+            pass
+    return removed
+
+
+def _new_staging_file(path):
+    """Create ``.{basename}.{pid}-{random}.tmp`` beside ``path`` with the process umask (as
+    ``open`` would create ``path`` itself; ``mkstemp`` forces 0600)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    for _ in range(100):
+        tmp = os.path.join(folder, '.{}.{}-{}.tmp'.format(os.path.basename(path), os.getpid(),
+                                                          secrets.token_hex(4)))
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(errno.EEXIST, 'no free staging name', path)
+
+
+def _write_error(error, path, folder):
+    """The exception to raise for a failed write of ``path``: an ``OSError`` naming ``path``
+    when the place cannot be written (read-only, no space, no permission), else ``None``."""
+    if isinstance(error, OSError):
+        if error.errno in _WRITE_ERRNOS:
+            return OSError(error.errno, error.strerror or os.strerror(error.errno), path)
+        return None
+    if isinstance(error, Exception):
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            return None
+        if free < _NEARLY_FULL_BYTES:
+            return OSError(errno.ENOSPC, '{} ({} bytes left; the writer said: {})'.format(
+                os.strerror(errno.ENOSPC), free, str(error).strip().splitlines()[-1]
+                if str(error).strip() else type(error).__name__), path)
+    return None
+
+
+@contextlib.contextmanager
+def scratch_file(beside):
+    """Yield a temporary file name beside ``beside``, named as staged writes of it are, and
+    remove it afterwards; for library writers that only take a file name, when the bytes are
+    wanted (a killed run's leftover is swept by the next save of ``beside``).
+
+    Parameters
+    ----------
+    beside : str
+        A file path; the scratch file goes in its folder.
+    """
+    tmp = _new_staging_file(beside)
+    _IN_FLIGHT.add(tmp)
+    try:
+        yield tmp
+    finally:
+        _IN_FLIGHT.discard(tmp)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 @contextlib.contextmanager
 def _staged(path):
     """Yield a temporary name beside ``path``; on success flush it to disk and rename it over
-    ``path``, on any exception (KeyboardInterrupt included) remove it."""
+    ``path``, on any exception (KeyboardInterrupt included) remove it.
+
+    Leftovers of earlier killed writes of ``path`` are removed first (:func:`sweep_staged`).
+    The file gets the process umask's mode. A write that fails because the place cannot be
+    written (read-only file system, disk full, no permission) raises ``OSError`` with
+    ``filename`` set to ``path`` (the original error chained).
+    """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', suffix='.tmp',
-                               dir=folder)
-    os.close(fd)
+    sweep_staged(path)
+    try:
+        tmp = _new_staging_file(path)
+    except OSError as e:
+        raise (_write_error(e, path, folder) or e) from e
+    _IN_FLIGHT.add(tmp)
     try:
         yield tmp
         with open(tmp, 'rb') as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
+        # before the partial file is removed, which frees the space that ran out
+        named = _write_error(e, path, folder)
         if os.path.exists(tmp):
             os.remove(tmp)
+        if named is not None:
+            raise named from e
         raise
+    finally:
+        _IN_FLIGHT.discard(tmp)
 
 
 def atomic_write(path, write_fn, mode='wb'):

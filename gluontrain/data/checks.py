@@ -137,6 +137,13 @@ def check_voc(root, splits, classes=None, check_images=True):
             continue
         with open(list_file) as f:
             ids = [line.strip() for line in f.readlines()]
+        if not any(ids):
+            # gluoncv would read nothing from this split without a word (VOC2007 missing
+            # from 07+12 training, or a validation over no image failing at the end)
+            report.add('{} lists no image ids: split {!r} of {} is empty; write one image id '
+                       'per line, or drop ({!r}, {!r}) from the splits.'.format(
+                           list_file, name, folder, year, name))
+            continue
         for lineno, image_id in enumerate(ids, 1):
             if not image_id:
                 report.add('{} line {} is empty: every line must hold one image id; delete '

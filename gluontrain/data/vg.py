@@ -398,11 +398,23 @@ def load_vg(root, split='train', num_val_im=0, filter_empty_rels=True, filter_no
         (float ``(n, 4)`` x1y1x2y2 at image scale), ``labels`` (``(n,)``), ``attributes``
         (``(n, 10)``), ``relations`` (``(r, 3)`` subject, object, predicate; box indices local
         to the image).
+
+    Raises
+    ------
+    gluontrain.data.checks.DatasetError
+        When the files are missing or inconsistent (:func:`~gluontrain.data.checks.check_vg`),
+        naming the file and the fix.
     """
     import h5py  # pylint: disable=import-outside-toplevel
 
+    # here, not at the top: checks imports this module
+    from .checks import check_vg  # pylint: disable=import-outside-toplevel
+
     if split not in ('train', 'val', 'test'):
         raise ValueError("split must be 'train', 'val' or 'test', got {!r}".format(split))
+    # index ranges the slicing below would silently misread (last < first gives no boxes);
+    # the images themselves are opened by the dataset, which names a broken one
+    check_vg(root, check_images=False)
     with open(os.path.join(root, IMAGE_DATA)) as f:
         image_data = json.load(f)
     with h5py.File(os.path.join(root, H5_NAME), 'r') as f:

@@ -23,7 +23,8 @@ from ..core.loop import TrainState
 from .distributed import unwrap_model as _unwrap
 
 __all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
-           'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states']
+           'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states',
+           'WeightsMismatchError']
 
 
 def _to_bytes(obj):
@@ -46,6 +47,31 @@ def optimizer_bytes(optimizer, scheduler=None):
     """``torch.save`` bytes of ``{'optimizer': ..., 'scheduler': ... or None}`` state dicts."""
     return _to_bytes({'optimizer': optimizer.state_dict(),
                       'scheduler': scheduler.state_dict() if scheduler is not None else None})
+
+
+class WeightsMismatchError(ValueError, RuntimeError):
+    """Weights that do not fit the model (other architecture or number of classes).
+
+    A ``ValueError`` (bad input: the CLI reports it in one line naming the file) and, as
+    ``load_state_dict`` raised before, a ``RuntimeError``.
+    """
+
+
+def _read_checkpoint(path):
+    """:func:`gluontrain.core.checkpoint.load_checkpoint` with a PyTorch hint: the core's
+    refusal of a non-checkpoint points to MXNet's ``--load-weights``, which the PyTorch
+    recipes do not have (they load weights from ``--resume`` with a file that is not *.ckpt).
+    """
+    try:
+        return core_checkpoint.load_checkpoint(path)
+    except ValueError as e:
+        if e.__cause__ is None:
+            raise
+        raise ValueError('{} is not a gluontrain checkpoint ({}); resume from the '
+                         '{{prefix}}_last.ckpt a run wrote, or start from weights saved with '
+                         'torch.save(model.state_dict()) passed to --resume under a name not '
+                         'ending in .ckpt'.format(path, ' '.join(str(e.__cause__).split()))
+                         ) from e.__cause__
 
 
 def get_torch_rng_states():
@@ -142,7 +168,7 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
         For a missing file, or one that is not a gluontrain checkpoint (a weights file is
         read with :func:`load_weights`).
     """
-    payload = core_checkpoint.load_checkpoint(path)
+    payload = _read_checkpoint(path)
     _unwrap(model).load_state_dict(_from_bytes(payload['params'], map_location, weights_only))
     states = _from_bytes(payload['trainer'], map_location, weights_only)
     if not isinstance(states, dict) or 'optimizer' not in states:
@@ -188,6 +214,14 @@ def load_weights(path, model, strict=True, map_location='cpu'):
     -------
     NamedTuple
         ``load_state_dict``'s ``missing_keys`` / ``unexpected_keys`` (empty when strict).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    WeightsMismatchError
+        When the weights do not fit ``model`` (the message names ``path`` and the first
+        mismatch).
     """
     if not os.path.isfile(path):
         raise FileNotFoundError('weights file {} does not exist'.format(path))
@@ -198,8 +232,17 @@ def load_weights(path, model, strict=True, map_location='cpu'):
     if is_torch_file:
         state_dict = torch.load(path, map_location=map_location, weights_only=True)
     else:
-        state_dict = _from_bytes(core_checkpoint.load_checkpoint(path)['params'], map_location)
+        state_dict = _from_bytes(_read_checkpoint(path)['params'], map_location)
     if not isinstance(state_dict, dict):
         raise ValueError('{} holds a {}, not a state_dict; save weights with '
                          'save_weights(path, model)'.format(path, type(state_dict).__name__))
-    return _unwrap(model).load_state_dict(state_dict, strict=strict)
+    try:
+        return _unwrap(model).load_state_dict(state_dict, strict=strict)
+    except RuntimeError as e:
+        # torch lists every mismatching key, one per line after a title; the first says enough
+        problems = [' '.join(line.split()) for line in str(e).splitlines()[1:] if line.strip()]
+        detail = problems[0][:300] if problems else ' '.join(str(e).split())[:300]
+        raise WeightsMismatchError(
+            '{} holds the weights of another network: they do not fit this model '
+            '({}; {} problem(s) in all); pass weights saved from the same architecture and '
+            'number of classes'.format(path, detail.rstrip('.'), max(len(problems), 1))) from e

@@ -87,6 +87,16 @@ def test_voc_missing_split_list(voc):
     assert os.path.join(voc, 'VOC2012', 'ImageSets', 'Main', 'test.txt') in msg
 
 
+@pytest.mark.parametrize('year,split', [(2007, 'trainval'), (2007, 'test')])
+def test_voc_empty_split_list(voc, year, split):
+    # gluoncv would train on VOC2012 alone without a word, or validate over no image
+    list_file = os.path.join(voc, 'VOC{}'.format(year), 'ImageSets', 'Main', split + '.txt')
+    with open(list_file, 'w') as f:
+        f.write('\n')  # blank lines are no ids either
+    msg = voc_error(voc)
+    assert '{} lists no image ids'.format(list_file) in msg and msg.startswith('1 problem')
+
+
 def test_voc_missing_annotation_and_image(voc):
     image_id = first_trainval(voc)
     os.remove(xml_path(voc, image_id))
@@ -359,6 +369,17 @@ def test_vg_inconsistent_ranges(vgr):
     assert '{}: image #3 (image_id 4)'.format(path) in msg and 'box range' in msg
     rewrite_h5(vgr, img_to_last_box=last, img_to_first_rel=np.zeros(5, np.int32))
     assert 'img_to_first_rel has 5 entries but split has 18' in vg_error(vgr)
+
+
+def test_load_vg_refuses_inverted_box_ranges_naming_the_file(vgr):
+    with h5py.File(os.path.join(vgr, vg.H5_NAME), 'r') as f:
+        first, last = f['img_to_first_box'][:], f['img_to_last_box'][:]
+    bad = last.copy()
+    bad[3] = first[3] - 1  # read as an image without boxes by the slicing, silently
+    path = rewrite_h5(vgr, img_to_last_box=bad)
+    with pytest.raises(DatasetError) as info:
+        vg.load_vg(vgr, 'train', filter_empty_rels=False)
+    assert '{}: image #3 (image_id 4)'.format(path) in str(info.value)
 
 
 def test_vg_relationship_outside_image(vgr):

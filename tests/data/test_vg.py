@@ -107,6 +107,9 @@ def test_load_vg_decodes_like_sgb(tmp_path):
     with open(os.path.join(root, vg.IMAGE_DATA), 'w') as f:
         json.dump([{'image_id': 7, 'width': 200, 'height': 100},
                    {'image_id': 8, 'width': 512, 'height': 512}], f)
+    # load_vg checks the dataset first, and a dataset has its dictionaries
+    with open(os.path.join(root, vg.DICTS_NAME), 'w') as f:
+        json.dump({'idx_to_label': {'1': 'a', '2': 'b'}, 'idx_to_predicate': {}}, f)
     (rec,) = load_vg(root, 'train', filter_empty_rels=False)
     # x1 = trunc(153 - 102.5) = 50, y1 = trunc(204 - 102.5) = 101
     np.testing.assert_allclose(rec['boxes'], [[50 * 200 / 1024, 101 * 200 / 1024,

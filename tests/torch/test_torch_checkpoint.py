@@ -168,8 +168,13 @@ def test_load_weights_is_weights_only(tmp_path):
     with pytest.raises(RuntimeError, match='Unexpected key'):
         load_weights(weights, other)
     assert load_weights(weights, other, strict=False).unexpected_keys
-    with pytest.raises(ValueError, match='not a gluontrain checkpoint'):
+    with pytest.raises(ValueError, match='not a gluontrain checkpoint') as info:
         restore_checkpoint(weights, *_build())
+    # the hint names what the PyTorch recipes have (--resume), not MXNet's --load-weights
+    assert '--resume' in str(info.value) and '--load-weights' not in str(info.value)
+    with pytest.raises(ValueError, match='holds the weights of another network') as info:
+        load_weights(weights, other)
+    assert weights in str(info.value) and 'Unexpected key(s)' in str(info.value)
     with pytest.raises(FileNotFoundError):
         load_weights(str(tmp_path / 'missing.pt'), other)
 

@@ -4,7 +4,7 @@
 >>> args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'synthetic', '--gpus', '',
 ...                    '--no-pretrained-base', '--epochs', '2', '--batch-size', '8'])
 """
-from .args import build_parser, check_args, parse_args
+from .args import OUTPUT_ARGUMENT, build_parser, check_args, parse_args
 from .data import get_dataloader, get_dataset
 from .main import main
 from .model import get_net, net_name

@@ -6,10 +6,15 @@ Every argument of the reference keeps its name and default. Added: ``--dataset-r
 """
 import argparse
 
+from ...core.argtypes import finite_non_negative_float, int_list, multiple_of, positive_int
 from ..context import is_cpu
 
 DATASETS = ('voc', 'coco', 'custom', 'synthetic')
 NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
+# the argument naming where outputs go, for the CLI's messages about unwritable files
+OUTPUT_ARGUMENT = '--save-prefix'
+# YOLOv3's coarsest output stride: the input must split into whole 32-pixel cells
+STRIDE = 32
 
 # The GluonCV model zoo's training commands (scripts/detection/yolo, 8 GPUs); --gpus is left
 # to the machine. VOC: --batch-size 64 -j 16 --log-interval 100 --lr-decay-epoch 160,180
@@ -33,10 +38,10 @@ def build_parser():
     a('--network', type=str, default='darknet53',
       help='Base network name which serves as feature extraction base: {}.'.format(
           ', '.join(NETWORKS)))
-    a('--data-shape', type=int, default=416,
+    a('--data-shape', type=multiple_of(STRIDE, "YOLOv3's coarsest stride"), default=416,
       help='Input data shape for evaluation, use 320, 416, 608... '
            'Training is with random shapes from (320 to 608).')
-    a('--batch-size', type=int, default=64, help='Training mini-batch size')
+    a('--batch-size', type=positive_int, default=64, help='Training mini-batch size')
     a('--dataset', type=str, default='voc',
       help='Training dataset: {}.'.format(', '.join(DATASETS)))
     a('--dataset-root', type=str, default=None,
@@ -51,7 +56,7 @@ def build_parser():
       help="Training with GPUs, you can specify 1,3 for example. '' trains on the CPU.")
     a('--cpus', type=int, default=0,
       help='Train on N CPU contexts [cpu(0)..cpu(N-1)] through split_and_load (overrides --gpus).')
-    a('--epochs', type=int, default=200, help='Training epochs.')
+    a('--epochs', type=positive_int, default=200, help='Training epochs.')
     a('--resume', type=str, default='',
       help='Resume from a full checkpoint ({prefix}_last.ckpt): weights, trainer state, LR '
            'position, epoch, best mAP and RNG states. A .params file is loaded as weights only '
@@ -60,13 +65,13 @@ def build_parser():
       help='Initialise the network from a .params file and train from --start-epoch.')
     a('--start-epoch', type=int, default=0,
       help='Starting epoch for resuming from weights; a full checkpoint sets it itself.')
-    a('--lr', type=float, default=0.001, help='Learning rate, default is 0.001')
+    a('--lr', type=finite_non_negative_float, default=0.001, help='Learning rate, default is 0.001')
     a('--lr-mode', type=str, default='step',
       help='learning rate scheduler mode. options are step, poly and cosine.')
     a('--lr-decay', type=float, default=0.1, help='decay rate of learning rate. default is 0.1.')
     a('--lr-decay-period', type=int, default=0,
       help='interval for periodic learning rate decays. default is 0 to disable.')
-    a('--lr-decay-epoch', type=str, default='160,180',
+    a('--lr-decay-epoch', type=int_list, default='160,180',
       help='epochs at which learning rate decays. default is 160,180.')
     a('--warmup-lr', type=float, default=0.0,
       help='starting warmup learning rate. Parsed and unused, as in the reference.')

@@ -124,6 +124,9 @@ def get_dataset(dataset, args):
         train_dataset = gdata.COCODetection(root=root, splits='instances_train2017',
                                             use_crowd=False)
         val_dataset = gdata.COCODetection(root=root, splits='instances_val2017', skip_empty=False)
+        # the metric opens its json beside --save-prefix now (gluoncv raises a RuntimeError
+        # for a missing folder); the other datasets' first file creates the folder later
+        os.makedirs(os.path.dirname(os.path.abspath(args.save_prefix + '_eval')), exist_ok=True)
         val_metric = COCODetectionMetric(val_dataset, args.save_prefix + '_eval', cleanup=True,
                                          data_shape=(args.data_shape, args.data_shape))
     elif name in ('custom', 'synthetic'):

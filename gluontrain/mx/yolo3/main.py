@@ -1,6 +1,8 @@
 """The reference script's ``__main__`` as a function: ``main(argv)`` runs a whole training."""
+import os
 import warnings
 
+import mxnet as mx
 from gluoncv import utils as gutils
 
 from ...core import checkpoint as ckpt_io
@@ -11,12 +13,35 @@ from .model import get_net
 from .train import train
 
 
-def load_weights(path, net, async_net, ctx):
-    """Load a ``.params`` file into both networks (``--load-weights`` / ``--resume x.params``)."""
-    net.load_parameters(path, ctx=ctx)
-    if async_net is not net:
-        async_net.load_parameters(path)
+def load_weights(path, net, async_net, ctx, argument='--load-weights'):
+    """Load a ``.params`` file into both networks (``--load-weights`` / ``--resume x.params``).
 
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        When it is not a ``.params`` file, or holds the weights of another network (other
+        ``--network`` or other classes): the message names the file and ``argument``.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError('{} {} does not exist; pass a .params file a previous run '
+                                'wrote'.format(argument, path))
+    try:
+        net.load_parameters(path, ctx=ctx)
+        if async_net is not net:
+            async_net.load_parameters(path)
+    except AssertionError as e:
+        # gluon's shape/name checks are asserts: "shape incompatible", "is missing in file"
+        detail = ' '.join(str(e).split())
+        raise ValueError('{} {} holds the weights of another network: it does not fit this '
+                         '--network with these classes ({}); pass a .params file written by a '
+                         'run with the same --network and --dataset'.format(
+                             argument, path, detail[:300])) from e
+    except mx.base.MXNetError as e:
+        raise ValueError('{} {} is not an MXNet .params file ({}); pass a {{prefix}}_best.params '
+                         'or {{prefix}}_EPOCH_MAP.params file a run wrote'.format(
+                             argument, path, str(e).strip().splitlines()[-1][:200])) from e
 
 def main(argv=None):
     """Parse ``argv``, build everything and train, in the reference ``__main__``'s order.
@@ -45,7 +70,8 @@ def main(argv=None):
         if resume_weights:
             warnings.warn('--resume {} loads weights only; a full resume needs the '
                           '{{prefix}}_last.ckpt checkpoint'.format(weights))
-        load_weights(weights, net, async_net, ctx)
+        load_weights(weights, net, async_net, ctx,
+                     '--load-weights' if args.load_weights.strip() else '--resume')
     train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset, args.data_shape,
                                           args.batch_size, args.num_workers, args)
     return train(net, train_data, val_data, eval_metric, ctx, args)

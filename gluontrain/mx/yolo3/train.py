@@ -5,7 +5,6 @@
 deliberately differs from GluonCV's ``train_yolo3.py``.
 """
 import os
-import tempfile
 import warnings
 
 import mxnet as mx
@@ -19,6 +18,7 @@ from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import get_logger, restore_hooks_state
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
+from .. import blobs
 from .data import mixup_dataset
 from .plots import raw_val_dataset, val_samples_hook
 from .step import LOSS_NAMES, YOLOv3Step
@@ -95,27 +95,6 @@ def get_lr_scheduler(args):
     ])
 
 
-def _to_bytes(save_fn):
-    fd, tmp = tempfile.mkstemp(suffix='.tmp')
-    os.close(fd)
-    try:
-        save_fn(tmp)
-        with open(tmp, 'rb') as f:
-            return f.read()
-    finally:
-        os.remove(tmp)
-
-
-def _from_bytes(blob, load_fn):
-    fd, tmp = tempfile.mkstemp(suffix='.tmp')
-    try:
-        with os.fdopen(fd, 'wb') as f:
-            f.write(blob)
-        load_fn(tmp)
-    finally:
-        os.remove(tmp)
-
-
 def _sampler(train_data):
     return getattr(train_data, '_batch_sampler', None)
 
@@ -144,7 +123,8 @@ def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
     extra = {'hooks': hooks_state,
              'sampler_prev': list(getattr(sampler, '_prev', []) or [])}
     return ckpt_io.save_checkpoint(
-        path, params=_to_bytes(net.save_parameters), trainer=_to_bytes(trainer.save_states),
+        path, params=blobs.to_bytes(net.save_parameters, path),
+        trainer=blobs.to_bytes(trainer.save_states, path),
         epoch=state.epoch, iteration=state.iteration, best_score=state.best, args=args,
         extra=extra)
 
@@ -154,8 +134,8 @@ def restore_checkpoint(path, net, trainer, train_data, ctx):
     returns ``(payload, state)``; the hooks take their part with
     :func:`gluontrain.core.hooks.restore_hooks_state`."""
     payload = ckpt_io.load_checkpoint(path)
-    _from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx))
-    _from_bytes(payload['trainer'], trainer.load_states)
+    blobs.from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx), path)
+    blobs.from_bytes(payload['trainer'], trainer.load_states, path)
     sampler = _sampler(train_data)
     if sampler is not None and hasattr(sampler, '_prev'):
         sampler._prev = list(payload['extra'].get('sampler_prev', []))

@@ -20,7 +20,7 @@ in :mod:`gluontrain.torch.data`).
 Recipe: :mod:`.args`, :mod:`.recipe`, :mod:`.train`; pictures: :mod:`.plots` (detections on raw
 images, the validation samples picture).
 """
-from .args import build_parser, parse_args
+from .args import OUTPUT_ARGUMENT, build_parser, parse_args
 from .recipe import get_dataloader, get_dataset, get_net, main
 from .train import save_params, train, validate
 

@@ -2,6 +2,11 @@
 and gluontrain's additions for the common interface and small CPU runs."""
 import argparse
 
+from ...core.argtypes import finite_non_negative_float, int_list, positive_int
+
+# the argument naming where outputs go, for the CLI's messages about unwritable files
+OUTPUT_ARGUMENT = '--save_folder'
+
 
 class SSDArgs(argparse.Namespace):
     """The parsed arguments, with the config dict derived from them.
@@ -51,7 +56,7 @@ def build_parser():
     a('--basenet', default='vgg16_reducedfc.pth',
       help="Pretrained base model; '' starts the VGG base from scratch (Kaiming-normal "
            'convs, as torchvision initialises VGG; extras and heads Xavier as the reference)')
-    a('--batch_size', default=32, type=int, help='Batch size for training')
+    a('--batch_size', default=32, type=positive_int, help='Batch size for training')
     a('--resume', default=None, type=str,
       help='A full checkpoint (as *_last.ckpt) to resume exactly, or a state_dict (as .pth) '
            'to load as weights (the reference behaviour) and continue at --start_iter; the '
@@ -59,7 +64,8 @@ def build_parser():
     a('--start_iter', default=0, type=int, help='Resume training at this iter')
     a('--num_workers', default=4, type=int, help='Number of workers used in dataloading')
     a('--cuda', default=True, type=str2bool, help='Use CUDA to train model')
-    a('--lr', '--learning-rate', default=1e-3, type=float, help='initial learning rate')
+    a('--lr', '--learning-rate', default=1e-3, type=finite_non_negative_float,
+      help='initial learning rate')
     a('--momentum', default=0.9, type=float, help='Momentum value for optim')
     a('--weight_decay', default=5e-4, type=float, help='Weight decay for SGD')
     a('--gamma', default=0.1, type=float, help='Gamma update for SGD')
@@ -68,8 +74,8 @@ def build_parser():
            '--tensorboard)')
     a('--save_folder', default='weights/', help='Directory for saving checkpoint models')
     # gluontrain additions
-    a('--max_iter', default=None, type=int, help="Override the config's max_iter")
-    a('--lr_steps', default=None, type=str,
+    a('--max_iter', default=None, type=positive_int, help="Override the config's max_iter")
+    a('--lr_steps', default=None, type=int_list,
       help="Override the config's lr_steps, e.g. '80000,100000,120000'")
     a('--save_interval', default=5000, type=int,
       help='Save the weights (ssd300_{dataset}_{N}.pth, a state_dict) every N iterations '

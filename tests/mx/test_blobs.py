@@ -1,0 +1,48 @@
+"""MXNet writers' bytes through memory (or a swept scratch file), never the system temp dir."""
+import os
+import tempfile
+
+import mxnet as mx
+import numpy as np
+import pytest
+from mxnet import autograd, gluon
+
+from gluontrain.mx import blobs
+
+
+def _net_and_trainer():
+    net = gluon.nn.Dense(3, in_units=4)
+    net.initialize(mx.init.Normal(1.0))
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1, 'momentum': 0.9})
+    with autograd.record():
+        loss = net(mx.nd.ones((2, 4))).sum()
+    loss.backward()
+    trainer.step(2)  # momentum state is not zero now
+    return net, trainer
+
+
+@pytest.mark.parametrize('memfd', [True, False])
+def test_round_trip_writes_nothing_to_disk_or_temp_dir(tmp_path, monkeypatch, memfd):
+    def no_system_temp(*args, **kwargs):
+        raise AssertionError('the system temp dir was used')
+
+    for name in ('mkstemp', 'gettempdir', 'NamedTemporaryFile', 'TemporaryFile'):
+        monkeypatch.setattr(tempfile, name, no_system_temp)
+    if not memfd:
+        monkeypatch.setattr(blobs, '_memfd_available', lambda: False)
+    beside = str(tmp_path / 'out' / 'run_last.ckpt')
+    os.makedirs(os.path.dirname(beside))
+    net, trainer = _net_and_trainer()
+    params = blobs.to_bytes(net.save_parameters, beside)
+    states = blobs.to_bytes(trainer.save_states, beside)
+    # the same bytes as the writers' own files
+    net.save_parameters(str(tmp_path / 'ref.params'))
+    assert params == (tmp_path / 'ref.params').read_bytes()
+    net2, trainer2 = _net_and_trainer()
+    blobs.from_bytes(params, lambda f: net2.load_parameters(f), beside)
+    blobs.from_bytes(states, trainer2.load_states, beside)
+    np.testing.assert_array_equal(net2.weight.data().asnumpy(), net.weight.data().asnumpy())
+    momentum = [trainer._updaters[0].states[0].asnumpy(),
+                trainer2._updaters[0].states[0].asnumpy()]
+    np.testing.assert_array_equal(*momentum)
+    assert os.listdir(os.path.dirname(beside)) == []
