@@ -61,3 +61,35 @@ def test_syncbn_single_process_is_batchnorm():
     a, b = N.SyncBatchNormAct(3), N.BatchNormAct(3)
     assert torch.allclose(a(x), b(x), atol=1e-6)
     assert torch.allclose(a.running_var, b.running_var)
+
+
+def _free_port():
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def test_syncbn_two_cpu_processes_equal_whole_batch_batchnorm(tmp_path):
+    """torchrun, 2 ranks on gloo: outputs, input gradients, summed scale gradients and running
+    statistics equal one BatchNormAct over the whole batch."""
+    import json
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=repo)
+    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
+        env.pop(name, None)
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'syncbn_worker.py')
+    res = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
+                          '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr',
+                          '127.0.0.1', '--master-port', str(_free_port()), '--max-restarts',
+                          '0', worker, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    for rank in (0, 1):
+        diffs = json.loads((tmp_path / 'rank{}.json'.format(rank)).read_text())
+        assert diffs.pop('world') == 2
+        assert max(diffs.values()) < 1e-5, diffs
