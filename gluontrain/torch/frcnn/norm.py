@@ -86,7 +86,8 @@ class BatchNormAct(_ActMixin, _BatchNorm):
 
 def _cpu_sync_batch_norm(bn, x):
     """Batch norm with statistics summed over every process (gloo), differentiable."""
-    from torch.distributed.nn.functional import all_reduce  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from torch.distributed.nn.functional import all_reduce
     dims = [0] + list(range(2, x.dim()))
     count = torch.tensor([float(x.numel() // x.size(1))], dtype=x.dtype)
     stats = torch.cat([x.sum(dims), (x * x).sum(dims), count])

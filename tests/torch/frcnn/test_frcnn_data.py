@@ -5,7 +5,6 @@ import shutil
 
 import numpy as np
 import pytest
-import torch
 
 from gluontrain.data import msgpack, synthetic
 from gluontrain.torch.frcnn import data as D

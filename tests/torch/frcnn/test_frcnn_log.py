@@ -21,7 +21,8 @@ def test_format_iteration_widths_and_values():
     assert msg == '[ 3/12] [  7/100]\tlr=0.001\tloss=2.000 (1.500)'
     assert L.format_iteration(1, 9, 1, 1, {}) == '[1/9] [1/1]'
     # seamseg's multiple_lines dropped the values; fixed: one per line
-    assert L.format_iteration(1, 1, 1, 1, {'a': 1.0}, multiple_lines=True) == '[1/1] [1/1]\n\ta=1.000'
+    assert L.format_iteration(1, 1, 1, 1, {'a': 1.0}, multiple_lines=True) == \
+        '[1/1] [1/1]\n\ta=1.000'
 
 
 def test_iteration_writes_files_and_summary(tmp_path):

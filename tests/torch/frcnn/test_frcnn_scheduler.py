@@ -1,6 +1,4 @@
 """seamseg's schedules at every step of a short run (burn-in then poly)."""
-import configparser
-
 import pytest
 import torch
 
@@ -119,4 +117,3 @@ def test_bad_type_and_mode(tmp_path):
         S.scheduler_from_config(_config(tmp_path, 'update_mode = iter\n'), _optimizer(), 1)
     with pytest.raises(ValueError, match='increasing'):
         S.MultiStepLR(_optimizer(), [3, 1])
-    assert isinstance(configparser.ConfigParser, type)
