@@ -24,7 +24,8 @@ from PIL import Image
 from gluontrain.data import msgpack
 from gluontrain.data.checks import DatasetError
 
-__all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'DatasetError']
+__all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'make_transforms',
+           'make_dataloaders', 'DatasetError']
 
 _GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
 
@@ -346,3 +347,77 @@ def make_dataset(root, split_name, transform):
                            'configuration (ISS: a lst/<name>.txt; COCO: instances_<name>.json)')
     kind = detect_format(root)
     return (ISSDataset if kind == 'iss' else COCODataset)(root, split_name, transform)
+
+
+def make_transforms(dl_config):
+    """seamseg's train and validation ``ISSTransform`` from ``[dataloader]``.
+
+    Parameters
+    ----------
+    dl_config : configparser.SectionProxy
+
+    Returns
+    -------
+    tuple of ISSTransform
+        ``(train, val)``: flip and random scale for training only.
+    """
+    from .transform import ISSTransform  # pylint: disable=import-outside-toplevel
+    common = (dl_config.getint('shortest_size'), dl_config.getint('longest_max_size'),
+              dl_config.getstruct('rgb_mean'), dl_config.getstruct('rgb_std'))
+    return (ISSTransform(*common, dl_config.getboolean('random_flip'),
+                         dl_config.getstruct('random_scale')),
+            ISSTransform(*common))
+
+
+def _batch_size(dl_config, key):
+    value = dl_config.get(key)
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        size = 0
+    if size < 1:
+        raise ValueError('[dataloader] {} = {!r}: seamseg gives it no default; set a positive '
+                         'integer in your configuration'.format(key, value))
+    return size
+
+
+def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False):
+    """seamseg's ``make_dataloader``: the two datasets with their aspect-ratio batch
+    samplers (training drops the last incomplete batches, validation keeps them) and
+    ``iss_collate_fn``.
+
+    Parameters
+    ----------
+    config : configparser.ConfigParser
+    root : str
+        The data root (ISS or COCO).
+    rank, world_size : int
+    reference_shuffle : bool
+        seamseg's compounding shuffle (see :mod:`.sampler`).
+
+    Returns
+    -------
+    tuple of torch.utils.data.DataLoader
+        ``(train, val)``.
+    """
+    import torch  # pylint: disable=import-outside-toplevel
+    from .sampler import DistributedARBatchSampler  # pylint: disable=import-outside-toplevel
+    from .transform import iss_collate_fn  # pylint: disable=import-outside-toplevel
+    dl = config['dataloader']
+    train_tf, val_tf = make_transforms(dl)
+    loaders = []
+    for split_key, size_key, tf, drop_last in (('train_set', 'train_batch_size', train_tf, True),
+                                               ('val_set', 'val_batch_size', val_tf, False)):
+        dataset = make_dataset(root, dl[split_key], tf)
+        sampler = DistributedARBatchSampler(dataset, _batch_size(dl, size_key), world_size,
+                                            rank, drop_last,
+                                            reference_shuffle=reference_shuffle)
+        loaders.append(data.DataLoader(dataset, batch_sampler=sampler,
+                                       collate_fn=iss_collate_fn,
+                                       pin_memory=torch.cuda.is_available(),
+                                       num_workers=dl.getint('num_workers')))
+    if len(loaders[0]) == 0:
+        raise ValueError('the training split {!r} of {} gives no complete batch of {} images per '
+                         'process: lower [dataloader] train_batch_size'.format(
+                             dl['train_set'], root, dl.get('train_batch_size')))
+    return loaders[0], loaders[1]
