@@ -6,7 +6,9 @@ Modules (import the one you need):
 
 - :mod:`.args` -- seamseg's command line (``parse_args``);
 - :mod:`.config` -- seamseg's ``.ini`` configuration: shipped defaults, strict user override;
-- :mod:`.data` -- ISS (seamseg's own format) and COCO-json datasets, format detection;
+- :mod:`.data` -- ISS (seamseg's own format) and COCO-json datasets, format detection,
+  seamseg's ``make_dataloader``;
+- :mod:`.coco_eval` -- COCO box AP of the validation (pycocotools), seamseg's traps fixed;
 - :mod:`.transform` -- ``ISSTransform``, boxes from instance masks, ``iss_collate_fn``;
 - :mod:`.sampler` -- the aspect-ratio batch samplers, deterministic per epoch;
 - :mod:`.norm` -- norm + activation layers for every ``normalization_mode``;
