@@ -42,8 +42,8 @@ def parse_args(argv=None):
 
     ``local_rank`` comes from ``--local_rank``/``--local-rank``, else ``$LOCAL_RANK``, else 0.
     seamseg's ``main`` asserts that ``--resume`` and ``--pre_train`` exclude each other and
-    that ``--eval`` needs ``--resume``; those are argument errors here (exit 2 with a usage
-    message, no traceback).
+    that ``--eval`` has weights to evaluate (``--resume``, or ``--pre_train``, which passes its
+    assert); those are argument errors here (exit 2 with a usage message, no traceback).
 
     Parameters
     ----------
@@ -64,6 +64,6 @@ def parse_args(argv=None):
             parser.error('LOCAL_RANK={!r} is not an integer'.format(env))
     if args.resume and args.pre_train:
         parser.error('--resume and --pre_train are mutually exclusive')
-    if args.eval and not args.resume:
-        parser.error('--eval needs --resume FILE (the snapshot to validate)')
+    if args.eval and not (args.resume or args.pre_train):
+        parser.error('--eval needs --resume FILE or --pre_train FILE (the weights to validate)')
     return args

@@ -10,7 +10,7 @@ import torch
 from .norm import NORM_LAYERS, OTHER_LAYERS
 from .scheduler import scheduler_from_config
 
-__all__ = ['parameter_groups', 'make_optimizer']
+__all__ = ['parameter_groups', 'make_optimizer', 'current_lr']
 
 
 def parameter_groups(model, lr, weight_decay, bn_frozen=True, weight_decay_norm=True):
@@ -79,3 +79,21 @@ def make_optimizer(config, model, epoch_length):
     scheduler = scheduler_from_config(sch_config, optimizer, epoch_length)
     return optimizer, scheduler, sch_config['update_mode'] == 'batch', \
         sch_config.getint('epochs')
+
+
+def current_lr(optimizer):
+    """The learning rate to log: the conv/linear group's (group 1).
+
+    seamseg logs ``scheduler.get_lr()[0]``, the norm group, which is 0 for the whole run
+    with the default ``bn_frozen = yes``.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+        From :func:`make_optimizer`.
+
+    Returns
+    -------
+    float
+    """
+    return float(optimizer.param_groups[-1]['lr'])

@@ -27,11 +27,13 @@ def test_pre_train_and_resume(monkeypatch):
     assert args.pre_train == ['a.pth.tar', 'body:b.pth.tar']
     args = parse_args(['--resume', 'm.pth.tar', '--eval', '--log_dir', 'L', 'c', 'd'])
     assert (args.resume, args.eval, args.log_dir) == ('m.pth.tar', True, 'L')
+    # seamseg's assert sits in the no-resume-no-pre_train branch: --eval with --pre_train passes
+    assert parse_args(['--eval', '--pre_train', 'p.pth.tar', '--', 'c', 'd']).eval
 
 
 @pytest.mark.parametrize('argv, words', [
     (['--resume', 'a', '--pre_train', 'b', '--', 'c', 'd'], 'mutually exclusive'),
-    (['--eval', 'c', 'd'], '--eval needs --resume'),
+    (['--eval', 'c', 'd'], '--eval needs --resume FILE or --pre_train'),
     (['c'], 'required'),
 ])
 def test_bad_combinations_exit_with_usage(argv, words, capsys):

@@ -4,7 +4,7 @@ import torch
 
 from gluontrain.torch.frcnn.config import load_config
 from gluontrain.torch.frcnn.norm import BatchNormAct, GroupNormAct
-from gluontrain.torch.frcnn.optim import make_optimizer, parameter_groups
+from gluontrain.torch.frcnn.optim import current_lr, make_optimizer, parameter_groups
 
 
 def _net():
@@ -27,6 +27,10 @@ def test_groups_default_config():
     assert other['initial_lr'] == 0.01 and other['weight_decay'] == 1e-4
     assert opt.defaults['nesterov'] and opt.defaults['momentum'] == 0.9
     assert batch_update and epochs == 90
+    sch.step(250)
+    # seamseg logs get_lr()[0], the bn_frozen norm group: 0 all run long; we log group 1
+    assert sch.get_lr()[0] == 0.0
+    assert current_lr(opt) == pytest.approx(0.01 * (0.333 + 0.667 * 250 / 500))
 
 
 def test_switches(tmp_path):
