@@ -84,14 +84,28 @@ class BatchNormAct(_ActMixin, _BatchNorm):
         return activate(super().forward(x), self.activation, self.activation_param)
 
 
+class _AllReduceSum(torch.autograd.Function):
+    """Sum over processes; the gradient of a sum seen by every rank is the summed gradient."""
+
+    @staticmethod
+    def forward(ctx, x):  # pylint: disable=arguments-differ
+        x = x.clone()
+        torch.distributed.all_reduce(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):  # pylint: disable=arguments-differ
+        grad = grad.clone()
+        torch.distributed.all_reduce(grad)
+        return grad
+
+
 def _cpu_sync_batch_norm(bn, x):
     """Batch norm with statistics summed over every process (gloo), differentiable."""
-    # pylint: disable-next=import-outside-toplevel
-    from torch.distributed.nn.functional import all_reduce
     dims = [0] + list(range(2, x.dim()))
     count = torch.tensor([float(x.numel() // x.size(1))], dtype=x.dtype)
     stats = torch.cat([x.sum(dims), (x * x).sum(dims), count])
-    stats = all_reduce(stats)
+    stats = _AllReduceSum.apply(stats)
     c = x.size(1)
     n = stats[-1]
     mean = stats[:c] / n

@@ -39,6 +39,7 @@ def main(out_dir):
            'world': world}
     with open(os.path.join(out_dir, 'rank{}.json'.format(rank)), 'w') as f:
         json.dump(out, f)
+    dist.barrier()
     dist.destroy_process_group()
 
 
