@@ -12,7 +12,8 @@ from .body import load_body_weights, make_body
 from .heads import FPN, FPNBody, FPNROIHead, RPNHead, flatten_rpn_outputs
 from .norm import norm_act_from_config
 
-__all__ = ['DetectionNet', 'make_model', 'freeze_modules', 'pad_images', 'NETWORK_INPUTS']
+__all__ = ['DetectionNet', 'make_model', 'freeze_modules', 'pad_images', 'prepare_inputs',
+           'NETWORK_INPUTS']
 
 NETWORK_INPUTS = ('img', 'cat', 'iscrowd', 'bbx')
 
@@ -48,6 +49,43 @@ def pad_images(images, pad_value=0.):
         out[i, :, :img.shape[1], :img.shape[2]] = img
         sizes.append((int(img.shape[1]), int(img.shape[2])))
     return out, sizes
+
+
+def prepare_inputs(cat, iscrowd, bbx, num_stuff):
+    """seamseg's ``DetectionNet._prepare_inputs``: per image, the ground truth of the
+    detector and the crowd regions it treats as void.
+
+    Things are ``num_stuff <= cat != 255``. Per image: ``cat`` and ``bbx`` of the non-crowd
+    things (``None`` when there are none) and the boxes of the crowd things (``None`` when
+    there are none). seamseg computes ``thing & ~iscrowd`` on uint8 (``~1 = 254``, correct only
+    by way of the ``& 1``) and returns an empty crowd tensor when only stuff is crowd; here the
+    masks are boolean and that case is ``None``.
+
+    Parameters
+    ----------
+    cat, iscrowd, bbx : sequence of torch.Tensor
+        Per image: ``(K,)`` classes, ``(K,)`` crowd flags, ``(K, 4)`` boxes.
+    num_stuff : int
+
+    Returns
+    -------
+    tuple of list
+        ``(cat, crowd_bbx, bbx)`` per image, entries a tensor or ``None``.
+    """
+    cat_out, crowd_out, bbx_out = [], [], []
+    for cat_i, crowd_i, bbx_i in zip(cat, iscrowd, bbx):
+        thing = (cat_i >= num_stuff) & (cat_i != 255)
+        crowd_i = crowd_i.bool()
+        valid = thing & ~crowd_i
+        if valid.any():
+            cat_out.append(cat_i[valid])
+            bbx_out.append(bbx_i[valid])
+        else:
+            cat_out.append(None)
+            bbx_out.append(None)
+        crowd_thing = crowd_i & thing
+        crowd_out.append(bbx_i[crowd_thing] if crowd_thing.any() else None)
+    return cat_out, crowd_out, bbx_out
 
 
 def freeze_modules(body, num_frozen):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from gluontrain.torch.frcnn.config import load_config
-from gluontrain.torch.frcnn.model import make_model, pad_images
+from gluontrain.torch.frcnn.model import make_model, pad_images, prepare_inputs
 from gluontrain.torch.frcnn.norm import NORM_LAYERS
 
 
@@ -74,3 +74,18 @@ def test_pad_images():
     assert padded[0, :, 2:].sum() == 0 and padded[1, :, :, 3:].sum() == 0
     with pytest.raises(ValueError):
         pad_images([])
+
+
+def test_prepare_inputs_splits_things_crowds_and_void():
+    # instance: void, stuff, thing, crowd thing, crowd stuff
+    cat = torch.tensor([255, 0, 2, 3, 1])
+    crowd = torch.tensor([0, 0, 0, 1, 1], dtype=torch.uint8)
+    bbx = torch.arange(20.).view(5, 4)
+    cats, crowds, boxes = prepare_inputs([cat, cat[:2]], [crowd, crowd[:2]],
+                                         [bbx, bbx[:2]], num_stuff=2)
+    assert cats[0].tolist() == [2] and boxes[0].tolist() == [[8., 9., 10., 11.]]
+    assert crowds[0].tolist() == [[12., 13., 14., 15.]]
+    assert cats[1] is None and boxes[1] is None and crowds[1] is None
+    only_stuff_crowd = prepare_inputs([torch.tensor([1, 2])], [torch.tensor([1, 0])],
+                                      [bbx[:2]], num_stuff=2)
+    assert only_stuff_crowd[1] == [None]  # seamseg: an empty (0, 4) tensor
