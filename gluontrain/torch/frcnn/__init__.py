@@ -15,6 +15,7 @@ Modules (import the one you need):
 - :mod:`.body` -- the ResNet body with seamseg's module names, torchvision weight mapping;
 - :mod:`.heads` -- FPN, the shared RPN head and the FPN ROI head;
 - :mod:`.model` -- assembly from the config, raw forward;
+- :mod:`.train` -- seamseg's ``train``/``validate`` loops (the seed's signature);
 - :mod:`.meters`, :mod:`.scheduler`, :mod:`.optim`, :mod:`.log`, :mod:`.snapshot` -- seamseg's
   training utilities.
 """
