@@ -248,6 +248,11 @@ class COCODataset(data.Dataset):
             raise DatasetError('COCO annotation file {} lacks the lists {}'.format(path, missing))
         if not js['categories']:
             raise DatasetError('COCO annotation file {} lists no categories'.format(path))
+        for img in js['images']:
+            lacking = [k for k in ('id', 'file_name', 'width', 'height') if k not in img]
+            if lacking:
+                raise DatasetError('{}: image entry {} lacks {}; add them'.format(
+                    path, img.get('id', img.get('file_name')), lacking))
         cats = sorted(js['categories'], key=lambda c: c['id'])
         self._cat_to_contiguous = {c['id']: i for i, c in enumerate(cats)}
         self._categories = [c.get('name', str(c['id'])) for c in cats]

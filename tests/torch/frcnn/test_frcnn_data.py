@@ -115,6 +115,11 @@ def test_bad_input(tmp_path, coco_root, iss_root):
     ann.write_text(json.dumps(js))
     with pytest.raises(D.DatasetError, match=r'annotation id \d+ has bbox'):
         D.COCODataset(str(bad), 'train2017', ISSTransform(64, 64))
+    del js['images'][0]['height']
+    ann.write_text(json.dumps(js))
+    with pytest.raises(D.DatasetError, match=r"lacks \['height'\]"):
+        D.COCODataset(str(bad), 'train2017', ISSTransform(64, 64))
+    js['images'][0]['height'] = 10
     js['annotations'] = []
     ann.write_text(json.dumps(js))
     with pytest.raises(D.DatasetError, match='no image has a box'):
