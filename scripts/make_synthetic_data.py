@@ -1,12 +1,13 @@
 #!/usr/bin/env python
-"""Write a synthetic dataset in the real VOC, COCO or Visual Genome on-disk format.
+"""Write a synthetic dataset in the real VOC, COCO, Visual Genome or seamseg ISS on-disk format.
 
     python scripts/make_synthetic_data.py voc --root DIR [--num-train N] [--num-val M] [--seed S]
 
 ``voc`` writes DIR/VOCdevkit/VOC2007 and VOC2012 (num-train trainval images per year,
 num-val VOC2007 test images); ``coco`` writes DIR/annotations/instances_{train,val}2017.json
 and DIR/{train,val}2017/; ``vg`` writes DIR/VG-SGG-with-attri.h5, the two JSON files and
-DIR/VG_100K/.
+DIR/VG_100K/; ``iss`` writes seamseg's DIR/img/, DIR/msk/, DIR/lst/{train,val}.txt,
+DIR/metadata.bin and DIR/coco/{train,val}.json.
 """
 import argparse
 import os
@@ -16,7 +17,7 @@ import time
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('kind', choices=('voc', 'coco', 'vg'), help='dataset format')
+    parser.add_argument('kind', choices=('voc', 'coco', 'vg', 'iss'), help='dataset format')
     parser.add_argument('--root', required=True, help='output folder')
     parser.add_argument('--num-train', type=int, default=None,
                         help='training images (per year for voc); default: the writer\'s')

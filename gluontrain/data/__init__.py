@@ -1,4 +1,4 @@
-"""Datasets: generated VOC / COCO / Visual Genome data in the real on-disk formats, and
+"""Datasets: generated VOC / COCO / Visual Genome / seamseg ISS data in the real on-disk formats, and
 validators that explain what is wrong with a dataset before a trainer reads it.
 
 This package imports neither MXNet, PyTorch nor gluoncv.

@@ -5,7 +5,7 @@ Nothing here downloads anything: images are coloured shapes (one shape x colour 
 class, see :mod:`gluontrain.data.shapes`) and the annotations are written exactly as the real
 datasets lay them out, so the stock readers (``gluoncv.data.VOCDetection``,
 ``gluoncv.data.COCODetection``, ``pycocotools.coco.COCO``, Scene-Graph-Benchmark's
-``load_graphs``) read them unchanged. Output is a pure function of the arguments: the same
+``load_graphs``, seamseg's ``ISSDataset``) read them unchanged. Output is a pure function of the arguments: the same
 seed and sizes give byte-identical files.
 """
 import json
@@ -17,10 +17,12 @@ import numpy as np
 from . import shapes
 from ._io import file_lock, install, save_jpeg, staging_dir, write_json
 from .coco import COCO_CATEGORIES, DEFAULT_COCO_CATEGORIES, write_coco
+from .iss import write_iss
 from .vg import write_vg
 
 __all__ = ['VOC_CLASSES', 'COCO_CATEGORIES', 'DEFAULT_VOC_CLASSES', 'DEFAULT_COCO_CATEGORIES',
-           'DEFAULT_VOC_PARAMS', 'MARKER', 'write_voc', 'write_coco', 'write_vg', 'generate',
+           'DEFAULT_VOC_PARAMS', 'MARKER', 'write_voc', 'write_coco', 'write_vg', 'write_iss',
+           'generate',
            'default_voc_root']
 
 VOC_CLASSES = ('aeroplane', 'bicycle', 'bird', 'boat', 'bottle', 'bus', 'car', 'cat', 'chair',
@@ -206,7 +208,7 @@ def generate(kind, root, num_train=None, num_val=None, seed=0):
 
     Parameters
     ----------
-    kind : {'voc', 'coco', 'vg'}
+    kind : {'voc', 'coco', 'vg', 'iss'}
         Which format.
     root : str
         Output folder (``root/VOCdevkit``, ``root/annotations`` ... are created in it).
@@ -220,7 +222,7 @@ def generate(kind, root, num_train=None, num_val=None, seed=0):
     str
         What the writer returns: the ``VOCdevkit`` path for VOC, ``root`` otherwise.
     """
-    writers = {'voc': write_voc, 'coco': write_coco, 'vg': write_vg}
+    writers = {'voc': write_voc, 'coco': write_coco, 'vg': write_vg, 'iss': write_iss}
     if kind not in writers:
         raise ValueError('kind must be one of {}, got {!r}'.format(sorted(writers), kind))
     kwargs = {'seed': seed}

@@ -180,7 +180,7 @@ def test_voc_arguments(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ['VOCdevkit']  # no staging leftovers
 
 
-@pytest.mark.parametrize('kind', ['voc', 'coco', 'vg'])
+@pytest.mark.parametrize('kind', ['voc', 'coco', 'vg', 'iss'])
 def test_same_seed_same_bytes(tmp_path, kind):
     a = synthetic.generate(kind, str(tmp_path / 'a'), num_train=4, num_val=2, seed=5)
     b = synthetic.generate(kind, str(tmp_path / 'b'), num_train=4, num_val=2, seed=5)
@@ -267,3 +267,15 @@ def test_cli_writes_voc(tmp_path):
     assert len(read_list(devkit, 2012, 'trainval')) == 3
     expected = synthetic.write_voc(str(tmp_path / 'lib'), num_train=3, num_val=2, seed=1)
     assert tree_digest(devkit) == tree_digest(expected)
+
+
+def test_cli_writes_iss(tmp_path):
+    subprocess.run(
+        [sys.executable, os.path.join(REPO, 'scripts', 'make_synthetic_data.py'), 'iss',
+         '--root', str(tmp_path / 'cli'), '--num-train', '2', '--num-val', '1', '--seed', '4'],
+        check=True, capture_output=True, text=True, cwd=REPO,
+        env=dict(os.environ, PYTHONPATH=REPO))
+    expected = synthetic.write_iss(str(tmp_path / 'lib'), num_train=2, num_val=1, seed=4)
+    assert sorted(os.listdir(str(tmp_path / 'cli'))) == ['coco', 'img', 'lst', 'metadata.bin',
+                                                          'msk']
+    assert tree_digest(str(tmp_path / 'cli')) == tree_digest(expected)

@@ -1,0 +1,428 @@
+"""Datasets of the two-stage recipe: seamseg's ISS format and COCO json + images.
+
+Both give seamseg's items: ``ISSTransform`` output (``img``, ``cat``, ``iscrowd``, ``bbx``
+in ``(y0, x0, y1, x1)``; ISS also ``msk``) plus ``idx`` (the image id) and ``size`` (the
+original ``(H, W)``), and seamseg's dataset interface (``num_stuff``, ``num_thing``,
+``categories``, ``original_ids``, ``img_sizes``).
+
+- **ISS** (seamseg/data/dataset.py): ``img/``, ``msk/``, ``lst/<split>.txt``,
+  ``metadata.bin``; boxes come from the instance masks.
+- **COCO**: ``annotations/instances_<split>.json`` and ``<split>/<file_name>``. The
+  categories listed in the json, sorted by id, become the contiguous things ``0 .. C-1``
+  (``num_stuff = 0``); ``original_ids[c]`` maps back to the COCO id for evaluation. Crowd
+  annotations stay, with ``iscrowd = 1`` (the model uses them as void regions).
+
+:func:`detect_format` tells them apart from the folder.
+"""
+import json
+import os
+
+import numpy as np
+import torch.utils.data as data
+from PIL import Image
+
+from gluontrain.data import msgpack
+from gluontrain.data.checks import DatasetError
+
+__all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'make_transforms',
+           'make_dataloaders', 'DatasetError']
+
+_GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
+
+
+def _root(root):
+    root = os.path.abspath(os.path.expanduser(root))
+    if not os.path.isdir(root):
+        raise FileNotFoundError(
+            'data root {} does not exist: pass a folder in seamseg ISS format (img/, msk/, '
+            'lst/, metadata.bin) or COCO format (annotations/instances_<split>.json and '
+            '<split>/), e.g. one written by `{}` or `{}`'.format(
+                root, _GENERATE.format('iss'), _GENERATE.format('coco')))
+    return root
+
+
+def detect_format(root):
+    """``'iss'`` or ``'coco'`` from the folder's content.
+
+    Parameters
+    ----------
+    root : str
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    FileNotFoundError
+        Missing root.
+    DatasetError
+        Neither layout.
+    """
+    root = _root(root)
+    if os.path.isfile(os.path.join(root, 'metadata.bin')):
+        return 'iss'
+    ann = os.path.join(root, 'annotations')
+    if os.path.isdir(ann) and any(n.startswith('instances_') and n.endswith('.json')
+                                  for n in os.listdir(ann)):
+        return 'coco'
+    raise DatasetError(
+        '{} is neither a seamseg ISS dataset (metadata.bin, img/, msk/, lst/) nor a COCO one '
+        '(annotations/instances_<split>.json); found {}'.format(root, sorted(os.listdir(root))))
+
+
+def _find_image(folder, stem):
+    for ext in ('.png', '.jpg'):
+        if os.path.exists(os.path.join(folder, stem + ext)):
+            return os.path.join(folder, stem + ext)
+    raise FileNotFoundError('Cannot find any image for id {} in {} (.png or .jpg)'.format(
+        stem, folder))
+
+
+class ISSDataset(data.Dataset):
+    """seamseg's ISS dataset.
+
+    Parameters
+    ----------
+    root_dir : str
+    split_name : str
+        A file ``lst/<split_name>.txt``.
+    transform : callable
+        ``transform(img, msk, cat, iscrowd) -> dict`` (:class:`ISSTransform`).
+    """
+
+    def __init__(self, root_dir, split_name, transform):
+        super().__init__()
+        self.root_dir = _root(root_dir)
+        self.split_name, self.transform = split_name, transform
+        self._img_dir, self._msk_dir, self._lst_dir = (
+            os.path.join(self.root_dir, d) for d in ('img', 'msk', 'lst'))
+        for d in (self._img_dir, self._msk_dir, self._lst_dir):
+            if not os.path.isdir(d):
+                raise DatasetError('Dataset sub-folder {} does not exist: an ISS root holds '
+                                   'img/, msk/, lst/ and metadata.bin'.format(d))
+        self._meta, self._images = self._load_split()
+
+    def _load_split(self):
+        meta_file = os.path.join(self.root_dir, 'metadata.bin')
+        try:
+            with open(meta_file, 'rb') as f:
+                metadata = msgpack.load(f)
+            meta, images = metadata['meta'], metadata['images']
+            meta['num_stuff'], meta['categories']  # pylint: disable=pointless-statement
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DatasetError('{} is not a seamseg metadata file ({}: {}): it must be '
+                               'MessagePack {{"meta": {{num_stuff, categories, ...}}, "images": '
+                               '[...]}}'.format(meta_file, type(exc).__name__, exc)) from None
+        lst_file = os.path.join(self._lst_dir, self.split_name + '.txt')
+        if not os.path.isfile(lst_file):
+            raise DatasetError('split list {} does not exist: set [dataloader] train_set / '
+                               'val_set to one of {}'.format(lst_file, sorted(
+                                   os.path.splitext(n)[0] for n in os.listdir(self._lst_dir))))
+        with open(lst_file) as f:
+            lst = set(line.strip() for line in f if line.strip())
+        images = [d for d in images if d['id'] in lst]
+        missing = lst - {d['id'] for d in images}
+        if missing:
+            raise DatasetError('{} lists {} ids that metadata.bin does not describe, e.g. {}'
+                               .format(lst_file, len(missing), sorted(missing)[:3]))
+        for d in images:
+            if len(d['cat']) != len(d['iscrowd']) or not d['cat']:
+                raise DatasetError('{}: image {} has {} cat and {} iscrowd entries; both must '
+                                   'list every instance (instance 0 = void)'.format(
+                                       meta_file, d['id'], len(d['cat']), len(d['iscrowd'])))
+        if images and not any(c >= meta['num_stuff'] and c != 255
+                              for d in images for c in d['cat']):
+            raise DatasetError('split {} of {} has no thing instance in any image: nothing to '
+                               'detect'.format(self.split_name, self.root_dir))
+        return meta, images
+
+    @property
+    def categories(self):
+        """Category names (stuff first)."""
+        return self._meta['categories']
+
+    @property
+    def num_categories(self):
+        """Number of categories."""
+        return len(self.categories)
+
+    @property
+    def num_stuff(self):
+        """Number of stuff categories."""
+        return self._meta['num_stuff']
+
+    @property
+    def num_thing(self):
+        """Number of thing categories."""
+        return self.num_categories - self.num_stuff
+
+    @property
+    def original_ids(self):
+        """Original class id of each category."""
+        return self._meta['original_ids']
+
+    @property
+    def palette(self):
+        """Colour of each category."""
+        return np.array(self._meta['palette'], dtype=np.uint8)
+
+    @property
+    def img_sizes(self):
+        """``(H, W)`` of each image."""
+        return [tuple(d['size']) for d in self._images]
+
+    @property
+    def img_categories(self):
+        """Categories of each image's instances."""
+        return [d['cat'] for d in self._images]
+
+    def __len__(self):
+        return len(self._images)
+
+    def __getitem__(self, item):
+        desc = self._images[item]
+        with Image.open(_find_image(self._img_dir, desc['id'])) as raw:
+            img = raw.convert(mode='RGB')
+        msk_file = os.path.join(self._msk_dir, desc['id'] + '.png')
+        msk, i = [Image.open(msk_file)], 1
+        while os.path.exists('{}.{}'.format(msk_file, i)):
+            msk.append(Image.open('{}.{}'.format(msk_file, i)))
+            i += 1
+        try:
+            rec = self.transform(img, msk, desc['cat'], desc['iscrowd'])
+        except ValueError as exc:
+            raise DatasetError('{}: {}'.format(msk_file, exc)) from None
+        finally:
+            for m in msk:
+                m.close()
+        rec['idx'] = desc['id']
+        rec['size'] = (img.size[1], img.size[0])
+        return rec
+
+    def get_image_desc(self, idx):
+        """The metadata entry of image ``idx``."""
+        matching = [d for d in self._images if d['id'] == idx]
+        if len(matching) != 1:
+            raise ValueError('No image found with id %s' % idx)
+        return matching[0]
+
+
+class COCODataset(data.Dataset):
+    """COCO json + images with seamseg's item and dataset interface.
+
+    Parameters
+    ----------
+    root : str
+    split_name : str
+        ``annotations/instances_<split_name>.json`` and the image folder ``<split_name>/``.
+    transform : ISSTransform
+        Its :meth:`~ISSTransform.apply_boxes` is used.
+    """
+
+    def __init__(self, root, split_name, transform):
+        super().__init__()
+        self.root = _root(root)
+        self.split_name, self.transform = split_name, transform
+        self.annotation_file = os.path.join(self.root, 'annotations',
+                                            'instances_{}.json'.format(split_name))
+        self.image_dir = os.path.join(self.root, split_name)
+        self._load()
+
+    def _load(self):
+        path = self.annotation_file
+        if not os.path.isfile(path):
+            raise DatasetError('COCO annotation file {} does not exist: set [dataloader] '
+                               'train_set / val_set to a split with annotations/instances_'
+                               '<split>.json'.format(path))
+        try:
+            with open(path) as f:
+                js = json.load(f)
+        except json.JSONDecodeError as e:
+            raise DatasetError('COCO annotation file {} is not valid JSON (line {}, column {}: '
+                               '{}): fix or regenerate it'.format(path, e.lineno, e.colno,
+                                                                  e.msg)) from None
+        missing = [k for k in ('images', 'annotations', 'categories')
+                   if not isinstance(js, dict) or not isinstance(js.get(k), list)]
+        if missing:
+            raise DatasetError('COCO annotation file {} lacks the lists {}'.format(path, missing))
+        if not js['categories']:
+            raise DatasetError('COCO annotation file {} lists no categories'.format(path))
+        for img in js['images']:
+            lacking = [k for k in ('id', 'file_name', 'width', 'height') if k not in img]
+            if lacking:
+                raise DatasetError('{}: image entry {} lacks {}; add them'.format(
+                    path, img.get('id', img.get('file_name')), lacking))
+        cats = sorted(js['categories'], key=lambda c: c['id'])
+        self._cat_to_contiguous = {c['id']: i for i, c in enumerate(cats)}
+        self._categories = [c.get('name', str(c['id'])) for c in cats]
+        self._original_ids = [c['id'] for c in cats]
+        by_image = {img['id']: [] for img in js['images']}
+        for ann in js['annotations']:
+            where = '{}: annotation id {}'.format(path, ann.get('id'))
+            if ann.get('image_id') not in by_image:
+                raise DatasetError('{} refers to image_id {} which is not in images'.format(
+                    where, ann.get('image_id')))
+            if ann.get('category_id') not in self._cat_to_contiguous:
+                raise DatasetError('{} has category_id {} which is not in categories'.format(
+                    where, ann.get('category_id')))
+            bbox = ann.get('bbox')
+            if not isinstance(bbox, list) or len(bbox) != 4 or bbox[2] <= 0 or bbox[3] <= 0:
+                raise DatasetError('{} has bbox {!r}: it must be [x, y, width, height] with '
+                                   'positive width and height; fix or drop it'.format(where, bbox))
+            by_image[ann['image_id']].append(ann)
+        if js['images'] and not any(by_image.values()):
+            raise DatasetError('COCO annotation file {}: no image has a box; nothing to '
+                               'detect'.format(path))
+        self._images = []
+        for img in js['images']:
+            anns = by_image[img['id']]
+            x, y, w, h = (np.array([a['bbox'][k] for a in anns], dtype=np.float32)
+                          for k in range(4))
+            self._images.append({
+                'id': img['id'], 'file_name': img['file_name'],
+                'size': (int(img['height']), int(img['width'])),
+                'bbx': np.stack([y, x, y + h, x + w], 1) if anns else np.zeros((0, 4), np.float32),
+                'cat': [self._cat_to_contiguous[a['category_id']] for a in anns],
+                'iscrowd': [int(a.get('iscrowd', 0)) for a in anns]})
+
+    @property
+    def categories(self):
+        """Category names in contiguous order."""
+        return self._categories
+
+    @property
+    def num_stuff(self):
+        """0: COCO detection has things only."""
+        return 0
+
+    @property
+    def num_thing(self):
+        """Number of categories."""
+        return len(self._categories)
+
+    @property
+    def original_ids(self):
+        """COCO category id of each contiguous class."""
+        return self._original_ids
+
+    @property
+    def img_sizes(self):
+        """``(H, W)`` of each image (from the json)."""
+        return [d['size'] for d in self._images]
+
+    @property
+    def img_ids(self):
+        """COCO image ids in dataset order."""
+        return [d['id'] for d in self._images]
+
+    def __len__(self):
+        return len(self._images)
+
+    def __getitem__(self, item):
+        desc = self._images[item]
+        path = os.path.join(self.image_dir, desc['file_name'])
+        if not os.path.isfile(path):
+            raise FileNotFoundError('image {} of {} does not exist'.format(
+                path, self.annotation_file))
+        with Image.open(path) as raw:
+            img = raw.convert(mode='RGB')
+        rec = self.transform.apply_boxes(img, desc['bbx'], desc['cat'], desc['iscrowd'])
+        rec['idx'] = desc['id']
+        rec['size'] = (img.size[1], img.size[0])
+        return rec
+
+
+def make_dataset(root, split_name, transform):
+    """The dataset of ``root`` in whichever format it has.
+
+    Parameters
+    ----------
+    root : str
+    split_name : str
+        ``[dataloader] train_set`` / ``val_set``.
+    transform : ISSTransform
+
+    Returns
+    -------
+    ISSDataset or COCODataset
+    """
+    if not split_name:
+        raise DatasetError('empty split name: set [dataloader] train_set and val_set in the '
+                           'configuration (ISS: a lst/<name>.txt; COCO: instances_<name>.json)')
+    kind = detect_format(root)
+    return (ISSDataset if kind == 'iss' else COCODataset)(root, split_name, transform)
+
+
+def make_transforms(dl_config):
+    """seamseg's train and validation ``ISSTransform`` from ``[dataloader]``.
+
+    Parameters
+    ----------
+    dl_config : configparser.SectionProxy
+
+    Returns
+    -------
+    tuple of ISSTransform
+        ``(train, val)``: flip and random scale for training only.
+    """
+    from .transform import ISSTransform  # pylint: disable=import-outside-toplevel
+    common = (dl_config.getint('shortest_size'), dl_config.getint('longest_max_size'),
+              dl_config.getstruct('rgb_mean'), dl_config.getstruct('rgb_std'))
+    return (ISSTransform(*common, dl_config.getboolean('random_flip'),
+                         dl_config.getstruct('random_scale')),
+            ISSTransform(*common))
+
+
+def _batch_size(dl_config, key):
+    value = dl_config.get(key)
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        size = 0
+    if size < 1:
+        raise ValueError('[dataloader] {} = {!r}: seamseg gives it no default; set a positive '
+                         'integer in your configuration'.format(key, value))
+    return size
+
+
+def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False):
+    """seamseg's ``make_dataloader``: the two datasets with their aspect-ratio batch
+    samplers (training drops the last incomplete batches, validation keeps them) and
+    ``iss_collate_fn``.
+
+    Parameters
+    ----------
+    config : configparser.ConfigParser
+    root : str
+        The data root (ISS or COCO).
+    rank, world_size : int
+    reference_shuffle : bool
+        seamseg's compounding shuffle (see :mod:`.sampler`).
+
+    Returns
+    -------
+    tuple of torch.utils.data.DataLoader
+        ``(train, val)``.
+    """
+    import torch  # pylint: disable=import-outside-toplevel
+    from .sampler import DistributedARBatchSampler  # pylint: disable=import-outside-toplevel
+    from .transform import iss_collate_fn  # pylint: disable=import-outside-toplevel
+    dl = config['dataloader']
+    train_tf, val_tf = make_transforms(dl)
+    loaders = []
+    for split_key, size_key, tf, drop_last in (('train_set', 'train_batch_size', train_tf, True),
+                                               ('val_set', 'val_batch_size', val_tf, False)):
+        dataset = make_dataset(root, dl[split_key], tf)
+        sampler = DistributedARBatchSampler(dataset, _batch_size(dl, size_key), world_size,
+                                            rank, drop_last,
+                                            reference_shuffle=reference_shuffle)
+        loaders.append(data.DataLoader(dataset, batch_sampler=sampler,
+                                       collate_fn=iss_collate_fn,
+                                       pin_memory=torch.cuda.is_available(),
+                                       num_workers=dl.getint('num_workers')))
+    if len(loaders[0]) == 0:
+        raise ValueError('the training split {!r} of {} gives no complete batch of {} images per '
+                         'process: lower [dataloader] train_batch_size'.format(
+                             dl['train_set'], root, dl.get('train_batch_size')))
+    return loaders[0], loaders[1]

@@ -1,0 +1,211 @@
+"""The detector assembled from the configuration, as seamseg's ``make_model``.
+
+``DetectionNet`` holds seamseg's three snapshot modules, ``body`` (``FPNBody``: ResNet +
+FPN), ``rpn_head`` and ``roi_head``. Its :meth:`DetectionNet.forward` runs the network up to
+the raw head outputs (FPN features, flattened RPN logits); anchors, matching, losses,
+proposals and ROI feature sampling come from :mod:`gluontrain.torch.ops`.
+"""
+import torch
+import torch.nn as nn
+
+from .body import load_body_weights, make_body
+from .heads import FPN, FPNBody, FPNROIHead, RPNHead, flatten_rpn_outputs
+from .norm import norm_act_from_config
+
+__all__ = ['DetectionNet', 'make_model', 'freeze_modules', 'pad_images', 'prepare_inputs',
+           'NETWORK_INPUTS']
+
+NETWORK_INPUTS = ('img', 'cat', 'iscrowd', 'bbx')
+
+
+def pad_images(images, pad_value=0.):
+    """seamseg's ``pad_packed_images``: pad to the largest height and width of the batch,
+    top-left aligned, no size snapping.
+
+    Parameters
+    ----------
+    images : sequence of torch.Tensor
+        ``(C, H_i, W_i)`` each.
+    pad_value : float
+
+    Returns
+    -------
+    padded : torch.Tensor
+        ``(N, C, max H, max W)``.
+    valid_size : list of (int, int)
+        ``(H_i, W_i)`` per image.
+    """
+    if len(images) == 0:
+        raise ValueError('pad_images needs at least one image')
+    chans = {int(img.shape[0]) for img in images}
+    if len(chans) != 1 or any(img.dim() != 3 for img in images):
+        raise ValueError('pad_images needs (C, H, W) tensors with one C, got shapes {}'.format(
+            [tuple(img.shape) for img in images]))
+    h = max(int(img.shape[1]) for img in images)
+    w = max(int(img.shape[2]) for img in images)
+    out = images[0].new_full((len(images), chans.pop(), h, w), pad_value)
+    sizes = []
+    for i, img in enumerate(images):
+        out[i, :, :img.shape[1], :img.shape[2]] = img
+        sizes.append((int(img.shape[1]), int(img.shape[2])))
+    return out, sizes
+
+
+def prepare_inputs(cat, iscrowd, bbx, num_stuff):
+    """seamseg's ``DetectionNet._prepare_inputs``: per image, the ground truth of the
+    detector and the crowd regions it treats as void.
+
+    Things are ``num_stuff <= cat != 255``. Per image: ``cat`` and ``bbx`` of the non-crowd
+    things (``None`` when there are none) and the boxes of the crowd things (``None`` when
+    there are none). seamseg computes ``thing & ~iscrowd`` on uint8 (``~1 = 254``, correct only
+    by way of the ``& 1``) and returns an empty crowd tensor when only stuff is crowd; here the
+    masks are boolean and that case is ``None``.
+
+    Parameters
+    ----------
+    cat, iscrowd, bbx : sequence of torch.Tensor
+        Per image: ``(K,)`` classes, ``(K,)`` crowd flags, ``(K, 4)`` boxes.
+    num_stuff : int
+
+    Returns
+    -------
+    tuple of list
+        ``(cat, crowd_bbx, bbx)`` per image, entries a tensor or ``None``.
+    """
+    cat_out, crowd_out, bbx_out = [], [], []
+    for cat_i, crowd_i, bbx_i in zip(cat, iscrowd, bbx):
+        thing = (cat_i >= num_stuff) & (cat_i != 255)
+        crowd_i = crowd_i.bool()
+        valid = thing & ~crowd_i
+        if valid.any():
+            cat_out.append(cat_i[valid])
+            bbx_out.append(bbx_i[valid])
+        else:
+            cat_out.append(None)
+            bbx_out.append(None)
+        crowd_thing = crowd_i & thing
+        crowd_out.append(bbx_i[crowd_thing] if crowd_thing.any() else None)
+    return cat_out, crowd_out, bbx_out
+
+
+def freeze_modules(body, num_frozen):
+    """seamseg's freezing: ``requires_grad=False`` on every parameter of each module whose
+    name contains ``mod1`` .. ``mod<num_frozen>``.
+
+    Only parameters are frozen: the norm layers stay in train mode, so in ``bn``/``syncbn``
+    modes they keep normalising with batch statistics and updating their running
+    statistics, as in seamseg (recorded in docs/faithfulness.md).
+
+    Parameters
+    ----------
+    body : nn.Module
+        The ResNet (names ``mod1`` ...).
+    num_frozen : int
+    """
+    for name, module in body.named_modules():
+        for mod_id in range(1, num_frozen + 1):
+            if ('mod%d' % mod_id) in name:
+                for p in module.parameters():
+                    p.requires_grad_(False)
+
+
+class DetectionNet(nn.Module):
+    """``body`` + ``rpn_head`` + ``roi_head`` (seamseg's module and snapshot names).
+
+    Parameters
+    ----------
+    body : FPNBody
+    rpn_head : RPNHead
+    roi_head : FPNROIHead
+    classes : dict
+        ``{'total', 'stuff', 'thing'}``.
+    rpn_levels : (int, int)
+        ``(fpn_min_level, fpn_levels)`` of ``[rpn]``.
+    """
+
+    def __init__(self, body, rpn_head, roi_head, classes, rpn_levels=(0, 4)):
+        super().__init__()
+        self.num_stuff = classes['stuff']
+        self.classes = dict(classes)
+        self.rpn_levels = tuple(rpn_levels)
+        self.body = body
+        self.rpn_head = rpn_head
+        self.roi_head = roi_head
+
+    def forward(self, img):
+        """Raw outputs of the body and the RPN head.
+
+        Parameters
+        ----------
+        img : torch.Tensor or sequence of torch.Tensor
+            A padded ``(N, 3, H, W)`` batch, or the images to pad (:func:`pad_images`).
+
+        Returns
+        -------
+        dict
+            ``features`` (FPN outputs, finest first), ``obj_logits (N, A_total)``,
+            ``bbx_logits (N, A_total, 4)``, ``level_sizes`` (per RPN level), ``valid_size``
+            (per image), ``img_size`` (padded ``(H, W)``).
+        """
+        if isinstance(img, torch.Tensor):
+            valid_size = [tuple(img.shape[-2:])] * img.shape[0]
+        else:
+            img, valid_size = pad_images(img)
+        features = self.body(img)
+        lo, n = self.rpn_levels
+        obj, bbx, sizes = flatten_rpn_outputs(self.rpn_head, features[lo:lo + n])
+        return {'features': features, 'obj_logits': obj, 'bbx_logits': bbx,
+                'level_sizes': sizes, 'valid_size': valid_size,
+                'img_size': tuple(img.shape[-2:])}
+
+
+def make_model(config, num_thing, num_stuff=0):
+    """seamseg's ``make_model`` up to the networks (``[body]``, ``[fpn]``, ``[rpn]``,
+    ``[roi]``): body (+ ``weights``), freezing, FPN, RPN head, FPN ROI head.
+
+    Parameters
+    ----------
+    config : configparser.ConfigParser
+    num_thing, num_stuff : int
+
+    Returns
+    -------
+    DetectionNet
+
+    Raises
+    ------
+    ValueError
+        Unknown body or normalization mode, or ``[body] out_channels`` that disagrees with
+        the body's real channels (seamseg would fail later with a shape error).
+    """
+    body_config, fpn_config = config['body'], config['fpn']
+    rpn_config, roi_config = config['rpn'], config['roi']
+    classes = {'total': num_thing + num_stuff, 'stuff': num_stuff, 'thing': num_thing}
+    norm_static, norm_dynamic = norm_act_from_config(body_config)
+
+    body_params = body_config.getstruct('body_params') if body_config.get('body_params') else {}
+    body = make_body(body_config['body'], norm_act=norm_static, **body_params)
+    if body_config.get('weights'):
+        load_body_weights(body, body_config['weights'])
+    freeze_modules(body, body_config.getint('num_frozen'))
+
+    body_channels = body_config.getstruct('out_channels')
+    fpn_inputs = fpn_config.getstruct('inputs')
+    wrong = {k: (body_channels.get(k), body.out_channels[k]) for k in fpn_inputs
+             if body_channels.get(k) != body.out_channels.get(k)}
+    if wrong:
+        raise ValueError('[body] out_channels disagrees with the {} body ({} as (config, real)); '
+                         'set out_channels = {}'.format(body_config['body'], wrong,
+                                                        dict(body.out_channels)))
+    fpn = FPN([body_channels[name] for name in fpn_inputs], fpn_config.getint('out_channels'),
+              fpn_config.getint('extra_scales'), norm_static, fpn_config['interpolation'])
+    body = FPNBody(body, fpn, fpn_inputs)
+
+    # seamseg passes a literal stride 1 here ([rpn] stride is not read).
+    rpn_head = RPNHead(fpn_config.getint('out_channels'),
+                       len(rpn_config.getstruct('anchor_ratios')), 1,
+                       rpn_config.getint('hidden_channels'), norm_dynamic)
+    roi_head = FPNROIHead(fpn_config.getint('out_channels'), classes,
+                          roi_config.getstruct('roi_size'), norm_act=norm_dynamic)
+    return DetectionNet(body, rpn_head, roi_head, classes,
+                        (rpn_config.getint('fpn_min_level'), rpn_config.getint('fpn_levels')))

@@ -1,0 +1,201 @@
+"""seamseg's ``train`` and ``validate`` (scripts/train_detection.py), with the seed's
+signature ``train(model, optimizer, scheduler, dataloader, meters, **varargs)``, for users
+who drive the recipe as seamseg does.
+
+The model contract is seamseg's ``DetectionNet``: ``model(img=, cat=, iscrowd=, bbx=,
+do_loss=, do_prediction=)`` returns ``(losses, predictions)``, ``losses`` an ordered dict
+``obj_loss, bbx_loss, roi_cls_loss, roi_bbx_loss`` and ``predictions`` per-image lists
+``bbx_pred`` / ``cls_pred`` / ``obj_pred`` (``None`` for an image without detections).
+The detector that fulfils it needs :mod:`gluontrain.torch.ops`; these loops are tested with
+a stand-in model.
+
+Differences from seamseg (docs/faithfulness.md): no CUDA requirement (``device`` any torch
+device), the barrier and all-reduce only in a distributed run, lines logged on rank 0 also
+without a TensorBoard writer, the logged ``lr`` is the conv/linear group's
+(:func:`.optim.current_lr`), and validation keeps images without detections in the ground
+truth.
+"""
+import time
+from collections import OrderedDict
+
+import torch
+
+from . import log as logging
+from .coco_eval import category_map, process_prediction, summarize_distributed
+from .meters import AverageMeter
+from .model import NETWORK_INPUTS
+from .optim import current_lr
+
+__all__ = ['train', 'validate', 'all_reduce_losses', 'LOSS_NAMES']
+
+LOSS_NAMES = ('obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss')
+
+
+def _distributed():
+    dist = torch.distributed
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def _is_main():
+    return not _distributed() or torch.distributed.get_rank() == 0
+
+
+def all_reduce_losses(losses):
+    """Mean of each 0-d loss over the processes (seamseg's ``all_reduce_losses``); unchanged
+    in a single process.
+
+    Parameters
+    ----------
+    losses : OrderedDict of torch.Tensor
+
+    Returns
+    -------
+    OrderedDict of torch.Tensor
+    """
+    if not _distributed():
+        return OrderedDict((k, v.detach()) for k, v in losses.items())
+    values = torch.cat([v.detach().reshape(1) for v in losses.values()])
+    torch.distributed.all_reduce(values)
+    values /= torch.distributed.get_world_size()
+    return OrderedDict((k, v.reshape(())) for k, v in zip(losses, values))
+
+
+def _upload(batch, device):
+    return {k: batch[k].to(device, non_blocking=True) for k in NETWORK_INPUTS}
+
+
+def train(model, optimizer, scheduler, dataloader, meters, **varargs):
+    """One training epoch, as seamseg's ``train``.
+
+    Parameters
+    ----------
+    model, optimizer, scheduler, dataloader
+        The batch sampler must have ``set_epoch``.
+    meters : dict of AverageMeter
+        ``loss`` and the four :data:`LOSS_NAMES`.
+    **varargs
+        ``epoch`` (0-based), ``num_epochs``, ``global_step``, ``batch_update``,
+        ``loss_weights``, ``log_interval``, optional ``summary`` (TensorBoard writer) and
+        ``device`` (default CPU).
+
+    Returns
+    -------
+    int
+        The global step after the epoch.
+    """
+    model.train()
+    dataloader.batch_sampler.set_epoch(varargs['epoch'])
+    optimizer.zero_grad()
+    global_step = varargs['global_step']
+    loss_weights = varargs['loss_weights']
+    device = varargs.get('device', torch.device('cpu'))
+    summary = varargs.get('summary')
+    data_time_meter = AverageMeter((), meters['loss'].momentum)
+    batch_time_meter = AverageMeter((), meters['loss'].momentum)
+
+    data_time = time.time()
+    for it, batch in enumerate(dataloader):
+        batch = _upload(batch, device)
+        data_time_meter.update(time.time() - data_time)
+
+        # The rate of iteration k is set before its forward: lr(global_step).
+        global_step += 1
+        if varargs['batch_update']:
+            scheduler.step(global_step)
+
+        batch_time = time.time()
+        losses, _ = model(**batch, do_loss=True, do_prediction=False)
+        if _distributed():
+            torch.distributed.barrier()
+        losses = OrderedDict((k, v.mean()) for k, v in losses.items())
+        losses['loss'] = sum(w * l for w, l in zip(loss_weights, losses.values()))
+
+        optimizer.zero_grad()
+        losses['loss'].backward()
+        optimizer.step()
+
+        losses = all_reduce_losses(losses)
+        with torch.no_grad():
+            for name, value in losses.items():
+                meters[name].update(value.cpu())
+        batch_time_meter.update(time.time() - batch_time)
+        del batch, losses
+
+        if _is_main() and (it + 1) % varargs['log_interval'] == 0:
+            values = OrderedDict([('lr', current_lr(optimizer)), ('loss', meters['loss'])])
+            values.update((k, meters[k]) for k in LOSS_NAMES)
+            values.update([('data_time', data_time_meter), ('batch_time', batch_time_meter)])
+            logging.iteration(summary, 'train', global_step, varargs['epoch'] + 1,
+                              varargs['num_epochs'], it + 1, len(dataloader), values)
+        data_time = time.time()
+    return global_step
+
+
+def validate(model, dataloader, loss_weights, **varargs):
+    """Validation loss and COCO box AP, as seamseg's ``validate``.
+
+    Parameters
+    ----------
+    model, dataloader
+    loss_weights : sequence of float
+    **varargs
+        ``epoch``, ``num_epochs``, ``global_step``, ``log_interval``, ``coco_gt`` (ground
+        truth json), optional ``summary``, ``device``, ``categories`` (default
+        :func:`.coco_eval.category_map` of the dataset) and ``reference_img_filter``
+        (seamseg's evaluation on images with detections only).
+
+    Returns
+    -------
+    float
+        ``det_map``, AP@[.50:.95].
+    """
+    model.eval()
+    dataloader.batch_sampler.set_epoch(varargs['epoch'])
+    device = varargs.get('device', torch.device('cpu'))
+    summary = varargs.get('summary')
+    categories = varargs.get('categories') or category_map(dataloader.dataset)
+    loss_meter, data_time_meter, batch_time_meter = (AverageMeter(()) for _ in range(3))
+    coco_struct, img_list = [], []
+
+    data_time = time.time()
+    for it, batch in enumerate(dataloader):
+        with torch.no_grad():
+            idxs, original_sizes = batch['idx'], batch['size']
+            batch_sizes = [tuple(img.shape[-2:]) for img in batch['img']]
+            batch = _upload(batch, device)
+            data_time_meter.update(time.time() - data_time)
+
+            batch_time = time.time()
+            losses, pred = model(**batch, do_loss=True, do_prediction=True)
+            losses = all_reduce_losses(OrderedDict((k, v.mean()) for k, v in losses.items()))
+            loss = sum(w * l for w, l in zip(loss_weights, losses.values()))
+            loss_meter.update(loss.cpu())
+            batch_time_meter.update(time.time() - batch_time)
+
+            for i, (bbx_pred, cls_pred, obj_pred) in enumerate(
+                    zip(pred['bbx_pred'], pred['cls_pred'], pred['obj_pred'])):
+                img_list.append(idxs[i])
+                if bbx_pred is None:
+                    continue
+                coco_struct += process_prediction(bbx_pred, cls_pred, obj_pred, batch_sizes[i],
+                                                  idxs[i], original_sizes[i], categories)
+            del pred, batch
+
+            if _is_main() and (it + 1) % varargs['log_interval'] == 0:
+                logging.iteration(None, 'val', varargs['global_step'], varargs['epoch'] + 1,
+                                  varargs['num_epochs'], it + 1, len(dataloader),
+                                  OrderedDict([('loss', loss_meter),
+                                               ('data_time', data_time_meter),
+                                               ('batch_time', batch_time_meter)]))
+            data_time = time.time()
+
+    det_map = summarize_distributed(coco_struct, varargs['coco_gt'], img_list,
+                                    varargs.get('reference_img_filter', False))
+    if _is_main():
+        logging.get_logger().info('Validation done')
+        logging.iteration(summary, 'val', varargs['global_step'], varargs['epoch'] + 1,
+                          varargs['num_epochs'], len(dataloader), len(dataloader),
+                          OrderedDict([('loss', loss_meter.mean.item()), ('det_map', det_map),
+                                       ('data_time', data_time_meter.mean.item()),
+                                       ('batch_time', batch_time_meter.mean.item())]))
+    return det_map

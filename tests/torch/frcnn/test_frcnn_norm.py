@@ -1,0 +1,95 @@
+"""Norm + activation layers of each normalization_mode."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from gluontrain.torch.frcnn import norm as N
+
+
+def test_batchnorm_act_equals_bn_then_leaky_relu_on_2d_and_4d():
+    torch.manual_seed(0)
+    layer = N.BatchNormAct(3)
+    ref = torch.nn.BatchNorm2d(3)
+    for x in (torch.randn(4, 3, 5, 5), torch.randn(6, 3)):
+        y = layer(x)
+        if x.dim() == 4:
+            assert torch.allclose(y, F.leaky_relu(ref(x), 0.01), atol=1e-6)
+        else:
+            m, v = x.mean(0), x.var(0, unbiased=False)
+            assert torch.allclose(y, F.leaky_relu((x - m) / torch.sqrt(v + 1e-5), 0.01),
+                                  atol=1e-5)
+
+
+def test_frozen_affine_uses_running_stats_in_train_mode():
+    layer = N.FrozenAffineAct(2, activation='identity')
+    with torch.no_grad():
+        layer.running_mean.copy_(torch.tensor([1., -1.]))
+        layer.running_var.copy_(torch.tensor([4., 1.]))
+        layer.weight.copy_(torch.tensor([2., 3.]))
+        layer.bias.copy_(torch.tensor([.5, 0.]))
+    layer.train()
+    x = torch.tensor([[3., 1.]])
+    y = layer(x)
+    # (3 - 1) / sqrt(4 + 1e-5) * 2 + .5 ; (1 + 1) / sqrt(1 + 1e-5) * 3
+    assert torch.allclose(y, torch.tensor([[2 / (4 + 1e-5) ** .5 * 2 + .5,
+                                            2 / (1 + 1e-5) ** .5 * 3]]))
+    assert torch.equal(layer.running_mean, torch.tensor([1., -1.]))  # never updated
+
+
+def test_modes_static_dynamic():
+    kinds = {m: tuple(type(f(32)) for f in N.make_norm_act(m)) for m in N.NORMALIZATION_MODES}
+    assert kinds == {
+        'bn': (N.BatchNormAct, N.BatchNormAct),
+        'syncbn': (N.SyncBatchNormAct, N.SyncBatchNormAct),
+        'syncbn+bn': (N.SyncBatchNormAct, N.BatchNormAct),
+        'gn': (N.GroupNormAct, N.GroupNormAct),
+        'syncbn+gn': (N.SyncBatchNormAct, N.GroupNormAct),
+        'off': (N.FrozenAffineAct, N.FrozenAffineAct)}
+    gn = N.make_norm_act('gn', groups=8)[0](32)
+    assert gn.num_groups == 8 and isinstance(gn, N.NORM_LAYERS)
+    with pytest.raises(ValueError, match='normalization_mode'):
+        N.make_norm_act('inplace')
+    with pytest.raises(ValueError, match='activation'):
+        N.make_norm_act('bn', activation='tanh')
+    with pytest.raises(ValueError, match='divisible'):
+        N.GroupNormAct(30, 16)
+
+
+def test_syncbn_single_process_is_batchnorm():
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, 5, 5)
+    a, b = N.SyncBatchNormAct(3), N.BatchNormAct(3)
+    assert torch.allclose(a(x), b(x), atol=1e-6)
+    assert torch.allclose(a.running_var, b.running_var)
+
+
+def _free_port():
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def test_syncbn_two_cpu_processes_equal_whole_batch_batchnorm(tmp_path):
+    """torchrun, 2 ranks on gloo: outputs, input gradients, summed scale gradients and running
+    statistics equal one BatchNormAct over the whole batch."""
+    import json
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=repo)
+    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
+        env.pop(name, None)
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'syncbn_worker.py')
+    res = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
+                          '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr',
+                          '127.0.0.1', '--master-port', str(_free_port()), '--max-restarts',
+                          '0', worker, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr[:3000]
+    for rank in (0, 1):
+        diffs = json.loads((tmp_path / 'rank{}.json'.format(rank)).read_text())
+        assert diffs.pop('world') == 2
+        assert max(diffs.values()) < 1e-5, diffs
