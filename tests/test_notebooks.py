@@ -8,6 +8,7 @@ When it fails, rebuild: ``python notebooks/build_<name>.py --execute``.
 import importlib.util
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -96,18 +97,17 @@ def test_comparable_masks_volatile_text_and_keeps_numbers():
             new_output('display_data', data={'image/png': png})])
         return new_notebook(cells=[cell])
 
-    a = notebook('working folder /tmp/yolov3_walkthrough_ab12cd\ntrained in 130 s; mAP 0.0112\n'
-                 '[Epoch 0] Training cost: 12.509, ObjLoss=245.505\n', (900, 300))
-    b = notebook('working folder /var/tmp/yolov3_walkthrough_zz9\ntrained in 7 s; mAP 0.0112\n'
-                 '[Epoch 0] Training cost: 3.001, ObjLoss=245.505\n', (900, 300))
+    tmp = tempfile.gettempdir()
+    log = 'working folder {}\ntrained in {} s; mAP {}\n[Epoch 0] Training cost: {}, ObjLoss=245.505\n'
+    a = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0112', 12.509), (900, 300))
+    b = notebook(log.format(os.path.join(tmp, 'ssd_walk_zz9'), 7, '0.0112', 3.001), (900, 300))
     assert nbb.comparable(a) == nbb.comparable(b)
     assert nbb.comparable(a)[0][2][-1] == ['png', [640, 213]]
-    moved = notebook('working folder /tmp/yolov3_walkthrough_ab12cd\ntrained in 130 s; mAP 0.0113\n'
-                     '[Epoch 0] Training cost: 12.509, ObjLoss=245.505\n', (900, 300))
+    moved = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0113', 12.509),
+                     (900, 300))
     assert nbb.comparable(moved) != nbb.comparable(a)
-    other_picture = notebook('working folder /tmp/yolov3_walkthrough_ab12cd\ntrained in 130 s; '
-                             'mAP 0.0112\n[Epoch 0] Training cost: 12.509, ObjLoss=245.505\n',
-                             (800, 600))
+    other_picture = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0112',
+                                        12.509), (800, 600))
     assert nbb.comparable(other_picture) != nbb.comparable(a)
 
 

@@ -111,7 +111,9 @@ class ValSamplesHook(SamplesHook):
         Images drawn.
     """
 
-    def __init__(self, net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.2):
+    # YOLOv3's score is objectness x class probability: after a few minutes from random
+    # weights the right boxes score 0.1-0.3, so 0.2 hid most of them
+    def __init__(self, net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.1):
         ctx = ctx[0] if isinstance(ctx, (list, tuple)) else ctx
 
         def draw(title):
