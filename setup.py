@@ -17,6 +17,13 @@ def _version():
 NUMPY1 = ['numpy==1.23.5', 'scipy<1.12', 'pandas<2.1', 'matplotlib<3.9',
           'opencv-python-headless<4.9', 'pycocotools<2.0.8']
 
+# gluoncv 0.10.5.post0's own requirements (its METADATA) minus opencv-python, the GUI build of
+# OpenCV: beside opencv-python-headless two wheels would own one cv2 folder, and pip has no way
+# to drop a dependency a package declares. So the extras bring everything gluoncv imports and
+# gluoncv itself is installed alone: pip install --no-deps gluoncv==0.10.5.post0 (README).
+GLUONCV_DEPS = ['tqdm', 'requests', 'matplotlib', 'portalocker', 'Pillow', 'scipy', 'yacs',
+                'pandas', 'pyyaml', 'autocfg']
+
 setup(
     name='gluontrain',
     version=_version(),
@@ -28,10 +35,9 @@ setup(
     python_requires='>=3.8,<3.12',
     install_requires=['numpy', 'Pillow', 'tqdm', 'h5py'],
     extras_require={
-        # gluoncv declares opencv-python; installing this extra as-is therefore brings the GUI cv2.
-        # The README's commands install gluoncv with --no-deps beside opencv-python-headless.
-        'mxnet': ['mxnet==1.9.1', 'gluoncv==0.10.5.post0'] + NUMPY1,
-        'cu112': ['mxnet-cu112==1.9.1', 'gluoncv==0.10.5.post0'] + NUMPY1,
+        # without gluoncv itself, see GLUONCV_DEPS
+        'mxnet': ['mxnet==1.9.1'] + GLUONCV_DEPS + NUMPY1,
+        'cu112': ['mxnet-cu112==1.9.1'] + GLUONCV_DEPS + NUMPY1,
         # exact pin: a range pulls the registry's newest torch with several GB of CUDA wheels
         'torch': ['torch==2.13.0', 'pycocotools<2.0.8'],
         'test': ['pytest>=7', 'pytest-timeout', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],

@@ -1,11 +1,13 @@
-"""Build notebooks/ssd_pytorch.ipynb (without outputs) from the cells below.
+"""Build notebooks/ssd_pytorch.ipynb from the cells below.
 
-Run: python notebooks/build_ssd_pytorch.py. The notebook walks through ssd.pytorch's SSD300
-training pipeline with gluontrain's PyTorch recipe; tests/test_notebooks.py executes it.
+Run: python notebooks/build_ssd_pytorch.py --execute (runs it headless and stores it with its
+outputs, as committed; see nbbuild.py). The notebook walks through ssd.pytorch's SSD300
+training pipeline with gluontrain's PyTorch recipe; tests/test_notebooks.py executes it and
+checks that the committed outputs are still what the cells produce.
 """
 import os
 
-from build_yolov3_walkthrough import write_notebook  # pylint: disable=import-error
+from nbbuild import main  # pylint: disable=import-error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -219,4 +221,4 @@ display(Image(filename=path))"""),
 
 
 if __name__ == '__main__':
-    print(write_notebook(CELLS, os.path.join(HERE, 'ssd_pytorch.ipynb')))
+    main(CELLS, os.path.join(HERE, 'ssd_pytorch.ipynb'))

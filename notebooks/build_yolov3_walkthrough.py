@@ -1,12 +1,13 @@
-"""Build notebooks/yolov3_walkthrough.ipynb (without outputs) from the cells below.
+"""Build notebooks/yolov3_walkthrough.ipynb from the cells below.
 
-Run: python notebooks/build_yolov3_walkthrough.py. The notebook walks through GluonCV's YOLOv3
-training pipeline with gluontrain's functions; tests/test_notebooks.py executes it.
+Run: python notebooks/build_yolov3_walkthrough.py --execute (runs it headless and stores it
+with its outputs, as committed; see nbbuild.py). The notebook walks through GluonCV's YOLOv3
+training pipeline with gluontrain's functions; tests/test_notebooks.py executes it and checks
+that the committed outputs are still what the cells produce.
 """
 import os
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbbuild import main  # pylint: disable=import-error
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -229,24 +230,5 @@ display(Image(filename=path))"""),
 ]
 
 
-def write_notebook(cells, path):
-    """Write ``cells`` (``('md' | 'code', source)`` pairs) as a notebook without outputs to
-    ``path`` and return it."""
-    nb = new_notebook()
-    nb.metadata['kernelspec'] = {'name': 'python3', 'display_name': 'Python 3',
-                                 'language': 'python'}
-    nb.metadata['language_info'] = {'name': 'python'}
-    nb.cells = [new_markdown_cell(src) if kind == 'md' else new_code_cell(src)
-                for kind, src in cells]
-    nbformat.validate(nb)
-    nbformat.write(nb, path)
-    return path
-
-
-def build(path=os.path.join(HERE, 'yolov3_walkthrough.ipynb')):
-    """Write the notebook (no outputs) and return its path."""
-    return write_notebook(CELLS, path)
-
-
 if __name__ == '__main__':
-    print(build())
+    main(CELLS, os.path.join(HERE, 'yolov3_walkthrough.ipynb'))

@@ -9,6 +9,7 @@ A schedule is a pure function of the update count: ``schedule(num_update)`` depe
 but its constructor arguments and ``num_update``. There is therefore no ``state_dict`` /
 ``load_state_dict``; to resume, call it with the restored update count.
 """
+import warnings
 from math import cos, pi
 
 __all__ = ['LRScheduler', 'LRSequential']
@@ -50,6 +51,12 @@ class LRScheduler:
         The same in epochs; needs ``nepochs`` and ``iters_per_epoch``.
     step_factor : float, default 0.1
         Decay factor of ``step``.
+    baselr, targetlr : float, optional
+        GluonCV's deprecated spellings of ``base_lr`` and ``target_lr``, accepted with
+        GluonCV's ``UserWarning`` ("baselr is deprecated. Please use base_lr.") and its
+        precedence: the old name wins only while the new one still holds its default
+        (``base_lr == 0.1``, ``target_lr == 0``), so passing both keeps the new one unless it
+        equals that default.
 
     Attributes
     ----------
@@ -75,11 +82,22 @@ class LRScheduler:
     """
 
     def __init__(self, mode, base_lr=0.1, target_lr=0, niters=0, nepochs=0, iters_per_epoch=0,
-                 offset=0, power=2, step_iter=None, step_epoch=None, step_factor=0.1):
+                 offset=0, power=2, step_iter=None, step_epoch=None, step_factor=0.1,
+                 baselr=None, targetlr=None):
         if mode not in MODES:
             raise ValueError('unknown lr mode {!r}; use one of {}'.format(mode, ', '.join(MODES)))
         if mode == 'step' and step_iter is None and step_epoch is None:
             raise ValueError("lr mode 'step' needs step_iter or step_epoch")
+        # GluonCV compares with the defaults, not with "was it passed": an explicit
+        # base_lr=0.1 still loses to baselr. Same here, warnings included.
+        if baselr is not None:
+            warnings.warn('baselr is deprecated. Please use base_lr.')
+            if base_lr == 0.1:
+                base_lr = baselr
+        if targetlr is not None:
+            warnings.warn('targetlr is deprecated. Please use target_lr.')
+            if target_lr == 0:
+                target_lr = targetlr
         self.mode = mode
         self.base_lr = base_lr
         # constant is the linear formula with no distance to travel

@@ -90,12 +90,21 @@ def draw_curves(records, path, title=None):
     names = []
     for r in records:
         names += [n for n in (r.get('loss_epoch') or {}) if n not in names]
+    finite = []
     for name in names:
         ys = [_number((r.get('loss_epoch') or {}).get(name)) for r in records]
+        finite += [y for y in ys if y is not None]
         ax_loss.plot(epochs, [float('nan') if y is None else y for y in ys], marker='o',
                      markersize=3, label=name)
-    ax_loss.set_ylabel('loss (epoch mean)')
-    ax_loss.grid(True, alpha=0.3)
+    # From random weights the first epoch's objectness (YOLOv3) or confidence (SSD) loss is
+    # ten times the later ones and flattens every other curve on a linear axis; on a log axis
+    # equal ratios are equal heights, so each loss's trend shows whatever its size.
+    if finite and min(finite) > 0:
+        _log_axis(ax_loss.yaxis, ax_loss.set_yscale, min(finite), max(finite))
+        ax_loss.set_ylabel('loss (epoch mean, log scale)')
+    else:
+        ax_loss.set_ylabel('loss (epoch mean)')
+    ax_loss.grid(True, which='both', alpha=0.3)
     # the LR spans decades during warm-up and decay, so it gets its own axis
     ax_lr = ax_loss.twinx()
     lrs = [_number(r.get('lr')) for r in records]
@@ -135,6 +144,18 @@ def draw_curves(records, path, title=None):
         fig.suptitle(title)
     fig.tight_layout()
     return save_png(fig, path)
+
+
+def _log_axis(axis, set_scale, low, high):
+    """Log scale with plain-number labels on the minor ticks too (few decades span a run)."""
+    from matplotlib.ticker import LogFormatter  # pylint: disable=import-outside-toplevel
+    set_scale('log')
+    # the default labels only powers of ten; losses between 2 and 9 would get no number
+    fmt = LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 1))
+    axis.set_major_formatter(fmt)
+    axis.set_minor_formatter(fmt)
+    if high / low < 1.5:  # nearly flat: give the axis room so the ticks are not all one label
+        axis.axes.set_ylim(low / 1.5, high * 1.5)
 
 
 def read_metrics(metrics_jsonl_path):

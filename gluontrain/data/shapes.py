@@ -319,7 +319,7 @@ def render(rng, width, height, objects, noise=5.0):
     return Image.fromarray(np.clip(np.rint(arr), 0, 255).astype(np.uint8)), results
 
 
-def render_scene(rng, image_size, num_classes, max_objects, class_names):
+def render_scene(rng, image_size, num_classes, max_objects, class_names, object_size=(0.1, 0.6)):
     """Lay out, draw and measure one detection image, retrying until every object is visible.
 
     Parameters
@@ -334,6 +334,9 @@ def render_scene(rng, image_size, num_classes, max_objects, class_names):
         Upper bound of objects.
     class_names : sequence of str
         Names by class position.
+    object_size : (float, float)
+        ``min_frac, max_frac`` of :func:`random_layout`: object side as a fraction of the
+        shorter image side.
 
     Returns
     -------
@@ -345,7 +348,8 @@ def render_scene(rng, image_size, num_classes, max_objects, class_names):
     """
     width, height = image_size_for(rng, image_size)
     while True:
-        layout = random_layout(rng, width, height, num_classes, max_objects)
+        layout = random_layout(rng, width, height, num_classes, max_objects,
+                               min_frac=object_size[0], max_frac=object_size[1])
         specs = []
         for cls, box in layout:
             shape, _, rgb = class_style(cls)

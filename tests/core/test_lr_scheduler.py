@@ -131,3 +131,39 @@ def test_lr_scheduler_module_imports_no_framework():
             'print(bad); sys.exit(1 if bad else 0)')
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+ALIASES = [
+    # only the old names: they are used
+    dict(mode='cosine', baselr=0.02, targetlr=0.001, niters=30),
+    dict(mode='step', baselr=0.05, niters=30, step_iter=[10, 20]),
+    dict(mode='poly', targetlr=0.003, niters=30),
+    # both names: the new one wins when it is not its default ...
+    dict(mode='linear', base_lr=0.3, baselr=0.02, target_lr=0.01, targetlr=0.002, niters=30),
+    # ... and loses when it equals the default, even passed explicitly
+    dict(mode='linear', base_lr=0.1, baselr=0.02, target_lr=0, targetlr=0.002, niters=30),
+    dict(mode='cosine', base_lr=0.1, baselr=0.5, target_lr=0.05, targetlr=0.002, niters=30),
+]
+
+
+@pytest.mark.parametrize('kwargs', ALIASES, ids=lambda kw: '-'.join(
+    k for k in ('base_lr', 'baselr', 'target_lr', 'targetlr') if k in kw))
+def test_deprecated_aliases_follow_gluoncv(kwargs):
+    with pytest.warns(UserWarning) as ours_rec:
+        ours = LRScheduler(**kwargs)
+    with pytest.warns(UserWarning) as theirs_rec:
+        theirs = GluonLRScheduler(**kwargs)
+    assert [str(w.message) for w in ours_rec] == [str(w.message) for w in theirs_rec]
+    assert [w.category for w in ours_rec] == [w.category for w in theirs_rec]
+    assert (ours.base_lr, ours.target_lr) == (theirs.base_lr, theirs.target_lr)
+    for u in range(32):
+        assert ours(u) == theirs(u), u
+
+
+def test_deprecated_alias_values_by_hand():
+    with pytest.warns(UserWarning, match='baselr is deprecated. Please use base_lr.'):
+        only_old = LRScheduler('constant', baselr=0.02, niters=5)
+    assert only_old(3) == 0.02
+    with pytest.warns(UserWarning, match='targetlr is deprecated. Please use target_lr.'):
+        both = LRScheduler('linear', base_lr=0.4, target_lr=0.2, targetlr=0.0, niters=3)
+    assert [both(u) for u in range(3)] == [0.4, pytest.approx(0.3), 0.2]

@@ -191,3 +191,47 @@ def test_samples_hook_draws_after_validations_and_only_warns_on_errors(tmp_path)
         raise OSError('disk full')
     with pytest.warns(UserWarning, match='disk full'):
         SamplesHook(broken).after_train(TrainState(scores={'val': (['mAP'], [0.1])}))
+
+
+def _captured_figure(monkeypatch):
+    """Make draw_curves hand over its figure so its axes can be inspected."""
+    from gluontrain.core import plots
+    made = []
+    original = plots.new_figure
+
+    def keep(*args, **kwargs):
+        made.append(original(*args, **kwargs))
+        return made[-1]
+    monkeypatch.setattr(plots, 'new_figure', keep)
+    return made
+
+
+def test_loss_axis_is_logarithmic_so_a_huge_first_epoch_does_not_flatten_the_rest(
+        tmp_path, monkeypatch):
+    made = _captured_figure(monkeypatch)
+    # YOLOv3 from random weights: ObjLoss 108 then ~10, the other losses 3 to 7
+    recs = [{'epoch': e, 'lr': 1e-3, 'loss_epoch': {
+        'ObjLoss': [108.0, 12.0, 10.5, 9.8][e], 'BoxCenterLoss': 7.0 - e,
+        'BoxScaleLoss': 5.0 - e, 'ClassLoss': 6.0 - 0.5 * e}} for e in range(4)]
+    draw_curves(recs, str(tmp_path / 'c.png'))
+    ax_loss = made[-1].axes[0]
+    assert ax_loss.get_yscale() == 'log'
+    assert 'log scale' in ax_loss.get_ylabel()
+    low, high = ax_loss.get_ylim()
+    assert low <= 2.0 and high >= 108.0
+    # the small losses' falls take over 4 times the share of the axis height that they
+    # would get on a linear axis from 0 to 108 (there BoxScaleLoss's 5 -> 2 is under 3 %)
+    span = np.log(high) - np.log(low)
+    small = [line for line in ax_loss.get_lines() if line.get_label() != 'ObjLoss']
+    assert len(small) == 3
+    for line in small:
+        y = line.get_ydata()
+        log_share = (np.log(y[0]) - np.log(y[-1])) / span
+        assert log_share > 4 * (y[0] - y[-1]) / 108.0, line.get_label()
+
+
+def test_loss_axis_stays_linear_when_a_loss_is_not_positive(tmp_path, monkeypatch):
+    made = _captured_figure(monkeypatch)
+    recs = [{'epoch': e, 'lr': 1e-3, 'loss_epoch': {'a': 1.0 - e, 'b': 2.0}} for e in range(3)]
+    draw_curves(recs, str(tmp_path / 'd.png'))
+    assert made[-1].axes[0].get_yscale() == 'linear'

@@ -279,3 +279,24 @@ def test_cli_writes_iss(tmp_path):
     assert sorted(os.listdir(str(tmp_path / 'cli'))) == ['coco', 'img', 'lst', 'metadata.bin',
                                                           'msk']
     assert tree_digest(str(tmp_path / 'cli')) == tree_digest(expected)
+
+
+def test_object_size_bounds_the_drawn_objects(tmp_path):
+    import xml.etree.ElementTree as ET
+    devkit = synthetic.write_voc(str(tmp_path), num_train=12, num_val=0, years=(2012,),
+                                 image_size=(100, 100), max_objects=2, object_size=(0.3, 0.5))
+    sides = []
+    for xml in os.listdir(os.path.join(devkit, 'VOC2012', 'Annotations')):
+        root = ET.parse(os.path.join(devkit, 'VOC2012', 'Annotations', xml)).getroot()
+        for obj in root.iter('object'):
+            if obj.find('truncated').text == '0':
+                box = [int(obj.find('bndbox').find(k).text)
+                       for k in ('xmin', 'ymin', 'xmax', 'ymax')]
+                sides.append(max(box[2] - box[0] + 1, box[3] - box[1] + 1))
+    # side = frac * 100 * sqrt(aspect), aspect in [0.7, 1.45]: between 25 and 61 px
+    assert sides and min(sides) >= 25 and max(sides) <= 61
+    with open(os.path.join(devkit, synthetic.MARKER)) as f:
+        assert json.load(f)['params']['object_size'] == [0.3, 0.5]
+    with pytest.raises(ValueError, match='object_size'):
+        synthetic.write_voc(str(tmp_path / 'bad'), num_train=1, num_val=0, years=(2012,),
+                            object_size=(0.5, 0.3))

@@ -95,7 +95,7 @@ def raw_val_dataset(val_data):
     return dataset
 
 
-def val_samples_hook(net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.2):
+def val_samples_hook(net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.1):
     """A :class:`~gluontrain.core.plots.SamplesHook` redrawing :func:`draw_val_samples` to
     ``path`` after every validation (the same style as the SSD recipe's).
 
@@ -112,6 +112,9 @@ def val_samples_hook(net, val_dataset, classes, path, ctx, data_shape, num=4, th
     data_shape : int
     num : int
         Images drawn.
+    thresh : float
+        Lowest score drawn. YOLOv3's score is objectness x class probability: after a few
+        minutes from random weights the right boxes score 0.1-0.3, so 0.2 hid most of them.
     """
     ctx = ctx[0] if isinstance(ctx, (list, tuple)) else ctx
 

@@ -1,6 +1,8 @@
 """YOLOv3 learns the generated shapes: VOC07 mAP far above the untrained network's.
 
 Bounded (about 2.5 minutes on 2 cores) and marked slow; it runs in the default suite.
+On the current default dataset (at most 3 objects of 20-60 % of the side): untrained 0.0038,
+trained 0.171.
 Measured when written (seed 233): untrained mAP 0.0013, after 12 epochs 0.117 (600 updates,
 batch 4, 128 px, mobilenet0.25 from random weights; deterministic with -j 0). Other initial
 weights gave 0.077 and 0.207, hence the threshold of 0.05, about 40 times the untrained net.
