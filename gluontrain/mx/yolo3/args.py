@@ -2,7 +2,7 @@
 
 Every argument of the reference keeps its name and default. Added: ``--dataset-root``,
 ``--classes``, ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
-``--reference-mixup``, ``--tensorboard``, ``--preset``.
+``--reference-mixup``, ``--reference-transform``, ``--tensorboard``, ``--preset``.
 """
 import argparse
 
@@ -91,6 +91,9 @@ def build_parser():
       help='Disable mixup training if enabled in the last N epochs.')
     a('--reference-mixup', action='store_true',
       help='Reproduce the reference bug: with --num-workers > 0 the workers never see mixup.')
+    a('--reference-transform', action='store_true',
+      help="Train with GluonCV's own YOLO3DefaultTrainTransform instead of the numpy one "
+           '(same arrays, about 8x slower).')
     a('--label-smooth', action='store_true', help='Use label smoothing.')
     a('--amp', action='store_true', help='Use MXNet AMP for mixed precision training (GPU).')
     a('--horovod', action='store_true',

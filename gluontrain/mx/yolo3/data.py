@@ -18,6 +18,7 @@ from gluoncv.utils.metrics.coco_detection import COCODetectionMetric
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...data import checks, synthetic
+from .fast_transform import FastYOLO3TrainTransform
 
 VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
 COCO_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'coco')
@@ -176,7 +177,9 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     Training uses random shapes 320..608 (every 10 batches) through
     ``RandomTransformDataLoader``, or ``data_shape`` with ``--no-random-shape``;
     ``last_batch='rollover'``. ``net`` (the ``async_net`` under SyncBN) is run once on zeros
-    by each ``YOLO3DefaultTrainTransform`` to build the target generator.
+    by each train transform to build the target generator. The transform is
+    :class:`~.fast_transform.FastYOLO3TrainTransform` (the reference's arrays, computed in
+    numpy) or, with ``args.reference_transform``, GluonCV's ``YOLO3DefaultTrainTransform``.
 
     Returns
     -------
@@ -184,14 +187,15 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     """
     width, height = data_shape, data_shape
     batchify_fn = train_batchify_fn()
+    train_transform = YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
+        else FastYOLO3TrainTransform
     if args.no_random_shape:
         train_loader = gluon.data.DataLoader(
-            train_dataset.transform(YOLO3DefaultTrainTransform(width, height, net,
-                                                               mixup=args.mixup)),
+            train_dataset.transform(train_transform(width, height, net, mixup=args.mixup)),
             batch_size, True, batchify_fn=batchify_fn, last_batch='rollover',
             num_workers=num_workers)
     else:
-        transform_fns = [YOLO3DefaultTrainTransform(x * 32, x * 32, net, mixup=args.mixup)
+        transform_fns = [train_transform(x * 32, x * 32, net, mixup=args.mixup)
                          for x in range(10, 20)]
         train_loader = RandomTransformDataLoader(
             transform_fns, train_dataset, batch_size=batch_size, interval=10,
