@@ -18,6 +18,7 @@ from gluoncv.utils.metrics.coco_detection import COCODetectionMetric
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...data import checks, synthetic
+from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
 
 VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
@@ -91,6 +92,13 @@ def _custom_splits(root):
     return [root], [('', 'trainval' if val == 'test' else 'train')], [('', val)]
 
 
+def voc_metric(class_names, args):
+    """VOC07 mAP at IoU 0.5: :class:`~.fast_metric.FastVOC07MApMetric`, or GluonCV's
+    ``VOC07MApMetric`` with ``args.reference_metric`` (the same values)."""
+    metric = VOC07MApMetric if getattr(args, 'reference_metric', False) else FastVOC07MApMetric
+    return metric(iou_thresh=0.5, class_names=class_names)
+
+
 def get_dataset(dataset, args):
     """Training and validation datasets and the validation metric.
 
@@ -102,8 +110,8 @@ def get_dataset(dataset, args):
         ``synthetic`` (the generated coloured-shapes set, VOC format, made on first use).
     args : argparse.Namespace
         Uses ``dataset_root``, ``classes``, ``save_prefix``, ``data_shape``, ``num_samples``,
-        ``mixup``, ``reference_mixup``; sets ``args.num_samples`` (and ``args.classes`` for
-        custom/synthetic) as the reference does.
+        ``mixup``, ``reference_mixup``, ``reference_metric``; sets ``args.num_samples`` (and
+        ``args.classes`` for custom/synthetic) as the reference does.
 
     Returns
     -------
@@ -117,7 +125,7 @@ def get_dataset(dataset, args):
         checks.check_voc(root, train_splits + val_splits)
         train_dataset = gdata.VOCDetection(root=root, splits=train_splits)
         val_dataset = gdata.VOCDetection(root=root, splits=val_splits)
-        val_metric = VOC07MApMetric(iou_thresh=0.5, class_names=val_dataset.classes)
+        val_metric = voc_metric(val_dataset.classes, args)
     elif name == 'coco':
         root = root or os.path.expanduser(COCO_DEFAULT_ROOT)
         checks.check_coco(root, 'instances_train2017')
@@ -149,7 +157,7 @@ def get_dataset(dataset, args):
         train_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
                                                      splits=train_splits)
         val_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root, splits=val_splits)
-        val_metric = VOC07MApMetric(iou_thresh=0.5, class_names=val_dataset.classes)
+        val_metric = voc_metric(val_dataset.classes, args)
     else:
         raise NotImplementedError('Dataset: {} not implemented.'.format(dataset))
     if args.num_samples < 0:
