@@ -3,11 +3,12 @@
 VOC07: GluonCV's ``VOC07MApMetric`` vs gluontrain's ``FastVOC07MApMetric`` (the YOLOv3
 recipe's default) and the backend-neutral ``core.voc_eval.VOCEvaluator`` (the SSD recipe's),
 on the same detections: ``--images`` images with ``--dets`` detections each (float32, as the
-networks output them), 20 classes, a few ground truths per image, some difficult.
+networks output them), 20 classes, a few ground truths per image, some difficult, in batches
+of ``--batch`` images (64: the recipe's default ``--batch-size``, its validation batch).
 COCO: pycocotools' ``COCOeval`` vs faster-coco-eval's on the same ground truth and results;
 the twelve stats must be identical.
 
-Usage: python bench/metrics_bench.py [--images 5000] [--dets 100] [--skip-core]
+Usage: python bench/metrics_bench.py [--images 5000] [--dets 100] [--batch 64] [--skip-core]
 """
 import argparse
 import os
@@ -124,15 +125,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--images', type=int, default=5000)
     p.add_argument('--dets', type=int, default=100)
+    p.add_argument('--batch', type=int, default=64)
     p.add_argument('--coco-images', type=int, default=5000)
     p.add_argument('--skip-core', action='store_true')
     a = p.parse_args()
-    batches = detections(a.images, a.dets)
+    batches = detections(a.images, a.dets, batch=a.batch)
     ref = run_voc(VOC07MApMetric(iou_thresh=0.5, class_names=CLASSES), batches)
     fast = run_voc(FastVOC07MApMetric(iou_thresh=0.5, class_names=CLASSES), batches)
     same = ref[0] == fast[0] and np.array_equal(ref[1], fast[1], equal_nan=True)
-    print('VOC07 mAP, {} images x {} detections: GluonCV {:.6f}'.format(
-        a.images, a.dets, ref[1][-1]))
+    print('VOC07 mAP, {} images x {} detections, batches of {}: GluonCV {:.6f}'.format(
+        a.images, a.dets, a.batch, ref[1][-1]))
     print('\n| metric | reference (s) | gluontrain (s) | ratio | values |\n|---|---|---|---|---|')
     print('| VOC07MApMetric vs FastVOC07MApMetric | {:.2f} | {:.2f} | {:.1f}x | {} |'.format(
         ref[2], fast[2], ref[2] / fast[2], 'identical' if same else 'DIFFER'))

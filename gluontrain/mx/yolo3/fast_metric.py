@@ -19,6 +19,11 @@ from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 __all__ = ['FastVOC07MApMetric']
 
+# longest array NumPy's default argsort sorts by (stable) insertion sort; newer NumPy may use
+# SIMD sorts, where only argsort itself is known to reproduce argsort
+_STABLE_ARGSORT_MAX = 16 if tuple(int(v) for v in np.__version__.split('.')[:2]) < (1, 25) \
+    else 0
+
 
 def _as_numpy(a):
     if isinstance(a, (list, tuple)):
@@ -80,9 +85,10 @@ class FastVOC07MApMetric(VOC07MApMetric):
             self._pos[int(label)] += int(np.count_nonzero(easy_gt & (gt_int == label)))
         if len(labels) == 0:
             return
-        # GluonCV records each (image, class) by argsort()[::-1] of the scores; a stable sort
-        # on (image, class, -score) is the same order wherever scores do not tie
-        order = np.lexsort((-scores, labels, image))
+        # GluonCV records each (image, class) by argsort()[::-1] of the scores. NumPy <1.25
+        # argsorts arrays of up to 16 elements by insertion sort, which is stable, so there
+        # the order is (-score, -index); longer classes with tied scores replay argsort
+        order = np.lexsort((-det, -scores, labels, image))
         key_i, key_l, key_s = image[order], labels[order], scores[order]
         tie = (key_i[1:] == key_i[:-1]) & (key_l[1:] == key_l[:-1]) & (key_s[1:] == key_s[:-1])
         if tie.any():
@@ -93,6 +99,8 @@ class FastVOC07MApMetric(VOC07MApMetric):
             ends = np.r_[starts[1:], len(order)]
             tied_at = np.flatnonzero(tie) + 1
             for b in np.unique(np.searchsorted(starts, tied_at, side='right') - 1):
+                if ends[b] - starts[b] <= _STABLE_ARGSORT_MAX:
+                    continue
                 members = np.sort(order[starts[b]:ends[b]])  # the class's original order
                 order[starts[b]:ends[b]] = members[scores[members].argsort()[::-1]]
         image, labels, scores = image[order], labels[order], scores[order]
