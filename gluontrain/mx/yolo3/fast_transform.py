@@ -69,15 +69,12 @@ def _contrast(img, low, high):
 def _saturation(img, low, high):
     if np.random.uniform(0, 1) > 0.5:
         alpha = np.random.uniform(low, high)
-        weighted = img * _GRAY
-        # mx.nd.sum reduces with Kahan compensation; a plain float32 sum rounds differently
-        total = np.zeros(img.shape[:2] + (1,), np.float32)
-        residual = np.zeros_like(total)
-        for c in range(3):
-            y = weighted[:, :, c:c + 1] - residual
-            t = total + y
-            residual = (t - total) - y
-            total = t
+        w0, w1, w2 = (img[:, :, c] * _GRAY[c] for c in range(3))
+        # mx.nd.sum's Kahan-compensated sum of three terms from zero, unrolled: the first
+        # two steps add exactly, the third corrects by the rounding error of w0 + w1
+        total = w0 + w1
+        total += w2 - ((total - w0) - w1)
+        total = total[:, :, None]
         total *= np.float32(1.0 - alpha)
         img *= np.float32(alpha)
         img += total
