@@ -235,10 +235,13 @@ class FastYOLO3TrainTransform(YOLO3DefaultTrainTransform):
         if flip_x:
             img = img[:, ::-1]
         bbox = tbbox.flip(bbox, (w, h), flip_x=flip_x)
-        img = img / np.float32(255)
-        img -= np.array(self._mean, np.float32)
-        img /= np.array(self._std, np.float32)
-        img = np.ascontiguousarray(img.transpose(2, 0, 1))
+        # to_tensor + normalize, written straight into CHW planes: a per-channel scalar over
+        # contiguous memory is several times faster than a 3-vector broadcast over HWC
+        out = np.empty((img.shape[2],) + img.shape[:2], np.float32)
+        np.divide(img.transpose(2, 0, 1), np.float32(255), out=out)
+        out -= np.array(self._mean, np.float32)[:, None, None]
+        out /= np.array(self._std, np.float32)[:, None, None]
+        img = out
         if self._net_none:
             return img, bbox.astype(img.dtype)
         gt_boxes = bbox[:, :4].astype(np.float32)
