@@ -304,13 +304,23 @@ def compare_with_ssd_pytorch(path, step_batch, repeats):
         opt.step()
         return float(loss_l), float(loss_c)
 
-    ours_losses, ref_losses = step(our_net, criterion), step(ref_net, ref_criterion)
-    assert ours_losses == ref_losses, (ours_losses, ref_losses)
+    # the first call of each is both the check and the timing (a batch-32 VGG step takes
+    # minutes on a CPU); --repeats > 1 adds runs and takes the median
+    step_times = {'ours': [], 'ref': []}
+    for _ in range(max(1, repeats)):
+        for key, net, crit in (('ours', our_net, criterion), ('ref', ref_net, ref_criterion)):
+            tic = time.perf_counter()
+            losses = step(net, crit)
+            step_times[key].append(time.perf_counter() - tic)
+            if key == 'ours':
+                ours_losses = losses
+            else:
+                ref_losses = losses
+        assert ours_losses == ref_losses, (ours_losses, ref_losses)
     print('one step at batch {}: losses ours (loc {:.6f}, conf {:.6f}), ssd.pytorch '
           '(loc {:.6f}, conf {:.6f})'.format(step_batch, *ours_losses, *ref_losses))
     rows.append(('train step (fwd+loss+bwd+SGD), batch %d' % step_batch,
-                 timed(lambda: step(our_net, criterion), repeats, device),
-                 timed(lambda: step(ref_net, ref_criterion), repeats, device)))
+                 statistics.median(step_times['ours']), statistics.median(step_times['ref'])))
     return rows
 
 
