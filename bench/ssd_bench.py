@@ -182,5 +182,172 @@ def main(argv=None):
         print('%-34s %12.1f %12.1f %7.1fx' % (name, ours_s * 1e3, loop_s * 1e3, loop_s / ours_s))
 
 
+
+# ------------------------------------- pipeline and training step vs ssd.pytorch's own code
+# ssd.pytorch is not a dependency: pass a checkout with --ssd-pytorch PATH (or the env var
+# SSD_PYTORCH). Two patches, applied in memory only, let its code run on today's stack:
+#  * utils/augmentations.py imports torchvision.transforms and never uses it: a stub module
+#    stands in when torchvision is absent;
+#  * data/coco.py opens ~/data/coco/coco_labels.txt at import (a default argument): HOME
+#    points at a temporary folder holding the label file the checkout ships while importing;
+#  * layers/modules/multibox_loss.py indexes the [B*P, 1] loss with a [B, P] mask
+#    (``loss_c[pos] = 0``), an error since PyTorch 0.4; the reshape it does one line later
+#    is moved before it (the fix every fork applies).
+def import_ssd_pytorch(path):
+    """ssd.pytorch's (SSDAugmentation, detection_collate, build_ssd, MultiBoxLoss)."""
+    import importlib.util
+    import types
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isfile(os.path.join(path, 'ssd.py')):
+        raise FileNotFoundError('--ssd-pytorch {}: no ssd.py there; give a checkout of '
+                                'github.com/amdegroot/ssd.pytorch'.format(path))
+    if importlib.util.find_spec('torchvision') is None:
+        stub = types.ModuleType('torchvision')
+        stub.transforms = types.ModuleType('torchvision.transforms')
+        sys.modules.setdefault('torchvision', stub)
+        sys.modules.setdefault('torchvision.transforms', stub.transforms)
+    sys.path.insert(0, path)
+    import shutil
+    import tempfile
+    home, fake_home = os.environ.get('HOME'), tempfile.mkdtemp()
+    os.makedirs(os.path.join(fake_home, 'data', 'coco'))
+    shutil.copy(os.path.join(path, 'data', 'coco_labels.txt'),
+                os.path.join(fake_home, 'data', 'coco'))
+    os.environ['HOME'] = fake_home
+    try:
+        import data as ref_data  # noqa: E402  (ssd.pytorch's package of that name)
+    finally:
+        if home is None:
+            del os.environ['HOME']
+        else:
+            os.environ['HOME'] = home
+    from utils.augmentations import SSDAugmentation as RefAugmentation
+    import layers.modules.multibox_loss as ref_loss_module
+    source = open(ref_loss_module.__file__).read()
+    patched = source.replace('        loss_c[pos] = 0  # filter out pos boxes for now\n'
+                             '        loss_c = loss_c.view(num, -1)\n',
+                             '        loss_c = loss_c.view(num, -1)\n'
+                             '        loss_c[pos] = 0  # filter out pos boxes for now\n')
+    if patched == source:
+        raise RuntimeError('ssd.pytorch multibox_loss.py is not the version this bench patches')
+    exec(compile(patched, ref_loss_module.__file__, 'exec'),  # pylint: disable=exec-used
+         ref_loss_module.__dict__)
+    from ssd import build_ssd as ref_build_ssd
+    return (RefAugmentation, ref_data.detection_collate, ref_build_ssd,
+            ref_loss_module.MultiBoxLoss)
+
+
+def pipeline_samples(n, seed=0):
+    """BGR uint8 images of VOC-like sizes with relative boxes and labels."""
+    import numpy as np
+    rng = np.random.RandomState(seed)
+    out = []
+    for _ in range(n):
+        h, w = rng.randint(300, 500), rng.randint(300, 500)
+        img = rng.randint(0, 256, (h, w, 3)).astype(np.uint8)
+        m = rng.randint(1, 6)
+        xy = rng.uniform(0, 0.7, (m, 2))
+        boxes = np.concatenate([xy, xy + rng.uniform(0.05, 0.3, (m, 2))], 1)
+        out.append((img, boxes, rng.randint(0, 20, m).astype(np.float64)))
+    return out
+
+
+def run_pipeline(augment, collate, samples, seed):
+    """ssd.pytorch's pull_item (augment, BGR->RGB, CHW tensor) for each sample, then collate."""
+    import numpy as np
+    np.random.seed(seed)
+    batch = []
+    for img, boxes, labels in samples:
+        out, b, l = augment(img, boxes.copy(), labels.copy())
+        out = out[:, :, (2, 1, 0)]
+        batch.append((torch.from_numpy(out).permute(2, 0, 1),
+                      np.hstack((b, np.expand_dims(l, axis=1)))))
+    return collate(batch)
+
+
+def compare_with_ssd_pytorch(path, step_batch, repeats):
+    """Rows (name, ours s, reference s) for the pipeline and one training step."""
+    from gluontrain.torch.ssd.augmentations import SSDAugmentation
+    from gluontrain.torch.ssd.data import detection_collate
+    from gluontrain.torch.ssd.model import build_ssd
+    ref_aug, ref_collate, ref_build, ref_loss = import_ssd_pytorch(path)
+    samples = pipeline_samples(32)
+    ours = run_pipeline(SSDAugmentation(300), detection_collate, samples, 0)
+    ref = run_pipeline(ref_aug(300), ref_collate, samples, 0)
+    assert torch.equal(ours[0], ref[0]) and all(
+        torch.equal(a, b) for a, b in zip(ours[1], ref[1])), 'pipelines differ'
+    device = torch.device('cpu')
+    rows = [('SSDAugmentation+collate, 32 images',
+             timed(lambda: run_pipeline(SSDAugmentation(300), detection_collate, samples, 0),
+                   repeats, device),
+             timed(lambda: run_pipeline(ref_aug(300), ref_collate, samples, 0), repeats,
+                   device))]
+    # one SGD step on the same weights and batch
+    torch.manual_seed(0)
+    ref_net = ref_build('train', 300, 21)
+    our_net = build_ssd('train', 300, 21)
+    our_net.load_state_dict(ref_net.state_dict())
+    images, targets = run_pipeline(SSDAugmentation(300), detection_collate,
+                                   pipeline_samples(step_batch, seed=1), 1)
+    criterion = MultiBoxLoss(21, 0.5, True, 0, True, 3, 0.5, False)
+    ref_criterion = ref_loss(21, 0.5, True, 0, True, 3, 0.5, False, use_gpu=False)
+    states = {id(our_net): our_net.state_dict(), id(ref_net): ref_net.state_dict()}
+    states = {k: {n: t.clone() for n, t in v.items()} for k, v in states.items()}
+
+    def step(net, crit):
+        net.load_state_dict(states[id(net)])
+        opt = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9, weight_decay=5e-4)
+        out = net(images)
+        opt.zero_grad()
+        loss_l, loss_c = crit(out, targets)
+        (loss_l + loss_c).backward()
+        opt.step()
+        return float(loss_l), float(loss_c)
+
+    # the first call of each is both the check and the timing (a batch-32 VGG step takes
+    # minutes on a CPU); --repeats > 1 adds runs and takes the median
+    step_times = {'ours': [], 'ref': []}
+    for _ in range(max(1, repeats)):
+        for key, net, crit in (('ours', our_net, criterion), ('ref', ref_net, ref_criterion)):
+            tic = time.perf_counter()
+            losses = step(net, crit)
+            step_times[key].append(time.perf_counter() - tic)
+            if key == 'ours':
+                ours_losses = losses
+            else:
+                ref_losses = losses
+        assert ours_losses == ref_losses, (ours_losses, ref_losses)
+    print('one step at batch {}: losses ours (loc {:.6f}, conf {:.6f}), ssd.pytorch '
+          '(loc {:.6f}, conf {:.6f})'.format(step_batch, *ours_losses, *ref_losses))
+    rows.append(('train step (fwd+loss+bwd+SGD), batch %d' % step_batch,
+                 statistics.median(step_times['ours']), statistics.median(step_times['ref'])))
+    return rows
+
+
+def main_vs_reference(argv=None):
+    """Entry point of the appended section: ``--ssd-pytorch PATH [--step-batch 32]``."""
+    parser = argparse.ArgumentParser(description='SSD pipeline and step vs ssd.pytorch')
+    parser.add_argument('--ssd-pytorch', default=os.environ.get('SSD_PYTORCH', ''))
+    parser.add_argument('--step-batch', type=int, default=32)
+    parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--repeats', type=int, default=1)
+    args, _ = parser.parse_known_args(argv)
+    if not args.ssd_pytorch:
+        print('ssd.pytorch comparison skipped: give a checkout of '
+              'github.com/amdegroot/ssd.pytorch with --ssd-pytorch PATH or SSD_PYTORCH')
+        return
+    torch.set_num_threads(args.threads)
+    rows = compare_with_ssd_pytorch(args.ssd_pytorch, args.step_batch, args.repeats)
+    print('vs ssd.pytorch, %d thread(s), median of %d runs; outputs checked equal first'
+          % (args.threads, args.repeats))
+    print('%-42s %12s %12s %8s' % ('case', 'ours (ms)', 'ssd.pytorch', 'speed-up'))
+    for name, ours_s, ref_s in rows:
+        print('%-42s %12.1f %12.1f %7.2fx' % (name, ours_s * 1e3, ref_s * 1e3, ref_s / ours_s))
+
+
 if __name__ == '__main__':
-    main()
+    if '--ssd-pytorch' in sys.argv or os.environ.get('SSD_PYTORCH'):
+        main_vs_reference()
+    else:
+        main()
+        main_vs_reference([])

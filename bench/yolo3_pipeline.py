@@ -1,17 +1,24 @@
 """Time the YOLOv3 pipeline on this machine and print a table.
 
-Measures, on generated VOC data:
-  * the train transform per sample (YOLO3DefaultTrainTransform incl. target generation),
+Measures, on generated VOC data (500x375 images, as VOC's):
+  * identity first: gluontrain's FastYOLO3TrainTransform and GluonCV's YOLO3DefaultTrainTransform
+    give equal arrays (np.array_equal) on every sample with the same seeds; the targets alone
+    (FastYOLOV3TargetGenerator vs YOLOV3PrefetchTargetGenerator) likewise;
+  * targets per sample, ours vs GluonCV's, on the same boxes (the ratio);
+  * the full train transform per sample, ours vs GluonCV's, on the same samples (the ratio);
+  * loader throughput (images/s) of the recipe's random-shape train loader with -j 0 and -j 2,
+    ours vs --reference-transform;
   * forward+backward+update per step (YOLOv3Step) for mobilenet0.25 and darknet53,
   * the cost gluontrain's loop and per-batch hooks add: steps through ``run_loop`` divided by
     bare ``YOLOv3Step`` calls on the same batches (the reference's loop body is those calls),
   * the full checkpoint gluontrain writes once per epoch.
 
 Usage: python bench/yolo3_pipeline.py [--data-shape 320] [--batch-size 4] [--steps 3]
-       [--networks mobilenet0.25,darknet53]
+       [--networks mobilenet0.25,darknet53] [--samples 20] [--loader-batches 20]
 """
 import argparse
 import os
+import random
 import sys
 import tempfile
 import time
@@ -19,6 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 import mxnet as mx  # noqa: E402
+import numpy as np  # noqa: E402
 
 from gluontrain.data import synthetic  # noqa: E402
 from gluontrain.core.hooks import LogHook, LossMeterHook, NaNGuardHook, ProgressHook  # noqa: E402
@@ -26,6 +34,8 @@ from gluontrain.core.loop import run_loop  # noqa: E402
 from gluontrain.core.meters import LossMeter  # noqa: E402
 from gluontrain.mx.yolo3 import get_dataloader, get_dataset, get_net, parse_args  # noqa: E402
 from gluontrain.mx.yolo3.data import YOLO3DefaultTrainTransform  # noqa: E402
+from gluontrain.mx.yolo3.fast_targets import FastYOLOV3TargetGenerator  # noqa: E402
+from gluontrain.mx.yolo3.fast_transform import FastYOLO3TrainTransform  # noqa: E402
 from gluontrain.mx.yolo3.step import LOSS_NAMES, YOLOv3Step  # noqa: E402
 from gluontrain.mx.yolo3.train import save_checkpoint  # noqa: E402
 
@@ -41,13 +51,89 @@ def time_transform(root, shape, n):
     args = _args(root, 'mobilenet0.25', shape, 1, os.path.join(tempfile.mkdtemp(), ''))
     train_ds, _, _ = get_dataset('voc', args)
     net, _ = get_net(args, [mx.cpu()])
-    t = YOLO3DefaultTrainTransform(shape, shape, net)
+    t = FastYOLO3TrainTransform(shape, shape, net)
     samples = [train_ds[i % len(train_ds)] for i in range(n)]
     t(*samples[0])  # warm-up
     tic = time.perf_counter()
     for img, label in samples:
         t(img, label)
     return (time.perf_counter() - tic) / n
+
+
+def _seeded(fn, seed, *args):
+    random.seed(seed)
+    np.random.seed(seed)
+    return fn(*args)
+
+
+def _numpy(outputs):
+    return [o.asnumpy() if hasattr(o, 'asnumpy') else o for o in outputs]
+
+
+def compare_transforms(root, shape, n):
+    """Identity checks, then ms/sample of GluonCV's and our targets and full transforms."""
+    args = _args(root, 'mobilenet0.25', shape, 1, os.path.join(tempfile.mkdtemp(), ''))
+    train_ds, _, _ = get_dataset('voc', args)
+    net, _ = get_net(args, [mx.cpu()])
+    ref, ours = YOLO3DefaultTrainTransform(shape, shape, net), \
+        FastYOLO3TrainTransform(shape, shape, net)
+    samples = [train_ds[i % len(train_ds)] for i in range(n)]
+    boxes = []
+    for i, (img, label) in enumerate(samples):
+        r, o = _numpy(_seeded(ref, i, img, label)), _seeded(ours, i, img, label)
+        if not all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(r, o)):
+            raise SystemExit('identity check FAILED: transform outputs differ on sample %d' % i)
+        boxes.append(r[-1])
+    # the targets alone, on the boxes the transform produced
+    gen_ref = ref._target_generator  # pylint: disable=protected-access
+    gen_ours = ours._fast_target_generator()  # pylint: disable=protected-access
+    feats, anchors, offsets = ref._feat_maps, ref._anchors, ref._offsets
+    fake = mx.nd.zeros((1, 3, shape, shape))
+    nd_boxes = [(mx.nd.array(b[None]), mx.nd.array(np.zeros((1, len(b), 1)))) for b in boxes]
+
+    def run_ref():
+        return [[t[0].asnumpy() for t in gen_ref(fake, feats, anchors, offsets, b, c)]
+                for b, c in nd_boxes]
+
+    def run_ours():
+        return [gen_ours(b, np.zeros((len(b), 1), np.float32)) for b in boxes]
+
+    for r, o in zip(run_ref(), run_ours()):
+        if not all(np.array_equal(a, b) for a, b in zip(r, o)):
+            raise SystemExit('identity check FAILED: targets differ')
+    # wall and CPU (process) time: on a shared machine the CPU time is the steadier one
+    times = {}
+    for name, fn in (('targets_ref', run_ref), ('targets_ours', run_ours)):
+        tic, cpu = time.perf_counter(), time.process_time()
+        fn()
+        times[name] = ((time.perf_counter() - tic) / n, (time.process_time() - cpu) / n)
+    for name, t in (('transform_ref', ref), ('transform_ours', ours)):
+        tic, cpu = time.perf_counter(), time.process_time()
+        for i, (img, label) in enumerate(samples):
+            _seeded(t, i, img, label)
+        times[name] = ((time.perf_counter() - tic) / n, (time.process_time() - cpu) / n)
+    return times
+
+
+def loader_throughput(root, shape, batch, workers, batches, reference):
+    """Images/s through the recipe's random-shape train loader (transforms + batchify)."""
+    argv = ['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', root,
+            '--no-pretrained-base', '--gpus', '', '--batch-size', str(batch),
+            '-j', str(workers), '--data-shape', str(shape),
+            '--save-prefix', os.path.join(tempfile.mkdtemp(), '')]
+    args = parse_args(argv + (['--reference-transform'] if reference else []))
+    train_ds, val_ds, _ = get_dataset('voc', args)
+    net, async_net = get_net(args, [mx.cpu()])
+    train_data, _ = get_dataloader(async_net, train_ds, val_ds, shape, batch, workers, args)
+    # whole epochs only: abandoning a GluonCV loader mid-epoch breaks its workers' pipes
+    tic, count = None, 0
+    while count < batch * batches:
+        for b in train_data:
+            if tic is None:
+                tic = time.perf_counter()  # worker start-up and the first batch excluded
+                continue
+            count += b[0].shape[0]
+    return count / (time.perf_counter() - tic)
 
 
 def time_steps(root, network, shape, batch, steps):
@@ -88,10 +174,30 @@ def main():
     p.add_argument('--steps', type=int, default=3)
     p.add_argument('--samples', type=int, default=20)
     p.add_argument('--networks', default='mobilenet0.25,darknet53')
+    p.add_argument('--loader-batches', type=int, default=20)
+    p.add_argument('--workers', default='0,2', help='loader -j values to time')
     a = p.parse_args()
-    root = synthetic.write_voc(tempfile.mkdtemp(), num_train=16, num_val=4, seed=0)
+    root = synthetic.write_voc(tempfile.mkdtemp(), num_train=32, num_val=4, seed=0,
+                               image_size=(375, 500))
     print('machine: {} CPU threads (OMP_NUM_THREADS={}), mxnet {}'.format(
         os.cpu_count(), os.environ.get('OMP_NUM_THREADS', 'unset'), mx.__version__))
+    times = compare_transforms(root, a.data_shape, a.samples)
+    print('identity: transform and targets arrays equal to GluonCV on all {} samples'.format(
+        a.samples))
+    print('\n| measurement | GluonCV | gluontrain | ratio |\n|---|---|---|---|')
+    for what in ('targets', 'transform'):
+        ref, ours = times[what + '_ref'], times[what + '_ours']
+        label = 'targets only' if what == 'targets' else 'full train transform + targets'
+        for k, clock in enumerate(('wall', 'CPU')):
+            print('| {} @{} ({} ms/sample) | {:.1f} | {:.1f} | {:.1f}x |'.format(
+                label, a.data_shape, clock, ref[k] * 1e3, ours[k] * 1e3, ref[k] / ours[k]))
+    for workers in [int(w) for w in a.workers.split(',') if w != '']:
+        ref = loader_throughput(root, a.data_shape, a.batch_size, workers, a.loader_batches,
+                                True)
+        ours = loader_throughput(root, a.data_shape, a.batch_size, workers, a.loader_batches,
+                                 False)
+        print('| train loader -j {} random shapes, batch {} (images/s) | {:.1f} | {:.1f} | '
+              '{:.1f}x |'.format(workers, a.batch_size, ref, ours, ours / ref))
     tr = time_transform(root, a.data_shape, a.samples)
     print('\n| measurement | value |\n|---|---|')
     print('| train transform + targets @{} | {:.1f} ms/sample |'.format(a.data_shape, tr * 1e3))

@@ -2,7 +2,8 @@
 
 Every argument of the reference keeps its name and default. Added: ``--dataset-root``,
 ``--classes``, ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
-``--reference-mixup``, ``--tensorboard``, ``--preset``.
+``--reference-mixup``, ``--reference-transform``, ``--reference-metric``, ``--tensorboard``,
+``--preset``.
 """
 import argparse
 
@@ -96,6 +97,12 @@ def build_parser():
       help='Disable mixup training if enabled in the last N epochs.')
     a('--reference-mixup', action='store_true',
       help='Reproduce the reference bug: with --num-workers > 0 the workers never see mixup.')
+    a('--reference-transform', action='store_true',
+      help="Train with GluonCV's own YOLO3DefaultTrainTransform instead of the numpy one "
+           '(same arrays, several times slower).')
+    a('--reference-metric', action='store_true',
+      help="Validate VOC with GluonCV's VOC07MApMetric instead of FastVOC07MApMetric "
+           '(same values, about 5x slower).')
     a('--label-smooth', action='store_true', help='Use label smoothing.')
     a('--amp', action='store_true', help='Use MXNet AMP for mixed precision training (GPU).')
     a('--horovod', action='store_true',

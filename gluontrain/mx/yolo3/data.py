@@ -18,6 +18,8 @@ from gluoncv.utils.metrics.coco_detection import COCODetectionMetric
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...data import checks, synthetic
+from .fast_metric import FastVOC07MApMetric
+from .fast_transform import FastYOLO3TrainTransform
 
 VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
 COCO_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'coco')
@@ -90,6 +92,13 @@ def _custom_splits(root):
     return [root], [('', 'trainval' if val == 'test' else 'train')], [('', val)]
 
 
+def voc_metric(class_names, args):
+    """VOC07 mAP at IoU 0.5: :class:`~.fast_metric.FastVOC07MApMetric`, or GluonCV's
+    ``VOC07MApMetric`` with ``args.reference_metric`` (the same values)."""
+    metric = VOC07MApMetric if getattr(args, 'reference_metric', False) else FastVOC07MApMetric
+    return metric(iou_thresh=0.5, class_names=class_names)
+
+
 def get_dataset(dataset, args):
     """Training and validation datasets and the validation metric.
 
@@ -101,8 +110,8 @@ def get_dataset(dataset, args):
         ``synthetic`` (the generated coloured-shapes set, VOC format, made on first use).
     args : argparse.Namespace
         Uses ``dataset_root``, ``classes``, ``save_prefix``, ``data_shape``, ``num_samples``,
-        ``mixup``, ``reference_mixup``; sets ``args.num_samples`` (and ``args.classes`` for
-        custom/synthetic) as the reference does.
+        ``mixup``, ``reference_mixup``, ``reference_metric``; sets ``args.num_samples`` (and
+        ``args.classes`` for custom/synthetic) as the reference does.
 
     Returns
     -------
@@ -116,7 +125,7 @@ def get_dataset(dataset, args):
         checks.check_voc(root, train_splits + val_splits)
         train_dataset = gdata.VOCDetection(root=root, splits=train_splits)
         val_dataset = gdata.VOCDetection(root=root, splits=val_splits)
-        val_metric = VOC07MApMetric(iou_thresh=0.5, class_names=val_dataset.classes)
+        val_metric = voc_metric(val_dataset.classes, args)
     elif name == 'coco':
         root = root or os.path.expanduser(COCO_DEFAULT_ROOT)
         checks.check_coco(root, 'instances_train2017')
@@ -151,7 +160,7 @@ def get_dataset(dataset, args):
         train_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
                                                      splits=train_splits)
         val_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root, splits=val_splits)
-        val_metric = VOC07MApMetric(iou_thresh=0.5, class_names=val_dataset.classes)
+        val_metric = voc_metric(val_dataset.classes, args)
     else:
         raise NotImplementedError('Dataset: {} not implemented.'.format(dataset))
     if args.num_samples < 0:
@@ -179,7 +188,9 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     Training uses random shapes 320..608 (every 10 batches) through
     ``RandomTransformDataLoader``, or ``data_shape`` with ``--no-random-shape``;
     ``last_batch='rollover'``. ``net`` (the ``async_net`` under SyncBN) is run once on zeros
-    by each ``YOLO3DefaultTrainTransform`` to build the target generator.
+    by each train transform to build the target generator. The transform is
+    :class:`~.fast_transform.FastYOLO3TrainTransform` (the reference's arrays, computed in
+    numpy) or, with ``args.reference_transform``, GluonCV's ``YOLO3DefaultTrainTransform``.
 
     Returns
     -------
@@ -190,14 +201,15 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     """
     width, height = data_shape, data_shape
     batchify_fn = train_batchify_fn()
+    train_transform = YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
+        else FastYOLO3TrainTransform
     if args.no_random_shape:
         train_loader = gluon.data.DataLoader(
-            train_dataset.transform(YOLO3DefaultTrainTransform(width, height, net,
-                                                               mixup=args.mixup)),
+            train_dataset.transform(train_transform(width, height, net, mixup=args.mixup)),
             batch_size, True, batchify_fn=batchify_fn, last_batch='rollover',
             num_workers=num_workers)
     else:
-        transform_fns = [YOLO3DefaultTrainTransform(x * 32, x * 32, net, mixup=args.mixup)
+        transform_fns = [train_transform(x * 32, x * 32, net, mixup=args.mixup)
                          for x in range(10, 20)]
         train_loader = RandomTransformDataLoader(
             transform_fns, train_dataset, batch_size=batch_size, interval=10,

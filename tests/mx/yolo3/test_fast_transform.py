@@ -1,0 +1,104 @@
+"""FastYOLO3TrainTransform: GluonCV's train transform outputs, bit for bit, same random streams."""
+import random
+
+import numpy as np
+import pytest
+
+import gluontrain.mx  # noqa: F401  (imports gluoncv through the shim)
+import mxnet as mx
+from gluoncv.data.transforms.experimental.bbox import \
+    random_crop_with_constraints as reference_crop
+from gluoncv.data.transforms.experimental.image import \
+    random_color_distort as reference_distort
+from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
+from gluoncv.model_zoo import get_model
+
+from gluontrain.mx.yolo3 import fast_transform
+from gluontrain.mx.yolo3.fast_transform import FastYOLO3TrainTransform
+
+
+@pytest.fixture(scope='module')
+def net():
+    model = get_model('yolo3_mobilenet0.25_voc', pretrained_base=False)
+    model.initialize()
+    return model
+
+
+def random_sample(rng, mix):
+    """A uint8 NDArray image of random size and a [M, 5(+1)] label inside it."""
+    height, width = rng.randint(20, 600), rng.randint(20, 600)
+    img = mx.nd.array(rng.randint(0, 256, (height, width, 3)), dtype=np.uint8)
+    m = rng.randint(1, 40)
+    x1, y1 = rng.uniform(0, width - 2, m), rng.uniform(0, height - 2, m)
+    x2 = np.minimum(x1 + rng.uniform(1, width, m), width)
+    y2 = np.minimum(y1 + rng.uniform(1, height, m), height)
+    if rng.rand() < 0.5:
+        x1, y1, x2, y2 = [np.floor(v) for v in (x1, y1, x2, y2)]
+    cols = [x1, y1, x2, y2, rng.randint(0, 20, m)] + ([rng.uniform(0, 1, m)] if mix else [])
+    label = np.stack(cols, 1)
+    return img, (label.astype(np.float32) if rng.rand() < 0.5 else label)
+
+
+def _run(fn, seed, *args):
+    random.seed(seed)
+    np.random.seed(seed)
+    out = fn(*args)
+    # where both streams stand afterwards: the next draws must agree too
+    return out, (random.random(), np.random.rand())
+
+
+def _as_numpy(outputs):
+    return [o.asnumpy() if hasattr(o, 'asnumpy') else o for o in outputs]
+
+
+def test_identical_to_gluoncv_with_the_same_seeds(net):
+    rng = np.random.RandomState(0)
+    transforms = {}
+    for case in range(120):
+        side, mix = 32 * rng.randint(10, 20), bool(rng.rand() < 0.3)
+        if (side, mix) not in transforms:
+            transforms[side, mix] = (YOLO3DefaultTrainTransform(side, side, net, mixup=mix),
+                                     FastYOLO3TrainTransform(side, side, net, mixup=mix))
+        reference, ours = transforms[side, mix]
+        img, label = random_sample(rng, mix)
+        seed = rng.randint(1 << 30)
+        ref_out, ref_next = _run(reference, seed, img, label)
+        our_out, our_next = _run(ours, seed, img, label)
+        assert ref_next == our_next, case
+        for k, (r, o) in enumerate(zip(_as_numpy(ref_out), our_out)):
+            assert r.dtype == o.dtype and r.shape == o.shape and np.array_equal(r, o), (case, k)
+
+
+def test_without_net_returns_image_and_boxes_as_the_reference():
+    rng = np.random.RandomState(1)
+    reference, ours = YOLO3DefaultTrainTransform(320, 256), FastYOLO3TrainTransform(320, 256)
+    for _ in range(20):
+        img, label = random_sample(rng, False)
+        (ref_img, ref_box), _ = _run(reference, 7, img, label)
+        (our_img, our_box), _ = _run(ours, 7, img.asnumpy(), label)  # numpy input works too
+        assert our_img.shape == (3, 256, 320)
+        assert np.array_equal(ref_img.asnumpy(), our_img) and np.array_equal(ref_box, our_box)
+
+
+def test_colour_distortion_bit_identical():
+    rng = np.random.RandomState(2)
+    for seed in range(40):
+        img = rng.randint(0, 256, (rng.randint(5, 80), rng.randint(5, 80), 3)).astype(np.float32)
+        ref, ref_next = _run(reference_distort, seed, mx.nd.array(img))
+        ours, our_next = _run(fast_transform.random_color_distort, seed, img.copy())
+        assert ref_next == our_next and np.array_equal(ref.asnumpy(), ours)
+
+
+def test_crop_with_constraints_same_crop_and_stream():
+    rng = np.random.RandomState(3)
+    for seed in range(200):
+        w, h = rng.randint(10, 2000), rng.randint(10, 2000)
+        m = rng.randint(0, 30)
+        x1, y1 = rng.uniform(0, w - 1, m), rng.uniform(0, h - 1, m)
+        bbox = np.stack([x1, y1, np.minimum(x1 + rng.uniform(1, w, m), w),
+                         np.minimum(y1 + rng.uniform(1, h, m), h), np.zeros(m)], 1)
+        (ref_box, ref_crop), ref_next = _run(reference_crop, seed, bbox, (w, h))
+        (our_box, our_crop), our_next = _run(fast_transform.random_crop_with_constraints,
+                                             seed, bbox, (w, h))
+        assert ref_crop == our_crop and np.array_equal(ref_box, our_box)
+        assert ref_next == our_next
