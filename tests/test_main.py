@@ -215,7 +215,7 @@ def test_oserror_messages_say_the_fix():
 def test_interrupt_message_names_the_position_and_the_checkpoint():
     state = TrainState(epoch=2, batch=5)
     assert interrupt_message(state) == 'interrupted at epoch 2, batch 5; no checkpoint written yet'
-    state.scores['last_checkpoint'] = 'out/run_last.ckpt'
+    state.last_checkpoint = 'out/run_last.ckpt'
     assert interrupt_message(state) == ('interrupted at epoch 2, batch 5; last checkpoint: '
                                         'out/run_last.ckpt; resume with --resume '
                                         'out/run_last.ckpt')

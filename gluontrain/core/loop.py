@@ -8,6 +8,7 @@ A run is bounded by epochs (GluonCV's ``range(start_epoch, epochs)``), by an ite
 (``max_iter``, as detectron2's ``train(start_iter, max_iter)`` and ssd.pytorch), or by both.
 """
 import itertools
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
@@ -58,7 +59,12 @@ class TrainState:
         Set by any hook (or the iteration budget) to end training after the current event;
         ``after_train`` still runs.
     stop_reason : str
-        Why ``should_stop`` was set.
+        Why ``should_stop`` was first set (a later stop, e.g. the budget after a NaN stop,
+        keeps it).
+    resumed_from : str or None
+        The checkpoint this run resumed from (None: a fresh run). Written by the recipe when it
+        restores; ``LogHook`` marks the resume point in the log, ``MetricsJSONHook`` drops the
+        rows the interrupted run wrote after it.
     """
     start_epoch: int = 0
     epochs: Optional[int] = 0
@@ -76,11 +82,17 @@ class TrainState:
     nonfinite: bool = False
     should_stop: bool = False
     stop_reason: str = ''
+    resumed_from: Optional[str] = None
 
     def stop(self, reason):
-        """Ask the loop to stop after the hooks of the current event have run."""
+        """Ask the loop to stop after the hooks of the current event have run.
+
+        The first reason wins: a NaN stop followed by the iteration budget still reads as the
+        NaN stop.
+        """
+        if not self.should_stop:
+            self.stop_reason = reason
         self.should_stop = True
-        self.stop_reason = reason
 
 
 class Hook:
@@ -155,6 +167,28 @@ def _fire(hooks, event, state):
     return state.should_stop
 
 
+def _fire_after_train(hooks, state, unwinding):
+    """``after_train`` of every hook, even when one of them fails (log files still close).
+
+    While the loop unwinds from an error (``unwinding``), that error wins: a hook's failure
+    here (a full disk while it writes its last line) is logged, not raised in its place.
+    Otherwise the first hook failure is raised once every hook has run.
+    """
+    first = None
+    for hook in hooks:
+        try:
+            hook.after_train(state)
+        except Exception as e:  # pylint: disable=broad-except
+            if unwinding:
+                logging.getLogger('gluontrain').error(
+                    '%s.after_train failed while the run was stopping on an earlier error: '
+                    '%s: %s', type(hook).__name__, type(e).__name__, e)
+            elif first is None:
+                first = e
+    if first is not None:
+        raise first
+
+
 def _length(data):
     try:
         return len(data)
@@ -193,12 +227,20 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
     -------
     TrainState
         The final state; ``state.stop_reason`` says why it ended early, if it did.
+
+    Raises
+    ------
+    BaseException
+        Whatever a step or hook raised (Ctrl-C included), with the loop's state attached as
+        ``error.train_state`` (the CLI names the position and the last checkpoint from it);
+        ``after_train`` ran first, and its own failures do not replace that error.
     """
     if epochs is None and max_iter is None:
         raise ValueError('run_loop needs epochs or max_iter (or both)')
     state = state if state is not None else TrainState()
     state.start_epoch, state.epochs, state.max_iter = start_epoch, epochs, max_iter
     num_batches = _length(train_data)
+    unwinding = False
     try:
         if max_iter is not None and state.iteration >= max_iter:
             state.stop('max_iter {} already reached'.format(max_iter))
@@ -227,8 +269,15 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
             if _fire(hooks, 'after_epoch', state):
                 return state
         return state
+    except BaseException as e:
+        unwinding = True
+        try:
+            e.train_state = state
+        except AttributeError:  # an exception type with __slots__
+            pass
+        raise
     finally:
-        _fire(hooks, 'after_train', state)
+        _fire_after_train(hooks, state, unwinding)
 
 
 def _epoch_complete(index, num_batches, batches):

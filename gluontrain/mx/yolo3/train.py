@@ -222,6 +222,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         payload, state = restored
         restore_hooks_state(hooks, payload)
         start_epoch = payload['epoch'] + 1
+        # until this run writes its own, the resumed checkpoint is the last good one
+        state.resumed_from = state.last_checkpoint = resume
     elif start_epoch > 0:
         # weights-only start (reference --resume x.params, loaded by main): move the LR
         # schedule to the epoch instead of re-running the warm-up from update 0

@@ -197,6 +197,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         if kind == ckpt_io.CHECKPOINT:
             payload, state = restored
             restore_hooks_state(hooks, payload)
+            # until this run writes its own, the resumed checkpoint is the last good one
+            state.resumed_from = state.last_checkpoint = args.resume
     # a resumed run continues the pass it stopped in (its epoch index counts passes)
     start = state.iteration // max(len(train_data), 1)
     state = run_loop(SSDStep(net, criterion, optimizer, device), train_data, hooks, start,
