@@ -96,6 +96,8 @@ class LogHook(Hook):
             # the file's story continues
             self.logger.info('resumed from {} at epoch {}, iteration {}'.format(
                 state.resumed_from, state.start_epoch, state.iteration))
+            for change in state.resume_changes:
+                self.logger.info('changed on resume: {}'.format(change))
         self.logger.info('Start training from [Epoch {}]'.format(state.start_epoch))
 
     def before_epoch(self, state):

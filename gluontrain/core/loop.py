@@ -65,6 +65,9 @@ class TrainState:
         The checkpoint this run resumed from (None: a fresh run). Written by the recipe when it
         restores; ``LogHook`` marks the resume point in the log, ``MetricsJSONHook`` drops the
         rows the interrupted run wrote after it.
+    resume_changes : list of str
+        The arguments this resumed run changed from the checkpoint's (``'--epochs: 2 -> 4'``),
+        honoured by the recipe; ``LogHook`` logs them as ``changed on resume: ...``.
     """
     start_epoch: int = 0
     epochs: Optional[int] = 0
@@ -83,6 +86,7 @@ class TrainState:
     should_stop: bool = False
     stop_reason: str = ''
     resumed_from: Optional[str] = None
+    resume_changes: List[str] = field(default_factory=list)
 
     def stop(self, reason):
         """Ask the loop to stop after the hooks of the current event have run.
