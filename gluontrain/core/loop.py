@@ -65,6 +65,11 @@ class TrainState:
         The checkpoint this run resumed from (None: a fresh run). Written by the recipe when it
         restores; ``LogHook`` marks the resume point in the log, ``MetricsJSONHook`` drops the
         rows the interrupted run wrote after it.
+    resume_batch : int
+        Batches of ``start_epoch`` a mid-pass checkpoint had already trained (0: the run
+        starts at a pass boundary). The loop numbers that epoch's batches from it; the train
+        data must leave those batches out (``gluontrain.torch.passes``). Written by the
+        recipe on restore.
     resume_changes : list of str
         The arguments this resumed run changed from the checkpoint's (``'--epochs: 2 -> 4'``),
         honoured by the recipe; ``LogHook`` logs them as ``changed on resume: ...``.
@@ -86,6 +91,7 @@ class TrainState:
     should_stop: bool = False
     stop_reason: str = ''
     resumed_from: Optional[str] = None
+    resume_batch: int = 0
     resume_changes: List[str] = field(default_factory=list)
 
     def stop(self, reason):
@@ -257,7 +263,8 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
             if _fire(hooks, 'before_epoch', state):
                 return state
             batches = iter(train_data)
-            for i, batch in enumerate(batches):
+            first = state.resume_batch if epoch == start_epoch else 0
+            for i, batch in enumerate(batches, first):
                 state.batch = i
                 if _fire(hooks, 'before_batch', state):
                     return state
