@@ -38,6 +38,8 @@ class LossMeterHook(Hook):
         self.meter = meter if meter is not None else LossMeter()
 
     def before_epoch(self, state):
+        if state.resume_batch and state.epoch == state.start_epoch:
+            return  # a mid-pass resume: the restored meter already holds this pass's part
         self.meter.reset_epoch()
 
     def after_batch(self, state):

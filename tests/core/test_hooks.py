@@ -252,3 +252,28 @@ def test_resumed_run_marks_the_log_and_drops_the_rows_it_writes_again(tmp_path):
     assert truncate_metrics(str(path), 5, 2) == 1
     assert path.read_text().splitlines()[-1] == 'not json'
     assert truncate_metrics(str(tmp_path / 'missing.jsonl'), 0, 0) == 0
+
+
+def test_loss_meter_keeps_the_restored_part_of_a_pass_resumed_inside_it():
+    from gluontrain.core.loop import TrainState
+
+    class _Rest:
+        """Two batches a pass; the first pass of the resumed run leaves out the done one."""
+        def __init__(self):
+            self.passes = 0
+
+        def __iter__(self):
+            self.passes += 1
+            return iter([0] if self.passes == 1 else [0, 1])
+
+    meter = LossMeter()
+    meter.update({'ObjLoss': [(1.0, 1)]})  # the checkpoint's meter: batch 0 of epoch 1 done
+    epochs = []
+
+    class _Record(LossMeterHook):
+        def after_epoch(self, state):
+            epochs.append((state.epoch, state.batch, self.meter.epoch()['ObjLoss']))
+    run_loop(_step([3.0, 5.0, 7.0]), _Rest(), [_Record(meter)], 1, 3,
+             TrainState(iteration=3, resume_batch=1))
+    # epoch 1 = the restored batch (1.0) + batch 1 (3.0); epoch 2 alone
+    assert epochs == [(1, 1, 2.0), (2, 1, 6.0)]

@@ -208,6 +208,14 @@ def test_resume_inside_a_pass_extending_the_run_equals_the_longer_run(tiny_voc, 
     assert 'resumed from {} at epoch 2, iteration 10'.format(ckpt) in log
     assert "changed on resume: --lr_steps: None -> '14'" in log
     assert 'changed on resume: --max_iter: 10 -> 20' in log
+    # the metrics of the passes the resumed run finished are the uninterrupted run's
+    from gluontrain.core.plots import read_metrics
+
+    def rows(folder):
+        return [{k: r.get(k) for k in ('epoch', 'iteration', 'lr', 'loss_running',
+                                        'loss_epoch', 'val', 'partial')}
+                for r in read_metrics(folder / 'ssd300_VOC_metrics.jsonl') if r['epoch'] >= 2]
+    assert len(rows(full)) == 3 and rows(resumed) == rows(full)
 
 
 def test_resume_honours_momentum_and_weight_decay_and_refuses_another_width(tiny_voc, tmp_path,
