@@ -32,7 +32,11 @@ def _fmt_losses(means):
 
 
 class LossMeterHook(Hook):
-    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step."""
+    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step.
+
+    The epoch means restart at every epoch, except for the first epoch of a run resumed inside
+    it (``state.resume_batch``), whose restored meter already holds the done batches.
+    """
 
     def __init__(self, meter=None):
         self.meter = meter if meter is not None else LossMeter()
