@@ -61,23 +61,10 @@ def oserror_message(error, output_argument=None):
 
 
 def interrupted_state(error):
-    """The loop's :class:`TrainState` at a Ctrl-C, or ``None`` when training had not started.
-
-    Taken from ``error.train_state`` when the loop attached it, else from the innermost
-    ``run_loop`` frame of the traceback.
-    """
+    """The loop's :class:`TrainState` at a Ctrl-C (``run_loop`` attaches it to the exception
+    as ``error.train_state``), or ``None`` when training had not started."""
     state = getattr(error, 'train_state', None)
-    if isinstance(state, TrainState):
-        return state
-    tb, found = error.__traceback__, None
-    while tb is not None:
-        frame = tb.tb_frame
-        if frame.f_code.co_name == 'run_loop':
-            candidate = frame.f_locals.get('state')
-            if isinstance(candidate, TrainState):
-                found = candidate
-        tb = tb.tb_next
-    return found
+    return state if isinstance(state, TrainState) else None
 
 
 def interrupt_message(state):

@@ -172,6 +172,35 @@ def test_nan_loss_is_one_error_line(voc_root, tmp_path, capsys):
            'non-finite loss at epoch 0', 'lower --lr')
 
 
+def test_ssd_nan_at_the_budget_gives_the_nan_reason_and_no_validation(voc_root, tmp_path,
+                                                                     capsys):
+    # the NaN step is also the last of the budget: its reason must survive, and a NaN model
+    # is not validated
+    line = _fails(_ssd(tmp_path, voc_root, '--lr', '1e12', '--log_interval', '1'), capsys,
+                  'non-finite loss at epoch 0 batch 1 (iteration 2)', 'lower --lr')
+    assert 'max_iter' not in line
+    log = (tmp_path / 'ssd300_VOC_train.log').read_text()
+    assert 'Validation' not in log
+    assert 'Training stopped: non-finite loss' in log
+
+
+def test_ctrl_c_after_a_resume_names_the_resumed_checkpoint(voc_root, tmp_path, capsys,
+                                                            monkeypatch):
+    from gluontrain.torch.ssd.train import SSDStep
+    assert main(_ssd(tmp_path / 'first', voc_root)) == 0
+    ckpt = str(tmp_path / 'first' / 'ssd300_VOC_last.ckpt')
+    capsys.readouterr()
+
+    def interrupt(self, batch, state=None):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(SSDStep, '__call__', interrupt)
+    assert main(_ssd(tmp_path / 'again', voc_root, '--max_iter', '4', '--resume', ckpt)) == \
+        EXIT_INTERRUPTED
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        'interrupted at epoch 0, batch 2; last checkpoint: {}; resume with --resume {}'
+        .format(ckpt, ckpt))
+
+
 def test_read_only_save_prefix_names_the_file(voc_root, tmpfs, capsys):
     folder = tmpfs('ro', 'ro,size=64k')
     _fails(_yolo(str(folder) + '/', voc_root), capsys,
@@ -215,7 +244,7 @@ def test_oserror_messages_say_the_fix():
 def test_interrupt_message_names_the_position_and_the_checkpoint():
     state = TrainState(epoch=2, batch=5)
     assert interrupt_message(state) == 'interrupted at epoch 2, batch 5; no checkpoint written yet'
-    state.scores['last_checkpoint'] = 'out/run_last.ckpt'
+    state.last_checkpoint = 'out/run_last.ckpt'
     assert interrupt_message(state) == ('interrupted at epoch 2, batch 5; last checkpoint: '
                                         'out/run_last.ckpt; resume with --resume '
                                         'out/run_last.ckpt')

@@ -350,6 +350,60 @@ def file_kind(path):
                      'file'.format(path))
 
 
+RESUME_IGNORED = ('resume', 'start_epoch', 'start_iter')
+"""Arguments a resume always changes or replaces (the checkpoint decides the position)."""
+
+
+def resume_changes(saved_args, args, must_match, path, ignored=RESUME_IGNORED, flag=None):
+    """Compare the arguments a checkpoint was written with to this run's.
+
+    What fixes the model or the meaning of the restored state (network, input size, dataset,
+    batch size: ``must_match``) must be the same; anything else the user may change on resume
+    (epochs, LR and its schedule, weight decay, momentum, intervals) and the recipe honours it.
+
+    Parameters
+    ----------
+    saved_args : dict
+        The checkpoint's ``args``.
+    args : argparse.Namespace or dict
+        This run's arguments.
+    must_match : sequence of str
+        Argument names (``args``' attribute names) that must equal the checkpoint's.
+    path : str
+        The checkpoint, named in the error.
+    ignored : sequence of str
+        Names never reported (``--resume`` itself, the start position it replaces).
+    flag : callable, optional
+        ``flag(name) -> '--option'`` for the message (default ``'--' + name``; GluonCV's
+        scripts spell ``data_shape`` as ``--data-shape``).
+
+    Returns
+    -------
+    list of str
+        ``'name: old -> new'`` for every other argument that differs (the recipe logs them as
+        ``changed on resume: ...``).
+
+    Raises
+    ------
+    ValueError
+        When a ``must_match`` argument differs: names the argument, both values and the file.
+    """
+    flag = flag or (lambda name: '--' + name)
+    current = dict(vars(args)) if hasattr(args, '__dict__') else dict(args)
+    saved = dict(saved_args or {})
+    for name in must_match:
+        if name in saved and name in current and saved[name] != current[name]:
+            raise ValueError(
+                '--resume {}: the checkpoint was trained with {} {!r} but this run has {!r}; '
+                'a resumed run must keep it (pass {} {!r}, or start a new run without '
+                '--resume)'.format(path, flag(name), saved[name], current[name], flag(name),
+                                   saved[name]))
+    return ['{}: {!r} -> {!r}'.format(flag(name), saved[name], current[name])
+            for name in sorted(current)
+            if name in saved and name not in ignored and name not in must_match
+            and saved[name] != current[name]]
+
+
 def resume_or_load(path, restore_fn, load_weights_fn, weights_kind):
     """Resume from a checkpoint or start from weights, deciding by the file's content.
 

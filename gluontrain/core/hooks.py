@@ -32,12 +32,18 @@ def _fmt_losses(means):
 
 
 class LossMeterHook(Hook):
-    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step."""
+    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step.
+
+    The epoch means restart at every epoch, except for the first epoch of a run resumed inside
+    it (``state.resume_batch``), whose restored meter already holds the done batches.
+    """
 
     def __init__(self, meter=None):
         self.meter = meter if meter is not None else LossMeter()
 
     def before_epoch(self, state):
+        if state.resume_batch and state.epoch == state.start_epoch:
+            return  # a mid-pass resume: the restored meter already holds this pass's part
         self.meter.reset_epoch()
 
     def after_batch(self, state):
@@ -91,6 +97,13 @@ class LogHook(Hook):
         self.logger.propagate = False
         for line in self.header:
             self.logger.info(line)
+        if state.resumed_from:
+            # the interrupted run's lines after this point stay above: this line says where
+            # the file's story continues
+            self.logger.info('resumed from {} at epoch {}, iteration {}'.format(
+                state.resumed_from, state.start_epoch, state.iteration))
+            for change in state.resume_changes:
+                self.logger.info('changed on resume: {}'.format(change))
         self.logger.info('Start training from [Epoch {}]'.format(state.start_epoch))
 
     def before_epoch(self, state):
@@ -150,6 +163,9 @@ class ValidationHook(Hook):
         self.logger = get_logger()
 
     def _validate(self, state, where):
+        if state.nonfinite:
+            # the NaN guard stopped this step: the weights are garbage, not worth a score
+            return
         names, values = self.validate_fn()
         self.logger.info('[{}] Validation: \n{}'.format(where, format_validation(names, values)))
         state.scores['val'] = (list(names), list(values))
@@ -303,7 +319,12 @@ def unfinished_epoch(state, last_closed_epoch, meter):
 
 class MetricsJSONHook(Hook):
     """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
-    stops inside an epoch adds a line for it marked ``"partial": true``."""
+    stops inside an epoch adds a line for it marked ``"partial": true``.
+
+    A resumed run (``state.resumed_from``) first drops the rows the interrupted run wrote
+    after the checkpoint (``iteration`` beyond the restored one, and partial rows of the
+    epochs it runs again), so every epoch has one row.
+    """
 
     def __init__(self, path, meter):
         self.path, self.meter = path, meter
@@ -311,6 +332,8 @@ class MetricsJSONHook(Hook):
 
     def before_train(self, state):
         self._last_epoch = None
+        if state.resumed_from:
+            truncate_metrics(self.path, state.iteration, state.start_epoch)
 
     def _write(self, state, partial=False):
         record = {'epoch': state.epoch, 'iteration': state.iteration,
@@ -331,6 +354,37 @@ class MetricsJSONHook(Hook):
     def after_train(self, state):
         if unfinished_epoch(state, self._last_epoch, self.meter):
             self._write(state, partial=True)
+
+
+def truncate_metrics(path, iteration, start_epoch):
+    """Drop the rows of ``path`` (a metrics.jsonl) that a run resuming at ``iteration`` and
+    ``start_epoch`` writes again: rows past ``iteration``, and partial rows of epochs from
+    ``start_epoch`` on. The file is rewritten atomically; a missing file is left alone.
+
+    Returns
+    -------
+    int
+        The number of rows dropped.
+    """
+    from .checkpoint import atomic_write  # pylint: disable=import-outside-toplevel
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return 0
+    kept = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+            again = (row['iteration'] > iteration
+                     or (row.get('partial') and row['epoch'] >= start_epoch))
+        except (ValueError, KeyError, TypeError):
+            again = False  # not ours to judge: keep it
+        if not again:
+            kept.append(line)
+    if len(kept) != len(lines):
+        atomic_write(path, lambda f: f.write(''.join(k + '\n' for k in kept)), mode='w')
+    return len(lines) - len(kept)
 
 
 def _jsonable(value):

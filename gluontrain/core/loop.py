@@ -8,6 +8,7 @@ A run is bounded by epochs (GluonCV's ``range(start_epoch, epochs)``), by an ite
 (``max_iter``, as detectron2's ``train(start_iter, max_iter)`` and ssd.pytorch), or by both.
 """
 import itertools
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
@@ -58,7 +59,20 @@ class TrainState:
         Set by any hook (or the iteration budget) to end training after the current event;
         ``after_train`` still runs.
     stop_reason : str
-        Why ``should_stop`` was set.
+        Why ``should_stop`` was first set (a later stop, e.g. the budget after a NaN stop,
+        keeps it).
+    resumed_from : str or None
+        The checkpoint this run resumed from (None: a fresh run). Written by the recipe when it
+        restores; ``LogHook`` marks the resume point in the log, ``MetricsJSONHook`` drops the
+        rows the interrupted run wrote after it.
+    resume_batch : int
+        Batches of ``start_epoch`` a mid-pass checkpoint had already trained (0: the run
+        starts at a pass boundary). The loop numbers that epoch's batches from it; the train
+        data must leave those batches out (``gluontrain.torch.passes``). Written by the
+        recipe on restore.
+    resume_changes : list of str
+        The arguments this resumed run changed from the checkpoint's (``'--epochs: 2 -> 4'``),
+        honoured by the recipe; ``LogHook`` logs them as ``changed on resume: ...``.
     """
     start_epoch: int = 0
     epochs: Optional[int] = 0
@@ -76,11 +90,19 @@ class TrainState:
     nonfinite: bool = False
     should_stop: bool = False
     stop_reason: str = ''
+    resumed_from: Optional[str] = None
+    resume_batch: int = 0
+    resume_changes: List[str] = field(default_factory=list)
 
     def stop(self, reason):
-        """Ask the loop to stop after the hooks of the current event have run."""
+        """Ask the loop to stop after the hooks of the current event have run.
+
+        The first reason wins: a NaN stop followed by the iteration budget still reads as the
+        NaN stop.
+        """
+        if not self.should_stop:
+            self.stop_reason = reason
         self.should_stop = True
-        self.stop_reason = reason
 
 
 class Hook:
@@ -155,6 +177,28 @@ def _fire(hooks, event, state):
     return state.should_stop
 
 
+def _fire_after_train(hooks, state, unwinding):
+    """``after_train`` of every hook, even when one of them fails (log files still close).
+
+    While the loop unwinds from an error (``unwinding``), that error wins: a hook's failure
+    here (a full disk while it writes its last line) is logged, not raised in its place.
+    Otherwise the first hook failure is raised once every hook has run.
+    """
+    first = None
+    for hook in hooks:
+        try:
+            hook.after_train(state)
+        except Exception as e:  # pylint: disable=broad-except
+            if unwinding:
+                logging.getLogger('gluontrain').error(
+                    '%s.after_train failed while the run was stopping on an earlier error: '
+                    '%s: %s', type(hook).__name__, type(e).__name__, e)
+            elif first is None:
+                first = e
+    if first is not None:
+        raise first
+
+
 def _length(data):
     try:
         return len(data)
@@ -193,12 +237,20 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
     -------
     TrainState
         The final state; ``state.stop_reason`` says why it ended early, if it did.
+
+    Raises
+    ------
+    BaseException
+        Whatever a step or hook raised (Ctrl-C included), with the loop's state attached as
+        ``error.train_state`` (the CLI names the position and the last checkpoint from it);
+        ``after_train`` ran first, and its own failures do not replace that error.
     """
     if epochs is None and max_iter is None:
         raise ValueError('run_loop needs epochs or max_iter (or both)')
     state = state if state is not None else TrainState()
     state.start_epoch, state.epochs, state.max_iter = start_epoch, epochs, max_iter
     num_batches = _length(train_data)
+    unwinding = False
     try:
         if max_iter is not None and state.iteration >= max_iter:
             state.stop('max_iter {} already reached'.format(max_iter))
@@ -211,7 +263,8 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
             if _fire(hooks, 'before_epoch', state):
                 return state
             batches = iter(train_data)
-            for i, batch in enumerate(batches):
+            first = state.resume_batch if epoch == start_epoch else 0
+            for i, batch in enumerate(batches, first):
                 state.batch = i
                 if _fire(hooks, 'before_batch', state):
                     return state
@@ -227,8 +280,15 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
             if _fire(hooks, 'after_epoch', state):
                 return state
         return state
+    except BaseException as e:
+        unwinding = True
+        try:
+            e.train_state = state
+        except AttributeError:  # an exception type with __slots__
+            pass
+        raise
     finally:
-        _fire(hooks, 'after_train', state)
+        _fire_after_train(hooks, state, unwinding)
 
 
 def _epoch_complete(index, num_batches, batches):

@@ -132,7 +132,7 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_sc
 
 
 def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu',
-                       weights_only=True):
+                       weights_only=True, check=None):
     """Resume from a checkpoint of :func:`save_checkpoint`: weights, optimizer, scheduler and
     every RNG state.
 
@@ -153,6 +153,10 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
     weights_only : bool, default True
         ``torch.load``'s safe mode (tensors and plain containers only); set False for a
         scheduler whose state holds other objects, from a trusted file only.
+    check : callable, optional
+        ``check(payload)`` runs before anything is loaded (e.g. refusing a resume whose
+        arguments do not fit the checkpoint's, with
+        :func:`gluontrain.core.checkpoint.resume_changes`).
 
     Returns
     -------
@@ -169,6 +173,8 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
         read with :func:`load_weights`).
     """
     payload = _read_checkpoint(path)
+    if check is not None:
+        check(payload)
     _unwrap(model).load_state_dict(_from_bytes(payload['params'], map_location, weights_only))
     states = _from_bytes(payload['trainer'], map_location, weights_only)
     if not isinstance(states, dict) or 'optimizer' not in states:

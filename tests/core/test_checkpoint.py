@@ -252,3 +252,15 @@ def test_scratch_file_is_removed_and_swept_like_a_staged_write(tmp_path):
         _save(target)
         assert os.path.exists(name)
     assert os.listdir(tmp_path) == ['run_last.ckpt']
+
+
+def test_resume_changes_refuses_what_must_match_and_lists_the_rest():
+    from argparse import Namespace
+    from gluontrain.core.checkpoint import resume_changes
+    saved = {'network': 'a', 'epochs': 2, 'lr': 0.1, 'resume': '', 'start_epoch': 0}
+    now = Namespace(network='a', epochs=4, lr=0.1, resume='r.ckpt', start_epoch=3, new_arg=1)
+    assert resume_changes(saved, now, ('network',), 'r.ckpt') == ['--epochs: 2 -> 4']
+    now.network = 'b'
+    with pytest.raises(ValueError, match=r"--resume r.ckpt: the checkpoint was trained with "
+                                         r"--network 'a' but this run has 'b'"):
+        resume_changes(saved, now, ('network',), 'r.ckpt')

@@ -217,3 +217,63 @@ def test_loss_meter_state_resumes_through_hooks_state():
     other = LossMeter()
     load_hooks_state_dict([LossMeterHook(other)], hooks_state_dict(hooks))
     assert other.running() == meter.running() and other.running()['ObjLoss'] == 2.0
+
+
+def test_no_validation_of_a_model_that_went_nan(tmp_path):
+    from gluontrain.core.loop import Period
+    calls = []
+    hooks = [NaNGuardHook(),
+             ValidationHook(lambda: calls.append(1) or (['mAP'], [0.0]),
+                            period=Period(iterations=1, at_max_iter=True))]
+    state = run_loop(_step([1.0, float('nan')]), range(4), hooks, 0, None, max_iter=2)
+    assert calls == [1]  # after iteration 1 only
+    assert state.nonfinite and 'non-finite loss' in state.stop_reason
+    assert 'val' not in state.scores or state.val_iteration == 1
+
+
+def test_resumed_run_marks_the_log_and_drops_the_rows_it_writes_again(tmp_path):
+    from gluontrain.core.hooks import truncate_metrics
+    from gluontrain.core.loop import TrainState
+    meter = LossMeter()
+    log, path = tmp_path / 'r_train.log', tmp_path / 'r_metrics.jsonl'
+    # the interrupted run: epochs 0, 1 closed (iterations 2, 4), killed inside epoch 2
+    rows = [{'epoch': 0, 'iteration': 2}, {'epoch': 1, 'iteration': 4},
+            {'epoch': 2, 'iteration': 5, 'partial': True}]
+    path.write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    state = TrainState(iteration=2, resumed_from='r_last.ckpt')  # epoch 0's checkpoint
+    hooks = [LossMeterHook(meter), LogHook(meter, str(log), log_interval=0),
+             MetricsJSONHook(str(path), meter)]
+    run_loop(_step([1.0, 2.0, 3.0, 4.0]), range(2), hooks, 1, 3, state)
+    assert 'resumed from r_last.ckpt at epoch 1, iteration 2' in log.read_text().splitlines()
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r['epoch'], r['iteration']) for r in recs] == [(0, 2), (1, 4), (2, 6)]
+    # a partial row of the epoch a mid-pass resume runs again goes too; others stay
+    path.write_text(''.join(json.dumps(r) + '\n' for r in rows) + 'not json\n')
+    assert truncate_metrics(str(path), 5, 2) == 1
+    assert path.read_text().splitlines()[-1] == 'not json'
+    assert truncate_metrics(str(tmp_path / 'missing.jsonl'), 0, 0) == 0
+
+
+def test_loss_meter_keeps_the_restored_part_of_a_pass_resumed_inside_it():
+    from gluontrain.core.loop import TrainState
+
+    class _Rest:
+        """Two batches a pass; the first pass of the resumed run leaves out the done one."""
+        def __init__(self):
+            self.passes = 0
+
+        def __iter__(self):
+            self.passes += 1
+            return iter([0] if self.passes == 1 else [0, 1])
+
+    meter = LossMeter()
+    meter.update({'ObjLoss': [(1.0, 1)]})  # the checkpoint's meter: batch 0 of epoch 1 done
+    epochs = []
+
+    class _Record(LossMeterHook):
+        def after_epoch(self, state):
+            epochs.append((state.epoch, state.batch, self.meter.epoch()['ObjLoss']))
+    run_loop(_step([3.0, 5.0, 7.0]), _Rest(), [_Record(meter)], 1, 3,
+             TrainState(iteration=3, resume_batch=1))
+    # epoch 1 = the restored batch (1.0) + batch 1 (3.0); epoch 2 alone
+    assert epochs == [(1, 1, 2.0), (2, 1, 6.0)]

@@ -178,3 +178,63 @@ class _Unsized:
 
     def __iter__(self):
         return iter(range(self.n))
+
+
+def test_the_first_stop_reason_wins():
+    class _NaNThenBudget(Hook):
+        def after_batch(self, state):
+            if state.iteration == 2:
+                state.stop('non-finite loss')
+    state = run_loop(lambda b, s: {}, range(4), [_NaNThenBudget()], 0, None, max_iter=2)
+    assert state.stop_reason == 'non-finite loss'
+    state = TrainState()
+    state.stop('first')
+    state.stop('second')
+    assert state.should_stop and state.stop_reason == 'first'
+
+
+def test_an_error_carries_the_loop_state_for_the_cli():
+    def step(batch, state):
+        if state.iteration == 3:
+            raise KeyboardInterrupt
+        return {}
+    with pytest.raises(KeyboardInterrupt) as info:
+        run_loop(step, range(2), [], 0, 5, TrainState(last_checkpoint='r_last.ckpt'))
+    state = info.value.train_state
+    assert (state.epoch, state.batch, state.iteration) == (1, 1, 3)
+    assert state.last_checkpoint == 'r_last.ckpt'
+
+
+class _FailingAfterTrain(Hook):
+    def __init__(self, log):
+        self.log = log
+
+    def after_train(self, state):
+        self.log.append('failing')
+        raise OSError(28, 'No space left on device')
+
+
+class _Closes(Hook):
+    def __init__(self, log):
+        self.log = log
+
+    def after_train(self, state):
+        self.log.append('closed')
+
+
+def test_a_hook_failing_while_unwinding_does_not_hide_the_first_error():
+    log = []
+
+    def step(batch, state):
+        raise ValueError('the first error')
+    with pytest.raises(ValueError, match='the first error'):
+        run_loop(step, range(2), [_FailingAfterTrain(log), _Closes(log)], 0, 1)
+    # every hook's after_train ran (the log handlers still close)
+    assert log == ['failing', 'closed']
+
+
+def test_a_hook_failing_at_a_normal_end_still_raises_after_all_ran():
+    log = []
+    with pytest.raises(OSError, match='No space'):
+        run_loop(lambda b, s: {}, range(2), [_FailingAfterTrain(log), _Closes(log)], 0, 1)
+    assert log == ['failing', 'closed']

@@ -129,18 +129,41 @@ def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
         extra=extra)
 
 
-def restore_checkpoint(path, net, trainer, train_data, ctx):
+# what fixes the network, its input or the meaning of the restored update count: a resume
+# that changes one of these is refused (everything else is honoured and logged)
+RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples',
+                     'batch_size', 'syncbn')
+
+
+def _flag(name):
+    return '--' + name.replace('_', '-')
+
+
+def restore_checkpoint(path, net, trainer, train_data, ctx, args=None):
     """Load a full checkpoint into ``net``/``trainer`` (and the sampler's leftovers, the RNG);
     returns ``(payload, state)``; the hooks take their part with
-    :func:`gluontrain.core.hooks.restore_hooks_state`."""
+    :func:`gluontrain.core.hooks.restore_hooks_state`.
+
+    With ``args`` (this run's arguments), the arguments in :data:`RESUME_MUST_MATCH` must
+    equal the checkpoint's (else ``ValueError``), and what the user may change is honoured:
+    ``trainer.load_states`` brings back MXNet's whole optimizer, so its LR schedule is rebuilt
+    from ``args`` (it reads the restored update count) and ``wd``/``momentum`` are set from
+    ``args``; ``state.resume_changes`` lists every argument that differs.
+    """
     payload = ckpt_io.load_checkpoint(path)
+    changes = [] if args is None else ckpt_io.resume_changes(
+        payload['args'], args, RESUME_MUST_MATCH, path, flag=_flag)
     blobs.from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx), path)
     blobs.from_bytes(payload['trainer'], trainer.load_states, path)
+    if args is not None:
+        optimizer = trainer._optimizer
+        optimizer.lr_scheduler = get_lr_scheduler(args)
+        optimizer.wd, optimizer.momentum = args.wd, args.momentum
     sampler = _sampler(train_data)
     if sampler is not None and hasattr(sampler, '_prev'):
         sampler._prev = list(payload['extra'].get('sampler_prev', []))
     ckpt_io.set_rng_states(payload['rng'])
-    return payload, TrainState(iteration=payload['iteration'])
+    return payload, TrainState(iteration=payload['iteration'], resume_changes=changes)
 
 
 def export_model(net, args, ctx):
@@ -216,12 +239,14 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     if resume:
         # MXNet weights were loaded by main (into net and async_net); a torch file is refused
         kind, restored = ckpt_io.resume_or_load(
-            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx),
+            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args),
             lambda p: None, ckpt_io.MX_PARAMS)
     if kind == ckpt_io.CHECKPOINT:
         payload, state = restored
         restore_hooks_state(hooks, payload)
         start_epoch = payload['epoch'] + 1
+        # until this run writes its own, the resumed checkpoint is the last good one
+        state.resumed_from = state.last_checkpoint = resume
     elif start_epoch > 0:
         # weights-only start (reference --resume x.params, loaded by main): move the LR
         # schedule to the epoch instead of re-running the warm-up from update 0

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from ...core.plots import SamplesHook, draw_samples
+from ..passes import preserved_rng
 from .augmentations import base_transform
 from .config import MEANS
 from .detection import detections_in_pixels
@@ -81,5 +82,6 @@ def val_samples_hook(net, dataset, path, device, num=4, thresh=0.2):
     def draw(title):
         if dataset is None or not len(dataset):
             return None
-        return draw_val_samples(net, dataset, path, device, num, thresh, title=title)
+        with preserved_rng():  # a picture must not change the training's next shuffle
+            return draw_val_samples(net, dataset, path, device, num, thresh, title=title)
     return SamplesHook(draw, errors=(OSError, ValueError, IndexError, RuntimeError))

@@ -9,6 +9,7 @@ from ...core.voc_eval import VOCEvaluator
 from ...data import checks
 from ..batchify import Pad, Stack, Tuple
 from ..parallel import get_devices
+from ..passes import shuffled_loader
 from ..step import seed_all
 from .args import parse_args
 from .config import MEANS, coco, voc
@@ -47,15 +48,17 @@ def get_dataset(dataset, args):
 
 
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
-    """Shuffled training loader with gluontrain's ``Tuple(Stack(), Pad(pad_val=-1))``
+    """Shuffled training loader (:func:`gluontrain.torch.passes.shuffled_loader`: the same
+    draws and batches as ``shuffle=True``, resumable inside a pass) with gluontrain's ``Tuple(Stack(), Pad(pad_val=-1))``
     collation (ssd.pytorch's ``detection_collate`` is in :mod:`.data`), and the eval loader.
 
     ``net`` and ``data_shape`` are ignored (the contract allows it): the transforms were
     fixed to 300 x 300 by :func:`get_dataset` and need no network. The loaders' public
     ``dataset`` attributes are what :func:`.train.train` reads.
     """
-    train_loader = torch.utils.data.DataLoader(
-        train_dataset, batch_size, shuffle=True, num_workers=num_workers,
+    # shuffle=True's sampler, wrapped so that a run can resume inside a pass
+    train_loader = shuffled_loader(
+        train_dataset, batch_size, num_workers=num_workers,
         collate_fn=Tuple(Stack(), Pad(pad_val=-1)), pin_memory=torch.cuda.is_available())
     val_loader = None if val_dataset is None else torch.utils.data.DataLoader(
         val_dataset, batch_size, shuffle=False, num_workers=num_workers,

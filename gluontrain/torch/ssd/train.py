@@ -18,11 +18,17 @@ from ...core.hooks import get_logger, hooks_state_dict, restore_hooks_state
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint, save_weights
+from ..passes import PassPositionHook, preserved_rng
 from ..step import LossDictStep, to_device
 from .detection import detections_in_pixels
 from .model import test_phase
 
 LOSS_NAMES = ('loc_loss', 'conf_loss')
+
+# what fixes the network or the meaning of the restored iteration count: a resume that
+# changes one is refused; anything else (max_iter, lr, lr_steps, gamma, momentum,
+# weight_decay, intervals) is honoured and logged
+RESUME_MUST_MATCH = ('dataset', 'width_mult', 'batch_norm', 'batch_size')
 
 
 class SSDStep:
@@ -129,6 +135,14 @@ def validate(net, val_data, ctx, eval_metric):
     return eval_metric.get()
 
 
+def _validate_keeping_rng(net, val_data, ctx, eval_metric):
+    """:func:`validate` without moving any global generator (the validation loader's
+    iterator draws from torch's), so the training after it, and a resume from a checkpoint
+    written after it, continue as if it had not run."""
+    with preserved_rng():
+        return validate(net, val_data, ctx, eval_metric)
+
+
 def train(net, train_data, val_data, eval_metric, ctx, args):
     """ssd.pytorch's training loop on gluontrain's loop and hooks.
 
@@ -167,8 +181,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     lr_steps = [int(s) for s in args.lr_steps.split(',')] if args.lr_steps else cfg['lr_steps']
 
     def save_full(st, hooks_state):
-        # at the end of a pass over the data: the next pass draws a new shuffle from the
-        # restored RNG, so a resume from here replays the uninterrupted run exactly
+        # at the end of a pass, or of the run (possibly inside a pass: PassPositionHook's
+        # state holds how that pass was shuffled), so a resume replays the uninterrupted run
         return save_checkpoint(paths.last_checkpoint, net, optimizer, None, st.epoch,
                                st.iteration, st.best, args, extra={'hooks': hooks_state})
 
@@ -178,9 +192,11 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         lambda index: save_weights('{}_{}.pth'.format(paths.prefix, index), net))
     hooks = build_hooks(
         paths, meter, header=[str(args)], batch_size=args.batch_size, log_interval=0,
-        num_batches=len(train_data), recipe_hooks=[iteration_hook],
+        num_batches=len(train_data),
+        recipe_hooks=[PassPositionHook(getattr(train_data, 'batch_sampler', None)),
+                      iteration_hook],
         validate_fn=None if val_data is None else (
-            lambda: validate(net, val_data, ctx, eval_metric)),
+            lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric)),
         val_period=Period(iterations=args.val_interval, at_max_iter=True),
         save_params_fn=lambda best, current, index, interval: save_params(
             net, best, current, index, interval, paths.prefix),
@@ -190,15 +206,28 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
         tensorboard=args.tensorboard, tensorboard_interval=args.log_interval)
     state = TrainState(iteration=args.start_iter)
+    changes = []
     if args.resume:
         kind, restored = ckpt_io.resume_or_load(
-            args.resume, lambda p: restore_checkpoint(p, net, optimizer),
+            args.resume, lambda p: restore_checkpoint(
+                p, net, optimizer, check=lambda payload: changes.extend(
+                    ckpt_io.resume_changes(payload['args'], args, RESUME_MUST_MATCH, p))),
             lambda p: load_weights(p, net), ckpt_io.TORCH_WEIGHTS)
         if kind == ckpt_io.CHECKPOINT:
             payload, state = restored
             restore_hooks_state(hooks, payload)
-    # a resumed run continues the pass it stopped in (its epoch index counts passes)
+            # optimizer.load_state_dict brought back the checkpoint's hyper-parameters: the
+            # ones typed now win (the LR is set per step from the arguments anyway)
+            for group in optimizer.param_groups:
+                group['momentum'], group['weight_decay'] = args.momentum, args.weight_decay
+            # until this run writes its own, the resumed checkpoint is the last good one
+            state.resumed_from = state.last_checkpoint = args.resume
+            state.resume_changes = changes
+    # a resumed run continues the pass it stopped in (its epoch index counts passes), from
+    # the batch it stopped at (PassPositionHook replays the pass's order)
     start = state.iteration // max(len(train_data), 1)
+    if state.resumed_from:
+        state.resume_batch = state.iteration - start * len(train_data)
     state = run_loop(SSDStep(net, criterion, optimizer, device), train_data, hooks, start,
                      None, state, max_iter=max_iter)
     if state.nonfinite:

@@ -247,3 +247,71 @@ def test_resume_or_load_decides_by_content_for_mxnet(tmp_path):
     assert attempt(weights)[::2] == (ck.MX_PARAMS, True)
     with pytest.raises(ValueError, match='ssd.params holds torch-weights weights'):
         attempt(torch_file)
+
+
+def _differing_arrays(argv_a, argv_b):
+    """How many exported arrays differ between two runs (gluon numbers block names per
+    process, so the arrays are paired in order)."""
+    a = mx.nd.load(os.path.join(os.path.dirname(_prefix(argv_a)), 'model-0000.params'))
+    b = mx.nd.load(os.path.join(os.path.dirname(_prefix(argv_b)), 'model-0000.params'))
+    assert len(a) == len(b) > 100
+    return sum(not np.array_equal(va.asnumpy(), vb.asnumpy())
+               for va, vb in zip(a.values(), b.values()))
+
+
+@pytest.mark.slow
+def test_resume_that_extends_the_run_equals_the_longer_run(voc_root, argv_for):
+    # 2 epochs (decays at the default 160,180), then resume to 4 epochs with a decay at 3:
+    # the restored optimizer must not keep the 2-epoch run's schedule
+    tiny = ['--batch-size', '8', '--data-shape', '64']
+    full = argv_for(voc_root, *tiny, '--epochs', '4', '--lr-decay-epoch', '3', sub='full')
+    main(full)
+    first = argv_for(voc_root, *tiny, '--epochs', '2', sub='first')
+    main(first)
+    ckpt = _prefix(first) + '_last.ckpt'
+    resumed = argv_for(voc_root, *tiny, '--epochs', '4', '--lr-decay-epoch', '3',
+                       '--resume', ckpt, sub='resumed')
+    main(resumed)
+    assert _differing_arrays(full, resumed) == 0
+    log = open(_prefix(resumed) + '_train.log').read().splitlines()
+    assert 'resumed from {} at epoch 2, iteration 8'.format(ckpt) in log
+    assert "changed on resume: --epochs: 2 -> 4" in log
+    assert "changed on resume: --lr-decay-epoch: '160,180' -> '3'" in log
+    # the decay at epoch 3 shows in the LR of epoch 3's batch lines
+    lrs = [float(x) for x in re.findall(r'\[Epoch 3\]\[Batch \d\], LR: ([\d.E+-]+),',
+                                        '\n'.join(log))]
+    assert lrs and all(lr == pytest.approx(1e-4) for lr in lrs)
+    # what fixes the network's input is refused, naming the argument, both values, the file
+    with pytest.raises(ValueError, match=re.escape(ckpt) + r".*--data-shape 64 but this run "
+                                                            r"has 96"):
+        main(argv_for(voc_root, *tiny, '--data-shape', '96', '--epochs', '4',
+                      '--resume', ckpt, sub='refused'))
+
+
+def test_restore_sets_the_schedule_wd_and_momentum_from_the_arguments(tmp_path):
+    from gluontrain.core.loop import TrainState
+    from gluontrain.mx.yolo3.train import restore_checkpoint, save_checkpoint
+    saved = parse_args(['--epochs', '2', '--lr', '0.1', '--num-samples', '40',
+                        '--batch-size', '4'])
+    net = mx.gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    trainer = mx.gluon.Trainer(net.collect_params(), 'sgd', {
+        'wd': saved.wd, 'momentum': saved.momentum, 'lr_scheduler': get_lr_scheduler(saved)})
+    trainer._init_kvstore()
+    ckpt = str(tmp_path / 'r_last.ckpt')
+    save_checkpoint(ckpt, net, trainer, None, TrainState(epoch=1, iteration=20), saved, {})
+    now = parse_args(['--epochs', '6', '--lr', '0.5', '--num-samples', '40', '--batch-size',
+                      '4', '--wd', '0.01', '--momentum', '0.5', '--lr-decay-epoch', '3'])
+    fresh = mx.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 1.0})
+    _, state = restore_checkpoint(ckpt, net, fresh, None, mx.cpu(), now)
+    opt = fresh._optimizer
+    assert (opt.wd, opt.momentum) == (0.01, 0.5)
+    # 10 updates an epoch: update 25 is in epoch 2 (0.5), update 35 after the decay at 3
+    assert opt.lr_scheduler(25) == pytest.approx(0.5)
+    assert opt.lr_scheduler(35) == pytest.approx(0.05)
+    assert state.resume_changes == ['--epochs: 2 -> 6', '--lr: 0.1 -> 0.5',
+                                    "--lr-decay-epoch: '160,180' -> '3'",
+                                    '--momentum: 0.9 -> 0.5', '--wd: 0.0005 -> 0.01']
+    with pytest.raises(ValueError, match='--batch-size 4 but this run has 8'):
+        restore_checkpoint(ckpt, net, fresh, None, mx.cpu(),
+                           parse_args(['--num-samples', '40', '--batch-size', '8']))

@@ -180,3 +180,66 @@ def test_validate_scores_an_oracle_at_map_one(tiny_voc):
     assert oracle.phase == 'train' and oracle.training  # restored afterwards
     present = [v for v in values[:-1] if v == v]
     assert len(present) >= 3 and all(v == pytest.approx(1.0) for v in present)
+
+
+def _differing_tensors(a_folder, b_folder):
+    a = torch.load(a_folder / 'VOC.pth')
+    b = torch.load(b_folder / 'VOC.pth')
+    assert a.keys() == b.keys() and len(a) > 50
+    return sum(not torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.slow
+def test_resume_inside_a_pass_extending_the_run_equals_the_longer_run(tiny_voc, tmp_path):
+    # 4 batches a pass: iteration 10 ends inside pass 2, after the final validation; the
+    # resumed run extends the budget to 20 and adds an LR step at 14
+    full = tmp_path / 'full'
+    main(_argv(tiny_voc, full, '--max_iter', '20', '--save_interval', '0', '--lr_steps', '14'))
+    first = tmp_path / 'first'
+    state = main(_argv(tiny_voc, first, '--max_iter', '10', '--save_interval', '0'))
+    assert state.stop_reason == 'max_iter 10 reached' and 'val' in state.scores
+    ckpt = str(first / 'ssd300_VOC_last.ckpt')
+    resumed = tmp_path / 'resumed'
+    state = main(_argv(tiny_voc, resumed, '--max_iter', '20', '--save_interval', '0',
+                       '--lr_steps', '14', '--resume', ckpt))
+    assert state.iteration == 20
+    assert _differing_tensors(full, resumed) == 0
+    log = open(resumed / 'ssd300_VOC_train.log').read().splitlines()
+    assert 'resumed from {} at epoch 2, iteration 10'.format(ckpt) in log
+    assert "changed on resume: --lr_steps: None -> '14'" in log
+    assert 'changed on resume: --max_iter: 10 -> 20' in log
+    # the metrics of the passes the resumed run finished are the uninterrupted run's
+    from gluontrain.core.plots import read_metrics
+
+    def rows(folder):
+        return [{k: r.get(k) for k in ('epoch', 'iteration', 'lr', 'loss_running',
+                                        'loss_epoch', 'val', 'partial')}
+                for r in read_metrics(folder / 'ssd300_VOC_metrics.jsonl') if r['epoch'] >= 2]
+    assert len(rows(full)) == 3 and rows(resumed) == rows(full)
+
+
+def test_resume_honours_momentum_and_weight_decay_and_refuses_another_width(tiny_voc, tmp_path,
+                                                                            monkeypatch):
+    first = tmp_path / 'first'
+    main(_argv(tiny_voc, first, '--max_iter', '4', '--save_interval', '0', '--val_interval',
+               '100'))
+    ckpt = str(first / 'ssd300_VOC_last.ckpt')
+    seen = []
+    real = SSDStep.__call__
+
+    def record(self, batch, state=None):
+        group = self.optimizer.param_groups[0]
+        seen.append((group['momentum'], group['weight_decay']))
+        return real(self, batch, state)
+    monkeypatch.setattr(SSDStep, '__call__', record)
+    again = tmp_path / 'again'
+    main(_argv(tiny_voc, again, '--max_iter', '5', '--save_interval', '0', '--momentum', '0.5',
+               '--weight_decay', '0.01', '--resume', ckpt))
+    assert seen == [(0.5, 0.01)]
+    log = open(again / 'ssd300_VOC_train.log').read().splitlines()
+    assert 'changed on resume: --momentum: 0.9 -> 0.5' in log
+    assert 'changed on resume: --weight_decay: 0.0005 -> 0.01' in log
+    with pytest.raises(ValueError, match=re.escape(ckpt) + r'.*--width_mult 0.125 but this '
+                                                           r'run has 0.25'):
+        main(_argv(tiny_voc, tmp_path / 'wider', '--width_mult', '0.25', '--max_iter', '5',
+                   '--resume', ckpt))
