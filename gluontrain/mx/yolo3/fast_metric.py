@@ -5,7 +5,9 @@ GluonCV's ``update`` loops in Python over the classes of every image and over ev
 :class:`FastVOC07MApMetric` subclasses it and replaces only ``update``: per image, one IoU
 matrix of all detections against all ground truths (GluonCV's own ``bbox_iou`` on the same
 ``+1``-shifted boxes, so every IoU is the same float), masked to same-class pairs, and the
-"first detection in score order takes the box" rule as one ``np.unique``. The recorded
+"first detection in score order takes the box" rule as one ``np.unique`` (the matching
+shared with :class:`gluontrain.core.voc_eval.VOCEvaluator`: ``best_overlap`` with GluonCV's
+``>=``, ``greedy_match``). The recorded
 scores and matches are handed to GluonCV's own ``_recall_prec`` / ``_average_precision``
 in the order GluonCV records them, so ``get()`` returns the same numbers; images where two
 detections of a class tie in score take GluonCV's own per-class path (its ``argsort`` order).
@@ -16,6 +18,8 @@ import numpy as np
 import mxnet as mx
 
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
+
+from ...core.voc_eval import best_overlap, greedy_match
 
 __all__ = ['FastVOC07MApMetric']
 
@@ -122,17 +126,10 @@ class FastVOC07MApMetric(VOC07MApMetric):
             with np.errstate(divide='ignore', invalid='ignore'):
                 iou = area_i / (area_a[:, None] + area_b - area_i)
             same = gt_valid[image] & (gt_int[image] == labels[:, None])
-            iou[~same] = -1  # only the detection's class among its image's boxes competes
-            gt_index = iou.argmax(axis=1)
-            rows = np.arange(len(order))
-            hit = same[rows, gt_index] & ~(iou[rows, gt_index] < self.iou_thresh)
-            difficult = hit & gt_difficult[image, gt_index].astype(bool)
-            match[difficult] = -1
-            easy_hit = np.flatnonzero(hit & ~difficult)
-            # the first detection (in record order) on a box is the true positive
-            _, first = np.unique(image[easy_hit] * gt_int.shape[1] + gt_index[easy_hit],
-                                 return_index=True)
-            match[easy_hit[first]] = 1
+            # only the detection's class among its image's boxes competes; GluonCV's ``>=``
+            gt_index, hit = best_overlap(iou, same, self.iou_thresh, strict=False)
+            match = greedy_match(image * gt_int.shape[1] + gt_index, hit,
+                                 gt_difficult[image, gt_index].astype(bool))
         self._chunks.append((labels, scores, match))
 
     def _recall_prec(self):
