@@ -34,9 +34,11 @@ def voc_ap(rec, prec, use_07_metric=True):
     float
     """
     if use_07_metric:
+        prec = np.nan_to_num(prec)
         ap = 0.0
         for t in np.arange(0.0, 1.1, 0.1):
-            p = np.max(np.nan_to_num(prec)[rec >= t]) if np.sum(rec >= t) else 0.0
+            above = rec >= t
+            p = np.max(prec[above]) if np.sum(above) else 0.0
             ap += p / 11.0
         return ap
     mrec = np.concatenate(([0.0], rec, [1.0]))
