@@ -146,3 +146,25 @@ def test_best_overlap_and_greedy_match_by_hand():
     match = greedy_match(np.array([3, 3, 5, 7, 3]), np.array([1, 1, 1, 0, 1], bool),
                          np.array([0, 0, 1, 0, 0], bool))
     assert match.tolist() == [1, 0, -1, 0, 0]
+
+
+def test_blocked_iou_gives_the_same_values(monkeypatch):
+    """Crowded images are matched in blocks of rows; tiny blocks change nothing."""
+    import gluontrain.core.voc_eval as voc_eval
+    rng = np.random.RandomState(7)
+    images = []
+    for _ in range(10):
+        xy = rng.randint(0, 60, (12, 2)).astype(float)
+        gt = np.hstack([xy, xy + rng.randint(5, 30, (12, 2))])
+        gl = rng.randint(0, 2, 12)
+        boxes = gt[rng.randint(0, 12, 30)] + rng.normal(0, 3, (30, 4))
+        images.append((boxes, np.round(rng.rand(30), 1), rng.randint(0, 2, 30), gt, gl,
+                       rng.rand(12) < 0.2))
+    values = []
+    for block in (voc_eval._BLOCK, 5):
+        monkeypatch.setattr(voc_eval, '_BLOCK', block)
+        ev = VOCEvaluator(['a', 'b'])
+        for image in images:
+            ev.update(*image)
+        values.append(ev.get()[1])
+    assert values[0] == values[1] and 0.0 < values[0][-1] < 1.0
