@@ -5,16 +5,40 @@ The matching is the VOC devkit's, as ssd.pytorch's ``eval.py`` and GluonCV's
 takes the ground truth it overlaps most in its image; a match above ``iou_thresh`` on an
 unmatched, non-difficult box is a true positive; matches on difficult boxes count as
 neither. ssd.pytorch computes IoU without the +1 pixel (``plus_one=False``), GluonCV with it.
+
+The devkit loops in Python over every detection; here the matching is vectorised and shared
+with the YOLOv3 recipe's ``FastVOC07MApMetric``: :func:`best_overlap` (each detection's
+most-overlapping competing box, one ``argmax`` per row of an IoU matrix) and
+:func:`greedy_match` (in score order the first hit on a box is the true positive, one
+``np.unique``). Because a box can only be taken by detections of its own image and class, the
+greedy order only matters inside an (image, class), which is what makes both vectorisable.
 """
 import numpy as np
 
+# rows x competing boxes per IoU block: bounds the memory of a pathological crowded image
+_BLOCK = 1 << 21
+
 
 def voc_ap(rec, prec, use_07_metric=True):
-    """Average precision from recall/precision arrays (VOC07 11-point, or the VOC10+ area)."""
+    """Average precision from recall and precision arrays.
+
+    Parameters
+    ----------
+    rec, prec : array
+        Cumulative recall and precision in score order.
+    use_07_metric : bool
+        11-point VOC07 AP, or the VOC10+ area under the interpolated curve.
+
+    Returns
+    -------
+    float
+    """
     if use_07_metric:
+        prec = np.nan_to_num(prec)
         ap = 0.0
         for t in np.arange(0.0, 1.1, 0.1):
-            p = np.max(np.nan_to_num(prec)[rec >= t]) if np.sum(rec >= t) else 0.0
+            above = rec >= t
+            p = np.max(prec[above]) if np.sum(above) else 0.0
             ap += p / 11.0
         return ap
     mrec = np.concatenate(([0.0], rec, [1.0]))
@@ -25,14 +49,84 @@ def voc_ap(rec, prec, use_07_metric=True):
 
 
 def box_iou(box, boxes, plus_one=False):
-    """IoU of one ``[x1, y1, x2, y2]`` box with each row of ``boxes``."""
+    """IoU of one ``[x1, y1, x2, y2]`` box with each row of ``boxes``.
+
+    Parameters
+    ----------
+    box : array [4]
+    boxes : array [N, 4] (or [..., N, 4] broadcasting against ``box`` [..., 1, 4])
+    plus_one : bool
+        ``+1`` in widths and heights (GluonCV's pixel convention).
+
+    Returns
+    -------
+    array [N]
+    """
     one = 1.0 if plus_one else 0.0
-    iw = np.maximum(np.minimum(boxes[:, 2], box[2]) - np.maximum(boxes[:, 0], box[0]) + one, 0.)
-    ih = np.maximum(np.minimum(boxes[:, 3], box[3]) - np.maximum(boxes[:, 1], box[1]) + one, 0.)
+    iw = np.maximum(np.minimum(boxes[..., 2], box[..., 2]) -
+                    np.maximum(boxes[..., 0], box[..., 0]) + one, 0.)
+    ih = np.maximum(np.minimum(boxes[..., 3], box[..., 3]) -
+                    np.maximum(boxes[..., 1], box[..., 1]) + one, 0.)
     inter = iw * ih
-    union = ((box[2] - box[0] + one) * (box[3] - box[1] + one)
-             + (boxes[:, 2] - boxes[:, 0] + one) * (boxes[:, 3] - boxes[:, 1] + one) - inter)
+    union = ((box[..., 2] - box[..., 0] + one) * (box[..., 3] - box[..., 1] + one)
+             + (boxes[..., 2] - boxes[..., 0] + one) * (boxes[..., 3] - boxes[..., 1] + one)
+             - inter)
     return inter / union
+
+
+def best_overlap(iou, valid, iou_thresh, strict=True):
+    """Each detection's most-overlapping competing box and whether it is a hit.
+
+    Parameters
+    ----------
+    iou : array [K, M]
+        IoU of each detection (row) with the boxes of its image.
+    valid : array [K, M] of bool
+        The boxes that compete (same class, not padding).
+    iou_thresh : float
+    strict : bool
+        ``IoU > iou_thresh`` is a hit (the devkit, ssd.pytorch), or, when False, "not below"
+        (GluonCV: ``IoU >= iou_thresh``, and a NaN IoU counts as a hit as in its metric).
+
+    Returns
+    -------
+    index : array [K] of int
+        The box, as ``np.argmax`` over the competing boxes picks it (the first of ties, the
+        first NaN).
+    hit : array [K] of bool
+    """
+    with np.errstate(invalid='ignore'):
+        iou = np.where(valid, iou, -np.inf)
+        index = iou.argmax(axis=1)
+        rows = np.arange(len(index))
+        best = iou[rows, index]
+        above = best > iou_thresh if strict else ~(best < iou_thresh)
+    return index, valid[rows, index] & above
+
+
+def greedy_match(box_id, hit, difficult):
+    """The VOC greedy assignment for detections in score order.
+
+    Parameters
+    ----------
+    box_id : array [K] of int
+        A unique id of the box each detection overlaps most (any value where not ``hit``).
+    hit : array [K] of bool
+    difficult : array [K] of bool
+        Whether that box is difficult.
+
+    Returns
+    -------
+    array [K] of int32
+        1: true positive (the first hit on a non-difficult box), -1: hit on a difficult box
+        (neither), 0: false positive.
+    """
+    match = np.zeros(len(hit), np.int32)
+    match[hit & difficult] = -1
+    easy = np.flatnonzero(hit & ~difficult)
+    _, first = np.unique(box_id[easy], return_index=True)
+    match[easy[first]] = 1
+    return match
 
 
 class VOCEvaluator:
@@ -61,7 +155,7 @@ class VOCEvaluator:
 
     def reset(self):
         """Forget everything accumulated."""
-        self._dets = []   # (image index, class, score, box)
+        self._dets = []   # per image: (boxes, scores, labels)
         self._gts = []    # per image: (boxes, labels, difficult)
 
     def update(self, det_boxes, det_scores, det_labels, gt_boxes, gt_labels, gt_difficult=None):
@@ -76,55 +170,97 @@ class VOCEvaluator:
         gt_labels : array [G] of int
         gt_difficult : array [G] of bool/int, optional
         """
-        image = len(self._gts)
         gt_boxes = np.asarray(gt_boxes, dtype=np.float64).reshape(-1, 4)
         gt_labels = np.asarray(gt_labels).reshape(-1).astype(int)
         difficult = np.zeros(len(gt_labels), bool) if gt_difficult is None \
             else np.asarray(gt_difficult).reshape(-1).astype(bool)
         self._gts.append((gt_boxes, gt_labels, difficult))
         det_boxes = np.asarray(det_boxes, dtype=np.float64).reshape(-1, 4)
-        for box, score, label in zip(det_boxes, np.asarray(det_scores).reshape(-1),
-                                     np.asarray(det_labels).reshape(-1)):
-            self._dets.append((image, int(label), float(score), box))
+        scores = np.asarray(det_scores).reshape(-1).astype(np.float64)
+        labels = np.asarray(det_labels).reshape(-1).astype(int)
+        if not len(det_boxes) == len(scores) == len(labels):
+            raise ValueError('VOCEvaluator.update: det_boxes, det_scores and det_labels must '
+                             'have one entry per detection, got {}, {} and {}'.format(
+                                 len(det_boxes), len(scores), len(labels)))
+        self._dets.append((det_boxes, scores, labels))
 
-    def _class_ap(self, cls):
-        gts = {}
-        npos = 0
-        for image, (boxes, labels, difficult) in enumerate(self._gts):
-            keep = labels == cls
-            gts[image] = (boxes[keep], difficult[keep], np.zeros(int(keep.sum()), bool))
-            npos += int((~difficult[keep]).sum())
-        if npos == 0:
-            return float('nan')
-        dets = [d for d in self._dets if d[1] == cls]
-        if not dets:
-            return 0.0
-        order = np.argsort(-np.array([d[2] for d in dets]), kind='stable')
-        tp, fp = np.zeros(len(dets)), np.zeros(len(dets))
-        for rank, k in enumerate(order):
-            image, _, _, box = dets[k]
-            boxes, difficult, used = gts[image]
-            if len(boxes) == 0:
-                fp[rank] = 1.0
-                continue
-            overlaps = box_iou(box, boxes, self.plus_one)
-            j = int(np.argmax(overlaps))
-            if overlaps[j] > self.iou_thresh:
-                if difficult[j]:
-                    continue
-                if not used[j]:
-                    tp[rank], used[j] = 1.0, True
-                else:
-                    fp[rank] = 1.0
-            else:
-                fp[rank] = 1.0
-        tp, fp = np.cumsum(tp), np.cumsum(fp)
-        rec = tp / float(npos)
-        prec = tp / np.maximum(tp + fp, np.finfo(np.float64).eps)
-        return voc_ap(rec, prec, self.use_07_metric)
+    def _matches(self):
+        """Per class: the match of each detection (1, 0, -1) in score order (stable), and the
+        number of non-difficult boxes."""
+        n_cls, n_img = len(self.class_names), len(self._gts)
+        n_det = [len(d[1]) for d in self._dets]
+        n_gt = [len(g[1]) for g in self._gts]
+        det_img = np.repeat(np.arange(n_img), n_det)
+        boxes = np.concatenate([d[0] for d in self._dets] or [np.zeros((0, 4))])
+        scores = np.concatenate([d[1] for d in self._dets] or [np.zeros(0)])
+        labels = np.concatenate([d[2] for d in self._dets] or [np.zeros(0, int)])
+        gt_img = np.repeat(np.arange(n_img), n_gt)
+        gt_boxes = np.concatenate([g[0] for g in self._gts] or [np.zeros((0, 4))])
+        gt_labels = np.concatenate([g[1] for g in self._gts] or [np.zeros(0, int)])
+        gt_diff = np.concatenate([g[2] for g in self._gts] or [np.zeros(0, bool)])
+        keep = (labels >= 0) & (labels < n_cls)
+        det_img, boxes, scores, labels = det_img[keep], boxes[keep], scores[keep], labels[keep]
+        keep = (gt_labels >= 0) & (gt_labels < n_cls)
+        gt_img, gt_boxes, gt_labels, gt_diff = (gt_img[keep], gt_boxes[keep], gt_labels[keep],
+                                                gt_diff[keep])
+        npos = np.bincount(gt_labels[~gt_diff], minlength=n_cls)
+        # ground truth grouped by (image, class), each group in its original order (argmax
+        # ties); a dense table of the groups, as there are only images x classes of them
+        gt_key = gt_img * n_cls + gt_labels
+        by_key = np.argsort(gt_key, kind='stable')
+        gt_boxes, gt_diff = gt_boxes[by_key], gt_diff[by_key]
+        count = np.bincount(gt_key, minlength=n_img * n_cls)
+        first = np.cumsum(count) - count
+        key = det_img * n_cls + labels
+        first, count = first[key], count[key]
+        # IoU and argmax are per detection: computed in record order, grouped by the number of
+        # competing boxes (no padding), in blocks
+        index = np.zeros(len(key), np.int64)
+        hit = np.zeros(len(key), bool)
+        for width in np.unique(count[count > 0]):
+            rows = np.flatnonzero(count == width)
+            cols = np.arange(width)
+            step = max(1, _BLOCK // int(width))
+            for s in range(0, len(rows), step):
+                r = rows[s:s + step]
+                with np.errstate(invalid='ignore', divide='ignore'):  # 0/0 of empty boxes
+                    iou = box_iou(boxes[r, None], gt_boxes[first[r, None] + cols], self.plus_one)
+                index[r], hit[r] = best_overlap(iou, np.ones(iou.shape, bool), self.iou_thresh)
+        # the devkit's order: per class, by score, ties in record order; a stable sort by
+        # score then a stable (radix) sort by class
+        order = np.argsort(-scores, kind='stable')
+        order = order[np.argsort(labels[order].astype(np.min_scalar_type(n_cls)),
+                                 kind='stable')]
+        hit = hit[order]
+        box_id = np.where(hit, (first + index)[order], 0)
+        match = greedy_match(box_id, hit, gt_diff[box_id] & hit)
+        starts = np.searchsorted(labels[order], np.arange(n_cls + 1))
+        return starts, match, npos
 
     def get(self):
-        """``(class_names + ['mAP'], values)``; NaN classes are left out of the mean."""
-        aps = [self._class_ap(c) for c in range(len(self.class_names))]
+        """Per-class AP and their mean.
+
+        Returns
+        -------
+        names : list of str
+            ``class_names + ['mAP']``.
+        values : list of float
+            AP per class (NaN for a class without non-difficult ground truth, left out of the
+            mean) and the mean.
+        """
+        starts, match, npos = self._matches()
+        aps = []
+        for c in range(len(self.class_names)):
+            if npos[c] == 0:
+                aps.append(float('nan'))
+                continue
+            m = match[starts[c]:starts[c + 1]]
+            if len(m) == 0:
+                aps.append(0.0)
+                continue
+            tp, fp = np.cumsum(m == 1).astype(np.float64), np.cumsum(m == 0).astype(np.float64)
+            rec = tp / float(npos[c])
+            prec = tp / np.maximum(tp + fp, np.finfo(np.float64).eps)
+            aps.append(voc_ap(rec, prec, self.use_07_metric))
         valid = [a for a in aps if a == a]
         return self.class_names + ['mAP'], aps + [float(np.mean(valid)) if valid else 0.0]

@@ -10,7 +10,8 @@ over ranks for the log (every rank trains on its own value).
 Mixed precision: pass ``autocast`` (a context-manager factory, e.g.
 ``lambda: torch.autocast('cuda', dtype=torch.float16)``) and ``scaler``
 (``torch.amp.GradScaler``); the forward then runs under ``autocast()`` and the backward /
-clipping / step go through the scaler. Both default to off (the references train in fp32).
+clipping / step go through the scaler. Both default to off (the references train in fp32);
+:func:`mixed_precision` builds the pair a recipe's ``--amp`` asks for.
 """
 import contextlib
 import random
@@ -20,7 +21,7 @@ import torch
 
 from .distributed import all_reduce_mean
 
-__all__ = ['LossDictStep', 'seed_all', 'to_device']
+__all__ = ['LossDictStep', 'mixed_precision', 'seed_all', 'to_device']
 
 
 def seed_all(seed):
@@ -40,6 +41,45 @@ def to_device(obj, device, non_blocking=False):
     if isinstance(obj, (list, tuple)):
         return type(obj)(to_device(v, device, non_blocking) for v in obj)
     return obj
+
+
+def mixed_precision(device, enabled, cpu_bf16=False, argument='--amp'):
+    """The ``(autocast, scaler)`` pair of :class:`LossDictStep` for a recipe's AMP switch.
+
+    Parameters
+    ----------
+    device : torch.device
+        The training device.
+    enabled : bool
+        The switch; False gives ``(None, None)`` (fp32, the references).
+    cpu_bf16 : bool
+        On the CPU, allow bfloat16 autocast (no scaler: bf16 has fp32's exponent range). Only
+        for recipes where it was measured to hold the numbers; otherwise the CPU is refused.
+    argument : str
+        The switch's name, for the error message.
+
+    Returns
+    -------
+    (autocast, scaler)
+        CUDA: float16 autocast and ``torch.amp.GradScaler('cuda')``; CPU with ``cpu_bf16``:
+        bfloat16 autocast and no scaler.
+
+    Raises
+    ------
+    ValueError
+        On a CPU without ``cpu_bf16``, or another device type.
+    """
+    if not enabled:
+        return None, None
+    device = torch.device(device)
+    if device.type == 'cuda':
+        return (lambda: torch.autocast('cuda', dtype=torch.float16),
+                torch.amp.GradScaler('cuda'))
+    if device.type == 'cpu' and cpu_bf16:
+        return lambda: torch.autocast('cpu', dtype=torch.bfloat16), None
+    raise ValueError('{} needs a CUDA device (float16 autocast + GradScaler); on {} it is not '
+                     'supported by this recipe: drop {} or train on CUDA'.format(
+                         argument, device.type, argument))
 
 
 class LossDictStep:

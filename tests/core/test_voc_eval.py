@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from gluontrain.core.voc_eval import VOCEvaluator, box_iou, voc_ap
+from gluontrain.core.voc_eval import VOCEvaluator, best_overlap, box_iou, greedy_match, voc_ap
 
 
 def test_hand_computed_11_point_ap_with_duplicate_and_difficult():
@@ -65,3 +65,106 @@ def test_equals_gluoncv_voc07_metric_on_random_detections():
     assert names == ref_names
     np.testing.assert_allclose(values, ref_values, rtol=1e-12)
     assert 0.1 < values[-1] < 0.9  # a non-trivial case
+
+
+def _devkit_aps(images, n_cls, plus_one, use_07_metric):
+    """The devkit's per-detection loop (ssd.pytorch's voc_eval), the vectorised one's reference."""
+    aps = []
+    for cls in range(n_cls):
+        npos = sum(int((~d[l == cls]).sum()) for _, _, _, _, l, d in images)
+        if npos == 0:
+            aps.append(float('nan'))
+            continue
+        dets = [(i, float(s), b) for i, (bb, ss, ll, _, _, _) in enumerate(images)
+                for b, s, lab in zip(bb, ss, ll) if lab == cls]
+        if not dets:
+            aps.append(0.0)
+            continue
+        used = [np.zeros(len(l), bool) for *_, l, _ in images]
+        tp, fp = np.zeros(len(dets)), np.zeros(len(dets))
+        for rank, k in enumerate(np.argsort(-np.array([d[1] for d in dets]), kind='stable')):
+            i, _, box = dets[k]
+            _, _, _, gb, gl, gd = images[i]
+            keep = np.flatnonzero(gl == cls)
+            if len(keep) == 0:
+                fp[rank] = 1
+                continue
+            ov = box_iou(box, gb[keep], plus_one)
+            j = int(np.argmax(ov))
+            if ov[j] > 0.5:
+                if gd[keep[j]]:
+                    continue
+                if not used[i][keep[j]]:
+                    tp[rank], used[i][keep[j]] = 1, True
+                else:
+                    fp[rank] = 1
+            else:
+                fp[rank] = 1
+        tp, fp = np.cumsum(tp), np.cumsum(fp)
+        aps.append(voc_ap(tp / npos, tp / np.maximum(tp + fp, np.finfo(np.float64).eps),
+                          use_07_metric))
+    return aps
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_vectorised_matching_equals_the_devkit_loop(seed):
+    """Bit-equal APs on crowded images with tied scores, difficult boxes, degenerate
+    (zero-area: NaN IoU) boxes, duplicates and labels outside the classes."""
+    rng = np.random.RandomState(seed)
+    n_cls, plus_one, use_07 = 4, bool(seed % 2), seed < 4
+    images = []
+    for _ in range(rng.randint(1, 30)):
+        g = rng.randint(0, 9)
+        xy = rng.randint(0, 60, (g, 2)).astype(float)
+        gb = np.hstack([xy, xy + rng.randint(0, 30, (g, 2))])  # some zero-size boxes
+        gl = rng.randint(-1, n_cls, g)
+        gd = rng.rand(g) < 0.2
+        d = rng.randint(0, 40)
+        src = gb[rng.randint(0, g, d)] if g else rng.uniform(0, 60, (d, 4))
+        bb = np.round(src + rng.normal(0, 3, (d, 4)) * (rng.rand(d, 1) < 0.7))
+        ll = np.where(rng.rand(d) < 0.7, gl[rng.randint(0, g, d)] if g else 0,
+                      rng.randint(-1, n_cls + 1, d))
+        ss = np.round(rng.rand(d), 1)  # many ties
+        images.append((bb, ss, ll, gb, gl, gd))
+    ev = VOCEvaluator(['c%d' % c for c in range(n_cls)], plus_one=plus_one,
+                      use_07_metric=use_07)
+    for bb, ss, ll, gb, gl, gd in images:
+        ev.update(bb, ss, ll, gb, gl, gd)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        ref = _devkit_aps(images, n_cls, plus_one, use_07)
+    assert np.array_equal(ev.get()[1][:-1], ref, equal_nan=True)
+
+
+def test_best_overlap_and_greedy_match_by_hand():
+    iou = np.array([[0.6, 0.7, 0.9], [np.nan, 0.8, 0.2], [0.5, 0.5, 0.1], [0.7, 0.2, 0.3]])
+    valid = np.array([[1, 1, 0], [1, 1, 1], [1, 1, 1], [0, 0, 0]], bool)
+    index, hit = best_overlap(iou, valid, 0.5)
+    # masked 0.9 loses; the first NaN wins argmax but is no hit; ties: the first; no box: none
+    assert index.tolist()[:3] == [1, 0, 0] and hit.tolist() == [True, False, False, False]
+    index, hit = best_overlap(iou, valid, 0.5, strict=False)  # GluonCV: >=, NaN counts
+    assert hit.tolist() == [True, True, True, False]
+    match = greedy_match(np.array([3, 3, 5, 7, 3]), np.array([1, 1, 1, 0, 1], bool),
+                         np.array([0, 0, 1, 0, 0], bool))
+    assert match.tolist() == [1, 0, -1, 0, 0]
+
+
+def test_blocked_iou_gives_the_same_values(monkeypatch):
+    """Crowded images are matched in blocks of rows; tiny blocks change nothing."""
+    import gluontrain.core.voc_eval as voc_eval
+    rng = np.random.RandomState(7)
+    images = []
+    for _ in range(10):
+        xy = rng.randint(0, 60, (12, 2)).astype(float)
+        gt = np.hstack([xy, xy + rng.randint(5, 30, (12, 2))])
+        gl = rng.randint(0, 2, 12)
+        boxes = gt[rng.randint(0, 12, 30)] + rng.normal(0, 3, (30, 4))
+        images.append((boxes, np.round(rng.rand(30), 1), rng.randint(0, 2, 30), gt, gl,
+                       rng.rand(12) < 0.2))
+    values = []
+    for block in (voc_eval._BLOCK, 5):
+        monkeypatch.setattr(voc_eval, '_BLOCK', block)
+        ev = VOCEvaluator(['a', 'b'])
+        for image in images:
+            ev.update(*image)
+        values.append(ev.get()[1])
+    assert values[0] == values[1] and 0.0 < values[0][-1] < 1.0

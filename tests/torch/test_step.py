@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from gluontrain.core.meters import LossMeter
-from gluontrain.torch.step import LossDictStep, seed_all, to_device
+from gluontrain.torch.step import LossDictStep, mixed_precision, seed_all, to_device
 
 torch.set_num_threads(1)
 
@@ -116,3 +116,32 @@ def test_to_device_and_seed_all():
     a = torch.rand(2)
     seed_all(3)
     assert torch.equal(a, torch.rand(2))
+
+
+def test_real_cpu_grad_scaler_gives_the_fp32_update_and_skips_non_finite_steps():
+    model, x, y = _model_and_data()
+    plain, _, _ = _model_and_data()
+    scaler = torch.amp.GradScaler('cpu', init_scale=2.0 ** 10)
+    step = LossDictStep(lambda b: _losses(model, b), torch.optim.SGD(model.parameters(), lr=0.1),
+                        scaler=scaler)
+    step((x, y))
+    LossDictStep(lambda b: _losses(plain, b), torch.optim.SGD(plain.parameters(), lr=0.1))(
+        (x, y))
+    # scaling by a power of two and unscaling is exact: the same parameters bit for bit
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), plain.parameters()))
+    before = [p.detach().clone() for p in model.parameters()]
+    step((x * float('inf'), y))  # non-finite gradients: step skipped, scale halved
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), before))
+    assert scaler.get_scale() == 2.0 ** 9
+
+
+def test_mixed_precision_pairs_and_cpu_refusal():
+    assert mixed_precision('cpu', False) == (None, None)
+    with pytest.raises(ValueError, match='--amp needs a CUDA device'):
+        mixed_precision(torch.device('cpu'), True)
+    with pytest.raises(ValueError, match='--mixed'):
+        mixed_precision('cpu', True, argument='--mixed')
+    autocast, scaler = mixed_precision('cpu', True, cpu_bf16=True)
+    assert scaler is None
+    with autocast():
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16

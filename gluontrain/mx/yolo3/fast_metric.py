@@ -5,7 +5,9 @@ GluonCV's ``update`` loops in Python over the classes of every image and over ev
 :class:`FastVOC07MApMetric` subclasses it and replaces only ``update``: per image, one IoU
 matrix of all detections against all ground truths (GluonCV's own ``bbox_iou`` on the same
 ``+1``-shifted boxes, so every IoU is the same float), masked to same-class pairs, and the
-"first detection in score order takes the box" rule as one ``np.unique``. The recorded
+"first detection in score order takes the box" rule as one ``np.unique`` (the matching
+shared with :class:`gluontrain.core.voc_eval.VOCEvaluator`: ``best_overlap`` with GluonCV's
+``>=``, ``greedy_match``). The recorded
 scores and matches are handed to GluonCV's own ``_recall_prec`` / ``_average_precision``
 in the order GluonCV records them, so ``get()`` returns the same numbers; images where two
 detections of a class tie in score take GluonCV's own per-class path (its ``argsort`` order).
@@ -16,6 +18,8 @@ import numpy as np
 import mxnet as mx
 
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
+
+from ...core.voc_eval import best_overlap, greedy_match
 
 __all__ = ['FastVOC07MApMetric']
 
@@ -80,33 +84,28 @@ class FastVOC07MApMetric(VOC07MApMetric):
         scores = pred_score[image, det]
         gt_int = gt_label.astype(int)
         self._seen.update(np.unique(np.concatenate((labels, gt_int[gt_valid]))).tolist())
-        easy_gt = gt_valid & np.logical_not(gt_difficult)
-        for label, count in zip(*np.unique(gt_int[gt_valid], return_counts=True)):
-            self._pos[int(label)] += int(np.count_nonzero(easy_gt & (gt_int == label)))
+        easy = gt_int[gt_valid & np.logical_not(gt_difficult)]
+        if len(easy):
+            counts = np.bincount(easy)
+            for label in np.flatnonzero(counts):
+                self._pos[int(label)] += int(counts[label])
         if len(labels) == 0:
             return
         # GluonCV records each (image, class) by argsort()[::-1] of the scores. NumPy <1.25
         # argsorts arrays of up to 16 elements by insertion sort, which is stable, so there
-        # the order is (-score, -index); longer classes with tied scores replay argsort
-        order = np.lexsort((-det, -scores, labels, image))
-        key_i, key_l, key_s = image[order], labels[order], scores[order]
-        tie = (key_i[1:] == key_i[:-1]) & (key_l[1:] == key_l[:-1]) & (key_s[1:] == key_s[:-1])
-        if tie.any():
-            order = order.copy()
-            # (image, class) blocks are contiguous in the sorted order
-            starts = np.flatnonzero(np.r_[True, (key_i[1:] != key_i[:-1]) |
-                                          (key_l[1:] != key_l[:-1])])
-            ends = np.r_[starts[1:], len(order)]
-            tied_at = np.flatnonzero(tie) + 1
-            for b in np.unique(np.searchsorted(starts, tied_at, side='right') - 1):
-                if ends[b] - starts[b] <= _STABLE_ARGSORT_MAX:
-                    continue
-                members = np.sort(order[starts[b]:ends[b]])  # the class's original order
-                order[starts[b]:ends[b]] = members[scores[members].argsort()[::-1]]
+        # the order is (-score, -index); longer classes with tied scores replay argsort.
+        # (image, class, -score, -index) as a stable sort by score of the reversed rows, then
+        # a stable sort (radix, for small integers) by (image, class)
+        rev = np.arange(len(labels))[::-1]
+        order = rev[np.argsort(-scores[rev], kind='stable')]
+        block = image * (int(labels.max()) + 1) + labels
+        block = block.astype(np.min_scalar_type(int(block.max())))
+        order = order[np.argsort(block[order], kind='stable')]
         image, labels, scores = image[order], labels[order], scores[order]
+        det = det[order]
         match = np.zeros(len(order), np.int32)
         if gt_valid.any():
-            boxes = pred_bbox[image, det[order]].copy()
+            boxes = pred_bbox[image, det].copy()
             boxes[:, 2:] += 1
             gts = gt_bbox.copy()
             gts[:, :, 2:] += 1
@@ -122,18 +121,49 @@ class FastVOC07MApMetric(VOC07MApMetric):
             with np.errstate(divide='ignore', invalid='ignore'):
                 iou = area_i / (area_a[:, None] + area_b - area_i)
             same = gt_valid[image] & (gt_int[image] == labels[:, None])
-            iou[~same] = -1  # only the detection's class among its image's boxes competes
-            gt_index = iou.argmax(axis=1)
-            rows = np.arange(len(order))
-            hit = same[rows, gt_index] & ~(iou[rows, gt_index] < self.iou_thresh)
-            difficult = hit & gt_difficult[image, gt_index].astype(bool)
-            match[difficult] = -1
-            easy_hit = np.flatnonzero(hit & ~difficult)
-            # the first detection (in record order) on a box is the true positive
-            _, first = np.unique(image[easy_hit] * gt_int.shape[1] + gt_index[easy_hit],
-                                 return_index=True)
-            match[easy_hit[first]] = 1
+            # only the detection's class among its image's boxes competes; GluonCV's ``>=``
+            gt_index, hit = best_overlap(iou, same, self.iou_thresh, strict=False)
+            box_id = image * gt_int.shape[1] + gt_index
+            difficult = gt_difficult[image, gt_index].astype(bool)
+            match = greedy_match(box_id, hit, difficult)
+            perm = self._replay_ties(image, labels, scores, det, match)
+            if perm is not None:
+                image, labels, scores = image[perm], labels[perm], scores[perm]
+                match = greedy_match(box_id[perm], hit[perm], difficult[perm])
+        # without ground truth every match is 0: any order of tied scores records the same
         self._chunks.append((labels, scores, match))
+
+    @staticmethod
+    def _replay_ties(image, labels, scores, det, match):
+        """The permutation to GluonCV's record order, or None when the order is already it.
+
+        The rows are in (image, class, -score, -index) order. A record is only (score,
+        match), and the multiset of matches of a run of tied detections does not depend on
+        their order (they take the same boxes together), so a tied run whose matches are all
+        equal records the same arrays in any order: only (image, class) blocks longer than
+        insertion sort's 16 with a mixed tied run replay GluonCV's ``argsort()[::-1]``.
+        """
+        same_block = (image[1:] == image[:-1]) & (labels[1:] == labels[:-1])
+        tie = same_block & (scores[1:] == scores[:-1])
+        if not tie.any():
+            return None
+        run_starts = np.flatnonzero(np.r_[True, ~tie])
+        mixed = (np.minimum.reduceat(match, run_starts) !=
+                 np.maximum.reduceat(match, run_starts))
+        if not mixed.any():
+            return None
+        starts = np.flatnonzero(np.r_[True, ~same_block])  # (image, class) blocks
+        ends = np.r_[starts[1:], len(image)]
+        perm = np.arange(len(image))
+        replayed = False
+        for b in np.unique(np.searchsorted(starts, run_starts[mixed], side='right') - 1):
+            s, e = starts[b], ends[b]
+            if e - s <= _STABLE_ARGSORT_MAX:
+                continue
+            members = s + np.argsort(det[s:e])  # the class's original order
+            perm[s:e] = members[scores[members].argsort()[::-1]]
+            replayed = True
+        return perm if replayed else None
 
     def _recall_prec(self):
         if not self._flushed:

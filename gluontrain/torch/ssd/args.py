@@ -92,6 +92,14 @@ def build_parser():
            "--basenet ''; its vgg.* keys differ from ssd.pytorch's)")
     a('--seed', default=None, type=int, help='Seed python, numpy and torch (reference: none)')
     a('--tensorboard', default='', type=str, help='TensorBoard folder (needs tensorboardX)')
+    a('--amp', action='store_true',
+      help='Mixed precision on CUDA: float16 autocast + GradScaler (the reference trains in '
+           'fp32). Refused on the CPU: bfloat16 autocast does not hold the fp32 loss curve '
+           '(bench/ssd_amp.py)')
+    a('--persistent_workers', default=False, type=str2bool,
+      help='Keep the --num_workers loader processes alive between passes over the data '
+           '(saves their restart each pass; off by default because a resumed run then '
+           "no longer replays the workers' augmentation draws exactly)")
     return p
 
 

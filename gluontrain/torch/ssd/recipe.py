@@ -10,7 +10,7 @@ from ...data import checks
 from ..batchify import Pad, Stack, Tuple
 from ..parallel import get_devices
 from ..passes import shuffled_loader
-from ..step import seed_all
+from ..step import mixed_precision, seed_all
 from .args import parse_args
 from .config import MEANS, coco, voc
 
@@ -54,16 +54,26 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
 
     ``net`` and ``data_shape`` are ignored (the contract allows it): the transforms were
     fixed to 300 x 300 by :func:`get_dataset` and need no network. The loaders' public
-    ``dataset`` attributes are what :func:`.train.train` reads.
+    ``dataset`` attributes are what :func:`.train.train` reads. Batches go to pinned memory
+    when training on CUDA (``pin_memory=True`` as the reference; the step copies them with
+    ``non_blocking``), and with ``--persistent_workers true`` and ``num_workers > 0`` the
+    worker processes live across passes.
     """
+    options = dict(num_workers=num_workers, pin_memory=loader_pins(args),
+                   persistent_workers=bool(getattr(args, 'persistent_workers', False)) and
+                   num_workers > 0)
     # shuffle=True's sampler, wrapped so that a run can resume inside a pass
-    train_loader = shuffled_loader(
-        train_dataset, batch_size, num_workers=num_workers,
-        collate_fn=Tuple(Stack(), Pad(pad_val=-1)), pin_memory=torch.cuda.is_available())
+    train_loader = shuffled_loader(train_dataset, batch_size,
+                                   collate_fn=Tuple(Stack(), Pad(pad_val=-1)), **options)
     val_loader = None if val_dataset is None else torch.utils.data.DataLoader(
-        val_dataset, batch_size, shuffle=False, num_workers=num_workers,
-        collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()))
+        val_dataset, batch_size, shuffle=False,
+        collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()), **options)
     return train_loader, val_loader
+
+
+def loader_pins(args):
+    """Whether the loaders pin memory: when training on CUDA (``--cuda`` with a device)."""
+    return bool(getattr(args, 'cuda', False)) and torch.cuda.is_available()
 
 
 def get_net(args, ctx):
@@ -95,11 +105,16 @@ def get_net(args, ctx):
 
 
 def get_contexts(args):
-    """``[cuda:0]`` when ``--cuda`` (refusing clearly when there is no CUDA device), else CPU."""
+    """``[cuda:0]`` when ``--cuda`` (refusing clearly when there is no CUDA device), else CPU.
+
+    On CUDA sets ``torch.backends.cudnn.benchmark = True`` as ssd.pytorch's train.py does
+    (fixed 300 x 300 inputs: cuDNN's autotuned kernels pay off).
+    """
     if args.cuda:
         if not torch.cuda.is_available():
             raise ValueError('--cuda true but torch sees no CUDA device; pass --cuda false to '
                              'train on the CPU')
+        torch.backends.cudnn.benchmark = True
         return get_devices('0')
     return [torch.device('cpu')]
 
@@ -116,6 +131,7 @@ def main(argv=None):
     if args.seed is not None:
         seed_all(args.seed)
     ctx = get_contexts(args)
+    mixed_precision(ctx[0], args.amp)  # refuses --amp on the CPU before any data is read
     train_dataset, val_dataset, metric = get_dataset(args.dataset, args)
     net, async_net = get_net(args, ctx)
     train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,

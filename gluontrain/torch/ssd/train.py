@@ -19,7 +19,7 @@ from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint, save_weights
 from ..passes import PassPositionHook, preserved_rng
-from ..step import LossDictStep, to_device
+from ..step import LossDictStep, mixed_precision, to_device
 from .detection import detections_in_pixels
 from .model import test_phase
 
@@ -37,16 +37,20 @@ class SSDStep:
 
     Returns ``{'losses': {'loc_loss': [(l, 1)], 'conf_loss': [(c, 1)]}, 'lr', 'batch_size'}``:
     one value per step, so the meters average per-iteration losses as ssd.pytorch's
-    ``loc_loss += loss_l`` counters do.
+    ``loc_loss += loss_l`` counters do. ``amp`` (``--amp``): float16 autocast + GradScaler
+    on CUDA; on the CPU refused unless ``cpu_bf16`` (see :func:`..step.mixed_precision`).
     """
 
-    def __init__(self, net, criterion, optimizer, device):
+    def __init__(self, net, criterion, optimizer, device, amp=False, cpu_bf16=False):
         self.net, self.criterion, self.optimizer, self.device = net, criterion, optimizer, device
-        self.step = LossDictStep(self.forward, optimizer)
+        autocast, scaler = mixed_precision(device, amp, cpu_bf16)
+        self.step = LossDictStep(self.forward, optimizer, scaler=scaler, autocast=autocast)
 
     def forward(self, batch):
         """``({'loc_loss', 'conf_loss'}, batch size)`` of one batch."""
-        images, targets = to_device(batch, self.device)
+        # pinned host batches copy asynchronously to the GPU
+        images, targets = to_device(batch, self.device,
+                                    non_blocking=torch.device(self.device).type == 'cuda')
         loss_l, loss_c = self.criterion(self.net(images), targets)
         return dict(zip(LOSS_NAMES, (loss_l, loss_c))), images.shape[0]
 
@@ -228,7 +232,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     start = state.iteration // max(len(train_data), 1)
     if state.resumed_from:
         state.resume_batch = state.iteration - start * len(train_data)
-    state = run_loop(SSDStep(net, criterion, optimizer, device), train_data, hooks, start,
+    state = run_loop(SSDStep(net, criterion, optimizer, device, getattr(args, 'amp', False)),
+                     train_data, hooks, start,
                      None, state, max_iter=max_iter)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)

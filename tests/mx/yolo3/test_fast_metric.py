@@ -64,3 +64,18 @@ def test_reset_and_missing_difficult_flags():
         ours.update(*batch)
     assert np.array_equal(ours.get()[1], ref.get()[1], equal_nan=True)
     assert np.array_equal(ours.get()[1], ref.get()[1], equal_nan=True)  # get is repeatable
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_long_tied_classes_replayed_or_skipped_give_gluoncv_values(seed):
+    """Classes of 20-80 detections per image with coarse scores: many tied runs longer than
+    insertion sort's 16, some with mixed matches (replayed), some uniform (left in order)."""
+    rng = np.random.RandomState(100 + seed)
+    ref = VOC07MApMetric(iou_thresh=0.5, class_names=CLASSES)
+    ours = FastVOC07MApMetric(iou_thresh=0.5, class_names=CLASSES)
+    for _ in range(8):
+        batch = random_batch(rng, batch=2, dets=int(rng.randint(40, 160)), gts=3)
+        batch[2] = np.round(batch[2] * 4) / 4  # scores 0, .25, .5, .75, 1
+        ref.update(*batch)
+        ours.update(*batch)
+    assert np.array_equal(ours.get()[1], ref.get()[1], equal_nan=True)
