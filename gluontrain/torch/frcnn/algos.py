@@ -241,8 +241,8 @@ def roi_targets(proposals, bbx, cat, crowd, num_stuff, settings, rng=None):
             continue
         pos = match_i >= 0
         lbl = torch.zeros_like(match_i)
-        lbl[pos] = cat_i[match_i[pos]] + 1 - num_stuff
         if pos.any():
+            lbl[pos] = cat_i[match_i[pos]] + 1 - num_stuff
             bbx_lbl.append(encode(bbx_i[match_i[pos]], rois_i[pos],
                                   weights=settings.bbx_reg_weights,
                                   size_eps=CALCULATE_SHIFT_EPS))
