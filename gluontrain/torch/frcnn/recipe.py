@@ -31,6 +31,8 @@ from .train import validate as seamseg_validate
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'PREFIX', 'coco_gt_file']
 
+_MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
+
 #: Name of gluontrain's files in the log dir (``frcnn_last.ckpt``, ``frcnn_metrics.jsonl``...).
 PREFIX = 'frcnn'
 
@@ -214,9 +216,13 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
         tensorboard=_summary(args) if is_main else '',
         tensorboard_interval=gen.getint('log_interval'), plots=is_main)
+    if not is_main:
+        # files and displays are rank 0's; the other ranks validate (the AP is gathered)
+        hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
     # seamseg's snapshot comes after the validation and the best-score bookkeeping
-    hooks.insert(next(i for i, h in enumerate(hooks) if type(h).__name__ == 'MetricsJSONHook'),
-                 snapshot_hook)
+    val_at = [i for i, h in enumerate(hooks) if type(h).__name__ in ('ValidationHook',
+                                                                      'BestCheckpointHook')]
+    hooks.insert(val_at[-1] + 1, snapshot_hook)
     state, start_epoch = None, 0
     if args.resume:
         kind, restored = ckpt_io.resume_or_load(

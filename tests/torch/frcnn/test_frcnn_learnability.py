@@ -15,7 +15,7 @@ from gluontrain.torch.frcnn.config import DEFAULTS_FILE
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 SHIPPED = os.path.join(os.path.dirname(DEFAULTS_FILE), 'synthetic_cpu.ini')
-EPOCHS = 5
+EPOCHS = 7
 
 
 @pytest.mark.slow
