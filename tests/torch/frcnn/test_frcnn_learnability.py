@@ -1,6 +1,7 @@
 """The two-stage detector learns: a short CPU run of the shipped synthetic_cpu config on
 generated COCO-format data scores a held-out COCO AP@[.5:.95] far above the same network
-untrained (bounded: ~1-2 min of CPU time on 2 cores)."""
+untrained (bounded: measured 129 s wall / 54 s CPU on 2 shared cores, AP 0.000 untrained,
+0.226 trained)."""
 import configparser
 import os
 import subprocess
