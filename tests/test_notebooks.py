@@ -10,6 +10,8 @@ NOTEBOOKS = {
     'yolov3_walkthrough.ipynb': 3,
     # priors, matched priors, augmentations, curves, detections
     'ssd_pytorch.ipynb': 5,
+    # anchors, matched anchors, proposals before/after NMS, sampled ROIs, curves, detections
+    'twostage_walkthrough.ipynb': 6,
 }
 
 nbformat = pytest.importorskip('nbformat')
@@ -30,7 +32,8 @@ def test_notebook_is_what_its_build_script_writes(name, tmp_path):
     import sys
     script = os.path.join(ROOT, 'notebooks', 'build_' + {
         'yolov3_walkthrough.ipynb': 'yolov3_walkthrough',
-        'ssd_pytorch.ipynb': 'ssd_pytorch'}[name] + '.py')
+        'ssd_pytorch.ipynb': 'ssd_pytorch',
+        'twostage_walkthrough.ipynb': 'twostage_walkthrough'}[name] + '.py')
     sys.path.insert(0, os.path.dirname(script))
     try:
         spec = importlib.util.spec_from_file_location('build_nb_' + name[:-6], script)

@@ -23,7 +23,7 @@ from .data import make_dataset, make_transforms
 from .engine import (SeamsegLogHook, SeamsegScheduleHook, SeamsegSnapshotHook, forward_fn,
                      unwrap)
 from .model import make_model
-from .optim import make_optimizer
+from .optim import current_lr, make_optimizer
 from .snapshot import load_snapshot, pre_train_from_snapshots, resume_from_snapshot
 from .train import LOSS_NAMES
 from .train import validate as seamseg_validate
@@ -235,8 +235,12 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             start_epoch = payload['epoch'] + 1
         else:
             start_epoch, state = restored
-    step = LossDictStep(forward_fn(net, device), optimizer,
-                        loss_weights=dict(zip(LOSS_NAMES, weights)))
+    loss_step = LossDictStep(forward_fn(net, device), optimizer,
+                             loss_weights=dict(zip(LOSS_NAMES, weights)))
+
+    def step(batch, st):
+        # LossDictStep reports group 0's rate, here the norm group (0 with bn_frozen)
+        return dict(loss_step(batch, st), lr=current_lr(optimizer))
     state = run_loop(step, train_data, hooks, start_epoch, epochs, state)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
