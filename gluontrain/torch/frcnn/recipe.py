@@ -44,13 +44,21 @@ def _rank_world():
     return 0, 1
 
 
-def coco_gt_file(dataset, config):
+def coco_gt_file(dataset, config, root=None):
     """The COCO ground truth of the validation: a COCO dataset's own json, else
-    ``[dataloader] coco_gt`` (seamseg's ISS setting)."""
-    path = getattr(dataset, 'annotation_file', None) or config['dataloader'].get('coco_gt')
+    ``[dataloader] coco_gt`` (seamseg's ISS setting), else ``{root}/coco/{val_set}.json``
+    when it exists (what ``make_synthetic_data.py iss`` writes)."""
+    dl = config['dataloader']
+    path = getattr(dataset, 'annotation_file', None) or dl.get('coco_gt')
+    if not path and root is not None:
+        guess = os.path.join(os.path.expanduser(root), 'coco', dl['val_set'] + '.json')
+        path = guess if os.path.isfile(guess) else None
     if not path:
         raise ValueError('ISS data needs [dataloader] coco_gt = the COCO json of the '
                          'validation split (seamseg validates with pycocotools)')
+    if not os.path.isfile(path):
+        raise FileNotFoundError('[dataloader] coco_gt = {} does not exist: give the COCO json '
+                                'of the validation split'.format(path))
     return path
 
 
@@ -64,7 +72,7 @@ def get_dataset(dataset, args):
     train_tf, val_tf = make_transforms(dl)
     train_ds = make_dataset(dataset, dl['train_set'], train_tf)
     val_ds = make_dataset(dataset, dl['val_set'], val_tf)
-    return train_ds, val_ds, coco_gt_file(val_ds, config)
+    return train_ds, val_ds, coco_gt_file(val_ds, config, dataset)
 
 
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):

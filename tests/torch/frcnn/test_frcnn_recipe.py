@@ -180,3 +180,18 @@ def test_cli_unknown_config_key(tmp_path, data_root, capsys):
                              capsys)
     assert status == 1 and len(err) == 1 and 'num_sample' in err[0]
     assert 'num_samples' in err[0]
+
+
+def test_cli_trains_on_iss_data(tmp_path):
+    root = tmp_path / 'iss'
+    subprocess.run([sys.executable, os.path.join(REPO, 'scripts', 'make_synthetic_data.py'),
+                    'iss', '--root', str(root), '--num-train', '8', '--num-val', '4'],
+                   check=True, capture_output=True)
+    cfg = tmp_path / 'iss.ini'
+    cfg.write_text(TINY.replace('epochs = 2', 'epochs = 1').replace(
+        'train_set = train2017', 'train_set = train').replace('val_set = val2017', 'val_set = val'))
+    # the validation json defaults to {root}/coco/{val_set}.json when [dataloader] coco_gt
+    # is empty
+    state = recipe.main(['--log_dir', str(tmp_path / 'run'), str(cfg), str(root)])
+    assert state.iteration == 2 and state.scores['val'][0] == ['det_map']
+    assert 'det_map=' in (tmp_path / 'run' / 'training.log').read_text()
