@@ -241,3 +241,20 @@ def test_forward_without_proposals_gives_zero_connected_roi_loss(tmp_path):
                       do_loss=True, do_prediction=False)
     assert losses['roi_cls_loss'].item() == 0 and losses['roi_bbx_loss'].item() == 0
     sum(losses.values()).backward()
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_classwise_nms_equals_one_batched_nms(seed):
+    from gluontrain.torch.ops import batched_nms
+    g = torch.Generator().manual_seed(seed)
+    n = 300
+    y0, x0 = torch.rand(n, generator=g) * 50, torch.rand(n, generator=g) * 50
+    boxes = torch.stack([y0, x0, y0 + 5 + torch.rand(n, generator=g) * 30,
+                         x0 + 5 + torch.rand(n, generator=g) * 30], 1)
+    scores = (torch.rand(n, generator=g) * 10).round() / 10  # many exact ties
+    classes = torch.randint(0, 7, (n,), generator=g)
+    for top in (1000, 25):
+        want = batched_nms(boxes, scores, classes, .3, suppress_equal=True, max_output=top,
+                           reference='seamseg')
+        got = algos._classwise_nms(boxes, scores, classes, .3, top)
+        assert got.tolist() == want.tolist()
