@@ -27,5 +27,5 @@ from .args import OUTPUT_ARGUMENT
 from .recipe import (get_dataloader, get_dataset, get_net, main, parse_args, save_params,
                      train, validate)
 
-__all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
-           'save_params', 'main']
+__all__ = ['OUTPUT_ARGUMENT', 'parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train',
+           'validate', 'save_params', 'main']

@@ -24,7 +24,7 @@ from .engine import (SeamsegLogHook, SeamsegScheduleHook, SeamsegSnapshotHook, f
                      unwrap)
 from .model import make_model
 from .optim import current_lr, make_optimizer
-from .snapshot import load_snapshot, pre_train_from_snapshots, resume_from_snapshot
+from .snapshot import pre_train_from_snapshots, resume_from_snapshot
 from .train import LOSS_NAMES
 from .train import validate as seamseg_validate
 

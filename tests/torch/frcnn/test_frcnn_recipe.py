@@ -195,3 +195,29 @@ def test_cli_trains_on_iss_data(tmp_path):
     state = recipe.main(['--log_dir', str(tmp_path / 'run'), str(cfg), str(root)])
     assert state.iteration == 2 and state.scores['val'][0] == ['det_map']
     assert 'det_map=' in (tmp_path / 'run' / 'training.log').read_text()
+
+
+def test_seed_train_signature_drives_the_real_detector(tmp_path, config, data_root):
+    """seamseg's way: ``train(model, optimizer, scheduler, dataloader, meters, **varargs)``."""
+    from collections import OrderedDict
+    from gluontrain.torch.frcnn.config import load_config
+    from gluontrain.torch.frcnn.data import make_dataloaders
+    from gluontrain.torch.frcnn.meters import AverageMeter
+    from gluontrain.torch.frcnn.model import make_model
+    from gluontrain.torch.frcnn.optim import make_optimizer
+    from gluontrain.torch.frcnn.train import train as seamseg_train
+    torch.manual_seed(0)
+    conf = load_config(config)
+    train_loader, _ = make_dataloaders(conf, str(data_root))
+    model = make_model(conf, train_loader.dataset.num_thing)
+    optimizer, scheduler, batch_update, epochs = make_optimizer(conf, model, len(train_loader))
+    meters = OrderedDict((k, AverageMeter((), 1 - 1 / len(train_loader)))
+                         for k in ('loss', 'obj_loss', 'bbx_loss', 'roi_cls_loss',
+                                   'roi_bbx_loss'))
+    before = model.roi_head.roi_cls.weight.detach().clone()
+    step = seamseg_train(model, optimizer, scheduler, train_loader, meters, epoch=0,
+                         num_epochs=epochs, global_step=0, batch_update=batch_update,
+                         loss_weights=(1., 1., 1., 1.), log_interval=1)
+    assert step == len(train_loader) == 3
+    assert meters['loss'].count.item() > 0 and torch.isfinite(meters['loss'].mean)
+    assert not torch.equal(before, model.roi_head.roi_cls.weight)
