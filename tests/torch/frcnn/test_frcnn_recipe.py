@@ -221,3 +221,17 @@ def test_seed_train_signature_drives_the_real_detector(tmp_path, config, data_ro
     assert step == len(train_loader) == 3
     assert meters['loss'].count.item() > 0 and torch.isfinite(meters['loss'].mean)
     assert not torch.equal(before, model.roi_head.roi_cls.weight)
+
+
+def test_eval_validates_a_snapshot_once(tmp_path, config, data_root, monkeypatch):
+    run = tmp_path / 'run'
+    real_loop = recipe.run_loop
+    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state: real_loop(
+        s, d, h, st, 1, state))
+    first = recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
+    state = recipe.main(['--eval', '--resume', str(run / 'model_last.pth.tar'), '--log_dir',
+                         str(tmp_path / 'eval'), config, str(data_root)])
+    # the same weights and the same (epoch-0) validation batches: the same AP
+    assert state.scores['val'] == first.scores['val']
+    assert 'det_map=' in (tmp_path / 'eval' / 'eval.log').read_text()
+    assert state.iteration == 0
