@@ -14,7 +14,7 @@ Modules (import the one you need):
 - :mod:`.norm` -- norm + activation layers for every ``normalization_mode``;
 - :mod:`.body` -- the ResNet body with seamseg's module names, torchvision weight mapping;
 - :mod:`.heads` -- FPN, the shared RPN head and the FPN ROI head;
-- :mod:`.model` -- assembly from the config, raw forward;
+- :mod:`.model` -- assembly from the config, seamseg's forward (losses, predictions);
 - :mod:`.algos` -- targets, losses, proposals and predictions on :mod:`gluontrain.torch.ops`;
 - :mod:`.train` -- seamseg's ``train``/``validate`` loops with the seed's signature
   (``from gluontrain.torch.frcnn.train import train``), for users who drive it as seamseg;
