@@ -118,8 +118,14 @@ class SeamsegSnapshotHook(Hook):
     def after_epoch(self, state):
         import shutil  # pylint: disable=import-outside-toplevel
         validated = 'val' in state.scores
-        if validated:
-            self.last_score = float(state.scores['val'][1][-1])
+        # seamseg: last_score is this epoch's det_map, 0 on epochs without validation
+        self.last_score = float(state.scores['val'][1][-1]) if validated else 0.
+        improved = validated and self.last_score > self.best_score
+        if improved:
+            # seamseg writes the best *before* this epoch's improvement into both files
+            # (a resumed run could then overwrite model_best with a worse model); the
+            # file holds the updated best here
+            self.best_score = self.last_score
         if not self.is_main:
             return
         net = unwrap(self.model)
@@ -130,10 +136,7 @@ class SeamsegSnapshotHook(Hook):
                      for k, m in self.log_hook.meters.items())
         save_snapshot(self.last, self.config_text, state.epoch, self.last_score,
                       self.best_score, state.iteration, **dicts)
-        if validated and self.last_score > self.best_score:
-            self.best_score = self.last_score
-            save_snapshot(self.last, self.config_text, state.epoch, self.last_score,
-                          self.best_score, state.iteration, **dicts)
+        if improved:
             shutil.copy(self.last, self.best_file)
             core_logger().debug('new best det_map %.4f: %s', self.best_score, self.best_file)
 

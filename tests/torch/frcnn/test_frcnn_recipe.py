@@ -235,3 +235,25 @@ def test_eval_validates_a_snapshot_once(tmp_path, config, data_root, monkeypatch
     assert state.scores['val'] == first.scores['val']
     assert 'det_map=' in (tmp_path / 'eval' / 'eval.log').read_text()
     assert state.iteration == 0
+
+
+def test_snapshot_scores_follow_seamseg(tmp_path, config, data_root):
+    from gluontrain.torch.frcnn.engine import SeamsegSnapshotHook
+    run = tmp_path / 'run'
+    state = recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
+    meta = load_snapshot(str(run / 'model_last.pth.tar'))['training_meta']
+    assert meta['last_score'] == state.scores['val'][1][-1]
+    assert meta['best_score'] == max(meta['last_score'], meta['best_score'])
+
+    class _State:
+        epoch, iteration, scores = 0, 1, {}
+
+    hook = SeamsegSnapshotHook(str(tmp_path), None, None, '', None, is_main=False)
+    hook.best_score = .3
+    st = _State()
+    st.scores = {'val': (['det_map'], [.5])}
+    hook.after_epoch(st)
+    assert (hook.last_score, hook.best_score) == (.5, .5)
+    st.scores = {}
+    hook.after_epoch(st)  # no validation this epoch: last_score 0, the best stays
+    assert (hook.last_score, hook.best_score) == (0., .5)
