@@ -10,7 +10,8 @@ import importlib
 CONTRACT = ('parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
             'save_params', 'main')
 
-_RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'ssd': 'gluontrain.torch.ssd'}
+_RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'ssd': 'gluontrain.torch.ssd',
+            'frcnn': 'gluontrain.torch.frcnn'}
 
 
 def register_recipe(name, module):

@@ -199,7 +199,7 @@ train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset, arg
                                       args.batch_size, args.num_workers, args)
 tic = time.time()
 state = train(net, train_data, val_data, eval_metric, ctx, args)
-print('trained in {:.0f} s; last validation mAP {:.4f}'.format(time.time() - tic, state.scores['current']))"""),
+print('trained in {:.0f} s; last validation mAP {:.4f}'.format(time.time() - tic, state.current))"""),
     ('md', """## 5. Curves
 
 Per-epoch mean of each loss, the learning rate of each epoch's last update (dashed, right
@@ -223,7 +223,7 @@ ImageNet base) for real boxes. Evaluation is the recipe's `validate` (VOC07 mAP)
 `scripts/eval_yolov3.py` runs it."""),
     ('code', """names, values = evaluate(net, val_raw, eval_metric, ctx, args.data_shape)
 print('VOC07 mAP {:.4f}'.format(values[-1]))
-assert values[-1] == state.scores['current']  # the same number validation reported
+assert values[-1] == state.current  # the same number validation reported
 path = draw_val_samples(net, val_raw, val_raw.classes, os.path.join(WORK, 'samples.png'),
                         ctx[0], args.data_shape, num=4, thresh=0.05)
 display(Image(filename=path))"""),

@@ -20,6 +20,8 @@ NOTEBOOKS = {
     'yolov3_walkthrough.ipynb': 3,
     # priors, matched priors, augmentations, curves, detections
     'ssd_pytorch.ipynb': 5,
+    # anchors, matched anchors, proposals before/after NMS, sampled ROIs, curves, detections
+    'twostage_walkthrough.ipynb': 6,
 }
 # a committed notebook stays small enough to read on GitHub and in a diff
 MAX_NOTEBOOK_BYTES = 800 * 1024

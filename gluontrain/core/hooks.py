@@ -142,8 +142,7 @@ class ValidationHook(Hook):
     ``validate_fn`` returns ``(names, values)`` with the main metric last, as GluonCV's
     ``validate`` does. It sets ``state.scores['val']``, ``state.current`` (the main metric;
     0.0 at the end of epochs without validation, as the reference passes to ``save_params``)
-    and ``state.val_iteration`` (``state.scores['current']`` mirrors ``state.current`` for
-    older callers; read the field).
+    and ``state.val_iteration``.
 
     Parameters
     ----------
@@ -171,8 +170,6 @@ class ValidationHook(Hook):
         state.scores['val'] = (list(names), list(values))
         state.current = float(values[-1])
         state.val_iteration = state.iteration
-        # deprecated alias of state.current, kept while notebooks read it
-        state.scores['current'] = state.current
 
     def after_batch(self, state):
         if self.period.iteration_due(state):
@@ -182,7 +179,7 @@ class ValidationHook(Hook):
         if self.period.epoch_due(state):
             self._validate(state, 'Epoch {}'.format(state.epoch))
         elif state.val_iteration != state.iteration:
-            state.current = state.scores['current'] = 0.0
+            state.current = 0.0
 
 
 class SaveParamsHook(Hook):

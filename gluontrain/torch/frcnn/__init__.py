@@ -14,8 +14,18 @@ Modules (import the one you need):
 - :mod:`.norm` -- norm + activation layers for every ``normalization_mode``;
 - :mod:`.body` -- the ResNet body with seamseg's module names, torchvision weight mapping;
 - :mod:`.heads` -- FPN, the shared RPN head and the FPN ROI head;
-- :mod:`.model` -- assembly from the config, raw forward;
-- :mod:`.train` -- seamseg's ``train``/``validate`` loops (the seed's signature);
+- :mod:`.model` -- assembly from the config, seamseg's forward (losses, predictions);
+- :mod:`.algos` -- targets, losses, proposals and predictions on :mod:`gluontrain.torch.ops`;
+- :mod:`.train` -- seamseg's ``train``/``validate`` loops with the seed's signature
+  (``from gluontrain.torch.frcnn.train import train``), for users who drive it as seamseg;
+- :mod:`.recipe`, :mod:`.engine`, :mod:`.plots` -- the contract's functions on the common loop
+  and hooks (the package's ``train`` is the contract's);
 - :mod:`.meters`, :mod:`.scheduler`, :mod:`.optim`, :mod:`.log`, :mod:`.snapshot` -- seamseg's
   training utilities.
 """
+from .args import OUTPUT_ARGUMENT
+from .recipe import (get_dataloader, get_dataset, get_net, main, parse_args, save_params,
+                     train, validate)
+
+__all__ = ['OUTPUT_ARGUMENT', 'parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train',
+           'validate', 'save_params', 'main']

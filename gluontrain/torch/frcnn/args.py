@@ -7,7 +7,10 @@ passes neither but sets ``LOCAL_RANK``: all three are accepted here.
 import argparse
 import os
 
-__all__ = ['build_parser', 'parse_args']
+__all__ = ['build_parser', 'parse_args', 'OUTPUT_ARGUMENT']
+
+#: The argument naming where the run writes (the CLI names it when a write fails).
+OUTPUT_ARGUMENT = '--log_dir'
 
 
 def build_parser():
@@ -32,6 +35,12 @@ def build_parser():
                              "'{module_name}:{path}', where '{module_name}' is one of 'body', "
                              "'rpn_head' or 'roi_head'. In that case only that part of the "
                              "network will be loaded from the snapshot")
+    # gluontrain additions
+    parser.add_argument('--seed', type=int, default=None,
+                        help='Seed Python, NumPy and torch (default: unseeded, as seamseg)')
+    parser.add_argument('--tensorboard', type=str, default=None, metavar='DIR',
+                        help="TensorBoard folder (needs tensorboardX; default: the log dir "
+                             "when tensorboardX is installed, as seamseg; '' for none)")
     parser.add_argument('config', metavar='FILE', type=str, help='Path to configuration file')
     parser.add_argument('data', metavar='DIR', type=str, help='Path to dataset')
     return parser

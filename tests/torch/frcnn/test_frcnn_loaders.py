@@ -23,7 +23,7 @@ def test_cpu_config_loads_and_builds(coco_root):
     assert isinstance(batch['img'], PackedSequence) and len(batch['img']) == 4
     for img in batch['img']:
         assert 192 * 0.8 - 1 <= min(img.shape[1:]) <= 192 and max(img.shape[1:]) <= 320
-    out = model(list(batch['img']))
+    out = model.head_outputs(list(batch['img']))
     assert out['obj_logits'].shape[0] == 4
     val_batch = next(iter(val))
     for img, (h, w) in zip(val_batch['img'], val_batch['size']):

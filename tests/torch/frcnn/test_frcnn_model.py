@@ -29,7 +29,7 @@ def test_default_model_is_seamseg_resnet50(tmp_path):
 
 def test_forward_raw_outputs(tmp_path):
     model = make_model(_small_config(tmp_path), num_thing=3).train()
-    out = model([torch.randn(3, 64, 96), torch.randn(3, 48, 80)])
+    out = model.head_outputs([torch.randn(3, 64, 96), torch.randn(3, 48, 80)])
     assert out['valid_size'] == [(64, 96), (48, 80)] and out['img_size'] == (64, 96)
     assert [tuple(f.shape) for f in out['features']] == [
         (2, 16, 16, 24), (2, 16, 8, 12), (2, 16, 4, 6), (2, 16, 2, 3)]
@@ -45,7 +45,7 @@ def test_frozen_modules_keep_batchnorm_in_train_mode(tmp_path):
     bn = model.body.backbone.mod1.bn1
     assert not bn.weight.requires_grad and bn.training
     before = bn.running_mean.clone()
-    model(torch.randn(2, 3, 32, 32))
+    model.head_outputs(torch.randn(2, 3, 32, 32))
     assert not torch.equal(before, bn.running_mean)  # seamseg: running stats still move
 
 

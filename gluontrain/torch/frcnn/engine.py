@@ -1,0 +1,148 @@
+"""seamseg's ``main`` training loop on gluontrain's loop and hooks.
+
+One epoch of :func:`gluontrain.core.loop.run_loop` is one of seamseg's ``train`` epochs:
+the batch sampler is set to the epoch, the poly/burn-in rate is set from ``global_step``
+before every forward (:class:`SeamsegScheduleHook`), the model's losses are weighted by
+``loss_weights`` (:class:`gluontrain.torch.step.LossDictStep`), seamseg's momentum meters
+and log line go to ``{log_dir}/training.log`` (:class:`SeamsegLogHook`), validation
+(COCO AP, ``det_map``) runs every ``val_interval`` epochs, and seamseg's snapshots
+``model_last.pth.tar`` / ``model_best.pth.tar`` are written after every epoch
+(:class:`SeamsegSnapshotHook`). The common hooks add ``frcnn_train.log``,
+``frcnn_metrics.jsonl``, ``frcnn_curves.png``, ``frcnn_val_samples.png``, the NaN guard,
+the progress bar, TensorBoard (when ``tensorboardX`` is installed) and the full checkpoint
+``frcnn_last.ckpt`` (RNG included) from which ``--resume`` continues exactly.
+"""
+from collections import OrderedDict
+
+import torch
+
+from ...core.hooks import get_logger as core_logger
+from ...core.loop import Hook
+from . import log as logging
+from .meters import AverageMeter
+from .model import NETWORK_INPUTS
+from .optim import current_lr
+from .snapshot import BEST, LAST, METERS, save_snapshot
+from .train import LOSS_NAMES
+
+__all__ = ['SeamsegScheduleHook', 'SeamsegLogHook', 'SeamsegSnapshotHook', 'forward_fn',
+           'unwrap']
+
+
+def unwrap(model):
+    """The module inside a DistributedDataParallel wrapper (or the model itself)."""
+    return getattr(model, 'module', model)
+
+
+def forward_fn(model, device):
+    """``forward(batch) -> (losses, batch size)`` for :class:`LossDictStep`: seamseg's
+    ``model(**batch, do_loss=True, do_prediction=False)`` with each loss ``.mean()``."""
+    def forward(batch):
+        inputs = {k: batch[k].to(device) for k in NETWORK_INPUTS}
+        losses, _ = model(**inputs, do_loss=True, do_prediction=False)
+        return OrderedDict((k, v.mean()) for k, v in losses.items()), len(batch['img'])
+    return forward
+
+
+class SeamsegScheduleHook(Hook):
+    """Epoch set-up and the learning rate, as seamseg's ``main``/``train``.
+
+    ``before_epoch``: model in train mode, ``batch_sampler.set_epoch(epoch)``, and in epoch
+    mode ``scheduler.step(epoch)``. ``before_batch``: in batch mode
+    ``scheduler.step(global_step)`` with ``global_step = state.iteration + 1`` (the rate of
+    step k is set before its forward; a resumed run recomputes it from the restored
+    iteration).
+    """
+
+    def __init__(self, model, scheduler, batch_sampler, batch_update):
+        self.model, self.scheduler = model, scheduler
+        self.batch_sampler, self.batch_update = batch_sampler, batch_update
+
+    def before_epoch(self, state):
+        self.model.train()
+        self.batch_sampler.set_epoch(state.epoch)
+        if not self.batch_update:
+            self.scheduler.step(state.epoch)
+
+    def before_batch(self, state):
+        if self.batch_update:
+            self.scheduler.step(state.iteration + 1)
+
+
+class SeamsegLogHook(Hook):
+    """seamseg's ``AverageMeter(momentum = 1 - 1 / len(loader))`` per loss and its train log
+    line every ``log_interval`` batches (``lr``, ``loss``, the four losses), with TensorBoard
+    scalars when a writer is given. Its meters are saved in the checkpoint."""
+
+    def __init__(self, optimizer, loss_weights, num_batches, num_epochs, log_interval,
+                 summary=None, is_main=True):
+        momentum = 1. - 1. / max(num_batches, 1)
+        self.meters = OrderedDict((k, AverageMeter((), momentum)) for k in METERS)
+        self.optimizer, self.loss_weights = optimizer, tuple(loss_weights)
+        self.num_batches, self.num_epochs = num_batches, num_epochs
+        self.log_interval, self.summary, self.is_main = log_interval, summary, is_main
+
+    def after_batch(self, state):
+        losses = {k: parts[0][0] for k, parts in state.outputs['losses'].items()}
+        values = [float(losses[k]) for k in LOSS_NAMES]
+        self.meters['loss'].update(sum(w * v for w, v in zip(self.loss_weights, values)))
+        for k, v in zip(LOSS_NAMES, values):
+            self.meters[k].update(v)
+        if self.is_main and self.log_interval and (state.batch + 1) % self.log_interval == 0:
+            line = OrderedDict([('lr', current_lr(self.optimizer))])
+            line.update(self.meters)
+            logging.iteration(self.summary, 'train', state.iteration, state.epoch + 1,
+                              self.num_epochs, state.batch + 1, self.num_batches, line)
+
+    def state_dict(self):
+        return {k: {n: t.tolist() for n, t in m.state_dict().items()}
+                for k, m in self.meters.items()}
+
+    def load_state_dict(self, state_dict):
+        for k, m in self.meters.items():
+            m.load_state_dict({n: torch.tensor(v) for n, v in state_dict[k].items()})
+
+
+class SeamsegSnapshotHook(Hook):
+    """seamseg's end of epoch: ``model_last.pth.tar`` (modules, optimizer, meters, config,
+    ``training_meta``) and, when this epoch's validation beats the best, its copy
+    ``model_best.pth.tar``. Must come after the validation hook."""
+
+    def __init__(self, log_dir, model, optimizer, config_text, log_hook, is_main=True):
+        import os  # pylint: disable=import-outside-toplevel
+        self.last, self.best_file = os.path.join(log_dir, LAST), os.path.join(log_dir, BEST)
+        self.model, self.optimizer, self.config_text = model, optimizer, config_text
+        self.log_hook, self.is_main = log_hook, is_main
+        self.last_score, self.best_score = 0., 0.
+
+    def after_epoch(self, state):
+        import shutil  # pylint: disable=import-outside-toplevel
+        validated = 'val' in state.scores
+        # seamseg: last_score is this epoch's det_map, 0 on epochs without validation
+        self.last_score = float(state.scores['val'][1][-1]) if validated else 0.
+        improved = validated and self.last_score > self.best_score
+        if improved:
+            # seamseg writes the best *before* this epoch's improvement into both files
+            # (a resumed run could then overwrite model_best with a worse model); the
+            # file holds the updated best here
+            self.best_score = self.last_score
+        if not self.is_main:
+            return
+        net = unwrap(self.model)
+        dicts = {name: getattr(net, name).state_dict()
+                 for name in ('body', 'rpn_head', 'roi_head')}
+        dicts['optimizer'] = self.optimizer.state_dict()
+        dicts.update(('{}_meter'.format(k), m.state_dict())
+                     for k, m in self.log_hook.meters.items())
+        save_snapshot(self.last, self.config_text, state.epoch, self.last_score,
+                      self.best_score, state.iteration, **dicts)
+        if improved:
+            shutil.copy(self.last, self.best_file)
+            core_logger().debug('new best det_map %.4f: %s', self.best_score, self.best_file)
+
+    def state_dict(self):
+        return {'last_score': self.last_score, 'best_score': self.best_score}
+
+    def load_state_dict(self, state_dict):
+        self.last_score = state_dict['last_score']
+        self.best_score = state_dict['best_score']

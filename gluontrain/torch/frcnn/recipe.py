@@ -1,0 +1,323 @@
+"""The contract's functions of the two-stage recipe (``gluontrain.get_recipe('frcnn')``),
+seamseg's ``scripts/train_detection.py`` ``main`` split as the other recipes.
+
+``dataset`` is the data root (seamseg's positional ``data``); the ``.ini`` configuration is
+read from ``args.config`` wherever it is needed (nothing is written into ``args``).
+"""
+import os
+
+import torch
+
+from ...core import checkpoint as ckpt_io
+from ...core.defaults import RunPaths, build_hooks
+from ...core.hooks import restore_hooks_state
+from ...core.loop import Period, run_loop
+from ...core.meters import LossMeter
+from ..checkpoint import restore_checkpoint, save_checkpoint, save_weights
+from ..step import LossDictStep, seed_all
+from . import log as logging
+from .args import parse_args
+from .coco_eval import category_map
+from .config import config_to_string, load_config
+from .data import make_dataset, make_transforms
+from .engine import (SeamsegLogHook, SeamsegScheduleHook, SeamsegSnapshotHook, forward_fn,
+                     unwrap)
+from .model import make_model
+from .optim import current_lr, make_optimizer
+from .snapshot import pre_train_from_snapshots, resume_from_snapshot
+from .train import LOSS_NAMES
+from .train import validate as seamseg_validate
+
+__all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
+           'save_params', 'main', 'PREFIX', 'coco_gt_file']
+
+_MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
+
+#: Name of gluontrain's files in the log dir (``frcnn_last.ckpt``, ``frcnn_metrics.jsonl``...).
+PREFIX = 'frcnn'
+
+
+def _rank_world():
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def coco_gt_file(dataset, config, root=None):
+    """The COCO ground truth of the validation: a COCO dataset's own json, else
+    ``[dataloader] coco_gt`` (seamseg's ISS setting), else ``{root}/coco/{val_set}.json``
+    when it exists (what ``make_synthetic_data.py iss`` writes)."""
+    dl = config['dataloader']
+    path = getattr(dataset, 'annotation_file', None) or dl.get('coco_gt')
+    if not path and root is not None:
+        guess = os.path.join(os.path.expanduser(root), 'coco', dl['val_set'] + '.json')
+        path = guess if os.path.isfile(guess) else None
+    if not path:
+        raise ValueError('ISS data needs [dataloader] coco_gt = the COCO json of the '
+                         'validation split (seamseg validates with pycocotools)')
+    if not os.path.isfile(path):
+        raise FileNotFoundError('[dataloader] coco_gt = {} does not exist: give the COCO json '
+                                'of the validation split'.format(path))
+    return path
+
+
+def get_dataset(dataset, args):
+    """``(train_dataset, val_dataset, coco_gt)``: seamseg's ISS or COCO datasets of the data
+    root ``dataset`` (format recognised from the folder) with the ``ISSTransform`` of
+    ``[dataloader]``, and the ground-truth json the validation scores against (the
+    contract's ``eval_metric``)."""
+    config = load_config(args.config)
+    dl = config['dataloader']
+    train_tf, val_tf = make_transforms(dl)
+    train_ds = make_dataset(dataset, dl['train_set'], train_tf)
+    val_ds = make_dataset(dataset, dl['val_set'], val_tf)
+    return train_ds, val_ds, coco_gt_file(val_ds, config, dataset)
+
+
+def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
+    """seamseg's loaders: aspect-ratio batch samplers (one shard per process), training
+    dropping its last incomplete batches, ``iss_collate_fn``.
+
+    ``net`` and ``data_shape`` are ignored (the transforms come from the config); a
+    ``batch_size`` / ``num_workers`` of None takes ``[dataloader] train_batch_size`` /
+    ``num_workers`` (the validation batch is always ``val_batch_size``).
+    """
+    from torch.utils.data import DataLoader  # pylint: disable=import-outside-toplevel
+    from .data import _batch_size  # pylint: disable=import-outside-toplevel
+    from .sampler import DistributedARBatchSampler  # pylint: disable=import-outside-toplevel
+    from .transform import iss_collate_fn  # pylint: disable=import-outside-toplevel
+    dl = load_config(args.config)['dataloader']
+    rank, world = _rank_world()
+    sizes = (batch_size or _batch_size(dl, 'train_batch_size'),
+             _batch_size(dl, 'val_batch_size'))
+    workers = dl.getint('num_workers') if num_workers is None else num_workers
+    loaders = []
+    for ds, size, drop_last in ((train_dataset, sizes[0], True), (val_dataset, sizes[1], False)):
+        sampler = DistributedARBatchSampler(ds, size, world, rank, drop_last)
+        loaders.append(DataLoader(ds, batch_sampler=sampler, collate_fn=iss_collate_fn,
+                                  num_workers=workers, pin_memory=torch.cuda.is_available()))
+    if len(loaders[0]) == 0:
+        raise ValueError('the training split of {} gives no complete batch of {} images per '
+                         'process: lower [dataloader] train_batch_size'.format(
+                             args.data, sizes[0]))
+    return loaders[0], loaders[1]
+
+
+def get_net(args, ctx):
+    """seamseg's ``make_model`` for the classes of the data root, ``--pre_train`` snapshots
+    loaded, on ``ctx[0]``; wrapped in DistributedDataParallel in a distributed run.
+
+    Returns ``(net, module)``: the training net and the bare module.
+    """
+    config = load_config(args.config)
+    dl = config['dataloader']
+    ds = make_dataset(args.data, dl['train_set'], None)
+    model = make_model(config, ds.num_thing, ds.num_stuff)
+    if args.pre_train:
+        pre_train_from_snapshots(model, args.pre_train)
+    model = model.to(ctx[0])
+    if _rank_world()[1] > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=None if ctx[0].type == 'cpu' else [ctx[0]],
+            find_unused_parameters=True)
+    return model, unwrap(model)
+
+
+def validate(net, val_data, ctx, eval_metric, **varargs):
+    """seamseg's validation (losses and COCO box AP@[.5:.95] through pycocotools against
+    ``eval_metric``, the ground-truth json). Returns ``(['det_map'], [ap])``; ``varargs``
+    go to :func:`.train.validate` (``epoch``, ``num_epochs``, ``global_step``,
+    ``loss_weights``, ``log_interval``)."""
+    kw = {'epoch': 0, 'num_epochs': 1, 'global_step': 0, 'log_interval': 10 ** 9}
+    kw.update(varargs)
+    weights = kw.pop('loss_weights', (1., 1., 1., 1.))
+    det_map = seamseg_validate(net, val_data, weights, coco_gt=eval_metric, device=ctx[0],
+                               categories=category_map(val_data.dataset), **kw)
+    return ['det_map'], [float(det_map)]
+
+
+def save_params(net, best_map, current_map, epoch, save_interval, prefix):
+    """GluonCV-style weights files: ``{prefix}_best.pth`` when ``current_map`` beats
+    ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
+    ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` epochs."""
+    ckpt_io.save_best_and_interval(lambda path: save_weights(path, unwrap(net)), best_map,
+                                   current_map, epoch, save_interval, prefix, '.pth')
+
+
+def _summary(args):
+    logdir = args.log_dir if args.tensorboard is None else args.tensorboard
+    if not logdir:
+        return ''
+    try:
+        import tensorboardX  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+        if args.tensorboard:
+            raise ValueError('--tensorboard {} needs tensorboardX: pip install tensorboardX'
+                             .format(args.tensorboard)) from None
+        return ''
+    return logdir
+
+
+def train(net, train_data, val_data, eval_metric, ctx, args):
+    """seamseg's training on gluontrain's loop and hooks (see :mod:`.engine`).
+
+    Parameters
+    ----------
+    net : DetectionNet or DistributedDataParallel
+    train_data, val_data : DataLoader
+        From :func:`get_dataloader`.
+    eval_metric : str
+        The validation's COCO json.
+    ctx : list of torch.device
+    args : argparse.Namespace
+        ``--resume`` takes gluontrain's ``frcnn_last.ckpt`` (exact: weights, optimizer,
+        meters, best score, every RNG) or a seamseg ``model_last.pth.tar`` (seamseg's
+        resume: modules, optimizer, meters, epoch and step; no RNG).
+
+    Returns
+    -------
+    TrainState
+    """
+    config = load_config(args.config)
+    model, device = unwrap(net), ctx[0]
+    rank, _ = _rank_world()
+    is_main = rank == 0
+    optimizer, scheduler, batch_update, epochs = make_optimizer(config, model, len(train_data))
+    gen = config['general']
+    weights = config['optimizer'].getstruct('loss_weights')
+    paths = RunPaths(os.path.join(args.log_dir, PREFIX)).makedirs()
+    log_hook = SeamsegLogHook(optimizer, weights, len(train_data), epochs,
+                              gen.getint('log_interval'), None, is_main)
+    snapshot_hook = SeamsegSnapshotHook(args.log_dir, net, optimizer, config_to_string(config),
+                                        log_hook, is_main)
+    progress = {'epoch': 0, 'step': 0}
+
+    def run_validation():
+        names, values = validate(net, val_data, ctx, eval_metric, loss_weights=weights,
+                                 epoch=progress['epoch'], num_epochs=epochs,
+                                 global_step=progress['step'],
+                                 log_interval=gen.getint('log_interval'))
+        net.train()
+        return names, values
+
+    class _Progress(SeamsegScheduleHook):
+        def before_epoch(self, state):
+            progress['epoch'] = state.epoch
+            super().before_epoch(state)
+
+        def after_batch(self, state):
+            progress['step'] = state.iteration
+
+    recipe_hooks = [_Progress(net, scheduler, train_data.batch_sampler, batch_update), log_hook]
+    hooks = build_hooks(
+        paths, LossMeter(LOSS_NAMES), header=[str(args), config_to_string(config)],
+        batch_size=train_data.batch_sampler.batch_size, log_interval=0,
+        num_batches=len(train_data), recipe_hooks=recipe_hooks, validate_fn=run_validation,
+        val_period=Period(epochs=gen.getint('val_interval')),
+        save_params_fn=(lambda best, current, index, interval: save_params(
+            net, best, current, index, interval, paths.prefix)) if is_main else None,
+        checkpoint_fn=(lambda st, hooks_state: save_checkpoint(
+            paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
+            vars(args), extra={'hooks': hooks_state})) if is_main else None,
+        samples_hook=_samples(model, val_data, paths, device) if is_main else None,
+        curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
+        tensorboard=_summary(args) if is_main else '',
+        tensorboard_interval=gen.getint('log_interval'), plots=is_main)
+    if not is_main:
+        # files and displays are rank 0's; the other ranks validate (the AP is gathered)
+        hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
+    # seamseg's snapshot comes after the validation and the best-score bookkeeping
+    val_at = [i for i, h in enumerate(hooks) if type(h).__name__ in ('ValidationHook',
+                                                                      'BestCheckpointHook')]
+    hooks.insert(val_at[-1] + 1, snapshot_hook)
+    state, start_epoch = None, 0
+    if args.resume:
+        kind, restored = ckpt_io.resume_or_load(
+            args.resume, lambda p: restore_checkpoint(p, model, optimizer),
+            lambda p: _resume_snapshot(p, model, optimizer, log_hook, snapshot_hook),
+            ckpt_io.TORCH_WEIGHTS)
+        if kind == ckpt_io.CHECKPOINT:
+            payload, state = restored
+            restore_hooks_state(hooks, payload)
+            start_epoch = payload['epoch'] + 1
+        else:
+            start_epoch, state = restored
+    loss_step = LossDictStep(forward_fn(net, device), optimizer,
+                             loss_weights=dict(zip(LOSS_NAMES, weights)))
+
+    def step(batch, st):
+        # LossDictStep reports group 0's rate, here the norm group (0 with bn_frozen)
+        return dict(loss_step(batch, st), lr=current_lr(optimizer))
+    state = run_loop(step, train_data, hooks, start_epoch, epochs, state)
+    if state.nonfinite:
+        raise FloatingPointError(state.stop_reason)
+    return state
+
+
+def _resume_snapshot(path, model, optimizer, log_hook, snapshot_hook):
+    from ...core.loop import TrainState  # pylint: disable=import-outside-toplevel
+    data = resume_from_snapshot(model, path)
+    optimizer.load_state_dict(data['state_dict']['optimizer'])
+    for k, m in log_hook.meters.items():
+        m.load_state_dict(data['state_dict']['{}_meter'.format(k)])
+    meta = data['training_meta']
+    snapshot_hook.last_score = meta['last_score']
+    snapshot_hook.best_score = meta['best_score']
+    return meta['epoch'] + 1, TrainState(iteration=meta['global_step'])
+
+
+def _samples(model, val_data, paths, device):
+    from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
+    return val_samples_hook(model, getattr(val_data, 'dataset', None), paths.val_samples,
+                            device)
+
+
+def get_contexts(args):
+    """``cuda:<local_rank>`` when CUDA is available, else the CPU."""
+    if torch.cuda.is_available():
+        return [torch.device('cuda', args.local_rank)]
+    return [torch.device('cpu')]
+
+
+def init_distributed(args):
+    """seamseg's process group from torchrun's environment (``WORLD_SIZE > 1``): NCCL on
+    CUDA, gloo on the CPU. Returns whether one was started."""
+    if int(os.environ.get('WORLD_SIZE', '1')) <= 1 or torch.distributed.is_initialized():
+        return False
+    backend = 'nccl' if torch.cuda.is_available() else 'gloo'
+    if torch.cuda.is_available():
+        torch.cuda.set_device(args.local_rank)
+    torch.distributed.init_process_group(backend, init_method='env://')
+    return True
+
+
+def main(argv=None):
+    """seamseg's ``main``: parse, log to ``{log_dir}/training.log`` (``eval.log`` with
+    ``--eval``), build, train (or validate once); returns the TrainState (``--eval``: the
+    ``(names, values)`` of the validation)."""
+    args = parse_args(argv)
+    started = init_distributed(args)
+    try:
+        if args.seed is not None:
+            seed_all(args.seed + _rank_world()[0])
+        load_config(args.config)  # a bad config fails before anything is written
+        rank, _ = _rank_world()
+        if rank == 0:
+            logging.init(args.log_dir, 'eval' if args.eval else 'training')
+        ctx = get_contexts(args)
+        train_dataset, val_dataset, eval_metric = get_dataset(args.data, args)
+        net, _ = get_net(args, ctx)
+        train_data, val_data = get_dataloader(net, train_dataset, val_dataset, None, None,
+                                              None, args)
+        if args.eval:
+            if args.resume:
+                resume_from_snapshot(unwrap(net), args.resume)
+            from ...core.loop import TrainState  # pylint: disable=import-outside-toplevel
+            state = TrainState()
+            state.scores['val'] = validate(net, val_data, ctx, eval_metric)
+            return state
+        return train(net, train_data, val_data, eval_metric, ctx, args)
+    finally:
+        if started:
+            torch.distributed.destroy_process_group()

@@ -1,0 +1,259 @@
+"""The recipe on the common engine: seamseg's files, gluontrain's files, exact resume, the
+command line's errors."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gluontrain
+from gluontrain.__main__ import main as cli_main
+from gluontrain.torch.frcnn import recipe
+from gluontrain.torch.frcnn.snapshot import load_snapshot
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+TINY = """[general]
+log_interval = 2
+[body]
+body = resnet18
+body_params = {"width_mult": 0.125}
+normalization_mode = bn
+num_frozen = 0
+bn_frozen = no
+out_channels = {"mod1": 8, "mod2": 8, "mod3": 16, "mod4": 32, "mod5": 64}
+[fpn]
+out_channels = 16
+[rpn]
+hidden_channels = 16
+num_pre_nms_train = 500
+num_post_nms_train = 100
+num_pre_nms_val = 300
+num_post_nms_val = 50
+[roi]
+num_samples = 32
+[scheduler]
+epochs = 2
+burn_in_steps = 2
+[dataloader]
+shortest_size = 96
+longest_max_size = 128
+train_batch_size = 4
+val_batch_size = 4
+num_workers = 0
+train_set = train2017
+val_set = val2017
+"""
+
+
+@pytest.fixture(scope='module')
+def data_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp('frcnn_data')
+    subprocess.run([sys.executable, os.path.join(REPO, 'scripts', 'make_synthetic_data.py'),
+                    'coco', '--root', str(root), '--num-train', '12', '--num-val', '4'],
+                   check=True, capture_output=True)
+    return root
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / 'tiny.ini'
+    path.write_text(TINY)
+    return str(path)
+
+
+def test_registered_with_the_contract():
+    assert gluontrain.get_recipe('frcnn') is gluontrain.torch.frcnn
+    assert 'frcnn' in gluontrain.list_recipes()
+
+
+def test_cli_run_writes_seamseg_and_gluontrain_files(tmp_path, config, data_root, capsys):
+    log_dir = tmp_path / 'run'
+    assert cli_main(['train', 'frcnn', '--seed', '0', '--log_dir', str(log_dir), config,
+                     str(data_root)]) == 0
+    names = set(os.listdir(log_dir))
+    assert {'training.log', 'model_last.pth.tar', 'frcnn_last.ckpt', 'frcnn_metrics.jsonl',
+            'frcnn_curves.png', 'frcnn_val_samples.png', 'frcnn_train.log'} <= names
+    log = (log_dir / 'training.log').read_text()
+    assert 'det_map=' in log and 'roi_cls_loss=' in log and 'lr=' in log
+    snap = load_snapshot(str(log_dir / 'model_last.pth.tar'))
+    assert snap['training_meta']['epoch'] == 1
+    assert snap['training_meta']['global_step'] == 2 * 3  # 12 images / 4, two epochs
+    assert set(snap['state_dict']) >= {'body', 'rpn_head', 'roi_head', 'optimizer',
+                                       'loss_meter', 'roi_bbx_loss_meter'}
+    lines = [json.loads(x) for x in (log_dir / 'frcnn_metrics.jsonl').read_text().splitlines()]
+    assert len(lines) == 2 and all('obj_loss' in str(x) for x in lines)
+    assert 'final validation det_map' in capsys.readouterr().out
+
+
+def _weights(path):
+    return load_snapshot(path)['state_dict']
+
+
+def test_resume_is_exact(tmp_path, config, data_root, monkeypatch):
+    full, part = tmp_path / 'full', tmp_path / 'part'
+    assert recipe.main(['--seed', '3', '--log_dir', str(full), config, str(data_root)])
+    real_loop = recipe.run_loop
+
+    def one_epoch(step, data, hooks, start, epochs, state):
+        return real_loop(step, data, hooks, start, 1, state)
+    monkeypatch.setattr(recipe, 'run_loop', one_epoch)
+    recipe.main(['--seed', '3', '--log_dir', str(part), config, str(data_root)])
+    monkeypatch.setattr(recipe, 'run_loop', real_loop)
+    # a different seed: everything that matters must come from the checkpoint
+    state = recipe.main(['--seed', '99', '--log_dir', str(part), '--resume',
+                         str(part / 'frcnn_last.ckpt'), config, str(data_root)])
+    assert state.iteration == 6
+    a, b = _weights(str(full / 'model_last.pth.tar')), _weights(str(part / 'model_last.pth.tar'))
+    for module in ('body', 'rpn_head', 'roi_head', 'loss_meter'):
+        for k, v in a[module].items():
+            assert torch.equal(v, b[module][k]), (module, k)
+
+
+def test_resume_from_seamseg_snapshot_continues_epoch_and_step(tmp_path, config, data_root,
+                                                               monkeypatch):
+    run = tmp_path / 'run'
+    real_loop = recipe.run_loop
+    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state: real_loop(
+        s, d, h, st, 1, state))
+    recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
+    monkeypatch.setattr(recipe, 'run_loop', real_loop)
+    shutil.copy(str(run / 'model_last.pth.tar'), str(tmp_path / 'snap.pth.tar'))
+    state = recipe.main(['--log_dir', str(run), '--resume', str(tmp_path / 'snap.pth.tar'),
+                         config, str(data_root)])
+    assert state.epoch == 1 and state.iteration == 6
+
+
+def _cli_error(argv, capsys):
+    status = cli_main(['train', 'frcnn'] + argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    return status, err
+
+
+def test_cli_missing_data_root(tmp_path, config, capsys):
+    status, err = _cli_error(['--log_dir', str(tmp_path), config, str(tmp_path / 'nope')],
+                             capsys)
+    assert status == 1 and len(err) == 1 and err[0].startswith('error: data root')
+    assert 'make_synthetic_data.py' in err[0]
+
+
+def test_cli_malformed_json(tmp_path, config, data_root, capsys):
+    root = tmp_path / 'bad'
+    shutil.copytree(str(data_root), str(root))
+    (root / 'annotations' / 'instances_train2017.json').write_text('{"images": [')
+    status, err = _cli_error(['--log_dir', str(tmp_path / 'r'), config, str(root)], capsys)
+    assert status == 1 and len(err) == 1
+    assert 'instances_train2017.json is not valid JSON' in err[0]
+
+
+def test_cli_box_without_size(tmp_path, config, data_root, capsys):
+    root = tmp_path / 'bad'
+    shutil.copytree(str(data_root), str(root))
+    path = root / 'annotations' / 'instances_train2017.json'
+    js = json.loads(path.read_text())
+    js['annotations'][0]['bbox'][2] = 0
+    path.write_text(json.dumps(js))
+    status, err = _cli_error(['--log_dir', str(tmp_path / 'r'), config, str(root)], capsys)
+    assert status == 1 and len(err) == 1 and 'positive width and height' in err[0]
+
+
+def test_cli_images_without_boxes_train_as_background(tmp_path, config, data_root):
+    root = tmp_path / 'empty_imgs'
+    shutil.copytree(str(data_root), str(root))
+    path = root / 'annotations' / 'instances_train2017.json'
+    js = json.loads(path.read_text())
+    first = js['images'][0]['id']
+    js['annotations'] = [a for a in js['annotations'] if a['image_id'] != first]
+    path.write_text(json.dumps(js))
+    assert cli_main(['train', 'frcnn', '--log_dir', str(tmp_path / 'r'), config,
+                     str(root)]) == 0
+
+
+def test_cli_unknown_config_key(tmp_path, data_root, capsys):
+    cfg = tmp_path / 'typo.ini'
+    cfg.write_text(TINY.replace('[roi]\n', '[roi]\nnum_sample = 3\n'))
+    status, err = _cli_error(['--log_dir', str(tmp_path / 'r'), str(cfg), str(data_root)],
+                             capsys)
+    assert status == 1 and len(err) == 1 and 'num_sample' in err[0]
+    assert 'num_samples' in err[0]
+
+
+def test_cli_trains_on_iss_data(tmp_path):
+    root = tmp_path / 'iss'
+    subprocess.run([sys.executable, os.path.join(REPO, 'scripts', 'make_synthetic_data.py'),
+                    'iss', '--root', str(root), '--num-train', '8', '--num-val', '4'],
+                   check=True, capture_output=True)
+    cfg = tmp_path / 'iss.ini'
+    cfg.write_text(TINY.replace('epochs = 2', 'epochs = 1').replace(
+        'train_set = train2017', 'train_set = train').replace('val_set = val2017', 'val_set = val'))
+    # the validation json defaults to {root}/coco/{val_set}.json when [dataloader] coco_gt
+    # is empty
+    state = recipe.main(['--log_dir', str(tmp_path / 'run'), str(cfg), str(root)])
+    assert state.iteration == 2 and state.scores['val'][0] == ['det_map']
+    assert 'det_map=' in (tmp_path / 'run' / 'training.log').read_text()
+
+
+def test_seed_train_signature_drives_the_real_detector(tmp_path, config, data_root):
+    """seamseg's way: ``train(model, optimizer, scheduler, dataloader, meters, **varargs)``."""
+    from collections import OrderedDict
+    from gluontrain.torch.frcnn.config import load_config
+    from gluontrain.torch.frcnn.data import make_dataloaders
+    from gluontrain.torch.frcnn.meters import AverageMeter
+    from gluontrain.torch.frcnn.model import make_model
+    from gluontrain.torch.frcnn.optim import make_optimizer
+    from gluontrain.torch.frcnn.train import train as seamseg_train
+    torch.manual_seed(0)
+    conf = load_config(config)
+    train_loader, _ = make_dataloaders(conf, str(data_root))
+    model = make_model(conf, train_loader.dataset.num_thing)
+    optimizer, scheduler, batch_update, epochs = make_optimizer(conf, model, len(train_loader))
+    meters = OrderedDict((k, AverageMeter((), 1 - 1 / len(train_loader)))
+                         for k in ('loss', 'obj_loss', 'bbx_loss', 'roi_cls_loss',
+                                   'roi_bbx_loss'))
+    before = model.roi_head.roi_cls.weight.detach().clone()
+    step = seamseg_train(model, optimizer, scheduler, train_loader, meters, epoch=0,
+                         num_epochs=epochs, global_step=0, batch_update=batch_update,
+                         loss_weights=(1., 1., 1., 1.), log_interval=1)
+    assert step == len(train_loader) == 3
+    assert meters['loss'].count.item() > 0 and torch.isfinite(meters['loss'].mean)
+    assert not torch.equal(before, model.roi_head.roi_cls.weight)
+
+
+def test_eval_validates_a_snapshot_once(tmp_path, config, data_root, monkeypatch):
+    run = tmp_path / 'run'
+    real_loop = recipe.run_loop
+    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state: real_loop(
+        s, d, h, st, 1, state))
+    first = recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
+    state = recipe.main(['--eval', '--resume', str(run / 'model_last.pth.tar'), '--log_dir',
+                         str(tmp_path / 'eval'), config, str(data_root)])
+    # the same weights and the same (epoch-0) validation batches: the same AP
+    assert state.scores['val'] == first.scores['val']
+    assert 'det_map=' in (tmp_path / 'eval' / 'eval.log').read_text()
+    assert state.iteration == 0
+
+
+def test_snapshot_scores_follow_seamseg(tmp_path, config, data_root):
+    from gluontrain.torch.frcnn.engine import SeamsegSnapshotHook
+    run = tmp_path / 'run'
+    state = recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
+    meta = load_snapshot(str(run / 'model_last.pth.tar'))['training_meta']
+    assert meta['last_score'] == state.scores['val'][1][-1]
+    assert meta['best_score'] == max(meta['last_score'], meta['best_score'])
+
+    class _State:
+        epoch, iteration, scores = 0, 1, {}
+
+    hook = SeamsegSnapshotHook(str(tmp_path), None, None, '', None, is_main=False)
+    hook.best_score = .3
+    st = _State()
+    st.scores = {'val': (['det_map'], [.5])}
+    hook.after_epoch(st)
+    assert (hook.last_score, hook.best_score) == (.5, .5)
+    st.scores = {}
+    hook.after_epoch(st)  # no validation this epoch: last_score 0, the best stays
+    assert (hook.last_score, hook.best_score) == (0., .5)
