@@ -100,16 +100,19 @@ def test_comparable_masks_volatile_text_and_keeps_numbers():
         return new_notebook(cells=[cell])
 
     tmp = tempfile.gettempdir()
-    log = 'working folder {}\ntrained in {} s; mAP {}\n[Epoch 0] Training cost: {}, ObjLoss=245.505\n'
-    a = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0112', 12.509), (900, 300))
-    b = notebook(log.format(os.path.join(tmp, 'ssd_walk_zz9'), 7, '0.0112', 3.001), (900, 300))
+    log = ('working folder {}\ntrained in {} s; mAP {}\n[Epoch 0] Training cost: {}, ObjLoss=245.505\n'
+           "loss=0.583\tdet_map=0.153\tdata_time={}\tbatch_time={}\n['events.out.tfevents.{}.vm']\n")
+    a = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0112', 12.509, 0.006, 0.27,
+                            1795435360), (900, 300))
+    b = notebook(log.format(os.path.join(tmp, 'ssd_walk_zz9'), 7, '0.0112', 3.001, 0.007, 0.303,
+                            1795435490), (900, 300))
     assert nbb.comparable(a) == nbb.comparable(b)
     assert nbb.comparable(a)[0][2][-1] == ['png', [640, 213]]
-    moved = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0113', 12.509),
-                     (900, 300))
+    moved = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0113', 12.509, 0.006,
+                                0.27, 1795435360), (900, 300))
     assert nbb.comparable(moved) != nbb.comparable(a)
     other_picture = notebook(log.format(os.path.join(tmp, 'yolov3_ab12cd'), 130, '0.0112',
-                                        12.509), (800, 600))
+                                        12.509, 0.006, 0.27, 1795435360), (800, 600))
     assert nbb.comparable(other_picture) != nbb.comparable(a)
 
 
