@@ -1,0 +1,320 @@
+"""Scene-Graph-Benchmark's optimizer, LR schedules and gradient clipping.
+
+- :func:`make_optimizer`: SGB ``solver/build.py:7-26`` (one SGD param group per parameter,
+  ``BIAS_LR_FACTOR`` / ``WEIGHT_DECAY_BIAS`` for names containing ``"bias"``, slow heads at
+  ``lr / slow_ratio``, every rate times ``rl_factor``; relation_train_net passes
+  ``rl_factor=float(IMS_PER_BATCH)`` and ``slow_ratio=10.0``, tools/relation_train_net.py:74).
+- :class:`WarmupMultiStepLR`, :class:`WarmupReduceLROnPlateau`: SGB ``solver/lr_scheduler.py``
+  with the same arithmetic, including the plateau scheduler's construction-time
+  ``step(0)`` (it counts a metric of 0.0 as the first best, uses up one cooldown and starts at
+  ``last_epoch = 1``).
+- :func:`clip_grad_norm`: SGB ``utils/checkpoint.py:152-191`` (global norm, clip coefficient
+  ``max_norm / (total + 1e-6)``, per-parameter norms logged largest first when ``verbose``).
+
+Fix (docs/faithfulness.md): SGB's plateau ``state_dict`` holds its logger and SGB never saves
+either scheduler (``custom_scheduler=True``), so a resumed run restarts the warmup and loses
+its decays; here both schedulers have a picklable ``state_dict`` that the recipe checkpoints.
+"""
+import logging
+from bisect import bisect_right
+
+import torch
+
+__all__ = ['make_optimizer', 'make_lr_scheduler', 'WarmupMultiStepLR',
+           'WarmupReduceLROnPlateau', 'clip_grad_norm', 'SCHEDULES']
+
+SCHEDULES = ('WarmupMultiStepLR', 'WarmupReduceLROnPlateau')
+
+
+def _logger(logger):
+    return logger if logger is not None else logging.getLogger(__name__)
+
+
+def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_factor=1.0):
+    """SGD with one param group per trainable parameter, as SGB's ``make_optimizer``.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        Reads ``SOLVER.BASE_LR``, ``WEIGHT_DECAY``, ``BIAS_LR_FACTOR``, ``WEIGHT_DECAY_BIAS``,
+        ``MOMENTUM``.
+    model : torch.nn.Module
+        Parameters with ``requires_grad=False`` (the frozen detector) are left out.
+    logger : logging.Logger, optional
+    slow_heads : list of str, optional
+        A parameter whose name contains one of these has its rate divided by ``slow_ratio``
+        (IMP's box/union feature extractors in SGB).
+    slow_ratio : float
+        SGB's default 5.0; relation_train_net passes 10.0.
+    rl_factor : float
+        Every group's rate is multiplied by it (relation_train_net: ``IMS_PER_BATCH``).
+
+    Returns
+    -------
+    torch.optim.SGD
+        Group ``i`` holds the ``i``-th trainable parameter of ``named_parameters()``.
+    """
+    log = _logger(logger)
+    solver = cfg.SOLVER
+    params = []
+    for key, value in model.named_parameters():
+        if not value.requires_grad:
+            continue
+        lr, weight_decay = solver.BASE_LR, solver.WEIGHT_DECAY
+        if "bias" in key:
+            lr = solver.BASE_LR * solver.BIAS_LR_FACTOR
+            weight_decay = solver.WEIGHT_DECAY_BIAS
+        for item in slow_heads or ():
+            if item in key:
+                log.info("SLOW HEADS: %s is slow down by ratio of %s.", key, str(slow_ratio))
+                lr = lr / slow_ratio
+                break
+        params.append({"params": [value], "lr": lr * rl_factor, "weight_decay": weight_decay})
+    if not params:
+        raise ValueError('the model has no trainable parameter (all frozen): nothing to train')
+    return torch.optim.SGD(params, lr=solver.BASE_LR, momentum=solver.MOMENTUM)
+
+
+def _warmup(last_epoch, warmup_iters, warmup_factor, warmup_method):
+    if last_epoch >= warmup_iters:
+        return 1
+    if warmup_method == "constant":
+        return warmup_factor
+    alpha = float(last_epoch) / warmup_iters
+    return warmup_factor * (1 - alpha) + alpha
+
+
+def _check_method(warmup_method):
+    if warmup_method not in ("constant", "linear"):
+        raise ValueError("SOLVER.WARMUP_METHOD must be 'constant' or 'linear', got {!r}"
+                         .format(warmup_method))
+
+
+class _Schedule:
+    """State handling shared by both schedules (everything but the optimizer is state)."""
+
+    _not_state = ('optimizer', 'logger')
+
+    def _init_base_lrs(self, optimizer):
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError('{} is not an Optimizer'.format(type(optimizer).__name__))
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group.setdefault('initial_lr', group['lr'])
+        self.base_lrs = [group['initial_lr'] for group in optimizer.param_groups]
+
+    def _apply(self):
+        self._last_lr = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, self._last_lr):
+            group['lr'] = lr
+
+    def get_last_lr(self):
+        """The rates the last step set, one per param group."""
+        return list(self._last_lr)
+
+    def state_dict(self):
+        """Every attribute but the optimizer and the logger (plain numbers and lists)."""
+        return {k: (list(v) if isinstance(v, tuple) else v)
+                for k, v in self.__dict__.items() if k not in self._not_state}
+
+    def load_state_dict(self, state_dict):
+        """Restore :meth:`state_dict` and re-apply the rates to the optimizer."""
+        self.__dict__.update(state_dict)
+        self._apply()
+
+
+class WarmupMultiStepLR(_Schedule):
+    """SGB's ``WarmupMultiStepLR``: ``base_lr * warmup * gamma ** bisect_right(milestones,
+    last_epoch)``, ``warmup`` linear from ``warmup_factor`` to 1 over ``warmup_iters``.
+
+    Construction applies ``last_epoch = 0``; each :meth:`step` (called once per iteration,
+    after ``optimizer.step()``) advances it by one, so iteration ``i`` (1-based) trains at the
+    rate of ``last_epoch = i - 1``.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+    milestones : sequence of int
+        Increasing.
+    gamma, warmup_factor : float
+    warmup_iters : int
+    warmup_method : {'linear', 'constant'}
+    """
+
+    def __init__(self, optimizer, milestones, gamma=0.1, warmup_factor=1.0 / 3,
+                 warmup_iters=500, warmup_method="linear"):
+        if list(milestones) != sorted(milestones):
+            raise ValueError('SOLVER.STEPS must be increasing, got {}'.format(milestones))
+        _check_method(warmup_method)
+        self.milestones = list(milestones)
+        self.gamma, self.warmup_factor = gamma, warmup_factor
+        self.warmup_iters, self.warmup_method = warmup_iters, warmup_method
+        self._init_base_lrs(optimizer)
+        self.last_epoch = -1
+        self.step()
+
+    def get_lr(self):
+        """The rates at ``last_epoch``."""
+        factor = _warmup(self.last_epoch, self.warmup_iters, self.warmup_factor,
+                         self.warmup_method)
+        decay = self.gamma ** bisect_right(self.milestones, self.last_epoch)
+        return [base_lr * factor * decay for base_lr in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance ``last_epoch`` by one (or set it to ``epoch``) and apply the rates."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        self._apply()
+
+
+class WarmupReduceLROnPlateau(_Schedule):
+    """SGB's ``WarmupReduceLROnPlateau``: the warmup of :class:`WarmupMultiStepLR` times
+    ``gamma ** stage_count``, ``stage_count`` raised when the validation metric has not
+    improved by more than ``threshold`` for ``patience`` validations (after ``cooldown``).
+
+    relation_train_net calls ``step(val_result, epoch=iteration)`` after every iteration,
+    ``val_result`` None except after a validation, and stops training once
+    ``stage_count >= MAX_DECAY_STEP``.
+
+    Parameters
+    ----------
+    optimizer : torch.optim.Optimizer
+    gamma : float
+        ``SOLVER.SCHEDULE.FACTOR``.
+    warmup_factor, warmup_iters, warmup_method
+        As :class:`WarmupMultiStepLR`.
+    last_epoch : int
+        -1 for a new run (SGB then calls ``step(0)``: see the module docstring).
+    patience, threshold, cooldown
+        ``SOLVER.SCHEDULE.*``.
+    logger : logging.Logger, optional
+    """
+
+    def __init__(self, optimizer, gamma=0.5, warmup_factor=1.0 / 3, warmup_iters=500,
+                 warmup_method="linear", last_epoch=-1, patience=2, threshold=1e-4,
+                 cooldown=1, logger=None):
+        _check_method(warmup_method)
+        self.gamma, self.warmup_factor = gamma, warmup_factor
+        self.warmup_iters, self.warmup_method = warmup_iters, warmup_method
+        self.patience, self.threshold, self.cooldown = patience, threshold, cooldown
+        self.stage_count = 0
+        self.best = -1e12
+        self.num_bad_epochs = 0
+        self.under_cooldown = self.cooldown
+        self.logger = logger
+        self._init_base_lrs(optimizer)
+        if last_epoch == -1:
+            last_epoch = 0
+        self.last_epoch = last_epoch
+        # SGB: self.step(last_epoch), i.e. metrics=0 and epoch=None (lr_scheduler.py:106)
+        self.step(last_epoch)
+
+    def get_lr(self):
+        """The rates at ``last_epoch`` and ``stage_count``."""
+        factor = _warmup(self.last_epoch, self.warmup_iters, self.warmup_factor,
+                         self.warmup_method)
+        return [base_lr * factor * self.gamma ** self.stage_count for base_lr in self.base_lrs]
+
+    def step(self, metrics, epoch=None):
+        """Record one iteration (and a validation result when ``metrics`` is not None).
+
+        Parameters
+        ----------
+        metrics : float or None
+            The validation score (higher is better), None when no validation ran.
+        epoch : int, optional
+            The iteration; default ``last_epoch + 1``.
+        """
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if metrics is not None:
+            if float(metrics) > self.best + self.threshold:
+                self.best = float(metrics)
+                self.num_bad_epochs = 0
+            else:
+                self.num_bad_epochs += 1
+            if self.under_cooldown > 0:
+                self.under_cooldown -= 1
+                self.num_bad_epochs = 0
+            if self.num_bad_epochs >= self.patience:
+                _logger(self.logger).info(
+                    "Trigger Schedule Decay, RL has been reduced by factor %s", self.gamma)
+                self.stage_count += 1
+                self.under_cooldown = self.cooldown
+                self.num_bad_epochs = 0
+        self._apply()
+
+
+def make_lr_scheduler(cfg, optimizer, logger=None):
+    """SGB's ``make_lr_scheduler``: ``SOLVER.SCHEDULE.TYPE`` picks the schedule.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    optimizer : torch.optim.Optimizer
+    logger : logging.Logger, optional
+
+    Returns
+    -------
+    WarmupMultiStepLR or WarmupReduceLROnPlateau
+
+    Raises
+    ------
+    ValueError
+        For another ``SOLVER.SCHEDULE.TYPE`` (the message lists the valid ones).
+    """
+    s = cfg.SOLVER
+    if s.SCHEDULE.TYPE == "WarmupMultiStepLR":
+        return WarmupMultiStepLR(optimizer, s.STEPS, s.GAMMA, warmup_factor=s.WARMUP_FACTOR,
+                                 warmup_iters=s.WARMUP_ITERS, warmup_method=s.WARMUP_METHOD)
+    if s.SCHEDULE.TYPE == "WarmupReduceLROnPlateau":
+        return WarmupReduceLROnPlateau(
+            optimizer, s.SCHEDULE.FACTOR, warmup_factor=s.WARMUP_FACTOR,
+            warmup_iters=s.WARMUP_ITERS, warmup_method=s.WARMUP_METHOD,
+            patience=s.SCHEDULE.PATIENCE, threshold=s.SCHEDULE.THRESHOLD,
+            cooldown=s.SCHEDULE.COOLDOWN, logger=logger)
+    raise ValueError('SOLVER.SCHEDULE.TYPE {!r} is not a schedule; use one of {}'.format(
+        s.SCHEDULE.TYPE, ', '.join(SCHEDULES)))
+
+
+def clip_grad_norm(named_parameters, max_norm, logger=None, clip=False, verbose=False):
+    """SGB's ``clip_grad_norm`` (from neural-motifs): scale every gradient by
+    ``max_norm / (total_norm + 1e-6)`` when that is below 1 and ``clip``; with ``verbose``
+    log the total norm, the coefficient and each parameter's gradient norm, largest first.
+
+    Parameters
+    ----------
+    named_parameters : list of (str, torch.nn.Parameter)
+        A list (it is walked twice).
+    max_norm : float
+    logger : logging.Logger, optional
+    clip : bool
+    verbose : bool
+
+    Returns
+    -------
+    torch.Tensor or float
+        The total norm before clipping (0 when no parameter has a gradient).
+    """
+    named_parameters = list(named_parameters)
+    max_norm = float(max_norm)
+    total_norm = 0
+    param_to_norm, param_to_shape = {}, {}
+    for n, p in named_parameters:
+        if p.grad is not None:
+            param_norm = p.grad.norm(2)
+            total_norm += param_norm ** 2
+            param_to_norm[n] = param_norm
+            param_to_shape[n] = p.size()
+    total_norm = total_norm ** (1. / 2)
+    clip_coef = max_norm / (total_norm + 1e-6)
+    if clip_coef < 1 and clip:
+        for _, p in named_parameters:
+            if p.grad is not None:
+                p.grad.mul_(clip_coef)
+    if verbose:
+        log = _logger(logger)
+        log.info('---Total norm {:.5f} clip coef {:.5f}-----------------'.format(
+            float(total_norm), float(clip_coef)))
+        for name, norm in sorted(param_to_norm.items(), key=lambda x: -x[1]):
+            log.info("{:<50s}: {:.5f}, ({})".format(name, float(norm), param_to_shape[name]))
+        log.info('-------------------------------')
+    return total_norm

@@ -1,0 +1,80 @@
+"""SGB's yacs config: key names and defaults as defaults.py, file + opts merging, clear errors."""
+import os
+
+import pytest
+
+from gluontrain.torch.sgg.config import (ConfigError, VG_FILES, get_cfg, load_cfg, vg_paths)
+
+
+def test_defaults_match_sgb_defaults_py():
+    cfg = get_cfg()
+    # A sample across every node, values read off SGB maskrcnn_benchmark/config/defaults.py.
+    assert cfg.MODEL.META_ARCHITECTURE == "GeneralizedRCNN"
+    assert cfg.MODEL.RELATION_ON is False and cfg.MODEL.ATTRIBUTE_ON is False
+    assert cfg.MODEL.DEVICE == "cuda"
+    assert cfg.INPUT.MIN_SIZE_TRAIN == (800,) and cfg.INPUT.MAX_SIZE_TEST == 1333
+    assert cfg.INPUT.PIXEL_MEAN == [102.9801, 115.9465, 122.7717]
+    assert cfg.MODEL.RPN.ANCHOR_STRIDE == (16,) and cfg.MODEL.RPN.PRE_NMS_TOP_N_TRAIN == 12000
+    assert cfg.MODEL.ROI_HEADS.BBOX_REG_WEIGHTS == (10., 10., 5., 5.)
+    assert cfg.MODEL.ROI_HEADS.DETECTIONS_PER_IMG == 256
+    assert cfg.MODEL.ROI_BOX_HEAD.POOLER_RESOLUTION == 14
+    assert cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM == 2048
+    rel = cfg.MODEL.ROI_RELATION_HEAD
+    assert rel.PREDICTOR == "MotifPredictor" and rel.NUM_CLASSES == 51
+    assert rel.BATCH_SIZE_PER_IMAGE == 64 and rel.POSITIVE_FRACTION == 0.25
+    assert rel.USE_GT_BOX is True and rel.USE_GT_OBJECT_LABEL is False
+    assert rel.NUM_SAMPLE_PER_GT_REL == 4 and rel.REQUIRE_BOX_OVERLAP is True
+    assert rel.TRANSFORMER.OBJ_LAYER == 4 and rel.TRANSFORMER.INNER_DIM == 2048
+    assert rel.CAUSAL.EFFECT_TYPE == 'none' and rel.CAUSAL.FUSION_TYPE == 'sum'
+    assert len(rel.REL_PROP) == 50 and rel.REL_PROP[30] == 0.31621
+    assert cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS == 1024
+    s = cfg.SOLVER
+    assert (s.MAX_ITER, s.BASE_LR, s.BIAS_LR_FACTOR, s.WEIGHT_DECAY_BIAS) == (40000, 0.002, 2, 0.0)
+    assert s.WARMUP_FACTOR == 1.0 / 3 and s.WARMUP_ITERS == 500 and s.STEPS == (30000,)
+    assert s.SCHEDULE.TYPE == "WarmupMultiStepLR"
+    assert (s.SCHEDULE.PATIENCE, s.SCHEDULE.THRESHOLD, s.SCHEDULE.COOLDOWN,
+            s.SCHEDULE.FACTOR, s.SCHEDULE.MAX_DECAY_STEP) == (2, 1e-4, 1, 0.5, 7)
+    assert (s.CHECKPOINT_PERIOD, s.VAL_PERIOD, s.PRINT_GRAD_FREQ, s.GRAD_NORM_CLIP) == \
+        (2500, 2500, 5000, 5.0)
+    assert s.PRE_VAL is True and s.TO_VAL is True and s.UPDATE_SCHEDULE_DURING_LOAD is False
+    assert s.IMS_PER_BATCH == 16 and cfg.TEST.IMS_PER_BATCH == 8
+    assert cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES == 0.3
+    assert cfg.TEST.RELATION.IOU_THRESHOLD == 0.5 and cfg.TEST.ALLOW_LOAD_FROM_CACHE is True
+    assert cfg.TEST.CUSTUM_EVAL is False
+    assert cfg.OUTPUT_DIR == "." and cfg.GLOVE_DIR == "." and cfg.DETECTED_SGG_DIR == "."
+    assert cfg.DTYPE == "float32"
+
+
+def test_get_cfg_returns_independent_clone():
+    a = get_cfg()
+    a.SOLVER.BASE_LR = 1.0
+    assert get_cfg().SOLVER.BASE_LR == 0.002
+
+
+def test_file_then_opts_then_data_dir(tmp_path):
+    f = tmp_path / 'x.yaml'
+    f.write_text("SOLVER:\n  MAX_ITER: 30\n  BASE_LR: 0.01\nMODEL:\n  ROI_RELATION_HEAD:\n"
+                 "    USE_GT_OBJECT_LABEL: True\n")
+    cfg = load_cfg(str(f), ['SOLVER.BASE_LR', '0.5', 'OUTPUT_DIR', 'out'], data_dir='/d')
+    assert cfg.SOLVER.MAX_ITER == 30 and cfg.SOLVER.BASE_LR == 0.5
+    assert cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL is True
+    assert cfg.OUTPUT_DIR == 'out' and cfg.DATASETS.DATA_DIR == '/d'
+    assert cfg.is_frozen()
+    assert vg_paths(cfg)['roidb_file'] == os.path.join('/d', VG_FILES['roidb_file'])
+
+
+def test_errors_name_file_and_key(tmp_path):
+    with pytest.raises(ConfigError, match='does not exist'):
+        load_cfg(str(tmp_path / 'missing.yaml'))
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text("SOLVER:\n  MAX_ITERS: 3\n")
+    with pytest.raises(ConfigError, match=r'bad\.yaml.*SOLVER\.MAX_ITERS'):
+        load_cfg(str(bad))
+    with pytest.raises(ConfigError, match='SOLVER.NOPE'):
+        load_cfg(None, ['SOLVER.NOPE', '1'])
+    with pytest.raises(ConfigError, match='KEY VALUE pairs'):
+        load_cfg(None, ['SOLVER.MAX_ITER'])
+    broken = tmp_path / 'broken.yaml'
+    broken.write_text("SOLVER: [\n")
+    with pytest.raises(ConfigError, match='broken.yaml'):
+        load_cfg(str(broken))
