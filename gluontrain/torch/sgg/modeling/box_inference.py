@@ -123,7 +123,8 @@ class BoxPostProcessor(nn.Module):
         for i, (prob, dec, feat) in enumerate(zip(class_prob.split(per_image),
                                                   decoded.split(per_image),
                                                   features.split(per_image))):
-            boxlist = BoxList(dec.reshape(-1, 4), boxes[i].size, 'xyxy')
+            # a copy: clip_to_image clamps in place (split() views may not be modified)
+            boxlist = BoxList(dec.reshape(-1, 4).clone(), boxes[i].size, 'xyxy')
             boxlist.add_field('pred_scores', prob.reshape(-1))
             boxlist = boxlist.clip_to_image(remove_empty=False)
             result, orig_inds, boxes_per_cls = self.filter_results(boxlist, num_classes)

@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ...frcnn.body import make_body
+from ...frcnn.model import freeze_modules
 from ...frcnn.norm import make_norm_act
 from .box_head import ROIBoxHead
 from .rpn import RPNModule
@@ -101,7 +102,8 @@ def build_backbone(cfg):
     """SGB's ``build_backbone`` for ``*-FPN`` bodies.
 
     Reads ``MODEL.BACKBONE.CONV_BODY`` (``R-18/34/50/101/152-FPN``),
-    ``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` and the gluontrain keys
+    ``MODEL.BACKBONE.FREEZE_CONV_BODY_AT`` (parameters of the stem and the first stages
+    frozen), ``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` and the gluontrain keys
     ``MODEL.BACKBONE.WIDTH_MULT`` (default 1.0: every ResNet width multiplied, for CPU runs)
     and ``MODEL.BACKBONE.NORM`` (default ``'off'``: frozen affine batch norm as
     maskrcnn-benchmark's ``FrozenBatchNorm2d``; ``'bn'`` for training from scratch).
@@ -118,6 +120,8 @@ def build_backbone(cfg):
     norm, _ = make_norm_act(cfg_get(cfg, 'MODEL.BACKBONE.NORM', 'off'), 'relu')
     body = make_body(CONV_BODIES[name], norm_act=norm,
                      width_mult=float(cfg_get(cfg, 'MODEL.BACKBONE.WIDTH_MULT', 1.0)))
+    # FREEZE_CONV_BODY_AT 2 freezes maskrcnn-benchmark's stem and res2 = the body's mod1, mod2
+    freeze_modules(body, cfg.MODEL.BACKBONE.FREEZE_CONV_BODY_AT)
     out = cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS
     fpn = FPN([body.out_channels[k] for k in _FPN_INPUTS], out)
     return Backbone(body, fpn, out)
