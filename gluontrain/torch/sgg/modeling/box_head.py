@@ -1,0 +1,387 @@
+"""maskrcnn-benchmark's FPN box head as Scene-Graph-Benchmark uses it (SGB
+``modeling/poolers.py``, ``roi_heads/box_head/{roi_box_feature_extractors, roi_box_predictors,
+sampling, loss, box_head}.py``).
+
+- :class:`Pooler` -- ROIAlign on each box's ``LevelMapper`` level, or on all levels
+  concatenated and reduced by a 3x3 conv (``cat_all_levels``, the union features);
+- :class:`FPN2MLPFeatureExtractor` -- pooler + ``fc6``/``fc7`` (``MLP_HEAD_DIM``, ReLU);
+- :class:`FPNPredictor` -- ``cls_score`` and class-specific ``bbox_pred``;
+- :class:`BoxSampler` -- ``Matcher`` + ``BalancedPositiveNegativeSampler`` (detector
+  training) and ``assign_label_to_proposals`` (SGDet);
+- :func:`box_loss` -- ``FastRCNNLossComputation``;
+- :class:`ROIBoxHead` -- the detector's box head and its relation mode (PredCls / SGCls / SGDet
+  from ``USE_GT_BOX`` / ``USE_GT_OBJECT_LABEL``).
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ...ops import multilevel_roi_align, roi_align, smooth_l1
+from ..structures import boxlist_iou
+from .box_inference import BoxCoder, BoxPostProcessor
+
+__all__ = ['Pooler', 'make_fc', 'FPN2MLPFeatureExtractor', 'FPNPredictor', 'BoxSampler',
+           'box_loss', 'ROIBoxHead', 'add_predict_logits', 'BELOW_LOW_THRESHOLD',
+           'BETWEEN_THRESHOLDS']
+
+#: maskrcnn-benchmark's ``Matcher`` codes.
+BELOW_LOW_THRESHOLD = -1
+BETWEEN_THRESHOLDS = -2
+
+
+def make_fc(dim_in, hidden_dim):
+    """maskrcnn-benchmark's ``make_fc`` (no GN): ``kaiming_uniform_(a=1)`` weight, zero bias.
+
+    Parameters
+    ----------
+    dim_in, hidden_dim : int
+
+    Returns
+    -------
+    nn.Linear
+    """
+    fc = nn.Linear(dim_in, hidden_dim)
+    nn.init.kaiming_uniform_(fc.weight, a=1)
+    nn.init.constant_(fc.bias, 0)
+    return fc
+
+
+def _rois(boxes):
+    """Concatenated ``xyxy`` boxes and image index of a list of BoxList."""
+    bbox = torch.cat([b.convert('xyxy').bbox for b in boxes], dim=0)
+    idx = torch.cat([torch.full((len(b),), i, dtype=torch.long, device=bbox.device)
+                     for i, b in enumerate(boxes)])
+    return bbox, idx
+
+
+class Pooler(nn.Module):
+    """maskrcnn-benchmark's ``Pooler`` (SGB's, with ``cat_all_levels``).
+
+    Parameters
+    ----------
+    output_size : (int, int)
+    scales : sequence of float
+        ``1 / stride`` of each level, finest first.
+    sampling_ratio : int
+    in_channels : int
+        Channels of each level (only used with ``cat_all_levels``).
+    cat_all_levels : bool
+        Pool every box on every level and reduce the concatenation with conv3x3 + ReLU
+        (``make_conv3x3(kaiming_init=True)``: ``kaiming_normal_(fan_out, relu)``, zero bias).
+    """
+
+    def __init__(self, output_size, scales, sampling_ratio, in_channels=512,
+                 cat_all_levels=False):
+        super().__init__()
+        self.output_size = tuple(output_size)
+        self.scales = tuple(float(s) for s in scales)
+        self.sampling_ratio = int(sampling_ratio)
+        self.cat_all_levels = cat_all_levels
+        if cat_all_levels:
+            conv = nn.Conv2d(in_channels * len(self.scales), in_channels, 3, padding=1)
+            nn.init.kaiming_normal_(conv.weight, mode='fan_out', nonlinearity='relu')
+            nn.init.constant_(conv.bias, 0)
+            self.reduce_channel = nn.Sequential(conv, nn.ReLU(inplace=True))
+
+    def forward(self, x, boxes):
+        """``x`` feature levels (finest first), ``boxes`` list of BoxList -> ``(K, C, h, w)``."""
+        rois, idx = _rois(boxes)
+        if rois.shape[0] == 0:
+            raise ValueError('Pooler: no boxes to pool (maskrcnn-benchmark asserts the same)')
+        feats = list(x[:len(self.scales)])
+        if self.cat_all_levels:
+            out = torch.cat([roi_align(f, rois, idx, self.output_size, s, self.sampling_ratio)
+                             for f, s in zip(feats, self.scales)], dim=1)
+            return self.reduce_channel(out)
+        return multilevel_roi_align(feats, rois, idx, self.scales, self.output_size,
+                                    self.sampling_ratio)
+
+
+class FPN2MLPFeatureExtractor(nn.Module):
+    """SGB's ``FPN2MLPFeatureExtractor``: pooler, flatten, ``relu(fc6)``, ``relu(fc7)``.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        Reads ``MODEL.ROI_BOX_HEAD.{POOLER_RESOLUTION, POOLER_SCALES, POOLER_SAMPLING_RATIO,
+        MLP_HEAD_DIM}``.
+    in_channels : int
+    half_out : bool
+        ``fc7`` outputs ``MLP_HEAD_DIM // 2`` (attribute mode).
+    cat_all_levels : bool
+    """
+
+    def __init__(self, cfg, in_channels, half_out=False, cat_all_levels=False):
+        super().__init__()
+        head = cfg.MODEL.ROI_BOX_HEAD
+        res = head.POOLER_RESOLUTION
+        self.pooler = Pooler((res, res), head.POOLER_SCALES, head.POOLER_SAMPLING_RATIO,
+                             in_channels=in_channels, cat_all_levels=cat_all_levels)
+        input_size = in_channels * res ** 2
+        rep = head.MLP_HEAD_DIM
+        self.fc6 = make_fc(input_size, rep)
+        out_dim = int(rep / 2) if half_out else rep
+        self.fc7 = make_fc(rep, out_dim)
+        self.resize_channels = input_size
+        self.out_channels = out_dim
+
+    def forward(self, x, proposals):
+        """Features ``(K, out_channels)`` of the boxes of ``proposals``."""
+        return self.forward_without_pool(self.pooler(x, proposals))
+
+    def forward_without_pool(self, x):
+        """``fc6``/``fc7`` on already pooled ``(K, C, h, w)`` features."""
+        x = x.reshape(x.size(0), -1)
+        return F.relu(self.fc7(F.relu(self.fc6(x))))
+
+
+class FPNPredictor(nn.Module):
+    """maskrcnn-benchmark's ``FPNPredictor``: ``cls_score`` (std 0.01) and ``bbox_pred``
+    (``NUM_CLASSES x 4``, or 2 x 4 with ``CLS_AGNOSTIC_BBOX_REG``; std 0.001), zero biases.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    in_channels : int
+    """
+
+    def __init__(self, cfg, in_channels):
+        super().__init__()
+        num_classes = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
+        reg = 2 if cfg.MODEL.CLS_AGNOSTIC_BBOX_REG else num_classes
+        self.cls_score = nn.Linear(in_channels, num_classes)
+        self.bbox_pred = nn.Linear(in_channels, reg * 4)
+        nn.init.normal_(self.cls_score.weight, std=0.01)
+        nn.init.normal_(self.bbox_pred.weight, std=0.001)
+        for lin in (self.cls_score, self.bbox_pred):
+            nn.init.constant_(lin.bias, 0)
+
+    def forward(self, x):
+        """-> ``(class_logits (K, C), box_regression (K, 4 C'))``."""
+        x = x.reshape(x.size(0), -1)
+        return self.cls_score(x), self.bbox_pred(x)
+
+
+def match(iou, high, low):
+    """maskrcnn-benchmark's ``Matcher`` without low-quality matches: per proposal (column)
+    the best ground truth, ``-1`` below ``low``, ``-2`` in ``[low, high)``.
+
+    Parameters
+    ----------
+    iou : torch.Tensor
+        ``(G, P)``.
+    high, low : float
+
+    Returns
+    -------
+    torch.Tensor
+        ``(P,)`` int64.
+    """
+    if iou.numel() == 0:
+        return iou.new_full((iou.shape[1],), BELOW_LOW_THRESHOLD, dtype=torch.long)
+    vals, matches = iou.max(dim=0)
+    matches = matches.clone()
+    matches[vals < low] = BELOW_LOW_THRESHOLD
+    matches[(vals >= low) & (vals < high)] = BETWEEN_THRESHOLDS
+    return matches
+
+
+class BoxSampler:
+    """SGB's ``FastRCNNSampling`` (``Matcher(FG_IOU_THRESHOLD, BG_IOU_THRESHOLD)`` +
+    ``BalancedPositiveNegativeSampler(BATCH_SIZE_PER_IMAGE, POSITIVE_FRACTION)`` +
+    ``BoxCoder(BBOX_REG_WEIGHTS)``).
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    generator : torch.Generator, optional
+        Source of the sampling permutations (torch's global RNG when None, as SGB).
+    """
+
+    def __init__(self, cfg, generator=None):
+        heads = cfg.MODEL.ROI_HEADS
+        self.fg_iou, self.bg_iou = heads.FG_IOU_THRESHOLD, heads.BG_IOU_THRESHOLD
+        self.batch_size, self.pos_fraction = heads.BATCH_SIZE_PER_IMAGE, heads.POSITIVE_FRACTION
+        self.box_coder = BoxCoder(heads.BBOX_REG_WEIGHTS)
+        self.generator = generator
+
+    def _matched(self, proposal, target):
+        matched = match(boxlist_iou(target, proposal), self.fg_iou, self.bg_iou)
+        tgt = matched.clamp(min=0)
+        labels = target.get_field('labels').long()[tgt] if len(target) else \
+            matched.new_zeros(len(proposal))
+        return matched, tgt, labels
+
+    def _attributes(self, target, tgt, n):
+        if target.has_field('attributes') and len(target):
+            return target.get_field('attributes').long()[tgt]
+        return None
+
+    def subsample(self, proposals, targets):
+        """Label, encode and subsample the proposals of each image (SGB ``subsample``).
+
+        Returns
+        -------
+        list of BoxList
+            Sampled proposals with ``labels``, ``regression_targets``, ``matched_idxs``
+            (and ``attributes`` when the targets have them).
+        """
+        out = []
+        for proposal, target in zip(proposals, targets):
+            matched, tgt, labels = self._matched(proposal, target)
+            labels = labels.clone()
+            labels[matched == BELOW_LOW_THRESHOLD] = 0
+            labels[matched == BETWEEN_THRESHOLDS] = -1
+            reg = self.box_coder.encode(target.bbox[tgt], proposal.bbox) if len(target) else \
+                proposal.bbox.new_zeros(len(proposal), 4)
+            proposal.add_field('labels', labels)
+            attrs = self._attributes(target, tgt, len(proposal))
+            if attrs is not None:
+                attrs = attrs.clone()
+                attrs[matched < 0] = 0
+                proposal.add_field('attributes', attrs)
+            proposal.add_field('regression_targets', reg)
+            proposal.add_field('matched_idxs', matched)
+            keep = self._balanced(labels)
+            out.append(proposal[keep])
+        return out
+
+    def _balanced(self, labels):
+        """``BalancedPositiveNegativeSampler`` for one image: kept indices, positives first
+        in index order as ``nonzero(pos | neg)`` gives them."""
+        pos = torch.nonzero(labels >= 1).squeeze(1)
+        neg = torch.nonzero(labels == 0).squeeze(1)
+        num_pos = min(int(self.batch_size * self.pos_fraction), pos.numel())
+        num_neg = min(self.batch_size - num_pos, neg.numel())
+        g = self.generator
+        pos = pos[torch.randperm(pos.numel(), generator=g)[:num_pos].to(pos.device)]
+        neg = neg[torch.randperm(neg.numel(), generator=g)[:num_neg].to(neg.device)]
+        mask = torch.zeros_like(labels, dtype=torch.bool)
+        mask[pos] = True
+        mask[neg] = True
+        return torch.nonzero(mask).squeeze(1)
+
+    def assign_label_to_proposals(self, proposals, targets):
+        """SGDet: ``labels`` (and ``attributes``) of the matched ground truth, 0 for
+        proposals below ``FG_IOU_THRESHOLD`` (SGB's ``matched_idxs < 0``)."""
+        for proposal, target in zip(proposals, targets):
+            matched, tgt, labels = self._matched(proposal, target)
+            labels = labels.clone()
+            labels[matched < 0] = 0
+            proposal.add_field('labels', labels)
+            attrs = self._attributes(target, tgt, len(proposal))
+            if attrs is not None:
+                attrs = attrs.clone()
+                attrs[matched < 0] = 0
+                proposal.add_field('attributes', attrs)
+        return proposals
+
+
+def box_loss(class_logits, box_regression, proposals, cls_agnostic=False):
+    """SGB's ``FastRCNNLossComputation``: mean cross-entropy over the sampled proposals;
+    smooth-L1 (beta 1) of the positives' class deltas, summed and divided by the number of
+    sampled proposals.
+
+    Parameters
+    ----------
+    class_logits : torch.Tensor
+        ``(K, C)``.
+    box_regression : torch.Tensor
+        ``(K, 4 C)`` (or ``(K, 8)`` class-agnostic).
+    proposals : list of BoxList
+        With ``labels`` and ``regression_targets``.
+    cls_agnostic : bool
+
+    Returns
+    -------
+    loss_classifier, loss_box_reg : torch.Tensor
+    """
+    labels = torch.cat([p.get_field('labels') for p in proposals]).long()
+    targets = torch.cat([p.get_field('regression_targets') for p in proposals])
+    loss_cls = F.cross_entropy(class_logits, labels)
+    pos = torch.nonzero(labels > 0).squeeze(1)
+    cols = torch.arange(4, device=labels.device)
+    if cls_agnostic:
+        map_inds = (cols + 4).expand(pos.numel(), 4)
+    else:
+        map_inds = 4 * labels[pos][:, None] + cols
+    reg = box_regression[pos[:, None], map_inds]
+    loss_reg = smooth_l1(reg, targets[pos], 1.).sum() / labels.numel()
+    return loss_cls, loss_reg
+
+
+def add_predict_logits(proposals, class_logits):
+    """Attach each image's slice of ``class_logits`` as ``predict_logits``."""
+    start = 0
+    for p in proposals:
+        p.add_field('predict_logits', class_logits[start:start + len(p)])
+        start += len(p)
+    return proposals
+
+
+class ROIBoxHead(nn.Module):
+    """SGB's ``ROIBoxHead``: ``feature_extractor``, ``predictor``, ``post_processor``.
+
+    Detector mode (``MODEL.RELATION_ON`` False): training subsamples the proposals and
+    returns ``loss_classifier`` / ``loss_box_reg``; evaluation post-processes into
+    detections. Relation mode: with ``USE_GT_BOX`` the ground-truth boxes (``labels``,
+    ``attributes``) are the proposals, SGCls adds the (frozen) predictor's
+    ``predict_logits``; SGDet labels the proposals with the matched ground truth (training,
+    or evaluation without ``TEST.CUSTUM_EVAL``), adds ``predict_logits`` and runs the
+    post-processor in relation mode.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    in_channels : int
+    generator : torch.Generator, optional
+        For the proposal subsampling.
+    """
+
+    def __init__(self, cfg, in_channels, generator=None):
+        super().__init__()
+        self.cfg = cfg.clone()
+        self.feature_extractor = FPN2MLPFeatureExtractor(cfg, in_channels,
+                                                         half_out=cfg.MODEL.ATTRIBUTE_ON)
+        self.predictor = FPNPredictor(cfg, self.feature_extractor.out_channels)
+        self.post_processor = BoxPostProcessor.from_config(cfg)
+        self.samp_processor = BoxSampler(cfg, generator)
+
+    def forward(self, features, proposals, targets=None):
+        """-> ``(x, proposals_or_detections, losses)`` as SGB's ``ROIBoxHead.forward``."""
+        cfg = self.cfg.MODEL
+        if cfg.RELATION_ON:
+            return self._relation_forward(features, proposals, targets)
+        if self.training:
+            with torch.no_grad():
+                proposals = self.samp_processor.subsample(proposals, targets)
+        x = self.feature_extractor(features, proposals)
+        class_logits, box_regression = self.predictor(x)
+        if not self.training:
+            x, result = self.post_processor((x, class_logits, box_regression), proposals)
+            return x, result, {}
+        loss_cls, loss_reg = box_loss(class_logits, box_regression, proposals,
+                                      cfg.CLS_AGNOSTIC_BBOX_REG)
+        return x, proposals, {'loss_classifier': loss_cls, 'loss_box_reg': loss_reg}
+
+    def _relation_forward(self, features, proposals, targets):
+        rel = self.cfg.MODEL.ROI_RELATION_HEAD
+        if rel.USE_GT_BOX:
+            if targets is None:
+                raise ValueError('USE_GT_BOX (PredCls/SGCls) needs the targets in evaluation '
+                                 'too: pass the ground-truth BoxList of each image')
+            proposals = [t.copy_with_fields(['labels', 'attributes'], skip_missing=True)
+                         for t in targets]
+            x = self.feature_extractor(features, proposals)
+            if rel.USE_GT_OBJECT_LABEL:
+                return x, proposals, {}
+            class_logits, _ = self.predictor(x)
+            return x, add_predict_logits(proposals, class_logits), {}
+        if self.training or not self.cfg.TEST.CUSTUM_EVAL:
+            proposals = self.samp_processor.assign_label_to_proposals(proposals, targets)
+        x = self.feature_extractor(features, proposals)
+        class_logits, box_regression = self.predictor(x)
+        proposals = add_predict_logits(proposals, class_logits)
+        x, result = self.post_processor((x, class_logits, box_regression), proposals,
+                                        relation_mode=True)
+        return x, result, {}

@@ -1,0 +1,242 @@
+"""The 'sgg-detector': maskrcnn-benchmark's ``GeneralizedRCNN`` (backbone + FPN, RPN, FPN box
+head) as Scene-Graph-Benchmark pretrains it on Visual Genome (``tools/detector_pretrain_net.py``
+with ``MODEL.RELATION_ON False``), in plain torch.
+
+Module names follow SGB's state_dict (``backbone.body``, ``backbone.fpn``, ``rpn.head``,
+``roi_heads.box.feature_extractor`` / ``.predictor``) so that ``load_mapping`` finds the box
+feature extractor of a detector checkpoint under SGB's key names.
+
+The ResNet body is the two-stage toolkit's (:mod:`gluontrain.torch.frcnn.body`, seamseg's
+layer names under ``backbone.body``); the FPN is maskrcnn-benchmark's (1x1 inner + 3x3 layer
+convs with bias and no norm, nearest top-down, P6 = stride-2 max-pool of P5).
+"""
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from ...frcnn.body import make_body
+from ...frcnn.model import freeze_modules
+from ...frcnn.norm import make_norm_act
+from .box_head import ROIBoxHead
+from .rpn import RPNModule
+
+__all__ = ['CONV_BODIES', 'FPN', 'Backbone', 'build_backbone', 'SGGDetector', 'build_detector',
+           'ImageBatch', 'to_image_batch', 'cfg_get']
+
+#: ``MODEL.BACKBONE.CONV_BODY`` -> the toolkit's ResNet.
+CONV_BODIES = {'R-18-FPN': 'resnet18', 'R-34-FPN': 'resnet34', 'R-50-FPN': 'resnet50',
+               'R-101-FPN': 'resnet101', 'R-152-FPN': 'resnet152'}
+_FPN_INPUTS = ('mod2', 'mod3', 'mod4', 'mod5')
+
+
+def cfg_get(cfg, path, default):
+    """``cfg.<path>`` or ``default`` when a key along the dotted path is absent (the
+    gluontrain extension keys, e.g. ``MODEL.BACKBONE.WIDTH_MULT``)."""
+    node = cfg
+    for part in path.split('.'):
+        if not hasattr(node, part) and not (isinstance(node, dict) and part in node):
+            return default
+        node = getattr(node, part) if hasattr(node, part) else node[part]
+    return node
+
+
+def _kaiming_conv(cin, cout, k):
+    conv = nn.Conv2d(cin, cout, k, padding=k // 2)
+    nn.init.kaiming_uniform_(conv.weight, a=1)
+    nn.init.constant_(conv.bias, 0)
+    return conv
+
+
+class FPN(nn.Module):
+    """maskrcnn-benchmark's ``FPN`` + ``LastLevelMaxPool`` (``fpn_inner{i}``,
+    ``fpn_layer{i}``).
+
+    Parameters
+    ----------
+    in_channels_list : sequence of int
+        Channels of C2..C5.
+    out_channels : int
+    """
+
+    def __init__(self, in_channels_list, out_channels):
+        super().__init__()
+        self.inner_blocks, self.layer_blocks = [], []
+        for i, cin in enumerate(in_channels_list, start=1):
+            self.add_module('fpn_inner%d' % i, _kaiming_conv(cin, out_channels, 1))
+            self.add_module('fpn_layer%d' % i, _kaiming_conv(out_channels, out_channels, 3))
+            self.inner_blocks.append('fpn_inner%d' % i)
+            self.layer_blocks.append('fpn_layer%d' % i)
+
+    def forward(self, x):
+        """C2..C5 -> P2..P6."""
+        last = getattr(self, self.inner_blocks[-1])(x[-1])
+        results = [getattr(self, self.layer_blocks[-1])(last)]
+        for feat, inner, layer in zip(x[:-1][::-1], self.inner_blocks[:-1][::-1],
+                                      self.layer_blocks[:-1][::-1]):
+            lateral = getattr(self, inner)(feat)
+            # maskrcnn-benchmark upsamples by scale_factor=2: the same on inputs padded to
+            # SIZE_DIVISIBILITY 32; the lateral's size also works on other sizes
+            last = lateral + F.interpolate(last, size=lateral.shape[-2:], mode='nearest')
+            results.insert(0, getattr(self, layer)(last))
+        results.append(F.max_pool2d(results[-1], 1, 2, 0))
+        return results
+
+
+class Backbone(nn.Module):
+    """``body`` (ResNet, C2..C5) + ``fpn``; ``out_channels`` the FPN width."""
+
+    def __init__(self, body, fpn, out_channels):
+        super().__init__()
+        self.body = body
+        self.fpn = fpn
+        self.out_channels = out_channels
+
+    def forward(self, x):
+        feats = self.body(x)
+        return self.fpn([feats[k] for k in _FPN_INPUTS])
+
+
+def build_backbone(cfg):
+    """SGB's ``build_backbone`` for ``*-FPN`` bodies.
+
+    Reads ``MODEL.BACKBONE.CONV_BODY`` (``R-18/34/50/101/152-FPN``),
+    ``MODEL.BACKBONE.FREEZE_CONV_BODY_AT`` (parameters of the stem and the first stages
+    frozen), ``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` and the gluontrain keys
+    ``MODEL.BACKBONE.WIDTH_MULT`` (default 1.0: every ResNet width multiplied, for CPU runs)
+    and ``MODEL.BACKBONE.NORM`` (default ``'off'``: frozen affine batch norm as
+    maskrcnn-benchmark's ``FrozenBatchNorm2d``; ``'bn'`` for training from scratch).
+
+    Returns
+    -------
+    Backbone
+    """
+    name = cfg.MODEL.BACKBONE.CONV_BODY
+    if name not in CONV_BODIES:
+        raise ValueError('MODEL.BACKBONE.CONV_BODY = {!r} is not supported; choose one of {} '
+                         '(ResNeXt bodies need grouped convolutions the toolkit does not '
+                         'have)'.format(name, ', '.join(CONV_BODIES)))
+    norm, _ = make_norm_act(cfg_get(cfg, 'MODEL.BACKBONE.NORM', 'off'), 'relu')
+    body = make_body(CONV_BODIES[name], norm_act=norm,
+                     width_mult=float(cfg_get(cfg, 'MODEL.BACKBONE.WIDTH_MULT', 1.0)))
+    # FREEZE_CONV_BODY_AT 2 freezes maskrcnn-benchmark's stem and res2 = the body's mod1, mod2
+    freeze_modules(body, cfg.MODEL.BACKBONE.FREEZE_CONV_BODY_AT)
+    out = cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS
+    fpn = FPN([body.out_channels[k] for k in _FPN_INPUTS], out)
+    return Backbone(body, fpn, out)
+
+
+class ImageBatch:
+    """Padded images ``tensors (N, 3, H, W)`` and their ``image_sizes`` ``(h, w)`` (the
+    fields of maskrcnn-benchmark's ``ImageList``)."""
+
+    def __init__(self, tensors, image_sizes):
+        self.tensors = tensors
+        self.image_sizes = [tuple(int(v) for v in s) for s in image_sizes]
+
+
+def to_image_batch(images, size_divisible=0):
+    """maskrcnn-benchmark's ``to_image_list``: an object with ``tensors``/``image_sizes``
+    is returned as is; a 4-d tensor is one batch; a list of ``(3, h, w)`` is zero-padded at
+    the bottom/right to the largest size rounded up to ``size_divisible``.
+
+    Returns
+    -------
+    ImageBatch or the input
+    """
+    if hasattr(images, 'tensors') and hasattr(images, 'image_sizes'):
+        return images
+    if isinstance(images, torch.Tensor) and images.dim() == 4:
+        return ImageBatch(images, [images.shape[-2:]] * images.shape[0])
+    if isinstance(images, torch.Tensor):
+        images = [images]
+    h = max(int(i.shape[1]) for i in images)
+    w = max(int(i.shape[2]) for i in images)
+    if size_divisible > 0:
+        h = (h + size_divisible - 1) // size_divisible * size_divisible
+        w = (w + size_divisible - 1) // size_divisible * size_divisible
+    out = images[0].new_zeros((len(images), images[0].shape[0], h, w))
+    for i, img in enumerate(images):
+        out[i, :, :img.shape[1], :img.shape[2]] = img
+    return ImageBatch(out, [i.shape[-2:] for i in images])
+
+
+class SGGDetector(nn.Module):
+    """SGB's ``GeneralizedRCNN`` without the relation head.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        SGB's config (``MODEL.RPN``, ``MODEL.ROI_HEADS``, ``MODEL.ROI_BOX_HEAD``,
+        ``MODEL.BACKBONE``, ``MODEL.RESNETS.BACKBONE_OUT_CHANNELS``,
+        ``DATALOADER.SIZE_DIVISIBILITY``, ``TEST.CUSTUM_EVAL``).
+    generator : torch.Generator, optional
+        Source of the RPN / box-head sampling draws (torch's global RNG when None, as SGB).
+    """
+
+    def __init__(self, cfg, generator=None):
+        super().__init__()
+        self.cfg = cfg.clone()
+        self.backbone = build_backbone(cfg)
+        self.rpn = RPNModule(cfg, self.backbone.out_channels, generator)
+        self.roi_heads = nn.ModuleDict(
+            OrderedDict(box=ROIBoxHead(cfg, self.backbone.out_channels, generator)))
+
+    def _check_targets(self, targets):
+        if self.training and targets is None:
+            raise ValueError('In training mode, targets should be passed')
+
+    def forward(self, images, targets=None):
+        """Training: loss dict (``loss_objectness``, ``loss_rpn_box_reg``,
+        ``loss_classifier``, ``loss_box_reg``). Evaluation: list of BoxList detections
+        (``pred_labels``, ``pred_scores``, ``labels`` = ``pred_labels``, ``predict_logits``
+        and the fc7 ``box_features`` of each detection).
+
+        Parameters
+        ----------
+        images : ImageList-like, tensor or list of tensors
+        targets : list of BoxList, optional
+        """
+        self._check_targets(targets)
+        images = to_image_batch(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
+        features = self.backbone(images.tensors)
+        proposals, rpn_losses = self.rpn(images.image_sizes, features, targets)
+        box = self.roi_heads['box']
+        if self.training:
+            _, _, box_losses = box(features, proposals, targets)
+            losses = dict(box_losses)
+            losses.update(rpn_losses)
+            return losses
+        x = box.feature_extractor(features, proposals)
+        class_logits, box_regression = box.predictor(x)
+        start = 0
+        for p in proposals:
+            p.add_field('predict_logits', class_logits[start:start + len(p)])
+            start += len(p)
+        x, result = box.post_processor((x, class_logits, box_regression), proposals,
+                                       relation_mode=False)
+        start = 0
+        for r, p in zip(result, proposals):
+            _attach_detection_fields(r, x[start:start + len(r)])
+            start += len(r)
+        return result
+
+
+def _attach_detection_fields(result, features):
+    result.add_field('labels', result.get_field('pred_labels'))
+    result.add_field('box_features', features)
+
+
+def build_detector(cfg, generator=None):
+    """The sgg-detector of ``cfg`` (``MODEL.RELATION_ON`` must be False).
+
+    Returns
+    -------
+    SGGDetector
+    """
+    if cfg.MODEL.RELATION_ON:
+        raise ValueError('build_detector: MODEL.RELATION_ON is True; the relation model is '
+                         'gluontrain.torch.sgg.modeling.model.build_relation_model')
+    return SGGDetector(cfg, generator)
+

@@ -1,0 +1,134 @@
+"""The relation model: Scene-Graph-Benchmark's ``GeneralizedRCNN`` with ``MODEL.RELATION_ON``
+(backbone, RPN, box head in relation mode, relation head), and ``fix_eval_modules`` of
+``tools/relation_train_net.py``.
+
+Modes (SGB README): PredCls = ``USE_GT_BOX`` and ``USE_GT_OBJECT_LABEL``; SGCls =
+``USE_GT_BOX`` only; SGDet = neither. In relation mode SGB drops the RPN and box losses; the
+training loss dict is the relation head's (``loss_rel``, ``loss_refine_obj`` + the
+predictor's ``add_losses``).
+
+Difference from SGB (docs/faithfulness.md): with ``USE_GT_BOX`` the RPN is not run (SGB runs
+it and discards its proposals and losses; its outputs never reach the relation head).
+"""
+from collections import OrderedDict
+
+from .detector import SGGDetector, to_image_batch
+from .relation_head import build_roi_relation_head
+
+__all__ = ['RelationModel', 'build_relation_model', 'fix_eval_modules', 'eval_modules',
+           'relation_mode', 'MODES']
+
+#: ``(USE_GT_BOX, USE_GT_OBJECT_LABEL)`` -> SGB's mode name.
+MODES = {(True, True): 'predcls', (True, False): 'sgcls', (False, False): 'sgdet'}
+
+
+def relation_mode(cfg):
+    """``'predcls'``, ``'sgcls'`` or ``'sgdet'`` from ``MODEL.ROI_RELATION_HEAD.USE_GT_BOX``
+    / ``USE_GT_OBJECT_LABEL``.
+
+    Raises
+    ------
+    ValueError
+        For ``USE_GT_BOX False`` with ``USE_GT_OBJECT_LABEL True`` (no such mode).
+    """
+    r = cfg.MODEL.ROI_RELATION_HEAD
+    key = (bool(r.USE_GT_BOX), bool(r.USE_GT_OBJECT_LABEL))
+    if key not in MODES:
+        raise ValueError('MODEL.ROI_RELATION_HEAD.USE_GT_BOX False with USE_GT_OBJECT_LABEL '
+                         'True is not a mode; use (True, True) PredCls, (True, False) SGCls '
+                         'or (False, False) SGDet')
+    return MODES[key]
+
+
+class RelationModel(SGGDetector):
+    """``backbone``, ``rpn``, ``roi_heads`` = {``box``, ``relation``} (SGB's names).
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        ``MODEL.RELATION_ON`` must be True.
+    relation_head : nn.Module
+        :class:`~.relation_head.ROIRelationHead`.
+    generator : torch.Generator, optional
+        RPN / box-head draws (SGDet).
+    """
+
+    def __init__(self, cfg, relation_head, generator=None):
+        if not cfg.MODEL.RELATION_ON:
+            raise ValueError('RelationModel needs MODEL.RELATION_ON True')
+        super().__init__(cfg, generator)
+        self.mode = relation_mode(cfg)
+        self.roi_heads['relation'] = relation_head
+
+    def forward(self, images, targets=None, logger=None):
+        """Training: the loss dict (``loss_rel``, ``loss_refine_obj``, add_losses).
+        Evaluation: list of BoxList per image with ``pred_labels``, ``pred_scores``,
+        ``rel_pair_idxs``, ``pred_rel_scores``, ``pred_rel_labels``.
+
+        Parameters
+        ----------
+        images : ImageList-like, tensor or list of tensors
+        targets : list of BoxList
+            Ground truth (``labels``, ``relation`` in training); needed in evaluation too
+            for PredCls / SGCls (the boxes) and SGDet without ``TEST.CUSTUM_EVAL`` (labels).
+        logger : logging.Logger, optional
+            Passed to the predictor.
+        """
+        self._check_targets(targets)
+        images = to_image_batch(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
+        features = self.backbone(images.tensors)
+        if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX:
+            proposals = None
+        else:
+            proposals, _ = self.rpn(images.image_sizes, features, targets)
+        _, detections, _ = self.roi_heads['box'](features, proposals, targets)
+        _, result, losses = self.roi_heads['relation'](features, detections, targets, logger)
+        if self.training:
+            return OrderedDict(losses)
+        return result
+
+
+def eval_modules(model):
+    """SGB's ``eval_modules``: ``(model.rpn, model.backbone, model.roi_heads.box)``."""
+    return (model.rpn, model.backbone, model.roi_heads['box'])
+
+
+def fix_eval_modules(modules):
+    """SGB's ``fix_eval_modules``: ``requires_grad=False`` on every parameter of the modules.
+
+    As SGB, the modules are not put in eval mode (their batch norms, if any, keep their
+    mode; SGB's ResNet uses frozen batch norm). Call again after each ``model.train()``
+    as SGB's loop does (a no-op for parameters, kept for the same structure).
+
+    Parameters
+    ----------
+    modules : iterable of nn.Module
+    """
+    for module in modules:
+        for _, param in module.named_parameters():
+            param.requires_grad = False
+
+
+def build_relation_model(cfg, statistics=None, predictor=None, generator=None, rng=None):
+    """SGB's ``build_detection_model`` with ``MODEL.RELATION_ON``.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    statistics : dict, optional
+        ``get_statistics(cfg)`` output, for the predictor.
+    predictor : nn.Module, optional
+        Overrides ``MODEL.ROI_RELATION_HEAD.PREDICTOR``.
+    generator : torch.Generator, optional
+        Torch draws of the RPN / box / relation sampling.
+    rng : numpy.random.RandomState, optional
+        NumPy draws of ``detect_relsample``.
+
+    Returns
+    -------
+    RelationModel
+    """
+    relation_mode(cfg)
+    out_channels = cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS
+    head = build_roi_relation_head(cfg, out_channels, statistics, predictor, generator, rng)
+    return RelationModel(cfg, head, generator)
