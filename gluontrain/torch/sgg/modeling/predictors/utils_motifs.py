@@ -19,7 +19,8 @@ from ....ops import box_iou
 __all__ = ['cat', 'obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
            'get_dropout_mask', 'center_x', 'sort_by_score', 'sort_rois',
            'transpose_packed_sequence_inds', 'nms_overlaps', 'obj_prediction_nms',
-           'layer_init', 'get_box_info', 'get_box_pair_info', 'make_fc']
+           'layer_init', 'get_box_info', 'get_box_pair_info', 'make_fc', 'relation_mode',
+           'class_names', 'pair_features', 'check_inputs']
 
 logger = logging.getLogger(__name__)
 # word-vector files already warned about (one warning per file and process, not per layer)
