@@ -230,9 +230,11 @@ class Checkpointer:
         return result
 
     def _load_model(self, state_dict, load_mapping, path):
-        from .modeling.load_mapping import load_state_dict  # pylint: disable=import-outside-toplevel
+        from .modeling.load_mapping import load_state_dict_with_mapping  # pylint: disable=import-outside-toplevel
         try:
-            load_state_dict(unwrap_model(self.model), state_dict, load_mapping)
+            load_state_dict_with_mapping(unwrap_model(self.model), state_dict, load_mapping)
+        except ValueError as exc:
+            raise ValueError('{}: {}'.format(path, exc)) from None
         except RuntimeError as exc:
             lines = [' '.join(line.split()) for line in str(exc).splitlines() if line.strip()]
             raise ValueError('{} does not fit this model: {}; pass weights of the same '

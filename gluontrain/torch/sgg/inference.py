@@ -97,7 +97,7 @@ def accumulate_predictions(predictions_per_process):
 
 
 def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device="cpu",
-              output_folder=None, logger=None):
+              output_folder=None, logger=None, zeroshot_triplet=None):
     """SGB's ``inference``: predictions (or the cached ``eval_results.pytorch`` when
     ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`evaluate`.
 
@@ -113,6 +113,8 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
     output_folder : str, optional
         Where the evaluation writes ``eval_results.pytorch`` / ``result_dict.pytorch``.
     logger : logging.Logger, optional
+    zeroshot_triplet : str or ndarray, optional
+        Zero-shot triplets (file or array) for zR@K; None prints nan there.
 
     Returns
     -------
@@ -145,15 +147,17 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
                 get_world_size())
     if predictions is None:
         return -1.0, {}
-    return evaluate(cfg, dataset, predictions, output_folder, logger, iou_types)
+    return evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
+                    zeroshot_triplet)
 
 
-def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types):
-    """The VG evaluation of :mod:`.evaluation.vg_eval` (sgg-eval), as ``(score,
-    result_dict)``."""
+def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
+             zeroshot_triplet=None):
+    """The VG evaluation (:func:`.evaluation.vg_eval.do_vg_evaluation`) as ``(score,
+    result_dict)`` (an empty dict without relations)."""
     from .evaluation.vg_eval import do_vg_evaluation  # pylint: disable=import-outside-toplevel
-    out = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
-                           output_folder=output_folder, logger=logger, iou_types=iou_types)
-    if isinstance(out, tuple):
-        return float(out[0]), dict(out[1])
-    return float(out), {}
+    score, result = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
+                                     output_folder=output_folder, logger=logger,
+                                     iou_types=iou_types, zeroshot_triplet=zeroshot_triplet,
+                                     return_result_dict=True)
+    return float(score), dict(result or {})

@@ -23,14 +23,13 @@ from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ..distributed import get_rank, get_world_size, unwrap_model
-from ..passes import PassPositionHook, SkippingBatchSampler
 from ..step import seed_all
 from .args import OUTPUT_ARGUMENT, config_from_args, parse_args
 from .checkpoint import DETECTOR_LOAD_MAPPING, Checkpointer
 from .inference import iou_types_of
 from .solver import make_lr_scheduler, make_optimizer
-from .train import (PeriodicCheckpointHook, ScheduleHook, SGBLogHook, SGGStep,
-                    eval_modules_of, run_test, run_val)
+from .train import (PeriodicCheckpointHook, fix_eval_modules, ScheduleHook, SGBLogHook, SGGStep, run_test,
+                    run_val)
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'do_train', 'build_model', 'PREFIX', 'OUTPUT_ARGUMENT']
@@ -48,13 +47,13 @@ def _cfg(args):
 
 def get_dataset(dataset, args):
     """``(train_dataset, val_dataset, iou_types)``: SGB's ``VGDataset`` for
-    ``DATASETS.TRAIN[0]`` and ``DATASETS.VAL[0]`` with SGB's transforms.
+    ``DATASETS.TRAIN`` and ``DATASETS.VAL[0]`` with SGB's transforms.
 
     Parameters
     ----------
     dataset : str or None
         The VG folder (overrides ``DATASETS.DATA_DIR``).
-    args : argparse.Namespace
+    args : argparse.Namespace or yacs.config.CfgNode
     """
     from .data.build import build_dataset  # pylint: disable=import-outside-toplevel
     from .data.transforms import build_transforms  # pylint: disable=import-outside-toplevel
@@ -66,36 +65,72 @@ def get_dataset(dataset, args):
     return train_ds, val_ds, iou_types_of(cfg)
 
 
+def make_loader(cfg, dataset, is_train, start_iter=0, images_per_batch=None,
+                num_workers=None):
+    """SGB's ``make_data_loader`` for one dataset (sgg-data's samplers and collator):
+    aspect-ratio grouped batches; training iteration-based (``SOLVER.MAX_ITER`` batches,
+    seeded shuffles, exact from ``start_iter``), evaluation one pass.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    dataset : VGDataset
+    is_train : bool
+    start_iter : int
+    images_per_batch : int, optional
+        All processes together (default ``SOLVER.IMS_PER_BATCH`` / ``TEST.IMS_PER_BATCH``).
+    num_workers : int, optional
+        Default ``DATALOADER.NUM_WORKERS``.
+
+    Returns
+    -------
+    torch.utils.data.DataLoader
+    """
+    from .data import build as data_build  # pylint: disable=import-outside-toplevel
+    from .data.collate import BatchCollator  # pylint: disable=import-outside-toplevel
+    world, rank = get_world_size(), get_rank()
+    key = 'SOLVER.IMS_PER_BATCH' if is_train else 'TEST.IMS_PER_BATCH'
+    ims = images_per_batch or (cfg.SOLVER.IMS_PER_BATCH if is_train
+                               else cfg.TEST.IMS_PER_BATCH)
+    if ims % world:
+        raise ValueError('{} ({}) must be divisible by the number of processes ({})'.format(
+            key, ims, world))
+    seed = max(cfg.SEED, 0)
+    sampler = data_build.make_data_sampler(dataset, is_train or world > 1, world > 1, rank,
+                                           world, seed)
+    batch_sampler = data_build.make_batch_data_sampler(
+        dataset, sampler, [1] if cfg.DATALOADER.ASPECT_RATIO_GROUPING else [], ims // world,
+        cfg.SOLVER.MAX_ITER if is_train else None, start_iter if is_train else 0)
+    generator = torch.Generator()
+    generator.manual_seed(seed + start_iter)
+    return torch.utils.data.DataLoader(
+        dataset, batch_sampler=batch_sampler,
+        num_workers=cfg.DATALOADER.NUM_WORKERS if num_workers is None else num_workers,
+        collate_fn=BatchCollator(cfg.DATALOADER.SIZE_DIVISIBILITY), generator=generator)
+
+
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers,
                    args):
-    """SGB's loaders: training batches of ``SOLVER.IMS_PER_BATCH / world`` images grouped by
-    aspect ratio (one pass, skippable for resume), validation ``TEST.IMS_PER_BATCH / world``
-    in order; SGB's collator (padding to ``DATALOADER.SIZE_DIVISIBILITY``).
+    """SGB's loaders (:func:`make_loader`): training ``SOLVER.MAX_ITER`` batches of
+    ``SOLVER.IMS_PER_BATCH / world`` images, validation ``TEST.IMS_PER_BATCH / world``.
 
     ``net`` and ``data_shape`` are ignored (the transforms come from the config);
     ``batch_size`` / ``num_workers`` of None take the config's.
     """
-    from .data import build as data_build  # pylint: disable=import-outside-toplevel
     cfg = _cfg(args)
-    world = get_world_size()
-    ims = batch_size or cfg.SOLVER.IMS_PER_BATCH
-    if ims % world:
-        raise ValueError('SOLVER.IMS_PER_BATCH ({}) must be divisible by the number of '
-                         'processes ({})'.format(ims, world))
-    workers = cfg.DATALOADER.NUM_WORKERS if num_workers is None else num_workers
-    train_loader = data_build.make_train_pass_loader(
-        cfg, train_dataset, ims // world, workers, batch_sampler_wrapper=SkippingBatchSampler)
-    val_loader = data_build.make_eval_loader(cfg, val_dataset, workers)
-    if len(train_loader) == 0:
-        raise ValueError('the training split gives no batch: check DATASETS.DATA_DIR')
-    return train_loader, val_loader
+    return (make_loader(cfg, train_dataset, True, 0, batch_size, num_workers),
+            make_loader(cfg, val_dataset, False, num_workers=num_workers))
 
 
 def build_model(cfg, statistics=None):
     """The relation model (``MODEL.RELATION_ON``) or the sgg-detector, on
     ``MODEL.DEVICE``."""
-    from .modeling.model import build_detection_model  # pylint: disable=import-outside-toplevel
-    model = build_detection_model(cfg, statistics)
+    if cfg.MODEL.RELATION_ON:
+        from .modeling.model import build_relation_model  # pylint: disable=import-outside-toplevel
+        model = build_relation_model(cfg, statistics)
+    else:
+        from .modeling.detector import build_detector  # pylint: disable=import-outside-toplevel
+        model = build_detector(cfg)
     return model.to(torch.device(cfg.MODEL.DEVICE))
 
 
@@ -131,11 +166,12 @@ def _result_names(cfg, result):
     return names, values
 
 
-def validate(net, val_data, ctx, eval_metric, args=None, cfg=None):
+def validate(net, val_data, ctx, eval_metric, args=None, cfg=None, zeroshot=None):
     """SGB's ``run_val`` on ``val_data``: ``(names, values)``, every metric of the evaluation
-    and SGB's validation score (``val_score``: mean R@100 of the mode, or box mAP) last."""
+    and SGB's validation score (``val_score``: mean R@100 of the mode, or box mAP) last.
+    ``eval_metric`` (SGB's iou_types) is read from the config."""
     cfg = cfg if cfg is not None else _cfg(args)
-    score, result = run_val(cfg, net, [val_data])
+    score, result = run_val(cfg, net, [val_data], zeroshot=zeroshot)
     names, values = _result_names(cfg, result)
     return names + ['val_score'], values + [score]
 
@@ -148,14 +184,13 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
                                    best_map, current_map, epoch, save_interval, prefix, '.pth')
 
 
-def _slow_heads(cfg, model):
+def _slow_heads(cfg):
     """relation_train_net.py:55-59: IMP's relation box and union feature extractors train at
-    lr / 10; named by the model (``slow_heads`` attribute) or SGB's module paths."""
-    if cfg.MODEL.ROI_RELATION_HEAD.PREDICTOR != "IMPPredictor":
+    lr / 10 (the predictor class's ``SLOW_HEADS``)."""
+    if not cfg.MODEL.RELATION_ON:
         return []
-    return list(getattr(model, 'slow_heads', None) or [
-        "roi_heads.relation.box_feature_extractor",
-        "roi_heads.relation.union_feature_extractor.feature_extractor"])
+    from .modeling.predictors import slow_heads  # pylint: disable=import-outside-toplevel
+    return slow_heads(cfg)
 
 
 def _tensorboard(cfg):
@@ -182,10 +217,12 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     relation = mode == 'relation'
     model = unwrap_model(net)
     is_main = get_rank() == 0
-    eval_modules = eval_modules_of(model) if relation else ()
-    from .train import fix_eval_modules  # pylint: disable=import-outside-toplevel
-    fix_eval_modules(eval_modules)
-    optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg, model),
+    eval_modules = ()
+    if relation:
+        from .modeling.model import eval_modules as sgb_eval_modules  # pylint: disable=import-outside-toplevel
+        eval_modules = sgb_eval_modules(model)
+        fix_eval_modules(eval_modules)
+    optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg),
                                slow_ratio=10.0, rl_factor=float(cfg.SOLVER.IMS_PER_BATCH))
     scheduler = make_lr_scheduler(cfg, optimizer, logger)
     checkpointer = Checkpointer(cfg, model, optimizer, scheduler, cfg.OUTPUT_DIR,
@@ -198,16 +235,17 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     periodic = PeriodicCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter,
                                       schedule)
 
+    zs = [zeroshot_triplets(cfg, train_data.dataset, val_data.dataset)]
+
     def run_validation():
-        names, values = validate(net, val_data, [device], None, cfg=cfg)
+        names, values = validate(net, val_data, [device], None, cfg=cfg, zeroshot=zs)
         logger.info("Validation Result: %.4f", values[-1])
         return names, values
 
     hooks = build_hooks(
         paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
         log_interval=0, num_batches=len(train_data),
-        recipe_hooks=[PassPositionHook(getattr(train_data, 'batch_sampler', None)),
-                      SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
+        recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
         validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
         samples_hook=_samples_hook(cfg, model, val_data, paths, device) if is_main else None,
@@ -233,7 +271,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         logger.info('resumed from %s at iteration %d', state.resumed_from, state.iteration)
     elif relation:
         checkpointer.load(cfg.MODEL.PRETRAINED_DETECTOR_CKPT or None, with_optim=False,
-                          load_mapping=_load_mapping(cfg, model),
+                          load_mapping=_load_mapping(cfg),
                           what='MODEL.PRETRAINED_DETECTOR_CKPT')
     else:
         checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT')
@@ -241,18 +279,19 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         logger.info("Validate before training")
         run_validation()
     logger.info("Start training")
-    start = state.iteration // max(len(train_data), 1)
-    if state.resumed_from:
-        state.resume_batch = state.iteration - start * len(train_data)
+    if state.iteration:
+        # the iteration-based sampler replays the draws before it and starts there
+        train_data.batch_sampler.start_iter = state.iteration
+        state.resume_batch = state.iteration
     step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger)
-    state = run_loop(step, train_data, hooks, start, None, state, max_iter=max_iter)
+    state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     return state
 
 
-def _load_mapping(cfg, model):
-    mapping = dict(getattr(model, 'load_mapping', None) or DETECTOR_LOAD_MAPPING)
+def _load_mapping(cfg):
+    mapping = dict(DETECTOR_LOAD_MAPPING)
     if cfg.MODEL.ATTRIBUTE_ON:
         mapping["roi_heads.relation.att_feature_extractor"] = \
             "roi_heads.attribute.feature_extractor"
@@ -375,22 +414,36 @@ def run(argv=None, mode='relation'):
         state = do_train(cfg, net, train_data, val_data, ctx[0], mode, logger,
                          header=[str(args), cfg.dump()])
         if not args.skip_test:
-            state.scores['test'] = test(cfg, net)
+            state.scores['test'] = test(cfg, net, train_ds)
         return state
     finally:
         if started:
             torch.distributed.destroy_process_group()
 
 
-def test(cfg, net):
+def zeroshot_triplets(cfg, train_dataset, eval_dataset):
+    """Zero-shot triplets of ``eval_dataset`` for zR@K: ``TEST.RELATION.ZERO_SHOT_FILE``
+    (computed and written there when missing), else computed from the training split
+    (SGB ships a file for VG150's test split). None without relations."""
+    if not cfg.MODEL.RELATION_ON or train_dataset is None:
+        return None
+    from .evaluation import zeroshot  # pylint: disable=import-outside-toplevel
+    base = getattr(train_dataset, 'datasets', [train_dataset])[0]
+    if cfg.TEST.RELATION.ZERO_SHOT_FILE:
+        return zeroshot.load_or_compute_zeroshot_triplets(cfg.TEST.RELATION.ZERO_SHOT_FILE,
+                                                          base, eval_dataset)
+    return zeroshot.compute_zeroshot_triplets(base, eval_dataset)
+
+
+def test(cfg, net, train_dataset=None, data_dir=None):
     """SGB's ``run_test`` on ``DATASETS.TEST`` (loaders built here)."""
     from .data.build import build_dataset  # pylint: disable=import-outside-toplevel
-    from .data import build as data_build  # pylint: disable=import-outside-toplevel
     from .data.transforms import build_transforms  # pylint: disable=import-outside-toplevel
-    loaders = [data_build.make_eval_loader(cfg, build_dataset(
-        cfg, [name], build_transforms(cfg, False), is_train=False)[0],
-        cfg.DATALOADER.NUM_WORKERS) for name in cfg.DATASETS.TEST]
-    return run_test(cfg, net, loaders)
+    datasets = build_dataset(cfg, cfg.DATASETS.TEST, build_transforms(cfg, False),
+                             is_train=False, data_dir=data_dir)
+    loaders = [make_loader(cfg, ds, False) for ds in datasets]
+    return run_test(cfg, net, loaders,
+                    zeroshot=[zeroshot_triplets(cfg, train_dataset, ds) for ds in datasets])
 
 
 def main(argv=None):

@@ -31,37 +31,16 @@ from ...core.hooks import hooks_state_dict
 from ...core.loop import Hook
 from ..distributed import all_reduce_mean, get_rank, get_world_size, is_distributed
 from .inference import inference, iou_types_of
+from .modeling.model import fix_eval_modules
 from .solver import clip_grad_norm
 
-__all__ = ['fix_eval_modules', 'eval_modules_of', 'SGGStep', 'ScheduleHook',
+__all__ = ['fix_eval_modules', 'SGGStep', 'ScheduleHook',
            'PeriodicCheckpointHook', 'SGBLogHook', 'run_val', 'run_test', 'LOG_PERIOD']
 
 #: SGB logs its iteration line every 200 iterations and at the last one.
 LOG_PERIOD = 200
 
 _LOG = logging.getLogger('gluontrain.sgg')
-
-
-def fix_eval_modules(eval_modules):
-    """SGB's ``fix_eval_modules``: freeze every parameter of ``eval_modules`` (their
-    ``train()`` mode is kept: SGB relies on ``self.training`` inside them).
-
-    Parameters
-    ----------
-    eval_modules : iterable of torch.nn.Module
-    """
-    for module in eval_modules:
-        for _, param in module.named_parameters():
-            param.requires_grad = False
-
-
-def eval_modules_of(model):
-    """relation_train_net.py:50: ``(model.rpn, model.backbone, model.roi_heads.box)``, the
-    pretrained detector, for the modules the model has."""
-    mods = [getattr(model, 'rpn', None), getattr(model, 'backbone', None)]
-    roi_heads = getattr(model, 'roi_heads', None)
-    mods.append(getattr(roi_heads, 'box', None) if roi_heads is not None else None)
-    return tuple(m for m in mods if m is not None)
 
 
 class SGGStep:
@@ -235,9 +214,12 @@ def _mean_over_ranks(score):
     return float(sum(valid) / len(valid)) if valid else -1.0
 
 
-def run_val(cfg, model, val_data_loaders, distributed=False, logger=None):
+def run_val(cfg, model, val_data_loaders, distributed=False, logger=None, zeroshot=None):
     """SGB's ``run_val``: evaluate every ``DATASETS.VAL`` loader, return the validation score
     (mean R@100 of the mode; box mAP for the detector), the same on every rank.
+
+    zeroshot : list, optional
+        Per dataset, the zero-shot triplets (array or file) for zR@K.
 
     Returns
     -------
@@ -246,14 +228,15 @@ def run_val(cfg, model, val_data_loaders, distributed=False, logger=None):
     """
     model = model.module if hasattr(model, 'module') else model
     score, result = -1.0, {}
-    for name, loader in zip(cfg.DATASETS.VAL, val_data_loaders):
+    zeroshot = zeroshot or [None] * len(val_data_loaders)
+    for name, loader, zs in zip(cfg.DATASETS.VAL, val_data_loaders, zeroshot):
         score, result = inference(cfg, model, loader, dataset_name=name,
                                   iou_types=iou_types_of(cfg), device=cfg.MODEL.DEVICE,
-                                  output_folder=None, logger=logger)
+                                  output_folder=None, logger=logger, zeroshot_triplet=zs)
     return _mean_over_ranks(score), result
 
 
-def run_test(cfg, model, test_data_loaders, distributed=False, logger=None):
+def run_test(cfg, model, test_data_loaders, distributed=False, logger=None, zeroshot=None):
     """SGB's ``run_test``: evaluate every ``DATASETS.TEST`` loader, writing into
     ``OUTPUT_DIR/inference/<name>/`` (rank 0).
 
@@ -264,7 +247,8 @@ def run_test(cfg, model, test_data_loaders, distributed=False, logger=None):
     """
     model = model.module if hasattr(model, 'module') else model
     out = []
-    for name, loader in zip(cfg.DATASETS.TEST, test_data_loaders):
+    zeroshot = zeroshot or [None] * len(test_data_loaders)
+    for name, loader, zs in zip(cfg.DATASETS.TEST, test_data_loaders, zeroshot):
         folder = None
         if cfg.OUTPUT_DIR:
             folder = os.path.join(cfg.OUTPUT_DIR, "inference", name)
@@ -272,5 +256,5 @@ def run_test(cfg, model, test_data_loaders, distributed=False, logger=None):
                 os.makedirs(folder, exist_ok=True)
         out.append(inference(cfg, model, loader, dataset_name=name,
                              iou_types=iou_types_of(cfg), device=cfg.MODEL.DEVICE,
-                             output_folder=folder, logger=logger))
+                             output_folder=folder, logger=logger, zeroshot_triplet=zs))
     return out
