@@ -1,0 +1,88 @@
+"""Bounded learnability of the scene-graph recipe on generated VG data (held-out test split):
+PredCls R@50 of a trained MOTIFS model beats the frequency-bias-only baseline and is far
+above the untrained model; SGCls and SGDet run end to end and report every metric."""
+import logging
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from gluontrain.data.vg import write_vg
+from gluontrain.torch.sgg import recipe
+from gluontrain.torch.sgg.baseline import frequency_baseline
+from gluontrain.torch.sgg.evaluation.vg_eval import do_vg_evaluation
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+CONFIGS = os.path.join(REPO, 'gluontrain', 'torch', 'sgg', 'configs')
+TEST_SET = 'VG_stanford_filtered_with_attribute_test'
+# Measured (seed 0, 100 train / 25 test images, 2 CPU cores, 1m45s): R@50 PredCls on the test
+# split untrained 0.0862 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065,
+# trained 0.1554. The trained model still leans on the frequent predicates ('on', 'in').
+TRAIN = ['SOLVER.MAX_ITER', '400', 'SOLVER.STEPS', '(300,)', 'SOLVER.BASE_LR', '0.02',
+         'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '400']
+
+
+@pytest.fixture(scope='module')
+def vg_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp('vg')
+    write_vg(str(root), num_train=100, num_val=25, seed=0)
+    return str(root)
+
+
+def _run(config, vg_root, out, *opts):
+    state = recipe.main(['--config-file', os.path.join(CONFIGS, config), '--data-dir', vg_root,
+                         'OUTPUT_DIR', str(out)] + list(opts))
+    score, result = state.scores['test'][0]
+    return state, score, result
+
+
+def _r50(result, mode='predcls'):
+    return float(np.mean(result[mode + '_recall'][50]))
+
+
+@pytest.mark.slow
+def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
+    _, _, untrained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'untrained',
+                           'SOLVER.MAX_ITER', '0', 'SOLVER.TO_VAL', 'False')
+    state, _, trained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'trained', *TRAIN)
+    assert state.iteration == 400
+    folder = tmp_path / 'trained' / 'inference' / TEST_SET
+    saved = torch.load(str(folder / 'eval_results.pytorch'), weights_only=False)
+    stats = torch.load(str(tmp_path / 'trained' /
+                           'VG_stanford_filtered_with_attribute_train_statistics.cache'),
+                       weights_only=False)
+    cfg = recipe.config_from_args(recipe.parse_args([
+        '--config-file', os.path.join(CONFIGS, 'predcls_motifs_cpu.yaml'), '--data-dir',
+        vg_root]))
+    test_ds = _test_dataset(cfg, vg_root)
+    _, freq = do_vg_evaluation(cfg, test_ds, frequency_baseline(saved['predictions'],
+                                                                stats['pred_dist']),
+                               None, logging.getLogger('freq'), ('relations',),
+                               return_result_dict=True)
+    r_untrained, r_freq, r_trained = _r50(untrained), _r50(freq), _r50(trained)
+    print('PredCls R@50 untrained {:.4f} frequency {:.4f} trained {:.4f}'.format(
+        r_untrained, r_freq, r_trained))
+    assert r_trained > r_freq + 0.03
+    assert r_trained > r_untrained + 0.05
+
+
+def _test_dataset(cfg, vg_root):
+    from gluontrain.torch.sgg.data.build import build_dataset
+    from gluontrain.torch.sgg.data.transforms import build_transforms
+    return build_dataset(cfg, cfg.DATASETS.TEST, build_transforms(cfg, False), is_train=False,
+                         data_dir=vg_root)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('config, mode', [('sgcls_motifs_cpu.yaml', 'sgcls'),
+                                          ('sgdet_motifs_cpu.yaml', 'sgdet')])
+def test_sgcls_and_sgdet_end_to_end(vg_root, tmp_path, config, mode):
+    state, score, result = _run(config, vg_root, tmp_path, 'SOLVER.MAX_ITER', '20',
+                                'SOLVER.VAL_PERIOD', '20', 'SOLVER.CHECKPOINT_PERIOD', '20')
+    assert state.iteration == 20 and 0.0 <= score <= 1.0
+    for key in ('_recall', '_recall_nogc', '_zeroshot_recall', '_ng_zeroshot_recall',
+                '_mean_recall', '_ng_mean_recall'):
+        assert set(result[mode + key]) == {20, 50, 100}, key
+    assert os.path.isfile(str(tmp_path / 'model_final.pth'))
