@@ -200,7 +200,8 @@ def test_missing_entry_in_generated_image_data(gen_root, tmp_path):
     del data[5]
     with open(path, 'w') as f:
         json.dump(data, f)
-    with pytest.raises(ValueError, match='21 entries .* but .* has 22 image rows'):
+    with pytest.raises(ValueError, match='21 entries .* but .* has 22 image rows.*First mismatch: '
+                       'h5 image row [56] '):
         VGDataset('test', **vg_files(root))
 
 
