@@ -156,3 +156,13 @@ def test_distributed_loaders_shard_each_pass(gen_root, tmp_path):
     cfg.SOLVER.IMS_PER_BATCH = 3
     with pytest.raises(ValueError, match=r'SOLVER.IMS_PER_BATCH \(3\) must be divisible'):
         make_data_loader(cfg, 'train', is_distributed=True, rank=0, world_size=2)
+
+
+def test_same_seed_same_batches_with_workers(gen_root, tmp_path):
+    """Worker processes draw flips from seeds the loader's seeded generator gives them."""
+    cfg = data_cfg(gen_root, str(tmp_path), **{'DATALOADER.NUM_WORKERS': 2,
+                                               'MODEL.FLIP_AUG': True, 'SOLVER.MAX_ITER': 4})
+    runs = [[(b[0].tensors, [t.bbox for t in b[1]]) for b in make_data_loader(cfg, seed=1)]
+            for _ in range(2)]
+    for (ia, ta), (ib, tb) in zip(*runs):
+        assert torch.equal(ia, ib) and all(torch.equal(a, b) for a, b in zip(ta, tb))
