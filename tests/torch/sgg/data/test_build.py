@@ -166,3 +166,15 @@ def test_same_seed_same_batches_with_workers(gen_root, tmp_path):
             for _ in range(2)]
     for (ia, ta), (ib, tb) in zip(*runs):
         assert torch.equal(ia, ib) and all(torch.equal(a, b) for a, b in zip(ta, tb))
+
+
+def test_two_training_datasets_are_concatenated(gen_root, tmp_path):
+    cfg = data_cfg(gen_root, str(tmp_path))
+    cfg.DATASETS.TRAIN = ('VG_stanford_filtered_with_attribute_train',
+                          'VG_stanford_filtered_with_attribute_val')
+    loader = make_data_loader(cfg, 'train')
+    dataset = loader.dataset
+    n_train = len(dataset.datasets[0])
+    assert len(dataset) == n_train + 2
+    assert dataset.get_img_info(n_train) == dataset.datasets[1].get_img_info(0)
+    assert len(list(loader)) == 7
