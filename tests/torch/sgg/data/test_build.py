@@ -14,6 +14,7 @@ from gluontrain.torch.sgg.data.samplers import (DistributedSampler, GroupedBatch
                                                 SeededRandomSampler)
 from gluontrain.torch.sgg.structures import BoxList
 
+from . import sgb_reference
 from .conftest import data_cfg
 
 
@@ -178,3 +179,43 @@ def test_two_training_datasets_are_concatenated(gen_root, tmp_path):
     assert len(dataset) == n_train + 2
     assert dataset.get_img_info(n_train) == dataset.datasets[1].get_img_info(0)
     assert len(list(loader)) == 7
+
+
+def test_samplers_same_as_sgb():
+    grouped = sgb_reference.load_file(
+        'maskrcnn_benchmark/data/samplers/grouped_batch_sampler.py', 'sgb_grouped')
+    iteration = sgb_reference.load_file(
+        'maskrcnn_benchmark/data/samplers/iteration_based_batch_sampler.py', 'sgb_iteration')
+    dist = sgb_reference.load_file('maskrcnn_benchmark/data/samplers/distributed.py',
+                                   'sgb_distributed')
+    if grouped is None or iteration is None or dist is None:
+        pytest.skip('SGB mirror not available')
+    g = torch.Generator().manual_seed(0)
+    for n, batch in ((23, 4), (50, 3), (31, 8)):
+        # a random grouping with every group well filled: SGB fails when a rank's share
+        # misses a group (see the next test)
+        group_ids = [i % 3 for i in torch.randperm(n, generator=g).tolist()]
+        for rank in range(2):
+            # the distributed order (seed 0 = SGB's) through both batchers
+            ref_s = dist.DistributedSampler(range(n), num_replicas=2, rank=rank)
+            ours_s = DistributedSampler(range(n), 2, rank, seed=0)
+            ref = iteration.IterationBasedBatchSampler(
+                grouped.GroupedBatchSampler(ref_s, group_ids, batch), 40, start_iter=5)
+            ours = IterationBasedBatchSampler(GroupedBatchSampler(ours_s, group_ids, batch), 40,
+                                              start_iter=5, exact_resume=False)
+            assert list(ref) == list(ours)
+            ref = grouped.GroupedBatchSampler(SequentialSampler(range(n)), group_ids, batch,
+                                              drop_uneven=True)
+            assert list(ref) == list(GroupedBatchSampler(SequentialSampler(range(n)), group_ids,
+                                                         batch, drop_uneven=True))
+
+
+def test_grouped_sampler_with_a_group_missing_from_the_share():
+    """maskrcnn-benchmark raises IndexError when a group has no sampled index."""
+    share = DistributedSampler(range(4), 2, 0, shuffle=False)  # indices 0, 1: group 0 only
+    assert list(GroupedBatchSampler(share, [0, 0, 1, 1], 2)) == [[0, 1]]
+    grouped = sgb_reference.load_file(
+        'maskrcnn_benchmark/data/samplers/grouped_batch_sampler.py', 'sgb_grouped')
+    if grouped is not None:
+        with pytest.raises(IndexError):
+            list(grouped.GroupedBatchSampler(share, [0, 0, 1, 1], 2))

@@ -8,6 +8,7 @@ import torch
 from gluontrain.torch.sgg.data import VGDataset, get_dataset_statistics, get_statistics
 from gluontrain.torch.sgg.data.statistics import statistics_dict, statistics_file
 
+from . import sgb_reference
 from .conftest import NEAR, ON, A, B, C, data_cfg, vg_files
 
 
@@ -96,3 +97,31 @@ def test_needs_one_training_dataset(tiny_root, tmp_path):
     cfg.DATASETS.TRAIN = ()
     with pytest.raises(ValueError, match='exactly one'):
         get_dataset_statistics(cfg)
+
+
+@pytest.mark.filterwarnings('ignore::DeprecationWarning')  # SGB's np.float/np.bool
+def test_same_as_sgb_statistics(gen_root, capsys):
+    """SGB's get_VG_statistics and VGDataset.get_statistics from the mirror, with its fixed
+    num_val_im=5000 set to the dataset's 4."""
+    sgb = sgb_reference.load()
+    if sgb is None:
+        pytest.skip('SGB mirror not available')
+    files = vg_files(gen_root)
+    sgb.NUM_VAL_IM = 4
+    try:
+        for must_overlap in (True, False):
+            fg, bg = sgb.get_VG_statistics(must_overlap=must_overlap, **files)
+            ours = VGDataset('train', num_val_im=4, filter_duplicate_rels=False, **files)
+            fg2, bg2 = get_statistics(ours, must_overlap=must_overlap)
+            np.testing.assert_array_equal(fg, fg2)
+            np.testing.assert_array_equal(bg, bg2)
+            assert fg.sum() > 20 and bg.sum() > fg[:, :, 1:].sum() / 2
+        ref = sgb.VGDataset('test', num_val_im=4, **files).get_statistics()
+    finally:
+        sgb.NUM_VAL_IM = 5000
+    ours = VGDataset('test', num_val_im=4, **files).get_statistics()
+    assert torch.equal(ref['fg_matrix'], ours['fg_matrix'])
+    assert torch.equal(ref['pred_dist'], ours['pred_dist'])
+    for k in ('obj_classes', 'rel_classes', 'att_classes'):
+        assert ref[k] == ours[k]
+    capsys.readouterr()  # SGB's tqdm bars

@@ -10,6 +10,8 @@ from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.data import transforms as T
 from gluontrain.torch.sgg.structures import BoxList
 
+from . import sgb_reference
+
 
 @pytest.mark.parametrize('size,want', [
     ((1000, 500), (500, 1000)),   # 1000/500*600 > 1000: shorter side round(1000*500/1000)
@@ -96,3 +98,20 @@ def test_color_jitter_factor_range():
     values = {np.asarray(T.ColorJitter(brightness=0.5)(img, None)[0])[0, 0, 0]
               for _ in range(20)}
     assert len(values) > 5 and min(values) >= 50 and max(values) <= 150
+
+
+def test_get_size_same_as_sgb():
+    sgb = sgb_reference.load_file('maskrcnn_benchmark/data/transforms/transforms.py',
+                                  'sgb_transforms')
+    if sgb is None:
+        pytest.skip('SGB mirror not available')
+    rng = np.random.default_rng(0)
+    for min_size, max_size in (((600,), 1000), ((480, 512, 600), 1000), ((800,), 1333),
+                               ((64,), 100), ((600,), None)):
+        ref, ours = sgb.Resize(min_size, max_size), T.Resize(min_size, max_size)
+        for _ in range(300):
+            size = tuple(int(v) for v in rng.integers(20, 2000, 2))
+            state = random.getstate()
+            want = ref.get_size(size)
+            random.setstate(state)
+            assert ours.get_size(size) == want, (size, min_size, max_size)

@@ -13,6 +13,7 @@ from gluontrain.data import vg
 from gluontrain.torch.sgg.data import VGDataset
 from gluontrain.torch.sgg.data.vg_dataset import box_filter
 
+from . import sgb_reference
 from .conftest import NEAR, ON, A, B, C, TINY, vg_files, write_tiny
 
 
@@ -235,3 +236,33 @@ def test_relation_pointing_outside_its_image_is_named(tiny_root):
 def test_bad_split_name(tiny_root):
     with pytest.raises(ValueError, match="'train', 'val' or 'test'"):
         VGDataset('training', **vg_files(tiny_root))
+
+
+@pytest.mark.filterwarnings('ignore::DeprecationWarning')  # SGB's np.float/np.bool
+def test_same_as_sgb_visual_genome(gen_root):
+    """SGB's VGDataset from the mirror (its 108073 asserts removed) on the same files: same
+    images per split, same targets for every (evaluation, flip_img) under the same seeds."""
+    sgb = sgb_reference.load()
+    if sgb is None:
+        pytest.skip('SGB mirror not available')
+    files = vg_files(gen_root)
+    for split in ('train', 'val', 'test'):
+        ref, ours = sgb.VGDataset(split, num_val_im=4, **files), VGDataset(split, num_val_im=4,
+                                                                           **files)
+        assert ref.filenames == ours.filenames and len(ours) > 0
+        assert ref.img_info == ours.img_info
+        for i in range(len(ours)):
+            for evaluation in (False, True):
+                for flip in (False, True):
+                    np.random.seed(i)
+                    random.seed(i)
+                    a = ref.get_groundtruth(i, evaluation, flip)
+                    np.random.seed(i)
+                    random.seed(i)
+                    b = ours.get_groundtruth(i, evaluation, flip)
+                    assert torch.equal(a.bbox, b.bbox) and a.fields() == b.fields()
+                    for k in a.fields():
+                        assert torch.equal(a.get_field(k), b.get_field(k)), k
+    assert ref.ind_to_classes == ours.ind_to_classes
+    assert ref.ind_to_predicates == ours.ind_to_predicates
+    assert ref.categories == ours.categories
