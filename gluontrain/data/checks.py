@@ -340,5 +340,7 @@ def check_coco(root, split, classes=None, check_images=True):
     return {'images': len(images), 'annotations': len(data['annotations'])}
 
 
-# the VG checks live in their own module; re-exported here (imported last: they use the helpers above)
-from .vg_checks import SGB_CORRUPTED_IMAGES, check_vg, check_vg_files  # noqa: E402,F401 pylint: disable=wrong-import-position
+# the VG checks live in their own module, re-exported here; imported last: they use the
+# helpers above
+# pylint: disable=wrong-import-position
+from .vg_checks import SGB_CORRUPTED_IMAGES, check_vg, check_vg_files  # noqa: E402,F401

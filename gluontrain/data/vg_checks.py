@@ -183,8 +183,8 @@ def _first_misfit(d, image_data, image_file):
         if ((b[:, 0] + b[:, 2] / 2).max() > scale * width + 2
                 or (b[:, 1] + b[:, 3] / 2).max() > scale * height + 2):
             return ('First mismatch: h5 image row {} has boxes outside the {}x{} image of entry '
-                    '{} (image_id {}).'.format(i, info['width'], info['height'], i,
-                                                info.get('image_id')))
+                    '{} (image_id {}); the rows part at or before it.'.format(
+                        i, info['width'], info['height'], i, info.get('image_id')))
     return 'No row\'s boxes contradict its entry, so the first mismatch is unknown.'
 
 

@@ -206,3 +206,23 @@ def test_load_vg_splits_and_filters(vg_root):
     assert len(overlapping) >= 6
     with pytest.raises(ValueError, match='split'):
         load_vg(vg_root, 'dev')
+
+
+def test_load_graphs_num_im_and_carve_out_as_sgb(vg_root):
+    path = os.path.join(vg_root, vg.H5_NAME)
+    d = h5(vg_root)
+    usable = np.flatnonzero((d['split'] == 0) & (d['img_to_first_box'] >= 0)
+                            & (d['img_to_first_rel'] >= 0))
+    mask, boxes, labels, attrs, rels = vg.load_graphs(path, 'train', num_im=5, num_val_im=2)
+    assert np.flatnonzero(mask).tolist() == usable[2:5].tolist()
+    assert len(boxes) == len(labels) == len(attrs) == len(rels) == 3
+    assert boxes[0].dtype == np.int32 and rels[0].dtype == np.int64
+    # the carve-out applies to train/val only: the test split keeps its first images
+    test_rows = np.flatnonzero((d['split'] == 2) & (d['img_to_first_rel'] >= 0))
+    mask, *_ = vg.load_graphs(path, 'test', num_val_im=2)
+    assert np.flatnonzero(mask).tolist() == test_rows.tolist()
+    # centre -> corner in int32, truncating as SGB's in-place update does
+    first = d['img_to_first_box'][usable[2]]
+    cx, cy, w, h = d['boxes_1024'][first]
+    x1, y1 = int(cx - w / 2), int(cy - h / 2)
+    assert boxes[0][0].tolist() == [x1, y1, int(x1 + w), int(y1 + h)]

@@ -21,7 +21,7 @@ from .samplers import (DistributedSampler, GroupedBatchSampler, IterationBasedBa
 from .transforms import build_transforms
 from .vg_dataset import VGDataset
 
-__all__ = ['VG_CATALOG', 'dataset_args', 'build_dataset', 'make_data_sampler',
+__all__ = ['VG_CATALOG', 'ConcatDataset', 'dataset_args', 'build_dataset', 'make_data_sampler',
            'make_batch_data_sampler', 'make_data_loader', 'save_labels']
 
 _LOG = logging.getLogger(__name__)
@@ -41,6 +41,22 @@ DEFAULT_NUM_VAL_IM = 5000
 
 def _cfg(node, key, default):
     return node.get(key, default) if hasattr(node, 'get') else getattr(node, key, default)
+
+
+class ConcatDataset(torch.utils.data.ConcatDataset):
+    """``torch.utils.data.ConcatDataset`` with ``get_img_info`` (maskrcnn-benchmark's), which
+    the aspect-ratio grouping reads."""
+
+    def get_idxs(self, idx):
+        """``(dataset index, sample index)`` of concatenated index ``idx``."""
+        dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
+        sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
+        return dataset_idx, sample_idx
+
+    def get_img_info(self, idx):
+        """The image info of concatenated index ``idx``."""
+        dataset_idx, sample_idx = self.get_idxs(idx)
+        return self.datasets[dataset_idx].get_img_info(sample_idx)
 
 
 def dataset_args(cfg, name, data_dir=None):
@@ -89,7 +105,7 @@ def build_dataset(cfg, dataset_list, transforms, is_train=True, data_dir=None):
     -------
     list of VGDataset
         One per name when testing; training concatenates them into one
-        (``torch.utils.data.ConcatDataset``).
+        (:class:`ConcatDataset`).
     """
     if not isinstance(dataset_list, (list, tuple)):
         raise ValueError('dataset_list should be a list of strings, got {}'.format(dataset_list))
@@ -101,7 +117,7 @@ def build_dataset(cfg, dataset_list, transforms, is_train=True, data_dir=None):
         return datasets
     dataset = datasets[0]
     if len(datasets) > 1:
-        dataset = torch.utils.data.ConcatDataset(datasets)
+        dataset = ConcatDataset(datasets)
     return [dataset]
 
 

@@ -126,7 +126,9 @@ class GroupedBatchSampler(BatchSampler):
         relative_order = [order[cluster] for cluster in clusters]
         permutation_ids = [s[s.sort()[1]] for s in relative_order]
         permuted_clusters = [sampled_ids[idx] for idx in permutation_ids]
-        splits = [c.split(self.batch_size) for c in permuted_clusters]
+        # a group absent from the sampled indices (another rank's share) splits into one
+        # empty chunk, on which maskrcnn-benchmark's code fails (IndexError below)
+        splits = [c.split(self.batch_size) for c in permuted_clusters if len(c)]
         merged = tuple(itertools.chain.from_iterable(splits))
         # order the batches by where their first element came in the sampler
         first_element_of_batch = [t[0].item() for t in merged]
