@@ -59,3 +59,34 @@ def test_loads_sgbs_shipped_file(tmp_path):
     # VG150: 5971 (sub_class, obj_class, predicate) rows, predicates up to 50, classes to 150
     assert zs.shape == (5971, 3) and zs[:, 2].max() == 50 and zs[:, :2].max() == 150
     assert zs[0].tolist() == [1, 1, 33]
+
+
+class RandomDedupVG(FakeVG):
+    """As VGDataset's training split: get_groundtruth keeps one random predicate per pair
+    (drawing from numpy's global RNG); ``relationships`` / ``gt_classes`` hold them all."""
+
+    def __init__(self, images):
+        super().__init__(images)
+        self.relationships = [np.array(im['rels'], np.int64).reshape(-1, 3) for im in images]
+        self.gt_classes = [np.array(im['labels']) for im in images]
+
+    def get_groundtruth(self, index, evaluation=False, flip_img=False):
+        gt = super().get_groundtruth(index, evaluation)
+        rels = gt.get_field('relation_tuple')
+        gt.add_field('relation_tuple', rels[np.random.permutation(len(rels))[:1]])
+        return gt
+
+
+def test_raw_relations_are_read_without_random_draws():
+    ds = RandomDedupVG([{'width': 50, 'height': 50, 'labels': [1, 2], 'boxes': BOX[:2],
+                         'rels': [[0, 1, 1], [0, 1, 2], [0, 1, 3]]}])
+    np.random.seed(3)
+    state = np.random.get_state()
+    expected = np.random.rand()      # the next draw, if nobody else draws
+    np.random.set_state(state)
+    assert dataset_triplets(ds) == {(1, 2, 1), (1, 2, 2), (1, 2, 3)}
+    # the fallback through get_groundtruth restores the global RNG state it used
+    plain = FakeVG(ds.images)
+    plain.get_groundtruth = lambda i, evaluation=False: RandomDedupVG.get_groundtruth(ds, i)
+    assert len(dataset_triplets(plain)) == 1
+    assert np.random.rand() == expected
