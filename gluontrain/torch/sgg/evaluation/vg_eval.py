@@ -10,8 +10,9 @@ Differences from SGB (docs/faithfulness.md): the zero-shot triplets are an argum
 file read from SGB's source tree; an image with ground-truth relations but no predicted pair
 counts recall 0 (SGB skips it, inflating every recall; ``skip_images_without_predictions=True``
 restores that); COCO annotation ids start at 1 (SGB's id 0 makes the dataset's first
-ground-truth box unmatchable; ``coco_ids_from_zero=True`` restores that); no detection at all gives mAP 0.0 (SGB's ``loadRes`` fails on it); the
-caller's ``predictions`` list is not overwritten with the resized boxes.
+ground-truth box unmatchable; ``coco_ids_from_zero=True`` restores that); no detection at
+all gives mAP 0.0 (SGB's ``loadRes`` fails on it); the caller's ``predictions`` list is not
+overwritten with the resized boxes.
 """
 import contextlib
 import io
@@ -80,7 +81,8 @@ def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
                             _np(gt.convert('xyxy').bbox).tolist()):
             w, h = box[2] - box[0] + 1, box[3] - box[1] + 1
             anns.append({'area': w * h, 'bbox': [box[0], box[1], w, h], 'category_id': cls,
-                         'id': len(anns) + (0 if coco_ids_from_zero else 1), 'image_id': image_id, 'iscrowd': 0})
+                         'id': len(anns) + (0 if coco_ids_from_zero else 1),
+                         'image_id': image_id, 'iscrowd': 0})
     fauxcoco = COCO()
     fauxcoco.dataset = {
         'info': {'description': 'use coco script for vg detection evaluation'},

@@ -236,10 +236,11 @@ def test_return_values_and_zero_shot_file(tmp_path):
         do_vg_evaluation(cfg, ds, [pred], None, logger, ('relations',),
                          zeroshot_triplet=str(tmp_path / 'missing.pytorch'))
     # without zero-shot triplets the zR lines print nan, as SGB for a split without any
-    _, text = capture('nozs')
+    logger, buf = capture('nozs')
     score, rd = do_vg_evaluation(cfg, ds, [pred], None, logger, ('relations',),
                                  return_result_dict=True)
     assert rd['predcls_zeroshot_recall'][20] == []
+    assert 'zR @ 20: nan;' in buf.getvalue()
 
 
 def test_pairs_outside_the_boxes_are_clear_errors():
