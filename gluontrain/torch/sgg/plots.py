@@ -9,16 +9,22 @@ on the same image (cyan). Drawn with the project's conventions (:mod:`gluontrain
 Agg canvas, no pyplot, staged PNG writes).
 """
 import os
+import shutil
+import warnings
 
 import numpy as np
 import torch
 
+from ...core.checkpoint import atomic_save_file
+from ...core.loop import Hook
 from ...core.plots import class_name, new_figure, save_png
+from ..passes import preserved_rng
 from .evaluation.sgg_eval import _compute_pred_matches, _triplet
 
 __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triplets',
            'draw_scene_graph', 'draw_scene_graphs', 'samples_from_dataset',
-           'validation_graphs_path', 'write_validation_graphs']
+           'validation_graphs_path', 'write_validation_graphs', 'predict_samples',
+           'SceneGraphSamplesHook', 'val_samples_hook']
 
 # inches per panel and dots per inch: each image row is 2 * GRAPH_CELL by GRAPH_CELL inches
 GRAPH_CELL = 4.0
@@ -190,8 +196,8 @@ def samples_from_dataset(dataset, predictions, indices=None, max_images=4):
     ----------
     dataset : VGDataset-like
         ``filenames[i]`` (the image files) and ``get_groundtruth(i, evaluation=True)``.
-    predictions : list of BoxList
-        One per dataset image, in order (as evaluation receives them).
+    predictions : list or dict of BoxList
+        Indexed by dataset image (as evaluation receives them).
     indices : list of int, optional
         Images to draw; default the first ``max_images``.
     max_images : int
@@ -231,3 +237,123 @@ def write_validation_graphs(folder, iteration, samples, classes, predicates, top
     return draw_scene_graphs(samples, classes, predicates,
                              validation_graphs_path(folder, iteration), top_k=top_k,
                              title='validation at iteration {}'.format(int(iteration)))
+
+
+def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=None):
+    """Run ``model`` in eval mode on dataset images, one at a time, as SGB's inference does.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Called as ``model(images, targets)`` -> list of prediction BoxLists.
+    dataset : VGDataset-like
+        ``dataset[i] -> (image tensor, target, i)``, plus what :func:`samples_from_dataset`
+        reads.
+    indices : list of int
+    device : torch.device
+    size_divisible : int
+        ``DATALOADER.SIZE_DIVISIBILITY``.
+    batch_fn : callable, optional
+        ``batch_fn([tensor], size_divisible) -> images``; default sgg-data's
+        ``to_image_list``.
+
+    Returns
+    -------
+    list of (image, groundtruth, prediction)
+        For :func:`draw_scene_graphs`; the model's mode and every RNG are put back.
+    """
+    if batch_fn is None:
+        from .data.collate import to_image_list as batch_fn  # pylint: disable=import-outside-toplevel
+    was_training = model.training
+    model.eval()
+    predictions = {}
+    try:
+        with preserved_rng(), torch.no_grad():
+            for i in indices:
+                img, target, _ = dataset[i]
+                out = model(batch_fn([img], size_divisible).to(device), [target.to(device)])
+                predictions[i] = out[0].to(torch.device('cpu'))
+    finally:
+        model.train(was_training)
+    samples = samples_from_dataset(dataset, predictions, indices=list(indices))
+    return samples
+
+
+class SceneGraphSamplesHook(Hook):
+    """After every validation (``state.val_iteration == state.iteration`` with a ``'val'``
+    score, after a batch or an epoch, and at the end of training), call
+    ``draw_fn(iteration)``. A failing picture only warns: it must never end a training run.
+
+    Parameters
+    ----------
+    draw_fn : callable
+        ``draw_fn(iteration) -> path``.
+    errors : tuple of exception types
+        What ``draw_fn`` may raise that is turned into a warning.
+    """
+
+    def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError, RuntimeError)):
+        self.draw_fn, self.errors = draw_fn, tuple(errors)
+        self._drawn = None
+
+    def _maybe_draw(self, state):
+        if 'val' not in state.scores or getattr(state, 'val_iteration', -1) < 0 \
+                or state.val_iteration == self._drawn:
+            return
+        self._drawn = state.val_iteration
+        try:
+            self.draw_fn(state.val_iteration)
+        except self.errors as e:
+            warnings.warn('scene-graph picture not written: {}'.format(e))
+
+    def after_batch(self, state):
+        if getattr(state, 'val_iteration', -1) == state.iteration:
+            self._maybe_draw(state)
+
+    def after_epoch(self, state):
+        self._maybe_draw(state)
+
+    def after_train(self, state):
+        self._maybe_draw(state)
+
+
+def val_samples_hook(cfg, model, dataset, path, device, num_images=2, top_k=10,
+                     batch_fn=None):
+    """The recipe's picture hook: at every validation, ``model`` on the first
+    ``num_images`` images of ``dataset``, drawn by :func:`draw_scene_graphs` to
+    ``<dir of path>/scene_graphs/iter_<iteration:07d>.png``, the latest also copied to
+    ``path``.
+
+    Parameters
+    ----------
+    cfg : yacs CfgNode
+        Reads ``DATALOADER.SIZE_DIVISIBILITY``.
+    model : torch.nn.Module
+    dataset : VGDataset-like or None
+        None: no hook.
+    path : str
+        The run's samples picture (``RunPaths.val_samples``).
+    device : torch.device
+    num_images, top_k : int
+    batch_fn : callable, optional
+        See :func:`predict_samples`.
+
+    Returns
+    -------
+    SceneGraphSamplesHook or None
+    """
+    if dataset is None or len(dataset) == 0:
+        return None
+    indices = list(range(min(num_images, len(dataset))))
+    classes = getattr(dataset, 'ind_to_classes', None)
+    predicates = getattr(dataset, 'ind_to_predicates', None)
+
+    def draw(iteration):
+        samples = predict_samples(model, dataset, indices, device,
+                                  cfg.DATALOADER.SIZE_DIVISIBILITY, batch_fn)
+        out = write_validation_graphs(os.path.dirname(os.path.abspath(path)), iteration,
+                                      samples, classes, predicates, top_k)
+        atomic_save_file(path, lambda tmp: shutil.copyfile(out, tmp))
+        return out
+
+    return SceneGraphSamplesHook(draw)

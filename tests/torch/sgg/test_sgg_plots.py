@@ -86,3 +86,73 @@ def test_samples_from_dataset_reads_the_image_files(tmp_path):
     assert len(samples) == 1 and samples[0][0].shape == (20, 40, 3)
     assert samples[0][1].get_field('relation_tuple').shape == (2, 3)
     assert samples_from_dataset(ds, preds, indices=[1])[0][2] is preds[1]
+
+
+class TinyVG(FakeVG):
+    """FakeVG with image files and ``__getitem__`` as VGDataset's test split."""
+
+    def __init__(self, folder):
+        from PIL import Image
+        super().__init__([GT, GT])
+        self.filenames = []
+        for i in range(2):
+            f = os.path.join(folder, 'im{}.jpg'.format(i))
+            Image.new('RGB', (40, 20), (0, 0, 40 * i)).save(f)
+            self.filenames.append(f)
+
+    def __getitem__(self, i):
+        gt = self.get_groundtruth(i)
+        return torch.zeros(3, 40, 80), gt.resize((80, 40)), i
+
+
+class EchoModel(torch.nn.Module):
+    """Predicts the SGDet case above in the input size; records its calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(1, 1)
+        self.calls = []
+
+    def forward(self, images, targets):
+        self.calls.append((self.training, tuple(images.shape), targets[0].size))
+        torch.rand(1)    # draws from the global generator: the hook must put it back
+        return [sgdet_prediction().resize(targets[0].size)]
+
+
+def test_hook_draws_once_per_validation_and_restores_model_and_rng(tmp_path):
+    from yacs.config import CfgNode as CN
+    from gluontrain.core.loop import TrainState
+    from gluontrain.torch.sgg.plots import val_samples_hook
+    cfg = CN({'DATALOADER': CN({'SIZE_DIVISIBILITY': 0})})
+    model, ds = EchoModel(), TinyVG(str(tmp_path))
+    path = str(tmp_path / 'run_val_samples.png')
+    hook = val_samples_hook(cfg, model, ds, path, torch.device('cpu'), num_images=1,
+                            batch_fn=lambda imgs, div: torch.stack(imgs))
+    state = TrainState()
+    torch.manual_seed(0)
+    expected = torch.rand(1)
+    torch.manual_seed(0)
+    for it, validated in ((99, False), (100, True), (101, False), (200, True)):
+        state.iteration = it
+        if validated:
+            state.scores['val'], state.val_iteration = (['R@100'], [0.5]), it
+        hook.after_batch(state)
+    hook.after_train(state)
+    assert torch.rand(1) == expected
+    assert model.training and model.calls == [(False, (1, 3, 40, 80), (80, 40))] * 2
+    assert sorted(os.listdir(tmp_path / 'scene_graphs')) == ['iter_0000100.png',
+                                                             'iter_0000200.png']
+    assert open(path, 'rb').read() == (tmp_path / 'scene_graphs' / 'iter_0000200.png').read_bytes()
+    assert val_samples_hook(cfg, model, None, path, torch.device('cpu')) is None
+
+
+def test_a_failing_picture_only_warns():
+    from gluontrain.core.loop import TrainState
+    from gluontrain.torch.sgg.plots import SceneGraphSamplesHook
+
+    def fail(iteration):
+        raise OSError('disk full at {}'.format(iteration))
+    hook, state = SceneGraphSamplesHook(fail), TrainState()
+    state.scores['val'], state.val_iteration, state.iteration = (['R@100'], [0.1]), 5, 5
+    with pytest.warns(UserWarning, match='disk full at 5'):
+        hook.after_epoch(state)
