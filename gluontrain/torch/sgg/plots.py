@@ -263,7 +263,9 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
         For :func:`draw_scene_graphs`; the model's mode and every RNG are put back.
     """
     if batch_fn is None:
-        from .data.collate import to_image_list as batch_fn  # pylint: disable=import-outside-toplevel
+        # sgg-data's module; imported here so drawing needs no data package
+        from .data import collate  # pylint: disable=import-outside-toplevel
+        batch_fn = collate.to_image_list
     was_training = model.training
     model.eval()
     predictions = {}

@@ -114,7 +114,8 @@ class EchoModel(torch.nn.Module):
         self.calls = []
 
     def forward(self, images, targets):
-        self.calls.append((self.training, tuple(images.shape), targets[0].size))
+        shape = images.tensors.shape if hasattr(images, "tensors") else images.shape
+        self.calls.append((self.training, tuple(shape), targets[0].size))
         torch.rand(1)    # draws from the global generator: the hook must put it back
         return [sgdet_prediction().resize(targets[0].size)]
 
@@ -156,3 +157,13 @@ def test_a_failing_picture_only_warns():
     state.scores['val'], state.val_iteration, state.iteration = (['R@100'], [0.1]), 5, 5
     with pytest.warns(UserWarning, match='disk full at 5'):
         hook.after_epoch(state)
+
+
+def test_default_batching_is_sgg_datas_image_list(tmp_path):
+    """With sgg-data merged: the default batch_fn pads into an ImageList as the loader does."""
+    collate = pytest.importorskip('gluontrain.torch.sgg.data.collate')
+    from gluontrain.torch.sgg.plots import predict_samples
+    model, ds = EchoModel(), TinyVG(str(tmp_path))
+    samples = predict_samples(model, ds, [1], torch.device('cpu'), size_divisible=32)
+    assert model.calls == [(False, (1, 3, 64, 96), (80, 40))]
+    assert samples[0][0].shape == (20, 40, 3) and collate.ImageList is not None
