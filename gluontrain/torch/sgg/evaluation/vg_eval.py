@@ -9,8 +9,10 @@ returned (SGB's validation score).
 Differences from SGB (docs/faithfulness.md): the zero-shot triplets are an argument, not a
 file read from SGB's source tree; an image with ground-truth relations but no predicted pair
 counts recall 0 (SGB skips it, inflating every recall; ``skip_images_without_predictions=True``
-restores that); no detection at all gives mAP 0.0 (SGB's ``loadRes`` fails on it); the
-caller's ``predictions`` list is not overwritten with the resized boxes.
+restores that); COCO annotation ids start at 1 (SGB's id 0 makes the dataset's first
+ground-truth box unmatchable; ``coco_ids_from_zero=True`` restores that); no detection at
+all gives mAP 0.0 (SGB's ``loadRes`` fails on it); the caller's ``predictions`` list is not
+overwritten with the resized boxes.
 """
 import contextlib
 import io
@@ -48,7 +50,8 @@ def _np(x, dtype=None):
     return x.astype(dtype) if dtype is not None else x
 
 
-def evaluate_detection(groundtruths, predictions, ind_to_classes, mode):
+def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
+                       coco_ids_from_zero=False):
     """COCO AP at IoU 0.5 of the object detections, as SGB's fauxcoco block.
 
     Parameters
@@ -59,6 +62,11 @@ def evaluate_detection(groundtruths, predictions, ind_to_classes, mode):
     ind_to_classes : list of str
         Background first.
     mode : str
+    coco_ids_from_zero : bool
+        SGB numbers the ground-truth annotations from 0; pycocotools records a match as the
+        matched annotation's id and reads id 0 as "no match", so a detection of the first
+        ground-truth box of the dataset is always a false positive there. Annotation ids
+        start at 1 here; ``True`` restores SGB's numbering (and numbers).
 
     Returns
     -------
@@ -73,7 +81,8 @@ def evaluate_detection(groundtruths, predictions, ind_to_classes, mode):
                             _np(gt.convert('xyxy').bbox).tolist()):
             w, h = box[2] - box[0] + 1, box[3] - box[1] + 1
             anns.append({'area': w * h, 'bbox': [box[0], box[1], w, h], 'category_id': cls,
-                         'id': len(anns), 'image_id': image_id, 'iscrowd': 0})
+                         'id': len(anns) + (0 if coco_ids_from_zero else 1),
+                         'image_id': image_id, 'iscrowd': 0})
     fauxcoco = COCO()
     fauxcoco.dataset = {
         'info': {'description': 'use coco script for vg detection evaluation'},
@@ -131,6 +140,13 @@ def build_evaluators(result_dict, mode, num_rel_category, ind_to_predicates):
     return evaluator
 
 
+def _check_pairs(pairs, num_boxes, what, field='rel_pair_idxs'):
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= num_boxes):
+        raise ValueError('{} points at box {} but the image has {} {} boxes'.format(
+            field, int(pairs.max()) if pairs.max() >= num_boxes else int(pairs.min()),
+            num_boxes, what))
+
+
 def evaluate_relation_of_one_image(groundtruth, prediction, global_container, evaluator):
     """Run every evaluator on one image (SGB's function of this name).
 
@@ -144,9 +160,13 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
         return
     local['gt_boxes'] = _np(groundtruth.convert('xyxy').bbox)
     local['gt_classes'] = _np(groundtruth.get_field('labels'), np.int64)
+    _check_pairs(local['gt_rels'][:, :2], len(local['gt_boxes']), 'ground-truth',
+                 'relation_tuple')
     local['pred_rel_inds'] = _np(prediction.get_field('rel_pair_idxs'), np.int64).reshape(-1, 2)
     local['rel_scores'] = _np(prediction.get_field('pred_rel_scores'))
-    local['rel_scores'] = local['rel_scores'].reshape(len(local['pred_rel_inds']), -1)
+    if local['rel_scores'].ndim != 2 or len(local['rel_scores']) != len(local['pred_rel_inds']):
+        raise ValueError('pred_rel_scores must be (#rel_pair_idxs, num_rel) = ({}, ...), got {}'
+                         .format(len(local['pred_rel_inds']), local['rel_scores'].shape))
     local['pred_boxes'] = _np(prediction.convert('xyxy').bbox)
     local['pred_classes'] = _np(prediction.get_field('pred_labels'), np.int64)
     local['obj_scores'] = _np(prediction.get_field('pred_scores'))
@@ -157,6 +177,7 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
     evaluator['eval_ng_zeroshot_recall'].prepare_zeroshot(global_container, local)
 
     if mode == 'predcls':
+        _check_pairs(local['pred_rel_inds'], len(local['gt_boxes']), 'ground-truth (PredCls)')
         local['pred_boxes'] = local['gt_boxes']
         local['pred_classes'] = local['gt_classes']
         local['obj_scores'] = np.ones(local['gt_classes'].shape[0])
@@ -166,7 +187,8 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
                 'Num of GT boxes is not matching with num of pred boxes in SGCLS')
     elif mode not in ('sgdet', 'phrdet'):
         raise ValueError('invalid mode {!r}: one of {}'.format(mode, MODES))
-
+    if mode != 'predcls':
+        _check_pairs(local['pred_rel_inds'], len(local['pred_boxes']), 'predicted')
     if len(local['pred_rel_inds']) == 0 and global_container.get(
             'skip_images_without_predictions', False):
         return
@@ -282,7 +304,7 @@ def save_output(output_folder, groundtruths, predictions, dataset):
 
 def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types,
                      zeroshot_triplet=None, mode=None, skip_images_without_predictions=False,
-                     return_result_dict=False):
+                     coco_ids_from_zero=False, return_result_dict=False):
     """SGB's Visual Genome evaluation: detection AP, relation metrics, the logged block.
 
     Parameters
@@ -309,6 +331,8 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
         Overrides the mode read from ``cfg`` (``'phrdet'`` is reachable only this way).
     skip_images_without_predictions : bool
         SGB's behaviour for images without predicted pairs (see module docstring).
+    coco_ids_from_zero : bool
+        SGB's annotation numbering (see :func:`evaluate_detection`).
     return_result_dict : bool
         Also return the ``result_dict`` (``None`` without ``'relations'``).
 
@@ -336,7 +360,8 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
     result_str = '\n' + RULE
     m_ap, result_dict = None, None
     if 'bbox' in iou_types:
-        m_ap, table = evaluate_detection(groundtruths, resized, dataset.ind_to_classes, mode)
+        m_ap, table = evaluate_detection(groundtruths, resized, dataset.ind_to_classes, mode,
+                                         coco_ids_from_zero)
         logger.info(table)
         result_str += 'Detection evaluation mAp=%.4f\n' % m_ap + RULE
     if 'relations' in iou_types:

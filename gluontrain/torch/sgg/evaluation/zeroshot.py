@@ -6,6 +6,7 @@ working directory. Here the file is computed from a dataset pair, saved (staged 
 same format and loaded from a path the caller chooses; SGB's own file loads as well.
 """
 import os
+import random
 
 import numpy as np
 import torch
@@ -16,13 +17,12 @@ __all__ = ['dataset_triplets', 'compute_zeroshot_triplets', 'save_zeroshot_tripl
            'load_zeroshot_triplets', 'load_or_compute_zeroshot_triplets']
 
 
-def _triplets_of(gt):
-    rels = gt.get_field('relation_tuple')
-    rels = (rels.cpu().numpy() if isinstance(rels, torch.Tensor) else np.asarray(rels))
-    rels = rels.astype(np.int64).reshape(-1, 3)
-    labels = gt.get_field('labels')
-    labels = (labels.cpu().numpy() if isinstance(labels, torch.Tensor)
-              else np.asarray(labels)).astype(np.int64)
+def _as_np(x):
+    return (x.cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)).astype(np.int64)
+
+
+def _class_triplets(rels, labels):
+    rels, labels = _as_np(rels).reshape(-1, 3), _as_np(labels).reshape(-1)
     return np.column_stack((labels[rels[:, 0]], labels[rels[:, 1]], rels[:, 2])).reshape(-1, 3)
 
 
@@ -32,17 +32,31 @@ def dataset_triplets(dataset):
     Parameters
     ----------
     dataset : VGDataset-like
-        ``len()`` and ``get_groundtruth(i, evaluation=True)`` with ``labels`` and
-        ``relation_tuple`` (every relation, duplicates kept).
+        With ``relationships`` and ``gt_classes`` (VGDataset's per-image arrays) those are
+        read: every relation the split loaded, duplicates included, and no random draw
+        (the training split's ``get_groundtruth`` keeps one random predicate per pair and
+        draws from the global RNGs). Otherwise ``len()`` and ``get_groundtruth(i,
+        evaluation=True)`` with ``labels`` and ``relation_tuple``, the global ``random`` /
+        numpy RNG states restored afterwards.
 
     Returns
     -------
     set of tuple of int
     """
     out = set()
-    for i in range(len(dataset)):
-        out.update(map(tuple, _triplets_of(dataset.get_groundtruth(i, evaluation=True))
-                       .tolist()))
+    if hasattr(dataset, 'relationships') and hasattr(dataset, 'gt_classes'):
+        for rels, labels in zip(dataset.relationships, dataset.gt_classes):
+            out.update(map(tuple, _class_triplets(rels, labels).tolist()))
+        return out
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        for i in range(len(dataset)):
+            gt = dataset.get_groundtruth(i, evaluation=True)
+            out.update(map(tuple, _class_triplets(gt.get_field('relation_tuple'),
+                                                  gt.get_field('labels')).tolist()))
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
     return out
 
 

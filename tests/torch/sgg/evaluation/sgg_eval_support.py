@@ -125,7 +125,9 @@ def make_prediction(boxes, size, pred_labels, pred_scores, rel_pairs, rel_scores
     p.add_field('pred_scores', torch.tensor(pred_scores, dtype=torch.float32))
     if labels is not None:
         p.add_field('labels', torch.tensor(labels, dtype=torch.int64))
-    rel_scores = torch.tensor(rel_scores, dtype=torch.float32).reshape(len(rel_pairs), -1)
+    rel_scores = torch.tensor(rel_scores, dtype=torch.float32)
+    rel_scores = rel_scores.reshape(len(rel_pairs), -1) if len(rel_pairs) else \
+        torch.zeros(0, len(PREDICATES))
     p.add_field('rel_pair_idxs', torch.tensor(rel_pairs, dtype=torch.int64).reshape(-1, 2))
     p.add_field('pred_rel_scores', rel_scores)
     p.add_field('pred_rel_labels', rel_scores[:, 1:].argmax(1) + 1 if len(rel_pairs)
