@@ -1,0 +1,56 @@
+"""The relation model in its three modes: training loss dicts, evaluation predictions,
+frozen detector parts."""
+import pytest
+import torch
+
+from sgg_model_helpers import TinyPredictor, make_batch, tiny_cfg
+from gluontrain.torch.sgg.modeling import build_relation_model, eval_modules, fix_eval_modules
+from gluontrain.torch.sgg.modeling.model import relation_mode
+
+
+def _model(mode):
+    torch.manual_seed(0)
+    cfg = tiny_cfg(mode)
+    return build_relation_model(cfg, predictor=TinyPredictor(cfg, 32),
+                                generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize('mode', ['predcls', 'sgcls', 'sgdet'])
+def test_forward_train_and_eval(mode):
+    model = _model(mode)
+    assert model.mode == mode
+    images, targets = make_batch()
+    model.train()
+    fix_eval_modules(eval_modules(model))
+    losses = model(images, targets)
+    assert list(losses) == ['loss_rel', 'loss_refine_obj']
+    sum(losses.values()).backward()
+    # the frozen detector parts get no gradient, the relation head does
+    assert all(p.grad is None for m in eval_modules(model) for p in m.parameters())
+    assert model.roi_heads['relation'].predictor.rel.weight.grad is not None
+    if mode == 'predcls':
+        assert losses['loss_refine_obj'].item() == 0
+    model.eval()
+    with torch.no_grad():
+        out = model(images, targets)
+    for o, t in zip(out, targets):
+        fields = set(o.fields())
+        assert {'pred_labels', 'pred_scores', 'rel_pair_idxs', 'pred_rel_scores',
+                'pred_rel_labels'} <= fields
+        n, k = len(o), len(o.get_field('rel_pair_idxs'))
+        assert o.get_field('pred_rel_scores').shape == (k, 4)
+        assert o.get_field('pred_labels').shape == (n,)
+        if mode != 'sgdet':
+            assert torch.equal(o.bbox, t.bbox) and k == n * (n - 1)
+        if mode == 'predcls':
+            assert torch.equal(o.get_field('pred_labels'), t.get_field('labels'))
+
+
+def test_mode_switches():
+    cfg = tiny_cfg('sgdet')
+    cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL = True
+    with pytest.raises(ValueError, match='not a mode'):
+        relation_mode(cfg)
+    model = _model('predcls')
+    with pytest.raises(ValueError, match='targets'):
+        model.train()(make_batch()[0])
