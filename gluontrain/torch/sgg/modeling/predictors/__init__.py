@@ -11,14 +11,19 @@ logger=None) -> (obj_dists, relation_dists, add_losses)``.
 selected predictor (only IMP has them).
 """
 from .frequency_bias import FrequencyBias
+from .imp import IMPContext, IMPPredictor
 from .motifs import LSTMContext, MotifPredictor
+from .transformer import TransformerContext, TransformerPredictor
 
 __all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'FrequencyBias', 'LSTMContext',
-           'MotifPredictor']
+           'MotifPredictor', 'IMPContext', 'IMPPredictor', 'TransformerContext',
+           'TransformerPredictor']
 
 #: SGB's registry names -> predictor classes.
 PREDICTORS = {
     'MotifPredictor': MotifPredictor,
+    'IMPPredictor': IMPPredictor,
+    'TransformerPredictor': TransformerPredictor,
 }
 
 
