@@ -10,6 +10,7 @@ logger=None) -> (obj_dists, relation_dists, add_losses)``.
 ``slow_heads(cfg)`` gives the parameter-name prefixes SGB trains at ``lr / 10`` for the
 selected predictor (only IMP has them).
 """
+from .causal import CausalAnalysisPredictor
 from .frequency_bias import FrequencyBias
 from .imp import IMPContext, IMPPredictor
 from .motifs import LSTMContext, MotifPredictor
@@ -17,13 +18,14 @@ from .transformer import TransformerContext, TransformerPredictor
 
 __all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'FrequencyBias', 'LSTMContext',
            'MotifPredictor', 'IMPContext', 'IMPPredictor', 'TransformerContext',
-           'TransformerPredictor']
+           'TransformerPredictor', 'CausalAnalysisPredictor']
 
 #: SGB's registry names -> predictor classes.
 PREDICTORS = {
     'MotifPredictor': MotifPredictor,
     'IMPPredictor': IMPPredictor,
     'TransformerPredictor': TransformerPredictor,
+    'CausalAnalysisPredictor': CausalAnalysisPredictor,
 }
 
 
