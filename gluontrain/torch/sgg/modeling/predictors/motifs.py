@@ -1,0 +1,414 @@
+"""Neural MOTIFS (Zellers et al. 2018) as Scene-Graph-Benchmark implements it.
+
+:class:`LSTMContext` orders the objects of each image left to right and runs a bidirectional
+object-context LSTM over ``[roi feature, class embedding, box embedding]``; a highway-LSTM
+decoder (:class:`DecoderRNN`) predicts object labels in SGCls / SGDet (with per-class NMS at
+SGDet test time), and an edge-context LSTM produces one feature per object. :class:`MotifPredictor`
+turns each object's edge feature into a head and a tail half, multiplies the pair feature with
+the union-box feature and adds the frequency bias.
+
+The ``untreated_*`` moving averages (``CAUSAL.EFFECT_ANALYSIS``) serve the causal predictor's
+counterfactual (TDE) forward.
+"""
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.utils.rnn import PackedSequence
+
+from .frequency_bias import FrequencyBias
+from .utils_motifs import (cat, class_names, check_inputs, encode_box_info, get_dropout_mask,
+                           layer_init, obj_edge_vectors, obj_prediction_nms, pair_features,
+                           relation_mode, sort_rois, to_onehot)
+
+__all__ = ['DecoderRNN', 'LSTMContext', 'MotifPredictor', 'moving_average']
+
+#: SGB's momentum of the untreated feature averages (``average_ratio``).
+AVERAGE_RATIO = 0.0005
+
+
+def moving_average(holder, x, ratio=AVERAGE_RATIO):
+    """``holder * (1 - ratio) + ratio * mean_rows(x)`` without gradient.
+
+    Parameters
+    ----------
+    holder : torch.Tensor
+        ``(D,)`` running average.
+    x : torch.Tensor
+        ``(N, D)`` batch.
+    ratio : float
+
+    Returns
+    -------
+    torch.Tensor
+        The new average (a new tensor; assign it back to the buffer).
+    """
+    if x.dim() != 2:
+        raise ValueError('moving_average expects (N, D) input, got {}'.format(tuple(x.shape)))
+    with torch.no_grad():
+        return holder * (1 - ratio) + ratio * x.mean(0).view(-1)
+
+
+class DecoderRNN(nn.Module):
+    """Highway LSTM decoding object labels one time step (one object per image) at a time.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    obj_classes : list of str
+    embed_dim, inputs_dim, hidden_dim : int
+    rnn_drop : float
+        Dropout on the step output, one mask per sequence.
+    """
+
+    def __init__(self, cfg, obj_classes, embed_dim, inputs_dim, hidden_dim, rnn_drop):
+        super().__init__()
+        self.obj_classes = obj_classes
+        self.embed_dim = embed_dim
+        vecs = obj_edge_vectors(['start'] + list(obj_classes), wv_dir=cfg.GLOVE_DIR,
+                                wv_dim=embed_dim)
+        self.obj_embed = nn.Embedding(len(obj_classes) + 1, embed_dim)
+        with torch.no_grad():
+            self.obj_embed.weight.copy_(vecs)
+        self.hidden_size = hidden_dim
+        self.inputs_dim = inputs_dim
+        self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
+        self.rnn_drop = rnn_drop
+        self.input_linearity = nn.Linear(inputs_dim + embed_dim, 6 * hidden_dim, bias=True)
+        self.state_linearity = nn.Linear(hidden_dim, 5 * hidden_dim, bias=True)
+        self.out_obj = nn.Linear(hidden_dim, len(obj_classes))
+        with torch.no_grad():
+            nn.init.constant_(self.state_linearity.bias, 0.0)
+            nn.init.constant_(self.input_linearity.bias, 0.0)
+
+    def lstm_equations(self, timestep_input, previous_state, previous_memory, dropout_mask=None):
+        """One highway-LSTM step; returns ``(output, memory)``."""
+        h = self.hidden_size
+        pi = self.input_linearity(timestep_input)
+        ps = self.state_linearity(previous_state)
+        input_gate = torch.sigmoid(pi[:, 0:h] + ps[:, 0:h])
+        forget_gate = torch.sigmoid(pi[:, h:2 * h] + ps[:, h:2 * h])
+        memory_init = torch.tanh(pi[:, 2 * h:3 * h] + ps[:, 2 * h:3 * h])
+        output_gate = torch.sigmoid(pi[:, 3 * h:4 * h] + ps[:, 3 * h:4 * h])
+        memory = input_gate * memory_init + forget_gate * previous_memory
+        output = output_gate * torch.tanh(memory)
+        highway_gate = torch.sigmoid(pi[:, 4 * h:5 * h] + ps[:, 4 * h:5 * h])
+        output = highway_gate * output + (1 - highway_gate) * pi[:, 5 * h:6 * h]
+        if dropout_mask is not None and self.training:
+            output = output * dropout_mask
+        return output, memory
+
+    def forward(self, inputs, labels=None):
+        """Decode a packed sequence.
+
+        Parameters
+        ----------
+        inputs : PackedSequence
+            Time-major object features.
+        labels : torch.Tensor, optional
+            Packed-order labels (training: the embedding of step ``t`` feeds step ``t+1``,
+            background labels replaced by the predicted foreground class).
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            ``(dists (N, C) packed order, commitments (N,) packed order)``; in eval the
+            commitments are the greedy argmax over foreground classes (NMS is applied by the
+            caller, per image).
+        """
+        if not isinstance(inputs, PackedSequence):
+            raise ValueError('inputs must be a PackedSequence, got {}'.format(type(inputs)))
+        seq, batch_lengths = inputs.data, inputs.batch_sizes
+        batch_size = int(batch_lengths[0])
+        memory = seq.new_zeros(batch_size, self.hidden_size)
+        state = seq.new_zeros(batch_size, self.hidden_size)
+        prev_embed = self.obj_embed.weight[0, None].expand(batch_size, self.embed_dim)
+        dropout_mask = (get_dropout_mask(self.rnn_drop, memory.size(), memory.device)
+                        if self.rnn_drop > 0.0 else None)
+        out_dists, commitments = [], []
+        end = 0
+        for l_batch in batch_lengths.tolist():
+            start, end = end, end + l_batch
+            if memory.size(0) != l_batch:
+                memory, state, prev_embed = memory[:l_batch], state[:l_batch], prev_embed[:l_batch]
+                if dropout_mask is not None:
+                    dropout_mask = dropout_mask[:l_batch]
+            step_input = torch.cat((seq[start:end], prev_embed), 1)
+            state, memory = self.lstm_equations(step_input, state, memory, dropout_mask)
+            dist = self.out_obj(state)
+            out_dists.append(dist)
+            if self.training:
+                embed_labels = labels[start:end].clone()
+                fg_pred = dist[:, 1:].max(1)[1] + 1
+                is_bg = embed_labels == 0
+                embed_labels[is_bg] = fg_pred[is_bg]
+                commitments.append(embed_labels)
+            else:
+                # SGB asserts one image per step here; the argmax is per row, so any works
+                embed_labels = F.softmax(dist, dim=1)[:, 1:].max(1)[1] + 1
+                commitments.append(embed_labels)
+            prev_embed = self.obj_embed(embed_labels + 1)
+        return torch.cat(out_dists, 0), torch.cat(commitments, 0)
+
+
+class LSTMContext(nn.Module):
+    """MOTIFS object and edge context (SGB's ``LSTMContext``).
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        Reads ``MODEL.ROI_RELATION_HEAD.{USE_GT_BOX, USE_GT_OBJECT_LABEL, EMBED_DIM,
+        CONTEXT_DROPOUT_RATE, CONTEXT_HIDDEN_DIM, CONTEXT_OBJ_LAYER, CONTEXT_REL_LAYER,
+        CAUSAL.EFFECT_ANALYSIS}``, ``TEST.RELATION.LATER_NMS_PREDICTION_THRES``, ``GLOVE_DIR``.
+    obj_classes, rel_classes : list of str
+    in_channels : int
+        ROI feature size.
+    sort_mode : {'leftright', 'confidence', 'size'}
+        Object order for the LSTMs; SGB always uses ``'leftright'``.
+    """
+
+    def __init__(self, cfg, obj_classes, rel_classes, in_channels, sort_mode='leftright'):
+        super().__init__()
+        head = cfg.MODEL.ROI_RELATION_HEAD
+        self.cfg = cfg
+        self.obj_classes, self.rel_classes = obj_classes, rel_classes
+        self.num_obj_classes = len(obj_classes)
+        self.mode = relation_mode(cfg)
+        self.sort_mode = sort_mode
+        self.embed_dim = head.EMBED_DIM
+        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
+        self.obj_embed1 = nn.Embedding(self.num_obj_classes, self.embed_dim)
+        self.obj_embed2 = nn.Embedding(self.num_obj_classes, self.embed_dim)
+        with torch.no_grad():
+            self.obj_embed1.weight.copy_(vecs)
+            self.obj_embed2.weight.copy_(vecs)
+        self.pos_embed = nn.Sequential(nn.Linear(9, 32), nn.BatchNorm1d(32, momentum=0.001),
+                                       nn.Linear(32, 128), nn.ReLU(inplace=True))
+        self.obj_dim = in_channels
+        self.dropout_rate = head.CONTEXT_DROPOUT_RATE
+        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
+        self.nl_obj, self.nl_edge = head.CONTEXT_OBJ_LAYER, head.CONTEXT_REL_LAYER
+        if self.nl_obj < 1 or self.nl_edge < 1:
+            raise ValueError('MODEL.ROI_RELATION_HEAD.CONTEXT_OBJ_LAYER and CONTEXT_REL_LAYER '
+                             'must be >= 1, got {} and {}'.format(self.nl_obj, self.nl_edge))
+        self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
+        obj_in = self.obj_dim + self.embed_dim + 128
+        self.obj_ctx_rnn = nn.LSTM(input_size=obj_in, hidden_size=self.hidden_dim,
+                                   num_layers=self.nl_obj,
+                                   dropout=self.dropout_rate if self.nl_obj > 1 else 0,
+                                   bidirectional=True)
+        self.decoder_rnn = DecoderRNN(cfg, obj_classes, embed_dim=self.embed_dim,
+                                      inputs_dim=self.hidden_dim + obj_in,
+                                      hidden_dim=self.hidden_dim, rnn_drop=self.dropout_rate)
+        self.edge_ctx_rnn = nn.LSTM(input_size=self.embed_dim + self.hidden_dim + self.obj_dim,
+                                    hidden_size=self.hidden_dim, num_layers=self.nl_edge,
+                                    dropout=self.dropout_rate if self.nl_edge > 1 else 0,
+                                    bidirectional=True)
+        self.lin_obj_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
+        self.lin_edge_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
+        self.average_ratio = AVERAGE_RATIO
+        self.effect_analysis = head.CAUSAL.EFFECT_ANALYSIS
+        if self.effect_analysis:
+            self.register_buffer('untreated_dcd_feat', torch.zeros(self.hidden_dim + obj_in))
+            self.register_buffer('untreated_obj_feat', torch.zeros(obj_in))
+            self.register_buffer('untreated_edg_feat', torch.zeros(self.embed_dim + self.obj_dim))
+
+    def obj_ctx(self, obj_feats, proposals, obj_labels=None, boxes_per_cls=None,
+                ctx_average=False, obj_logits=None):
+        """Object context LSTM and label decoding.
+
+        Returns
+        -------
+        tuple
+            ``(obj_dists, obj_preds, obj_ctx, perm, inv_perm, ls_transposed)``, rows in the
+            proposals' order.
+        """
+        perm, inv_perm, ls_transposed = sort_rois(proposals, self.sort_mode, obj_logits)
+        obj_inp_rep = obj_feats[perm].contiguous()
+        encoder_rep = self.obj_ctx_rnn(PackedSequence(obj_inp_rep, ls_transposed))[0][0]
+        encoder_rep = self.lin_obj_h(encoder_rep)
+        if (not self.training) and self.effect_analysis and ctx_average:
+            decoder_inp = self.untreated_dcd_feat.view(1, -1).expand(encoder_rep.shape[0], -1)
+        else:
+            decoder_inp = torch.cat((obj_inp_rep, encoder_rep), 1)
+        if self.training and self.effect_analysis:
+            self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, decoder_inp,
+                                                     self.average_ratio)
+        if self.mode != 'predcls':
+            obj_dists, obj_preds = self.decoder_rnn(
+                PackedSequence(decoder_inp, ls_transposed),
+                labels=obj_labels[perm] if obj_labels is not None else None)
+            obj_dists, obj_preds = obj_dists[inv_perm], obj_preds[inv_perm]
+            if boxes_per_cls is not None and not self.training:
+                obj_preds = self._nms_labels(obj_dists, boxes_per_cls, perm, proposals)
+        else:
+            if obj_labels is None:
+                raise ValueError('PredCls needs the proposals\' "labels" field')
+            obj_preds = obj_labels
+            obj_dists = to_onehot(obj_preds, self.num_obj_classes)
+        return obj_dists, obj_preds, encoder_rep[inv_perm], perm, inv_perm, ls_transposed
+
+    def _nms_labels(self, obj_dists, boxes_per_cls, perm, proposals):
+        # SGB runs the greedy NMS on one image in LSTM order; per image, same order here
+        labels = torch.zeros(obj_dists.shape[0], dtype=torch.long, device=obj_dists.device)
+        start = 0
+        for p in proposals:
+            end = start + len(p)
+            order = perm[(perm >= start) & (perm < end)]
+            labels[order] = obj_prediction_nms(boxes_per_cls[order], obj_dists[order],
+                                               self.nms_thresh, bg_value=0.0)
+            start = end
+        return labels
+
+    def edge_ctx(self, inp_feats, perm, inv_perm, ls_transposed):
+        """Edge context LSTM; returns ``(N, hidden_dim)`` in the proposals' order."""
+        edge_reps = self.edge_ctx_rnn(PackedSequence(inp_feats[perm], ls_transposed))[0][0]
+        return self.lin_edge_h(edge_reps)[inv_perm]
+
+    def forward(self, x, proposals, rel_pair_idxs=None, logger=None, all_average=False,
+                ctx_average=False):
+        """Contexts for every object.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            ``(sum N_i, in_channels)`` ROI features.
+        proposals : list of BoxList
+            Fields ``labels`` (training, or PredCls/SGCls), ``predict_logits`` (SGCls/SGDet),
+            ``boxes_per_cls`` (SGDet test).
+        rel_pair_idxs : list, optional
+            Unused (VCTree's context needs it; same signature).
+        logger : optional
+        all_average, ctx_average : bool
+            Counterfactual inputs (mean features) at test time with ``EFFECT_ANALYSIS``.
+
+        Returns
+        -------
+        tuple
+            ``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim), None)``.
+        """
+        head = self.cfg.MODEL.ROI_RELATION_HEAD
+        if self.training or head.USE_GT_BOX:
+            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
+        else:
+            obj_labels = None
+        obj_logits = None
+        if head.USE_GT_OBJECT_LABEL:
+            obj_embed = self.obj_embed1(obj_labels.long())
+        else:
+            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
+            obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
+        pos_embed = self.pos_embed(encode_box_info(proposals))
+        batch_size = x.shape[0]
+        if all_average and self.effect_analysis and not self.training:
+            obj_pre_rep = self.untreated_obj_feat.view(1, -1).expand(batch_size, -1)
+        else:
+            obj_pre_rep = cat((x, obj_embed, pos_embed), -1)
+        boxes_per_cls = None
+        if self.mode == 'sgdet' and not self.training:
+            boxes_per_cls = cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
+        if self.sort_mode == 'confidence' and obj_logits is None:
+            obj_logits = to_onehot(obj_labels, self.num_obj_classes)
+        obj_dists, obj_preds, obj_ctx, perm, inv_perm, ls_transposed = self.obj_ctx(
+            obj_pre_rep, proposals, obj_labels, boxes_per_cls, ctx_average=ctx_average,
+            obj_logits=obj_logits)
+        obj_embed2 = self.obj_embed2(obj_preds.long())
+        if (all_average or ctx_average) and self.effect_analysis and not self.training:
+            obj_rel_rep = cat((self.untreated_edg_feat.view(1, -1).expand(batch_size, -1),
+                               obj_ctx), dim=-1)
+        else:
+            obj_rel_rep = cat((obj_embed2, x, obj_ctx), -1)
+        edge_ctx = self.edge_ctx(obj_rel_rep, perm, inv_perm, ls_transposed)
+        if self.training and self.effect_analysis:
+            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
+                                                     self.average_ratio)
+            self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
+                                                     cat((obj_embed2, x), -1), self.average_ratio)
+        return obj_dists, obj_preds, edge_ctx, None
+
+
+class MotifPredictor(nn.Module):
+    """SGB's ``MotifPredictor``.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        Besides :class:`LSTMContext`'s keys: ``MODEL.ROI_BOX_HEAD.{NUM_CLASSES, MLP_HEAD_DIM}``,
+        ``MODEL.ROI_RELATION_HEAD.{NUM_CLASSES, CONTEXT_POOLING_DIM, PREDICT_USE_VISION,
+        PREDICT_USE_BIAS}``, ``MODEL.ATTRIBUTE_ON`` (must be False).
+    in_channels : int
+        ROI feature size.
+    statistics : dict
+        SGB's statistics (``obj_classes``, ``rel_classes``, ``pred_dist`` ...).
+    sort_mode : str
+        Passed to :class:`LSTMContext`.
+    """
+
+    def __init__(self, cfg, in_channels, statistics, sort_mode='leftright'):
+        super().__init__()
+        if cfg.MODEL.ATTRIBUTE_ON:
+            raise NotImplementedError('MODEL.ATTRIBUTE_ON (SGB\'s AttributeLSTMContext) is not '
+                                      'ported; set MODEL.ATTRIBUTE_ON False')
+        head = cfg.MODEL.ROI_RELATION_HEAD
+        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
+        self.num_rel_cls = head.NUM_CLASSES
+        self.use_vision = head.PREDICT_USE_VISION
+        self.use_bias = head.PREDICT_USE_BIAS
+        obj_classes, rel_classes = class_names(cfg, statistics)
+        self.context_layer = LSTMContext(cfg, obj_classes, rel_classes, in_channels,
+                                         sort_mode=sort_mode)
+        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
+        self.pooling_dim = head.CONTEXT_POOLING_DIM
+        self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
+        self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
+        self.rel_compress = nn.Linear(self.pooling_dim, self.num_rel_cls, bias=True)
+        layer_init(self.post_emb, 10.0 * (1.0 / self.hidden_dim) ** 0.5, normal=True)
+        layer_init(self.post_cat, xavier=True)
+        layer_init(self.rel_compress, xavier=True)
+        self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
+        if self.union_single_not_match:
+            self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
+            layer_init(self.up_dim, xavier=True)
+        if self.use_bias:
+            self.freq_bias = FrequencyBias(cfg, statistics)
+
+    def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
+                union_features, logger=None):
+        """Object and relation logits.
+
+        Parameters
+        ----------
+        proposals : list of BoxList
+        rel_pair_idxs : list of torch.Tensor
+            ``(R_i, 2)`` per image.
+        rel_labels, rel_binarys : list or None
+            Unused here (SGB's signature).
+        roi_features : torch.Tensor
+            ``(sum N_i, in_channels)``.
+        union_features : torch.Tensor
+            ``(sum R_i, MLP_HEAD_DIM)``.
+        logger : optional
+
+        Returns
+        -------
+        tuple
+            ``(obj_dists, rel_dists, add_losses)``: tuples of per-image ``(N_i, C_obj)`` and
+            ``(R_i, C_rel)`` logits, and an empty dict.
+        """
+        check_inputs(proposals, rel_pair_idxs)
+        obj_dists, obj_preds, edge_ctx, _ = self.context_layer(roi_features, proposals,
+                                                               rel_pair_idxs, logger)
+        edge_rep = self.post_emb(edge_ctx).view(edge_ctx.size(0), 2, self.hidden_dim)
+        head_rep = edge_rep[:, 0].contiguous().view(-1, self.hidden_dim)
+        tail_rep = edge_rep[:, 1].contiguous().view(-1, self.hidden_dim)
+        num_rels = [r.shape[0] for r in rel_pair_idxs]
+        num_objs = [len(b) for b in proposals]
+        prod_rep, pair_pred = pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs,
+                                            num_objs)
+        prod_rep = self.post_cat(prod_rep)
+        if self.use_vision:
+            union = self.up_dim(union_features) if self.union_single_not_match else union_features
+            prod_rep = prod_rep * union
+        rel_dists = self.rel_compress(prod_rep)
+        if self.use_bias:
+            rel_dists = rel_dists + self.freq_bias.index_with_labels(pair_pred.long())
+        return obj_dists.split(num_objs, dim=0), rel_dists.split(num_rels, dim=0), {}
