@@ -1,5 +1,6 @@
 """The relation model in its three modes: training loss dicts, evaluation predictions,
-frozen detector parts."""
+frozen detector parts; with the test predictor and with the registry's predictors."""
+import numpy as np
 import pytest
 import torch
 
@@ -54,3 +55,40 @@ def test_mode_switches():
     model = _model('predcls')
     with pytest.raises(ValueError, match='targets'):
         model.train()(make_batch()[0])
+
+
+def _statistics(num_obj=6, num_rel=4):
+    fg = np.random.RandomState(0).randint(0, 5, (num_obj, num_obj, num_rel))
+    dist = np.log(fg / np.maximum(fg.sum(2, keepdims=True), 1) + 1e-3).astype(np.float32)
+    return {'fg_matrix': fg, 'pred_dist': torch.from_numpy(dist),
+            'obj_classes': ['__background__'] + ['o%d' % i for i in range(num_obj - 1)],
+            'rel_classes': ['__background__'] + ['r%d' % i for i in range(num_rel - 1)],
+            'att_classes': []}
+
+
+@pytest.mark.filterwarnings('ignore:GloVe')
+@pytest.mark.parametrize('predictor', ['MotifPredictor', 'IMPPredictor',
+                                       'TransformerPredictor', 'CausalAnalysisPredictor'])
+@pytest.mark.parametrize('mode', ['predcls', 'sgcls', 'sgdet'])
+def test_registry_predictors(predictor, mode, tmp_path):
+    torch.manual_seed(0)
+    cfg = tiny_cfg(mode)
+    r = cfg.MODEL.ROI_RELATION_HEAD
+    r.PREDICTOR = predictor
+    r.CONTEXT_HIDDEN_DIM, r.CONTEXT_POOLING_DIM, r.EMBED_DIM = 16, 32, 8
+    t = r.TRANSFORMER
+    t.INNER_DIM, t.KEY_DIM, t.VAL_DIM, t.NUM_HEAD, t.OBJ_LAYER, t.REL_LAYER = 16, 4, 4, 2, 1, 1
+    cfg.GLOVE_DIR = str(tmp_path)
+    model = build_relation_model(cfg, _statistics(), generator=torch.Generator().manual_seed(0))
+    images, targets = make_batch()
+    model.train()
+    fix_eval_modules(eval_modules(model))
+    losses = model(images, targets)
+    assert {'loss_rel', 'loss_refine_obj'} <= set(losses)
+    assert all(torch.isfinite(v) for v in losses.values())
+    sum(losses.values()).backward()
+    model.eval()
+    with torch.no_grad():
+        out = model(images[:1], targets[:1])  # SGB's MOTIFS decoder: one image in test
+    k = len(out[0].get_field('rel_pair_idxs'))
+    assert out[0].get_field('pred_rel_scores').shape == (k, 4)
