@@ -7,11 +7,15 @@ Modes (SGB README): PredCls = ``USE_GT_BOX`` and ``USE_GT_OBJECT_LABEL``; SGCls 
 training loss dict is the relation head's (``loss_rel``, ``loss_refine_obj`` + the
 predictor's ``add_losses``).
 
-Difference from SGB (docs/faithfulness.md): with ``USE_GT_BOX`` the RPN is not run (SGB runs
-it and discards its proposals and losses; its outputs never reach the relation head).
+Differences from SGB (docs/faithfulness.md): with ``USE_GT_BOX`` the RPN is not run (SGB runs
+it and discards its proposals and losses; its outputs never reach the relation head); an SGDet
+image without any detection gets an empty prediction (SGB's pooler asserts and the run dies).
 """
 from collections import OrderedDict
 
+import torch
+
+from ..structures import BoxList
 from .detector import SGGDetector, to_image_batch
 from .relation_head import build_roi_relation_head
 
@@ -82,10 +86,46 @@ class RelationModel(SGGDetector):
         else:
             proposals, _ = self.rpn(images.image_sizes, features, targets)
         _, detections, _ = self.roi_heads['box'](features, proposals, targets)
-        _, result, losses = self.roi_heads['relation'](features, detections, targets, logger)
+        keep = [i for i, d in enumerate(detections) if len(d) > 0]
+        if len(keep) == len(detections):
+            _, result, losses = self.roi_heads['relation'](features, detections, targets, logger)
+            return OrderedDict(losses) if self.training else result
+        return self._without_empty(features, detections, targets, logger, keep)
+
+    def _without_empty(self, features, detections, targets, logger, keep):
+        """SGDet images left without detections (SGB's pooler asserts on them): the relation
+        head runs on the others; such an image gets an empty prediction, and no loss."""
+        head = self.roi_heads['relation']
+        if keep:
+            idx = torch.tensor(keep, device=features[0].device)
+            _, result, losses = head([f.index_select(0, idx) for f in features],
+                                     [detections[i] for i in keep],
+                                     None if targets is None else [targets[i] for i in keep],
+                                     logger)
+        else:
+            result, losses = [], {}
         if self.training:
+            if not losses:
+                zero = sum(p.sum() for p in head.parameters() if p.requires_grad) * 0.
+                losses = {'loss_rel': zero, 'loss_refine_obj': zero}
             return OrderedDict(losses)
-        return result
+        out = [_empty_prediction(d, self.cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES)
+               for d in detections]
+        for i, r in zip(keep, result):
+            out[i] = r
+        return out
+
+
+def _empty_prediction(det, num_rel_classes):
+    """A prediction BoxList without objects, with SGB's fields."""
+    dev = det.bbox.device
+    out = BoxList(det.bbox.new_zeros(0, 4), det.size, 'xyxy')
+    out.add_field('pred_labels', torch.zeros(0, dtype=torch.long, device=dev))
+    out.add_field('pred_scores', torch.zeros(0, device=dev))
+    out.add_field('rel_pair_idxs', torch.zeros(0, 2, dtype=torch.long, device=dev))
+    out.add_field('pred_rel_scores', torch.zeros(0, num_rel_classes, device=dev))
+    out.add_field('pred_rel_labels', torch.zeros(0, dtype=torch.long, device=dev))
+    return out
 
 
 def eval_modules(model):

@@ -92,3 +92,41 @@ def test_registry_predictors(predictor, mode, tmp_path):
         out = model(images[:1], targets[:1])  # SGB's MOTIFS decoder: one image in test
     k = len(out[0].get_field('rel_pair_idxs'))
     assert out[0].get_field('pred_rel_scores').shape == (k, 4)
+
+
+def test_sgdet_image_without_detections():
+    model = _model('sgdet')
+    # no class reaches the score threshold: the box head keeps nothing
+    model.cfg.MODEL.ROI_HEADS.SCORE_THRESH = 1.0
+    model.roi_heads['box'].post_processor.score_thresh = 1.0
+    images, targets = make_batch()
+    model.eval()
+    with torch.no_grad():
+        out = model(images, targets)
+    assert [len(o) for o in out] == [0, 0]
+    assert out[0].get_field('pred_rel_scores').shape == (0, 4)
+    assert out[1].get_field('rel_pair_idxs').shape == (0, 2)
+    model.train()
+    losses = model(images, targets)
+    assert losses['loss_rel'].item() == 0
+    sum(losses.values()).backward()
+    # one image with detections, one without: the other image still gets its prediction
+    model.eval()
+    model.roi_heads['box'].post_processor.score_thresh = 0.0
+    with torch.no_grad():
+        both = model(images, targets)
+    dets = model.roi_heads['box']
+    assert all(len(o) > 0 for o in both)
+    calls = []
+    real = dets.post_processor.forward
+
+    def drop_second(*args, **kw):
+        x, res = real(*args, **kw)
+        calls.append(1)
+        res[1] = res[1][torch.zeros(len(res[1]), dtype=torch.bool)]
+        return x, res
+    dets.post_processor.forward = drop_second
+    with torch.no_grad():
+        mixed = model(images, targets)
+    assert calls and len(mixed[1]) == 0 and len(mixed[0]) == len(both[0])
+    assert torch.equal(mixed[0].get_field('rel_pair_idxs'), both[0].get_field('rel_pair_idxs'))
