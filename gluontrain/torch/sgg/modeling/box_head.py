@@ -378,6 +378,10 @@ class ROIBoxHead(nn.Module):
             class_logits, _ = self.predictor(x)
             return x, add_predict_logits(proposals, class_logits), {}
         if self.training or not self.cfg.TEST.CUSTUM_EVAL:
+            if targets is None:
+                raise ValueError('SGDet labels the detections with the matched ground truth '
+                                 '(SGB): pass the targets, or set TEST.CUSTUM_EVAL True for '
+                                 'images without annotations')
             proposals = self.samp_processor.assign_label_to_proposals(proposals, targets)
         x = self.feature_extractor(features, proposals)
         class_logits, box_regression = self.predictor(x)
