@@ -212,7 +212,8 @@ class BoxSampler:
             matched.new_zeros(len(proposal))
         return matched, tgt, labels
 
-    def _attributes(self, target, tgt, n):
+    @staticmethod
+    def _attributes(target, tgt):
         if target.has_field('attributes') and len(target):
             return target.get_field('attributes').long()[tgt]
         return None
@@ -235,7 +236,7 @@ class BoxSampler:
             reg = self.box_coder.encode(target.bbox[tgt], proposal.bbox) if len(target) else \
                 proposal.bbox.new_zeros(len(proposal), 4)
             proposal.add_field('labels', labels)
-            attrs = self._attributes(target, tgt, len(proposal))
+            attrs = self._attributes(target, tgt)
             if attrs is not None:
                 attrs = attrs.clone()
                 attrs[matched < 0] = 0
@@ -269,7 +270,7 @@ class BoxSampler:
             labels = labels.clone()
             labels[matched < 0] = 0
             proposal.add_field('labels', labels)
-            attrs = self._attributes(target, tgt, len(proposal))
+            attrs = self._attributes(target, tgt)
             if attrs is not None:
                 attrs = attrs.clone()
                 attrs[matched < 0] = 0
