@@ -32,7 +32,8 @@ setup(
     long_description_content_type='text/markdown',
     packages=find_packages(include=['gluontrain', 'gluontrain.*']),
     # the two-stage recipe's seamseg-style .ini configs are read at run time
-    package_data={'gluontrain.torch.frcnn': ['configs/*.ini']},
+    package_data={'gluontrain.torch.frcnn': ['configs/*.ini'],
+                  'gluontrain.torch.sgg': ['configs/*.yaml']},
     # gluoncv imports distutils, which Python 3.12 removed.
     python_requires='>=3.8,<3.12',
     install_requires=['numpy', 'Pillow', 'tqdm', 'h5py'],

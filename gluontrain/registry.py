@@ -11,7 +11,8 @@ CONTRACT = ('parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', '
             'save_params', 'main')
 
 _RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'ssd': 'gluontrain.torch.ssd',
-            'frcnn': 'gluontrain.torch.frcnn'}
+            'frcnn': 'gluontrain.torch.frcnn', 'sgg': 'gluontrain.torch.sgg.recipe',
+            'sgg-detector': 'gluontrain.torch.sgg.detector_recipe'}
 
 
 def register_recipe(name, module):

@@ -18,7 +18,7 @@ SEED_SIGNATURES = {
 }
 
 
-@pytest.mark.parametrize('name', ['yolo3', 'ssd', 'frcnn'])
+@pytest.mark.parametrize('name', ['yolo3', 'ssd', 'frcnn', 'sgg', 'sgg-detector'])
 def test_recipes_have_the_contract_with_seed_signatures(name):
     recipe = gluontrain.get_recipe(name)
     assert all(callable(getattr(recipe, f)) for f in CONTRACT)
@@ -28,7 +28,7 @@ def test_recipes_have_the_contract_with_seed_signatures(name):
 
 
 def test_unknown_recipe_lists_known_ones():
-    with pytest.raises(KeyError, match='known recipes: frcnn, ssd, yolo3'):
+    with pytest.raises(KeyError, match='known recipes: frcnn, sgg, sgg-detector, ssd, yolo3'):
         gluontrain.get_recipe('nope')
 
 

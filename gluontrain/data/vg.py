@@ -25,7 +25,8 @@ from . import shapes
 from ._io import install, save_jpeg, staging_dir, write_json
 
 __all__ = ['OBJECT_CLASSES', 'PREDICATES', 'ATTRIBUTES', 'H5_NAME', 'DICTS_NAME', 'IMAGE_DATA',
-           'IMAGE_DIR', 'predicate', 'encode_box', 'write_vg', 'load_vg', 'load_vg_vocab']
+           'IMAGE_DIR', 'predicate', 'encode_box', 'write_vg', 'load_vg', 'load_vg_vocab',
+           'load_graphs']
 
 H5_NAME = 'VG-SGG-with-attri.h5'
 DICTS_NAME = 'VG-SGG-dicts-with-attri.json'
@@ -405,8 +406,6 @@ def load_vg(root, split='train', num_val_im=0, filter_empty_rels=True, filter_no
         When the files are missing or inconsistent (:func:`~gluontrain.data.checks.check_vg`),
         naming the file and the fix.
     """
-    import h5py  # pylint: disable=import-outside-toplevel
-
     # here, not at the top: checks imports this module
     from .checks import check_vg  # pylint: disable=import-outside-toplevel
 
@@ -417,44 +416,98 @@ def load_vg(root, split='train', num_val_im=0, filter_empty_rels=True, filter_no
     check_vg(root, check_images=False)
     with open(os.path.join(root, IMAGE_DATA)) as f:
         image_data = json.load(f)
-    with h5py.File(os.path.join(root, H5_NAME), 'r') as f:
-        data = {k: f[k][:] for k in ('split', 'img_to_first_box', 'img_to_last_box',
-                                     'img_to_first_rel', 'img_to_last_rel', 'labels',
-                                     'attributes', 'relationships', 'predicates')}
-        all_boxes = f['boxes_{}'.format(box_scale)][:]
-    mask = data['split'] == (2 if split == 'test' else 0)
-    mask &= data['img_to_first_box'] >= 0
-    if filter_empty_rels:
-        mask &= data['img_to_first_rel'] >= 0
-    index = np.flatnonzero(mask)
-    if num_val_im > 0:
-        index = index[:num_val_im] if split == 'val' else index[num_val_im:]
-    # Center to corner in the stored integer dtype, truncating like SGB's in-place update.
-    all_boxes[:, :2] = all_boxes[:, :2] - all_boxes[:, 2:] / 2
-    all_boxes[:, 2:] = all_boxes[:, :2] + all_boxes[:, 2:]
+    mask, boxes, labels, attributes, relations = load_graphs(
+        os.path.join(root, H5_NAME), split, num_val_im=num_val_im,
+        filter_empty_rels=filter_empty_rels, filter_non_overlap=filter_non_overlap,
+        box_scale=box_scale)
     out = []
-    for i in index:
-        first, last = data['img_to_first_box'][i], data['img_to_last_box'][i]
-        boxes = all_boxes[first:last + 1].astype(np.float64)
-        if data['img_to_first_rel'][i] >= 0:
-            r0, r1 = data['img_to_first_rel'][i], data['img_to_last_rel'][i] + 1
-            rels = np.column_stack((data['relationships'][r0:r1] - first,
-                                    data['predicates'][r0:r1, 0])).astype(np.int64)
-        else:
-            rels = np.zeros((0, 3), dtype=np.int64)
-        if filter_non_overlap:
-            a, b = boxes[rels[:, 0]], boxes[rels[:, 1]]
-            wh = np.minimum(a[:, 2:], b[:, 2:]) - np.maximum(a[:, :2], b[:, :2]) + 1
-            rels = rels[(wh.clip(min=0).prod(1)) > 0]
-            if not len(rels):
-                continue
+    for k, i in enumerate(np.flatnonzero(mask)):
         info = image_data[i]
         scale = max(info['width'], info['height']) / float(box_scale)
         out.append({'image_id': info['image_id'],
-                     'file_name': os.path.join(root, IMAGE_DIR, '{}.jpg'.format(info['image_id'])),
-                     'width': info['width'], 'height': info['height'],
-                     'boxes': boxes * scale,
-                     'labels': data['labels'][first:last + 1, 0],
-                     'attributes': data['attributes'][first:last + 1],
-                     'relations': rels})
+                    'file_name': os.path.join(root, IMAGE_DIR, '{}.jpg'.format(info['image_id'])),
+                    'width': info['width'], 'height': info['height'],
+                    'boxes': boxes[k].astype(np.float64) * scale, 'labels': labels[k],
+                    'attributes': attributes[k], 'relations': relations[k]})
     return out
+
+
+def load_graphs(roidb_file, split, num_im=-1, num_val_im=0, filter_empty_rels=True,
+                filter_non_overlap=False, box_scale=1024):
+    """Scene-Graph-Benchmark's ``load_graphs``: the boxes and relations of one split.
+
+    Parameters
+    ----------
+    roidb_file : str
+        ``VG-SGG-with-attri.h5`` (validate it first: ``checks.check_vg_files``).
+    split : {'train', 'val', 'test'}
+        ``test`` is ``split == 2``; ``train``/``val`` share ``split == 0``.
+    num_im : int
+        Keep the first ``num_im`` images of the split before the val carve-out (-1: all).
+    num_val_im : int
+        The first ``num_val_im`` images are ``val``, the rest ``train`` (0: no carve-out).
+    filter_empty_rels : bool
+        Drop images without relationships.
+    filter_non_overlap : bool
+        Keep relationships whose boxes intersect (``+1`` pixel convention); drop images left
+        with none.
+    box_scale : int
+        Which ``boxes_<scale>`` array to read.
+
+    Returns
+    -------
+    split_mask : numpy.ndarray
+        ``(num_h5_images,)`` bool, the h5 rows kept, in order.
+    boxes : list of numpy.ndarray
+        Per kept image ``(n, 4)`` int32 ``x1y1x2y2`` at ``box_scale`` (the centre-to-corner
+        conversion truncates in the stored integer dtype, as SGB's in-place update does).
+    gt_classes : list of numpy.ndarray
+        ``(n,)`` labels.
+    gt_attributes : list of numpy.ndarray
+        ``(n, 10)`` attribute indices (0 = none).
+    relationships : list of numpy.ndarray
+        ``(r, 3)`` int64 ``(subject, object, predicate)`` with box indices local to the image.
+    """
+    import h5py  # pylint: disable=import-outside-toplevel
+
+    with h5py.File(roidb_file, 'r') as f:
+        d = {k: f[k][:] for k in ('split', 'img_to_first_box', 'img_to_last_box',
+                                  'img_to_first_rel', 'img_to_last_rel', 'labels',
+                                  'attributes', 'relationships', 'predicates')}
+        all_boxes = f['boxes_{}'.format(box_scale)][:]
+    split_mask = d['split'] == (2 if split == 'test' else 0)
+    split_mask &= d['img_to_first_box'] >= 0
+    if filter_empty_rels:
+        split_mask &= d['img_to_first_rel'] >= 0
+    index = np.flatnonzero(split_mask)
+    if num_im > -1:
+        index = index[:num_im]
+    if num_val_im > 0:
+        index = index[:num_val_im] if split == 'val' else (
+            index[num_val_im:] if split == 'train' else index)
+    split_mask = np.zeros(len(d['split']), dtype=bool)
+    split_mask[index] = True
+    all_boxes[:, :2] = all_boxes[:, :2] - all_boxes[:, 2:] / 2
+    all_boxes[:, 2:] = all_boxes[:, :2] + all_boxes[:, 2:]
+    boxes, gt_classes, gt_attributes, relationships = [], [], [], []
+    for i in index:
+        first, last = d['img_to_first_box'][i], d['img_to_last_box'][i]
+        boxes_i = all_boxes[first:last + 1]
+        if d['img_to_first_rel'][i] >= 0:
+            r0, r1 = d['img_to_first_rel'][i], d['img_to_last_rel'][i] + 1
+            rels = np.column_stack((d['relationships'][r0:r1] - first,
+                                    d['predicates'][r0:r1, 0])).astype(np.int64)
+        else:
+            rels = np.zeros((0, 3), dtype=np.int64)
+        if filter_non_overlap:
+            a, b = boxes_i[rels[:, 0]], boxes_i[rels[:, 1]]
+            wh = np.minimum(a[:, 2:], b[:, 2:]) - np.maximum(a[:, :2], b[:, :2]) + 1
+            rels = rels[(wh.clip(min=0).prod(1)) > 0]
+            if not len(rels):
+                split_mask[i] = False
+                continue
+        boxes.append(boxes_i)
+        gt_classes.append(d['labels'][first:last + 1, 0])
+        gt_attributes.append(d['attributes'][first:last + 1])
+        relationships.append(rels)
+    return split_mask, boxes, gt_classes, gt_attributes, relationships

@@ -1,0 +1,202 @@
+"""maskrcnn-benchmark's samplers: seeded shuffling, per-rank shards, aspect-ratio groups and
+iteration-based batching with an exact mid-pass resume.
+
+SGB shuffles with torch's unseeded global generator and, on resume, starts a fresh pass at
+``start_iter``. Here every pass's order is a function of ``(seed, iteration at the pass's
+start)`` (SGB's ``DistributedSampler`` already seeds with that iteration) and
+:class:`IterationBasedBatchSampler` replays the index bookkeeping of the passes before
+``start_iter`` (no image is read), so a resumed run sees the batches the uninterrupted one saw.
+"""
+import itertools
+import math
+
+import torch
+from torch.utils.data.sampler import BatchSampler, Sampler
+
+__all__ = ['SeededRandomSampler', 'DistributedSampler', 'GroupedBatchSampler',
+           'IterationBasedBatchSampler']
+
+
+class SeededRandomSampler(Sampler):
+    """A random permutation per pass, ``randperm(n)`` from a generator seeded with
+    ``seed + epoch`` (``set_epoch`` is called by :class:`IterationBasedBatchSampler`)."""
+
+    def __init__(self, data_source, seed=0):
+        super().__init__()
+        self.num_samples = len(data_source)
+        self.seed = int(seed)
+        self.epoch = 0
+
+    def __iter__(self):
+        g = torch.Generator()
+        g.manual_seed(self.seed + self.epoch)
+        return iter(torch.randperm(self.num_samples, generator=g).tolist())
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        """Select the permutation of pass ``epoch``."""
+        self.epoch = epoch
+
+
+class DistributedSampler(Sampler):
+    """Rank ``rank``'s share of the (shuffled) indices, padded by wrapping to equal shares
+    (maskrcnn-benchmark's copy of torch's sampler, plus ``seed``: generator seeded with
+    ``seed + epoch``; ``seed=0`` is SGB's order).
+
+    Parameters
+    ----------
+    dataset : sized
+    num_replicas, rank : int
+        World size and this process's rank.
+    shuffle : bool
+    seed : int
+    """
+
+    def __init__(self, dataset, num_replicas, rank, shuffle=True, seed=0):
+        super().__init__()
+        if not 0 <= rank < num_replicas:
+            raise ValueError('rank {} is outside 0..{} (world size {})'.format(
+                rank, num_replicas - 1, num_replicas))
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.num_samples = int(math.ceil(len(self.dataset) * 1.0 / self.num_replicas))
+        self.total_size = self.num_samples * self.num_replicas
+        self.shuffle = shuffle
+        self.seed = int(seed)
+
+    def __iter__(self):
+        if self.shuffle:
+            g = torch.Generator()
+            g.manual_seed(self.seed + self.epoch)
+            indices = torch.randperm(len(self.dataset), generator=g).tolist()
+        else:
+            indices = list(range(len(self.dataset)))
+        indices += indices[: (self.total_size - len(indices))]
+        offset = self.num_samples * self.rank
+        return iter(indices[offset: offset + self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        """Select the permutation of pass ``epoch``."""
+        self.epoch = epoch
+
+
+class GroupedBatchSampler(BatchSampler):
+    """Batches whose images share a group (aspect-ratio bin), ordered as close as possible to
+    the wrapped sampler's order (maskrcnn-benchmark's ``GroupedBatchSampler``).
+
+    Parameters
+    ----------
+    sampler : torch.utils.data.Sampler
+    group_ids : sequence of int
+        Group of each dataset index.
+    batch_size : int
+    drop_uneven : bool
+        Drop batches smaller than ``batch_size``.
+    """
+
+    def __init__(self, sampler, group_ids, batch_size, drop_uneven=False):
+        # pylint: disable=super-init-not-called
+        if not isinstance(sampler, Sampler):
+            raise ValueError('sampler should be an instance of torch.utils.data.Sampler, but '
+                             'got sampler={}'.format(sampler))
+        self.sampler = sampler
+        self.group_ids = torch.as_tensor(group_ids)
+        if self.group_ids.dim() != 1:
+            raise ValueError('group_ids must be one-dimensional')
+        self.batch_size = batch_size
+        self.drop_uneven = drop_uneven
+        self.groups = torch.unique(self.group_ids).sort(0)[0]
+        self._can_reuse_batches = False
+
+    def _prepare_batches(self):
+        dataset_size = len(self.group_ids)
+        sampled_ids = torch.as_tensor(list(self.sampler), dtype=torch.int64)
+        # order[i]: position of dataset index i in the sampler's output, -1 if not sampled
+        order = torch.full((dataset_size,), -1, dtype=torch.int64)
+        order[sampled_ids] = torch.arange(len(sampled_ids))
+        mask = order >= 0
+        clusters = [(self.group_ids == i) & mask for i in self.groups]
+        relative_order = [order[cluster] for cluster in clusters]
+        permutation_ids = [s[s.sort()[1]] for s in relative_order]
+        permuted_clusters = [sampled_ids[idx] for idx in permutation_ids]
+        splits = [c.split(self.batch_size) for c in permuted_clusters]
+        merged = tuple(itertools.chain.from_iterable(splits))
+        # order the batches by where their first element came in the sampler
+        first_element_of_batch = [t[0].item() for t in merged]
+        inv_sampled_ids_map = {v: k for k, v in enumerate(sampled_ids.tolist())}
+        first_index_of_batch = torch.as_tensor(
+            [inv_sampled_ids_map[s] for s in first_element_of_batch], dtype=torch.int64)
+        permutation_order = first_index_of_batch.sort(0)[1].tolist()
+        batches = [merged[i].tolist() for i in permutation_order]
+        if self.drop_uneven:
+            batches = [b for b in batches if len(b) == self.batch_size]
+        return batches
+
+    def __iter__(self):
+        if self._can_reuse_batches:
+            batches = self._batches
+            self._can_reuse_batches = False
+        else:
+            batches = self._prepare_batches()
+        self._batches = batches
+        return iter(batches)
+
+    def __len__(self):
+        if not hasattr(self, '_batches'):
+            self._batches = self._prepare_batches()
+            self._can_reuse_batches = True
+        return len(self._batches)
+
+
+class IterationBasedBatchSampler(BatchSampler):
+    """Re-iterate ``batch_sampler`` until ``num_iterations`` batches were given, counting
+    from ``start_iter``; a sampler with ``set_epoch`` gets the iteration each pass starts at.
+
+    Parameters
+    ----------
+    batch_sampler : BatchSampler
+    num_iterations : int
+        ``SOLVER.MAX_ITER``.
+    start_iter : int
+        Iterations already done (resume).
+    exact_resume : bool
+        Replay the passes before ``start_iter`` (indices only) so the batches from
+        ``start_iter`` on are those of an uninterrupted run. False is SGB: a new pass starts
+        at ``start_iter`` (with ``set_epoch(start_iter)``).
+    """
+
+    def __init__(self, batch_sampler, num_iterations, start_iter=0, exact_resume=True):
+        # pylint: disable=super-init-not-called
+        self.batch_sampler = batch_sampler
+        self.num_iterations = num_iterations
+        self.start_iter = start_iter
+        self.exact_resume = exact_resume
+
+    def __iter__(self):
+        iteration = 0 if self.exact_resume else self.start_iter
+        while iteration <= self.num_iterations:
+            if hasattr(self.batch_sampler.sampler, 'set_epoch'):
+                self.batch_sampler.sampler.set_epoch(iteration)
+            batches = list(self.batch_sampler)
+            if not batches:
+                raise ValueError('the batch sampler gives no batch (empty dataset, or '
+                                 'drop_uneven with fewer images than a batch)')
+            if iteration + len(batches) <= self.start_iter:
+                iteration += len(batches)  # a pass done before the resume point
+                continue
+            for batch in batches:
+                iteration += 1
+                if iteration > self.num_iterations:
+                    break
+                if iteration > self.start_iter:
+                    yield batch
+
+    def __len__(self):
+        return self.num_iterations

@@ -1,0 +1,344 @@
+"""Scene-Graph-Benchmark's ``VGDataset``: Visual Genome scene graphs as ``(image, BoxList)``.
+
+Same arguments, defaults, splits, filters and random draws as
+``maskrcnn_benchmark/data/datasets/visual_genome.py``; the h5 is read by
+:func:`gluontrain.data.vg.load_graphs` after :func:`gluontrain.data.checks.check_vg_files`
+validated the three files. Fixed (see docs/faithfulness.md, "Scene-graph data"):
+
+- h5 rows and ``image_data.json`` entries are paired by position and checked to align (SGB
+  skipped missing jpgs, shifting every later image, then asserted ``len == 108073``);
+- a randomly flipped training image gets flipped training targets (SGB passed ``flip_img`` as
+  ``evaluation``: unflipped boxes, evaluation fields);
+- ``np.float``/``np.bool`` (removed from NumPy) are plain ``float``/``bool``.
+"""
+import json
+import os
+import random
+import warnings
+from collections import defaultdict
+
+import numpy as np
+import torch
+from PIL import Image
+
+from ....data.checks import check_vg_files
+from ....data.vg import load_graphs
+from ..structures import BoxList
+
+__all__ = ['BOX_SCALE', 'VGDataset', 'load_info', 'load_image_filenames', 'box_filter',
+           'bbox_overlaps']
+
+BOX_SCALE = 1024  # the scale of the h5's boxes_1024
+
+
+class VGDataset(torch.utils.data.Dataset):
+    """Visual Genome scene graphs (SGB's ``VGDataset``).
+
+    Parameters
+    ----------
+    split : {'train', 'val', 'test'}
+        ``test`` is h5 ``split == 2``; the first ``num_val_im`` usable ``split == 0`` images are
+        ``val``, the rest ``train``.
+    img_dir : str
+        Folder of ``<image_id>.jpg``.
+    roidb_file : str
+        ``VG-SGG-with-attri.h5``.
+    dict_file : str
+        ``VG-SGG-dicts-with-attri.json``.
+    image_file : str
+        ``image_data.json`` (one entry per h5 image row, same order).
+    transforms : callable, optional
+        ``transforms(image, target) -> (image, target)``.
+    filter_empty_rels : bool
+        Drop images without relationships.
+    num_im : int
+        Use the first ``num_im`` images of the split (-1: all).
+    num_val_im : int
+        Size of the val carve-out. ``train`` needs more usable ``split == 0`` images than
+        this (ValueError otherwise: SGB would give an empty train split).
+    filter_duplicate_rels : bool
+        In training, keep one random predicate per (subject, object) pair.
+    filter_non_overlap : bool
+        In training, keep only relationships whose boxes intersect.
+    flip_aug : bool
+        In training, flip each image left-right with probability 0.5 (targets flipped too).
+    custom_eval : bool
+        Read plain images from ``custom_path`` (a folder, or a JSON list of paths) instead.
+    custom_path : str
+        See ``custom_eval``.
+    """
+
+    def __init__(self, split, img_dir, roidb_file, dict_file, image_file, transforms=None,
+                 filter_empty_rels=True, num_im=-1, num_val_im=5000,
+                 filter_duplicate_rels=True, filter_non_overlap=True, flip_aug=False,
+                 custom_eval=False, custom_path=''):
+        if split not in ('train', 'val', 'test'):
+            raise ValueError("split must be 'train', 'val' or 'test', got {!r}".format(split))
+        self.flip_aug = flip_aug
+        self.split = split
+        self.img_dir = img_dir
+        self.dict_file = dict_file
+        self.roidb_file = roidb_file
+        self.image_file = image_file
+        self.num_val_im = num_val_im
+        self.filter_non_overlap = filter_non_overlap and split == 'train'
+        self.filter_duplicate_rels = filter_duplicate_rels and split == 'train'
+        self.transforms = transforms
+        _require_file(dict_file, 'dict_file (VG-SGG-dicts-with-attri.json)')
+        self.ind_to_classes, self.ind_to_predicates, self.ind_to_attributes = load_info(dict_file)
+        self.categories = {i: self.ind_to_classes[i] for i in range(len(self.ind_to_classes))}
+        self.custom_eval = custom_eval
+        if custom_eval:
+            self.get_custom_imgs(custom_path)
+            return
+        _require_file(roidb_file, 'roidb_file (VG-SGG-with-attri.h5)')
+        _require_file(image_file, 'image_file (image_data.json)')
+        if not os.path.isdir(img_dir):
+            raise FileNotFoundError('img_dir {} does not exist: point it at the VG_100K folder '
+                                    'of <image_id>.jpg files.'.format(img_dir))
+        image_data = check_vg_files(roidb_file, dict_file, image_file, img_dir)
+        if split == 'train' and num_val_im > 0:
+            usable = _usable_train_images(roidb_file, num_im, filter_empty_rels)
+            if usable <= num_val_im:
+                raise ValueError(
+                    '{} has {} usable train-split images (split == 0{}), and the first '
+                    'num_val_im={} of them are the val split, leaving train empty: pass a '
+                    'num_val_im below {} (DATASETS.NUM_VAL_IM).'.format(
+                        roidb_file, usable, ', with boxes and relationships'
+                        if filter_empty_rels else ', with boxes', num_val_im, usable))
+        (self.split_mask, self.gt_boxes, self.gt_classes, self.gt_attributes,
+         self.relationships) = load_graphs(
+             roidb_file, split, num_im, num_val_im=num_val_im,
+             filter_empty_rels=filter_empty_rels, filter_non_overlap=self.filter_non_overlap,
+             box_scale=BOX_SCALE)
+        self.filenames, self.img_info = load_image_filenames(img_dir, image_data,
+                                                             np.flatnonzero(self.split_mask))
+
+    def __getitem__(self, index):
+        if self.custom_eval:
+            img = Image.open(self.custom_files[index]).convert('RGB')
+            target = torch.LongTensor([-1])
+            if self.transforms is not None:
+                img, target = self.transforms(img, target)
+            return img, target, index
+        img = Image.open(self.filenames[index]).convert('RGB')
+        info = self.img_info[index]
+        if img.size != (info['width'], info['height']):
+            # SGB prints this and goes on; the boxes follow image_data.json's size
+            warnings.warn('{} is {}x{} but {} says {}x{}; its boxes are scaled to the latter.'
+                          .format(self.filenames[index], img.size[0], img.size[1],
+                                  self.image_file, info['width'], info['height']))
+        # drawn for every image, as SGB does, so the random stream matches
+        flip_img = (random.random() > 0.5) and self.flip_aug and (self.split == 'train')
+        target = self.get_groundtruth(index, flip_img=flip_img)
+        if flip_img:
+            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+        if self.transforms is not None:
+            img, target = self.transforms(img, target)
+        return img, target, index
+
+    def get_statistics(self):
+        """SGB's ``get_statistics``: frequency statistics of this dataset's training split.
+
+        Returns
+        -------
+        dict
+            See :func:`gluontrain.torch.sgg.data.statistics.statistics_dict`.
+        """
+        from .statistics import statistics_dict  # pylint: disable=import-outside-toplevel
+        return statistics_dict(self.training_split())
+
+    def training_split(self):
+        """The ``train`` split SGB's statistics read: same files and ``num_val_im``,
+        ``filter_duplicate_rels=False``, the other arguments at their defaults."""
+        return VGDataset('train', self.img_dir, self.roidb_file, self.dict_file,
+                         self.image_file, num_val_im=self.num_val_im,
+                         filter_duplicate_rels=False)
+
+    def get_custom_imgs(self, path):
+        """Read the plain images of ``path`` (a folder, or a JSON list of image paths)."""
+        self.custom_files, self.img_info = [], []
+        if os.path.isdir(path):
+            files = [os.path.join(path, name) for name in os.listdir(path)]
+        elif os.path.isfile(path):
+            with open(path) as f:
+                files = json.load(f)
+        else:
+            raise FileNotFoundError('custom_path {} is neither a folder of images nor a JSON '
+                                    'list of image paths (TEST.CUSTUM_PATH).'.format(path))
+        for name in files:
+            with Image.open(name) as img:
+                self.custom_files.append(name)
+                self.img_info.append({'width': int(img.width), 'height': int(img.height)})
+
+    def get_img_info(self, index):
+        """The ``image_data.json`` entry of image ``index`` (``width``, ``height``, ...)."""
+        return self.img_info[index]
+
+    def get_groundtruth(self, index, evaluation=False, flip_img=False):
+        """The target ``BoxList`` of image ``index``, boxes at the image's size.
+
+        Parameters
+        ----------
+        index : int
+        evaluation : bool
+            Keep empty boxes (clipped, not removed) and add ``relation_tuple``
+            ``(r, 3)`` int64 (subject, object, predicate).
+        flip_img : bool
+            Flip the boxes left-right (SGB's ``x -> W - x``).
+
+        Returns
+        -------
+        BoxList
+            ``xyxy`` float32 boxes with ``labels`` ``(N,)``, ``attributes`` ``(N, 10)`` and
+            the triplet field ``relation`` ``(N, N)`` int64 (predicate of each ordered pair,
+            0 = none).
+        """
+        info = self.get_img_info(index)
+        w, h = info['width'], info['height']
+        box = torch.from_numpy(self.gt_boxes[index] / BOX_SCALE * max(w, h)).reshape(-1, 4)
+        if flip_img:
+            new_xmin = w - box[:, 2]
+            new_xmax = w - box[:, 0]
+            box[:, 0] = new_xmin
+            box[:, 2] = new_xmax
+        target = BoxList(box, (w, h), 'xyxy')
+        target.add_field('labels', torch.from_numpy(self.gt_classes[index]))
+        target.add_field('attributes', torch.from_numpy(self.gt_attributes[index]))
+        relation = self.relationships[index].copy()
+        if self.filter_duplicate_rels:
+            all_rel_sets = defaultdict(list)
+            for (o0, o1, r) in relation:
+                all_rel_sets[(o0, o1)].append(r)
+            relation = [(k[0], k[1], np.random.choice(v)) for k, v in all_rel_sets.items()]
+            relation = np.array(relation, dtype=np.int32).reshape(-1, 3)
+        num_box = len(target)
+        relation_map = torch.zeros((num_box, num_box), dtype=torch.int64)
+        for i in range(relation.shape[0]):
+            s, o = int(relation[i, 0]), int(relation[i, 1])
+            # a repeated pair keeps a random one of its predicates
+            if relation_map[s, o] == 0 or random.random() > 0.5:
+                relation_map[s, o] = int(relation[i, 2])
+        target.add_field('relation', relation_map, is_triplet=True)
+        if evaluation:
+            target = target.clip_to_image(remove_empty=False)
+            target.add_field('relation_tuple', torch.LongTensor(np.asarray(relation, np.int64)))
+            return target
+        return target.clip_to_image(remove_empty=True)
+
+    def __len__(self):
+        if self.custom_eval:
+            return len(self.custom_files)
+        return len(self.filenames)
+
+
+def _usable_train_images(roidb_file, num_im, filter_empty_rels):
+    """How many ``split == 0`` images the train/val carve-out divides (SGB's order of filters)."""
+    import h5py  # pylint: disable=import-outside-toplevel
+
+    with h5py.File(roidb_file, 'r') as f:
+        mask = (f['split'][:] == 0) & (f['img_to_first_box'][:] >= 0)
+        if filter_empty_rels:
+            mask &= f['img_to_first_rel'][:] >= 0
+    n = int(mask.sum())
+    return min(n, num_im) if num_im > -1 else n
+
+
+def _require_file(path, what):
+    if not os.path.isfile(path):
+        raise FileNotFoundError('{} {} does not exist: point it at the file (a generated '
+                                'dataset: `python scripts/make_synthetic_data.py vg DIR`).'
+                                .format(what, path))
+
+
+def load_info(dict_file, add_bg=True):
+    """Class, predicate and attribute names by index (SGB's ``load_info``).
+
+    Parameters
+    ----------
+    dict_file : str
+        ``VG-SGG-dicts-with-attri.json``.
+    add_bg : bool
+        Put ``'__background__'`` at index 0.
+
+    Returns
+    -------
+    tuple of list of str
+        ``ind_to_classes, ind_to_predicates, ind_to_attributes``.
+    """
+    with open(dict_file) as f:
+        try:
+            info = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError('{} is not valid JSON ({}): regenerate it.'.format(dict_file, e))
+    out = []
+    for key in ('label_to_idx', 'predicate_to_idx', 'attribute_to_idx'):
+        if key not in info:
+            raise ValueError('{} lacks {!r}: it is not a VG-SGG dicts file.'.format(dict_file, key))
+        mapping = dict(info[key])
+        if add_bg:
+            mapping['__background__'] = 0
+        out.append(sorted(mapping, key=lambda k, m=mapping: m[k]))
+    return tuple(out)
+
+
+def load_image_filenames(img_dir, image_data, rows=None):
+    """Image paths and ``image_data.json`` entries of the given h5 rows.
+
+    Parameters
+    ----------
+    img_dir : str
+        Folder of ``<image_id>.jpg``.
+    image_data : list of dict
+        Entries aligned with the h5 rows (``checks.check_vg_files``).
+    rows : sequence of int, optional
+        The rows to return (default all).
+
+    Returns
+    -------
+    filenames : list of str
+    img_info : list of dict
+
+    Raises
+    ------
+    FileNotFoundError
+        For the first missing image (SGB silently skipped it, misaligning later rows).
+    """
+    rows = range(len(image_data)) if rows is None else rows
+    fns, img_info = [], []
+    for i in rows:
+        img = image_data[i]
+        filename = os.path.join(img_dir, '{}.jpg'.format(img['image_id']))
+        if not os.path.exists(filename):
+            raise FileNotFoundError('image {} (h5 row {}) is missing: restore it or regenerate '
+                                    'the dataset.'.format(filename, i))
+        fns.append(filename)
+        img_info.append(img)
+    return fns, img_info
+
+
+def bbox_overlaps(boxes1, boxes2, to_move=1):
+    """Pairwise intersection areas ``(N, M)`` of ``x1y1x2y2`` boxes (``+to_move`` on sides)."""
+    lt = np.maximum(boxes1[:, None, :2], boxes2[None, :, :2])
+    rb = np.minimum(boxes1[:, None, 2:], boxes2[None, :, 2:])
+    wh = (rb - lt + to_move).clip(min=0)
+    return wh[:, :, 0] * wh[:, :, 1]
+
+
+def box_filter(boxes, must_overlap=False):
+    """Ordered pairs ``(i, j)``, ``i != j``, of possible relations (SGB's ``box_filter``).
+
+    With ``must_overlap`` only pairs whose boxes intersect (exclusive edges); all pairs when
+    none do.
+    """
+    overlaps = bbox_overlaps(boxes.astype(float), boxes.astype(float), to_move=0) > 0
+    np.fill_diagonal(overlaps, 0)
+    all_possib = np.ones_like(overlaps, dtype=bool)
+    np.fill_diagonal(all_possib, 0)
+    if must_overlap:
+        possible_boxes = np.column_stack(np.where(overlaps))
+        if possible_boxes.size == 0:
+            possible_boxes = np.column_stack(np.where(all_possib))
+    else:
+        possible_boxes = np.column_stack(np.where(all_possib))
+    return possible_boxes

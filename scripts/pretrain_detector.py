@@ -1,0 +1,14 @@
+"""Pretrain the scene-graph detector as Scene-Graph-Benchmark's tools/detector_pretrain_net.py
+does, through gluontrain (recipe 'sgg-detector').
+
+Example: python scripts/pretrain_detector.py --config-file gluontrain/torch/sgg/configs/detector_cpu.yaml \
+             --data-dir data/vg OUTPUT_DIR runs/detector
+Its OUTPUT_DIR/model_final.pth is the relation training's MODEL.PRETRAINED_DETECTOR_CKPT.
+Same as: gluontrain train sgg-detector [arguments]
+"""
+import sys
+
+from gluontrain.__main__ import main
+
+if __name__ == '__main__':
+    sys.exit(main(['train', 'sgg-detector'] + sys.argv[1:]))

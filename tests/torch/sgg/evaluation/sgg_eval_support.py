@@ -1,0 +1,182 @@
+"""Test support for the scene-graph evaluation: a tiny fake VGDataset, prediction builders,
+and a loader for Scene-Graph-Benchmark's OWN evaluation code (reference numbers).
+
+``load_sgb(tmpdir)`` writes SGB's ``sgg_eval.py``, ``vg_eval.py``, ``bounding_box.py``,
+``boxlist_ops.py``, ``miscellaneous.py`` and ``comm.py`` from the bare mirror
+(``SGB_MIRROR``, ``git show HEAD:<path>``) into ``tmpdir`` at run time, with empty stubs for
+the compiled parts they import (``maskrcnn_benchmark.layers``, ``.data``), and imports them.
+Nothing of SGB is stored in this repository; without the mirror the cross-check tests skip
+and the hand-computed tests still run. ``python sgg_eval_support.py`` prints the SGB numbers
+quoted in test_vg_eval.py.
+"""
+import importlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+from gluontrain.torch.sgg.structures import BoxList
+
+SGB_MIRROR = os.environ.get('SGB_MIRROR',
+                            '/work/.mirror/KaihuaTang+Scene-Graph-Benchmark.pytorch/repo')
+SGB_FILES = ('maskrcnn_benchmark/data/datasets/evaluation/vg/sgg_eval.py',
+             'maskrcnn_benchmark/data/datasets/evaluation/vg/vg_eval.py',
+             'maskrcnn_benchmark/structures/bounding_box.py',
+             'maskrcnn_benchmark/structures/boxlist_ops.py',
+             'maskrcnn_benchmark/utils/miscellaneous.py',
+             'maskrcnn_benchmark/utils/comm.py')
+SGB_ZEROSHOT = 'maskrcnn_benchmark/data/datasets/evaluation/vg/zeroshot_triplet.pytorch'
+STUBS = {'maskrcnn_benchmark/layers/__init__.py': 'nms = None\n',
+         'maskrcnn_benchmark/data/__init__.py': 'get_dataset_statistics = None\n'}
+
+CLASSES = ['__background__', 'man', 'horse', 'hat', 'tree', 'dog']
+PREDICATES = ['__background__', 'on', 'has', 'near', 'wearing']
+
+
+def sgb_available():
+    """Whether the SGB mirror can be read with git."""
+    return os.path.isdir(SGB_MIRROR) and subprocess.run(
+        ['git', '--git-dir', SGB_MIRROR, 'cat-file', '-e', 'HEAD:' + SGB_FILES[0]],
+        capture_output=True, check=False).returncode == 0
+
+
+def _show(path):
+    return subprocess.run(['git', '--git-dir', SGB_MIRROR, 'show', 'HEAD:' + path],
+                          capture_output=True, check=True).stdout
+
+
+def load_sgb(tmpdir, zeroshot=None):
+    """Import SGB's ``sgg_eval`` and ``vg_eval`` modules from a copy written in ``tmpdir``.
+
+    ``zeroshot`` (Z, 3) replaces SGB's ``zeroshot_triplet.pytorch`` there (its
+    ``do_vg_evaluation`` reads that relative path: call it with ``tmpdir`` as cwd).
+    """
+    tmpdir = str(tmpdir)
+    for path in SGB_FILES:
+        full = os.path.join(tmpdir, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, 'wb') as f:
+            f.write(_show(path))
+    for path, text in STUBS.items():
+        os.makedirs(os.path.dirname(os.path.join(tmpdir, path)), exist_ok=True)
+        with open(os.path.join(tmpdir, path), 'w') as f:
+            f.write(text)
+    pkg = os.path.join(tmpdir, 'maskrcnn_benchmark')
+    for root, _, files in os.walk(pkg):
+        if '__init__.py' not in files:
+            open(os.path.join(root, '__init__.py'), 'w').close()
+    zs = os.path.join(tmpdir, SGB_ZEROSHOT)
+    if zeroshot is None:
+        with open(zs, 'wb') as f:
+            f.write(_show(SGB_ZEROSHOT))
+    else:
+        torch.save(torch.as_tensor(np.asarray(zeroshot, np.int64).reshape(-1, 3)), zs)
+    for name in [m for m in sys.modules if m.split('.')[0] == 'maskrcnn_benchmark']:
+        del sys.modules[name]
+    sys.path.insert(0, tmpdir)
+    try:
+        base = 'maskrcnn_benchmark.data.datasets.evaluation.vg.'
+        return (importlib.import_module(base + 'sgg_eval'),
+                importlib.import_module(base + 'vg_eval'))
+    finally:
+        sys.path.remove(tmpdir)
+
+
+class FakeVG:
+    """The part of VGDataset the evaluation reads, on fixed in-memory ground truth.
+
+    Parameters
+    ----------
+    images : list of dict
+        ``width``, ``height``, ``boxes`` (N, 4 xyxy), ``labels`` (N,), ``rels`` (R, 3).
+    """
+
+    def __init__(self, images, classes=CLASSES, predicates=PREDICATES):
+        self.images = images
+        self.ind_to_classes = list(classes)
+        self.ind_to_predicates = list(predicates)
+        self.categories = dict(enumerate(self.ind_to_classes))
+        self.filenames = ['img{}.jpg'.format(i) for i in range(len(images))]
+
+    def __len__(self):
+        return len(self.images)
+
+    def get_img_info(self, index):
+        im = self.images[index]
+        return {'width': im['width'], 'height': im['height']}
+
+    def get_groundtruth(self, index, evaluation=False, flip_img=False):
+        im = self.images[index]
+        gt = BoxList(torch.tensor(im['boxes'], dtype=torch.float32).reshape(-1, 4),
+                     (im['width'], im['height']), 'xyxy')
+        gt.add_field('labels', torch.tensor(im['labels'], dtype=torch.int64))
+        gt.add_field('relation_tuple',
+                     torch.tensor(im['rels'], dtype=torch.int64).reshape(-1, 3))
+        return gt
+
+
+def make_prediction(boxes, size, pred_labels, pred_scores, rel_pairs, rel_scores,
+                    labels=None):
+    """A prediction BoxList with SGB's fields (``pred_rel_labels`` from the scores)."""
+    p = BoxList(torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4), size, 'xyxy')
+    p.add_field('pred_labels', torch.tensor(pred_labels, dtype=torch.int64))
+    p.add_field('pred_scores', torch.tensor(pred_scores, dtype=torch.float32))
+    if labels is not None:
+        p.add_field('labels', torch.tensor(labels, dtype=torch.int64))
+    rel_scores = torch.tensor(rel_scores, dtype=torch.float32).reshape(len(rel_pairs), -1)
+    p.add_field('rel_pair_idxs', torch.tensor(rel_pairs, dtype=torch.int64).reshape(-1, 2))
+    p.add_field('pred_rel_scores', rel_scores)
+    p.add_field('pred_rel_labels', rel_scores[:, 1:].argmax(1) + 1 if len(rel_pairs)
+                else torch.zeros(0, dtype=torch.int64))
+    return p
+
+
+def random_case(seed, num_images=6, mode='sgdet', num_classes=len(CLASSES),
+                num_rel=len(PREDICATES), scale=1.0):
+    """A random dataset and predictions (jittered GT boxes, random labels and scores,
+    every ordered pair, sorted by triplet score as SGB's post-processor), predictions in
+    an input size ``scale`` times the image size."""
+    rng = np.random.RandomState(seed)
+    images, preds = [], []
+    for _ in range(num_images):
+        w, h = int(rng.randint(60, 120)), int(rng.randint(60, 120))
+        n = int(rng.randint(2, 7))
+        xy = rng.randint(0, 40, size=(n, 2))
+        wh = rng.randint(5, 20, size=(n, 2))
+        boxes = np.column_stack((xy, xy + wh)).astype(np.float32)
+        labels = rng.randint(1, num_classes, size=n)
+        nrel = int(rng.randint(1, 6))
+        rels = np.column_stack((rng.randint(0, n, nrel), rng.randint(0, n, nrel),
+                                rng.randint(1, num_rel, nrel)))
+        rels = rels[rels[:, 0] != rels[:, 1]]
+        if len(rels) and rng.rand() < 0.5:
+            rels = np.concatenate((rels, rels[:1]))   # a duplicate GT triplet
+        images.append({'width': w, 'height': h, 'boxes': boxes.tolist(),
+                       'labels': labels.tolist(), 'rels': rels.tolist()})
+        if mode == 'sgdet':
+            m = n + int(rng.randint(0, 3))
+            src = rng.randint(0, n, m)
+            pboxes = boxes[src] + rng.randint(-3, 4, size=(m, 4))
+            plabels = np.where(rng.rand(m) < 0.7, labels[src], rng.randint(1, num_classes, m))
+        else:
+            m, pboxes = n, boxes.copy()
+            plabels = np.where(rng.rand(m) < 0.7, labels, rng.randint(1, num_classes, m))
+        pscores = rng.rand(m).astype(np.float32)
+        pairs = np.array([(i, j) for i in range(m) for j in range(m) if i != j])
+        rs = rng.rand(len(pairs), num_rel).astype(np.float32)
+        rs /= rs.sum(1, keepdims=True)
+        order = np.argsort(-(rs[:, 1:].max(1) * pscores[pairs[:, 0]] * pscores[pairs[:, 1]]),
+                           kind='stable')
+        pw, ph = w * scale, h * scale
+        preds.append(make_prediction(pboxes * scale, (pw, ph), plabels, pscores,
+                                     pairs[order], rs[order], labels=labels))
+    return FakeVG(images), preds
+
+
+if __name__ == '__main__':
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        sgg, _ = load_sgb(d)
+        print('SGB sgg_eval loaded from', SGB_MIRROR, [c for c in dir(sgg) if c.startswith('SG')])

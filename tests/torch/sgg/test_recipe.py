@@ -1,0 +1,139 @@
+"""The 'sgg' recipe end to end on tiny generated VG data: exact resume after a crash, the
+MAX_DECAY_STEP stop that still writes model_final.pth, the CLI's one-line errors, and a
+2-process torchrun/gloo run."""
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gluontrain
+from gluontrain.data.vg import write_vg
+from gluontrain.torch.sgg import recipe
+from gluontrain.torch.sgg import train as sgg_train
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+CONFIGS = os.path.join(REPO, 'gluontrain', 'torch', 'sgg', 'configs')
+PREDCLS = os.path.join(CONFIGS, 'predcls_motifs_cpu.yaml')
+TINY = ['SOLVER.IMS_PER_BATCH', '2', 'TEST.IMS_PER_BATCH', '2', 'DATASETS.NUM_VAL_IM', '4',
+        'INPUT.MIN_SIZE_TRAIN', '(96,)', 'INPUT.MAX_SIZE_TRAIN', '160',
+        'INPUT.MIN_SIZE_TEST', '96', 'INPUT.MAX_SIZE_TEST', '160']
+
+
+@pytest.fixture(scope='module')
+def vg_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp('vg')
+    write_vg(str(root), num_train=16, num_val=4, seed=1, image_size=(96, 128))
+    return str(root)
+
+
+def _argv(vg_root, out, *opts):
+    return ['--config-file', PREDCLS, '--data-dir', vg_root, '--skip-test', 'OUTPUT_DIR',
+            str(out)] + TINY + list(opts)
+
+
+def _weights(path):
+    return torch.load(path, weights_only=True)['model']
+
+
+def test_recipes_registered():
+    assert gluontrain.get_recipe('sgg') is recipe
+    assert gluontrain.get_recipe('sgg-detector').__name__.endswith('detector_recipe')
+
+
+def test_exact_resume_after_crash(vg_root, tmp_path, monkeypatch):
+    opts = ('SOLVER.MAX_ITER', '6', 'SOLVER.CHECKPOINT_PERIOD', '3', 'SOLVER.VAL_PERIOD', '3',
+            'SOLVER.STEPS', '(4,)', 'SOLVER.WARMUP_ITERS', '2')
+    full = recipe.main(_argv(vg_root, tmp_path / 'full', *opts))
+    assert full.iteration == 6
+    reference = _weights(str(tmp_path / 'full' / 'model_final.pth'))
+
+    original = sgg_train.SGGStep.__call__
+
+    def crashing(self, batch, state):
+        if state.iteration == 4:
+            raise RuntimeError('simulated crash')
+        return original(self, batch, state)
+    monkeypatch.setattr(sgg_train.SGGStep, '__call__', crashing)
+    with pytest.raises(RuntimeError, match='simulated crash'):
+        recipe.main(_argv(vg_root, tmp_path / 'crash', *opts))
+    assert (tmp_path / 'crash' / 'last_checkpoint').read_text() == 'model_0000003.pth'
+    monkeypatch.setattr(sgg_train.SGGStep, '__call__', original)
+    resumed = recipe.main(_argv(vg_root, tmp_path / 'crash', *opts))  # same command resumes
+    assert resumed.resumed_from.endswith('model_0000003.pth') and resumed.iteration == 6
+    got = _weights(str(tmp_path / 'crash' / 'model_final.pth'))
+    assert set(got) == set(reference)
+    for k, v in reference.items():
+        assert torch.equal(v, got[k]), k
+    # the metrics file has one row per pass as the uninterrupted run's
+    rows = (tmp_path / 'crash' / 'sgg_metrics.jsonl').read_text().splitlines()
+    assert len(rows) == len((tmp_path / 'full' / 'sgg_metrics.jsonl').read_text().splitlines())
+
+
+def test_max_decay_step_stops_and_writes_final(vg_root, tmp_path):
+    # every validation is "bad" (threshold 10): one decay at the first one ends the run
+    state = recipe.main(_argv(
+        vg_root, tmp_path, 'SOLVER.MAX_ITER', '50', 'SOLVER.VAL_PERIOD', '2',
+        'SOLVER.CHECKPOINT_PERIOD', '100', 'SOLVER.SCHEDULE.TYPE', 'WarmupReduceLROnPlateau',
+        'SOLVER.SCHEDULE.PATIENCE', '1', 'SOLVER.SCHEDULE.COOLDOWN', '0',
+        'SOLVER.SCHEDULE.THRESHOLD', '10.0', 'SOLVER.SCHEDULE.MAX_DECAY_STEP', '1'))
+    assert state.iteration == 2 and 'MAX_DECAY_STEP' in state.stop_reason
+    final = torch.load(str(tmp_path / 'model_final.pth'), weights_only=True)
+    assert final['iteration'] == 2 and final['scheduler']['stage_count'] == 1
+
+
+def _cli(*args, cwd=REPO):
+    env = dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS='1')
+    return subprocess.run([sys.executable, os.path.join(REPO, 'scripts', 'train_relation.py')]
+                          + list(args), capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--config-file', 'nope.yaml'], 'config file nope.yaml does not exist'),
+    (['--config-file', PREDCLS, 'SOLVER.MAX_ITERS', '3'], 'Non-existent key: SOLVER.MAX_ITERS'),
+    (['--config-file', PREDCLS, 'SOLVER.MAX_ITER'], 'KEY VALUE pairs'),
+    (['--config-file', os.path.join(CONFIGS, 'detector_cpu.yaml')],
+     'MODEL.RELATION_ON is False but this is the relation training'),
+])
+def test_cli_errors_are_one_line(tmp_path, args, message):
+    res = _cli(*args, 'OUTPUT_DIR', str(tmp_path / 'o'))
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert message in res.stderr and 'Traceback' not in res.stderr
+
+
+def test_cli_missing_data_names_the_file(tmp_path):
+    res = _cli('--config-file', PREDCLS, '--data-dir', str(tmp_path / 'none'), 'OUTPUT_DIR',
+               str(tmp_path / 'o'))
+    assert res.returncode == 1 and 'Traceback' not in res.stderr
+    assert str(tmp_path / 'none') in res.stderr
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_process_torchrun_gloo(vg_root, tmp_path):
+    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=REPO)
+    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
+        env.pop(name, None)
+    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
+           '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr', '127.0.0.1',
+           '--master-port', str(_free_port()), '--max-restarts', '0',
+           os.path.join(REPO, 'scripts', 'train_relation.py')] + _argv(
+               vg_root, tmp_path, 'SOLVER.MAX_ITER', '4', 'SOLVER.VAL_PERIOD', '4',
+               'SOLVER.CHECKPOINT_PERIOD', '4')
+    cmd.remove('--skip-test')
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out[-4000:]
+    final = torch.load(str(tmp_path / 'model_final.pth'), weights_only=True)
+    assert final['iteration'] == 4
+    # the evaluation block is printed once per evaluation (rank 0): validation + test
+    assert out.count('SGG eval:     R @ 20') == 2
