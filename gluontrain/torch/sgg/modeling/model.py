@@ -14,6 +14,7 @@ image without any detection gets an empty prediction (SGB's pooler asserts and t
 from collections import OrderedDict
 
 import torch
+from torch.nn.modules.batchnorm import _BatchNorm
 
 from ..structures import BoxList
 from .detector import SGGDetector, to_image_batch
@@ -133,20 +134,31 @@ def eval_modules(model):
     return (model.rpn, model.backbone, model.roi_heads['box'])
 
 
-def fix_eval_modules(modules):
-    """SGB's ``fix_eval_modules``: ``requires_grad=False`` on every parameter of the modules.
+def fix_eval_modules(modules, norm_eval=True):
+    """SGB's ``fix_eval_modules``: ``requires_grad=False`` on every parameter of the modules,
+    plus their batch-norm layers in eval mode.
 
-    As SGB, the modules are not put in eval mode (their batch norms, if any, keep their
-    mode; SGB's ResNet uses frozen batch norm). Call again after each ``model.train()``
-    as SGB's loop does (a no-op for parameters, kept for the same structure).
+    SGB does not call ``.eval()``: its ResNet's ``FrozenBatchNorm2d`` never updates anyway.
+    With ``MODEL.BACKBONE.NORM 'bn'`` (ours, for bodies trained from scratch) the frozen
+    detector's batch norms would otherwise keep normalising with batch statistics and
+    updating their running statistics during relation training; in eval mode they act as
+    SGB's frozen ones. Call again after each ``model.train()``, as SGB's loop does.
 
     Parameters
     ----------
     modules : iterable of nn.Module
+    norm_eval : bool, default True
+        False leaves the batch norms' mode alone (SGB's code as written; only differs for a
+        ``'bn'`` body).
     """
     for module in modules:
         for _, param in module.named_parameters():
             param.requires_grad = False
+        if not norm_eval:
+            continue
+        for sub in module.modules():
+            if isinstance(sub, _BatchNorm):
+                sub.eval()
 
 
 def build_relation_model(cfg, statistics=None, predictor=None, generator=None, rng=None):

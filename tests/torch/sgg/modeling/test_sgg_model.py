@@ -47,6 +47,20 @@ def test_forward_train_and_eval(mode):
             assert torch.equal(o.get_field('pred_labels'), t.get_field('labels'))
 
 
+def test_fixed_detector_batch_norms_do_not_move():
+    model = _model('sgdet')
+    images, targets = make_batch()
+    model.train()
+    fix_eval_modules(eval_modules(model))
+    bn = model.backbone.body.mod1.bn1
+    before = bn.running_mean.clone()
+    model(images, targets)
+    assert not bn.training and torch.equal(bn.running_mean, before)
+    # the relation head's own batch norms (rect branch) still train
+    rect_bn = model.roi_heads['relation'].union_feature_extractor.rect_conv[2]
+    assert rect_bn.training
+
+
 def test_mode_switches():
     cfg = tiny_cfg('sgdet')
     cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL = True
