@@ -212,7 +212,8 @@ class BoxSampler:
             matched.new_zeros(len(proposal))
         return matched, tgt, labels
 
-    def _attributes(self, target, tgt, n):
+    @staticmethod
+    def _attributes(target, tgt):
         if target.has_field('attributes') and len(target):
             return target.get_field('attributes').long()[tgt]
         return None
@@ -235,7 +236,7 @@ class BoxSampler:
             reg = self.box_coder.encode(target.bbox[tgt], proposal.bbox) if len(target) else \
                 proposal.bbox.new_zeros(len(proposal), 4)
             proposal.add_field('labels', labels)
-            attrs = self._attributes(target, tgt, len(proposal))
+            attrs = self._attributes(target, tgt)
             if attrs is not None:
                 attrs = attrs.clone()
                 attrs[matched < 0] = 0
@@ -269,7 +270,7 @@ class BoxSampler:
             labels = labels.clone()
             labels[matched < 0] = 0
             proposal.add_field('labels', labels)
-            attrs = self._attributes(target, tgt, len(proposal))
+            attrs = self._attributes(target, tgt)
             if attrs is not None:
                 attrs = attrs.clone()
                 attrs[matched < 0] = 0
@@ -378,6 +379,10 @@ class ROIBoxHead(nn.Module):
             class_logits, _ = self.predictor(x)
             return x, add_predict_logits(proposals, class_logits), {}
         if self.training or not self.cfg.TEST.CUSTUM_EVAL:
+            if targets is None:
+                raise ValueError('SGDet labels the detections with the matched ground truth '
+                                 '(SGB): pass the targets, or set TEST.CUSTUM_EVAL True for '
+                                 'images without annotations')
             proposals = self.samp_processor.assign_label_to_proposals(proposals, targets)
         x = self.feature_extractor(features, proposals)
         class_logits, box_regression = self.predictor(x)

@@ -7,11 +7,16 @@ Modes (SGB README): PredCls = ``USE_GT_BOX`` and ``USE_GT_OBJECT_LABEL``; SGCls 
 training loss dict is the relation head's (``loss_rel``, ``loss_refine_obj`` + the
 predictor's ``add_losses``).
 
-Difference from SGB (docs/faithfulness.md): with ``USE_GT_BOX`` the RPN is not run (SGB runs
-it and discards its proposals and losses; its outputs never reach the relation head).
+Differences from SGB (docs/faithfulness.md): with ``USE_GT_BOX`` the RPN is not run (SGB runs
+it and discards its proposals and losses; its outputs never reach the relation head); an SGDet
+image without any detection gets an empty prediction (SGB's pooler asserts and the run dies).
 """
 from collections import OrderedDict
 
+import torch
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from ..structures import BoxList
 from .detector import SGGDetector, to_image_batch
 from .relation_head import build_roi_relation_head
 
@@ -82,10 +87,46 @@ class RelationModel(SGGDetector):
         else:
             proposals, _ = self.rpn(images.image_sizes, features, targets)
         _, detections, _ = self.roi_heads['box'](features, proposals, targets)
-        _, result, losses = self.roi_heads['relation'](features, detections, targets, logger)
+        keep = [i for i, d in enumerate(detections) if len(d) > 0]
+        if len(keep) == len(detections):
+            _, result, losses = self.roi_heads['relation'](features, detections, targets, logger)
+            return OrderedDict(losses) if self.training else result
+        return self._without_empty(features, detections, targets, logger, keep)
+
+    def _without_empty(self, features, detections, targets, logger, keep):
+        """SGDet images left without detections (SGB's pooler asserts on them): the relation
+        head runs on the others; such an image gets an empty prediction, and no loss."""
+        head = self.roi_heads['relation']
+        if keep:
+            idx = torch.tensor(keep, device=features[0].device)
+            _, result, losses = head([f.index_select(0, idx) for f in features],
+                                     [detections[i] for i in keep],
+                                     None if targets is None else [targets[i] for i in keep],
+                                     logger)
+        else:
+            result, losses = [], {}
         if self.training:
+            if not losses:
+                zero = sum(p.sum() for p in head.parameters() if p.requires_grad) * 0.
+                losses = {'loss_rel': zero, 'loss_refine_obj': zero}
             return OrderedDict(losses)
-        return result
+        out = [_empty_prediction(d, self.cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES)
+               for d in detections]
+        for i, r in zip(keep, result):
+            out[i] = r
+        return out
+
+
+def _empty_prediction(det, num_rel_classes):
+    """A prediction BoxList without objects, with SGB's fields."""
+    dev = det.bbox.device
+    out = BoxList(det.bbox.new_zeros(0, 4), det.size, 'xyxy')
+    out.add_field('pred_labels', torch.zeros(0, dtype=torch.long, device=dev))
+    out.add_field('pred_scores', torch.zeros(0, device=dev))
+    out.add_field('rel_pair_idxs', torch.zeros(0, 2, dtype=torch.long, device=dev))
+    out.add_field('pred_rel_scores', torch.zeros(0, num_rel_classes, device=dev))
+    out.add_field('pred_rel_labels', torch.zeros(0, dtype=torch.long, device=dev))
+    return out
 
 
 def eval_modules(model):
@@ -93,20 +134,31 @@ def eval_modules(model):
     return (model.rpn, model.backbone, model.roi_heads['box'])
 
 
-def fix_eval_modules(modules):
-    """SGB's ``fix_eval_modules``: ``requires_grad=False`` on every parameter of the modules.
+def fix_eval_modules(modules, norm_eval=True):
+    """SGB's ``fix_eval_modules``: ``requires_grad=False`` on every parameter of the modules,
+    plus their batch-norm layers in eval mode.
 
-    As SGB, the modules are not put in eval mode (their batch norms, if any, keep their
-    mode; SGB's ResNet uses frozen batch norm). Call again after each ``model.train()``
-    as SGB's loop does (a no-op for parameters, kept for the same structure).
+    SGB does not call ``.eval()``: its ResNet's ``FrozenBatchNorm2d`` never updates anyway.
+    With ``MODEL.BACKBONE.NORM 'bn'`` (ours, for bodies trained from scratch) the frozen
+    detector's batch norms would otherwise keep normalising with batch statistics and
+    updating their running statistics during relation training; in eval mode they act as
+    SGB's frozen ones. Call again after each ``model.train()``, as SGB's loop does.
 
     Parameters
     ----------
     modules : iterable of nn.Module
+    norm_eval : bool, default True
+        False leaves the batch norms' mode alone (SGB's code as written; only differs for a
+        ``'bn'`` body).
     """
     for module in modules:
         for _, param in module.named_parameters():
             param.requires_grad = False
+        if not norm_eval:
+            continue
+        for sub in module.modules():
+            if isinstance(sub, _BatchNorm):
+                sub.eval()
 
 
 def build_relation_model(cfg, statistics=None, predictor=None, generator=None, rng=None):

@@ -10,15 +10,22 @@ logger=None) -> (obj_dists, relation_dists, add_losses)``.
 ``slow_heads(cfg)`` gives the parameter-name prefixes SGB trains at ``lr / 10`` for the
 selected predictor (only IMP has them).
 """
+from .causal import CausalAnalysisPredictor
 from .frequency_bias import FrequencyBias
+from .imp import IMPContext, IMPPredictor
 from .motifs import LSTMContext, MotifPredictor
+from .transformer import TransformerContext, TransformerPredictor
 
 __all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'FrequencyBias', 'LSTMContext',
-           'MotifPredictor']
+           'MotifPredictor', 'IMPContext', 'IMPPredictor', 'TransformerContext',
+           'TransformerPredictor', 'CausalAnalysisPredictor']
 
 #: SGB's registry names -> predictor classes.
 PREDICTORS = {
     'MotifPredictor': MotifPredictor,
+    'IMPPredictor': IMPPredictor,
+    'TransformerPredictor': TransformerPredictor,
+    'CausalAnalysisPredictor': CausalAnalysisPredictor,
 }
 
 

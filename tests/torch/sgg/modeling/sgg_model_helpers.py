@@ -1,6 +1,6 @@
 """Tiny SGB configurations, a test-only relation predictor and a tiny batch for the
-scene-graph model tests."""
-import pytest
+scene-graph model tests (imported by them; a unique module name, as pytest's prepend mode
+needs)."""
 import torch
 import torch.nn as nn
 
@@ -104,7 +104,3 @@ def make_batch(seed=0, sizes=((96, 128), (128, 96))):
         targets.append(t)
     return images, targets
 
-
-@pytest.fixture
-def batch():
-    return make_batch()
