@@ -30,7 +30,7 @@ def _trained(tiny, glove_dir, steps=3, **kw):
 
 
 @pytest.mark.parametrize('mode', ['predcls', 'sgcls', 'sgdet'])
-@pytest.mark.parametrize('context', ['motifs', 'vtranse'])
+@pytest.mark.parametrize('context', ['motifs', 'vtranse', 'vctree'])
 @pytest.mark.parametrize('fusion', ['sum', 'gate'])
 def test_shapes_and_auxiliary_losses(tiny, glove_dir, mode, context, fusion):
     torch.manual_seed(0)
@@ -43,6 +43,8 @@ def test_shapes_and_auxiliary_losses(tiny, glove_dir, mode, context, fusion):
     assert [tuple(d.shape) for d in rel_dists] == [(3, 4), (5, 4)]
     expected = {'auxiliary_ctx'} if fusion == 'gate' else {'auxiliary_ctx', 'auxiliary_vis',
                                                            'auxiliary_frq'}
+    if context == 'vctree':
+        expected.add('binary_loss')                      # the tree scores' loss
     assert set(losses) == expected
     total = sum(losses.values()) + F.cross_entropy(torch.cat(rel_dists), torch.cat(inputs[2]))
     total.backward()
@@ -179,6 +181,6 @@ def test_config_errors(tiny, glove_dir):
     cfg.MODEL.ROI_RELATION_HEAD.CONTEXT_POOLING_DIM = 10
     with pytest.raises(ValueError, match='MLP_HEAD_DIM'):
         CausalAnalysisPredictor(cfg, tiny.IN_CHANNELS, tiny.make_statistics())
-    cfg = _cfg(tiny, glove_dir, context='vctree')
-    with pytest.raises(NotImplementedError, match='vctree'):
+    cfg = _cfg(tiny, glove_dir, context='treelstm')
+    with pytest.raises(ValueError, match='CONTEXT_LAYER'):
         CausalAnalysisPredictor(cfg, tiny.IN_CHANNELS, tiny.make_statistics())
