@@ -21,8 +21,8 @@ from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
 from .motifs import AVERAGE_RATIO, LSTMContext, moving_average
-from .utils_motifs import (cat, check_inputs, class_names, get_box_info, get_box_pair_info,
-                           layer_init)
+from .utils_motifs import cat, check_inputs, class_names
+from .utils_relation import get_box_info, get_box_pair_info, layer_init
 from .vctree import VCTreeLSTMContext
 from .vtranse import VTransEFeature
 

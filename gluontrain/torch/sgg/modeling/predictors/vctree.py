@@ -15,7 +15,8 @@ from torch.nn import functional as F
 from .frequency_bias import FrequencyBias
 from .motifs import AVERAGE_RATIO, moving_average
 from .utils_motifs import (cat, check_inputs, class_names, encode_box_info, get_dropout_mask,
-                           layer_init, obj_edge_vectors, pair_features, relation_mode, to_onehot)
+                           obj_edge_vectors, pair_features, relation_mode, to_onehot)
+from .utils_relation import layer_init
 from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, \
     TreeLSTM_IO
 from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info

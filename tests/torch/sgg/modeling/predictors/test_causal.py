@@ -5,6 +5,7 @@ from torch.nn import functional as F
 
 from gluontrain.torch.sgg.modeling.predictors import build_predictor
 from gluontrain.torch.sgg.modeling.predictors.causal import CausalAnalysisPredictor
+from gluontrain.torch.sgg.modeling.predictors.utils_relation import get_box_info
 
 
 def _cfg(tiny, glove_dir, mode='predcls', effect='TDE', fusion='sum', context='motifs'):
@@ -75,7 +76,6 @@ def test_auxiliary_losses_are_branch_cross_entropies(tiny, glove_dir):
 def _factual_and_average(pred, inputs):
     proposals, pairs = inputs[0], inputs[1]
     num_objs = [len(p) for p in proposals]
-    from gluontrain.torch.sgg.modeling.predictors.utils_motifs import get_box_info
     boxes = [get_box_info(p.bbox, True, p) for p in proposals]
     with torch.no_grad():
         fact = pred.pair_feature_generate(inputs[4], proposals, pairs, num_objs, boxes)
