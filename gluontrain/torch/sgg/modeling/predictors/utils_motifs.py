@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from .....core.checkpoint import atomic_save_file
+
 __all__ = ['cat', 'obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
            'get_dropout_mask', 'center_x', 'sort_by_score', 'sort_rois',
            'transpose_packed_sequence_inds', 'relation_mode', 'class_names', 'pair_features',
@@ -23,6 +25,8 @@ __all__ = ['cat', 'obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 't
 logger = logging.getLogger(__name__)
 # word-vector files already warned about (one warning per file and process, not per layer)
 _WARNED = set()
+# the last word-vector file read: {stem: ((ext, mtime) of its files, result)}
+_LOADED = {}
 
 
 def cat(tensors, dim=0):
@@ -48,6 +52,10 @@ def cat(tensors, dim=0):
 def load_word_vectors(root, wv_type='glove.6B', dim=300):
     """GloVe vectors from ``root/{wv_type}.{dim}d.pt`` (SGB's cache) or ``.txt``.
 
+    A ``.txt`` read writes SGB's ``.pt`` cache beside it (staged, skipped when the folder is
+    read-only), and every result is kept for the process, so the three embedding layers of a
+    predictor parse the 400k-line file once.
+
     Parameters
     ----------
     root : str
@@ -72,15 +80,34 @@ def load_word_vectors(root, wv_type='glove.6B', dim=300):
     if isinstance(dim, int):
         dim = '{}d'.format(dim)
     fname = os.path.join(root, '{}.{}'.format(wv_type, dim))
+    hit = _LOADED.get(os.path.abspath(fname))
+    if hit is not None and hit[0] == _signature(fname):
+        return hit[1]
     if os.path.isfile(fname + '.pt'):
-        # SGB's cache is (dict, tensor, int): plain containers, loadable without pickle code
-        wv_dict, wv_arr, wv_size = torch.load(fname + '.pt', map_location='cpu',
-                                              weights_only=True)
-        return wv_dict, wv_arr, wv_size
-    if not os.path.isfile(fname + '.txt'):
+        result = _load_pt(fname + '.pt')
+    elif os.path.isfile(fname + '.txt'):
+        result = _load_txt(fname + '.txt')
+    else:
         return None
+    _LOADED.clear()   # one vocabulary at a time: GloVe files are large
+    _LOADED[os.path.abspath(fname)] = (_signature(fname), result)
+    return result
+
+
+def _signature(fname):
+    return tuple((ext, os.path.getmtime(fname + ext)) for ext in ('.pt', '.txt')
+                 if os.path.isfile(fname + ext))
+
+
+def _load_pt(path):
+    # SGB's cache is (dict, tensor, int): plain containers, loadable without pickle code
+    wv_dict, wv_arr, wv_size = torch.load(path, map_location='cpu', weights_only=True)
+    return wv_dict, wv_arr, wv_size
+
+
+def _load_txt(path):
     tokens, rows, size = [], [], None
-    with open(fname + '.txt', 'rb') as f:
+    with open(path, 'rb') as f:
         for lineno, line in enumerate(f, 1):
             entries = line.strip().split(b' ')
             if len(entries) < 2:
@@ -89,17 +116,22 @@ def load_word_vectors(root, wv_type='glove.6B', dim=300):
             if size is None:
                 size = len(values)
             elif len(values) != size:
-                raise ValueError('{}.txt line {}: {} values where the first line has {}; '
+                raise ValueError('{} line {}: {} values where the first line has {}; '
                                  'the word-vector file is corrupt'.format(
-                                     fname, lineno, len(values), size))
+                                     path, lineno, len(values), size))
             try:
                 word = word.decode('utf-8')
             except UnicodeDecodeError:
                 continue  # SGB skips non-UTF8 tokens too
             tokens.append(word)
             rows.append([float(v) for v in values])
-    wv_arr = torch.tensor(rows, dtype=torch.float32).view(-1, size or 0)
-    return {w: i for i, w in enumerate(tokens)}, wv_arr, size
+    result = ({w: i for i, w in enumerate(tokens)},
+              torch.tensor(rows, dtype=torch.float32).view(-1, size or 0), size)
+    try:
+        atomic_save_file(path[:-len('.txt')] + '.pt', lambda tmp: torch.save(result, tmp))
+    except OSError as exc:   # a read-only GLOVE_DIR only loses the cache
+        logger.debug('word-vector cache not written: %s', exc)
+    return result
 
 
 def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):

@@ -85,3 +85,26 @@ def test_sort_by_score_packs_time_major_largest_image_first():
     assert torch.equal(perm[inv_perm], torch.arange(5))
     perm, _, _ = um.sort_rois([p1, p2], 'size')
     assert sorted(perm.tolist()) == [0, 1, 2, 3, 4]
+
+
+def test_txt_read_writes_sgbs_pt_cache_and_is_kept(tmp_path, monkeypatch):
+    _write_glove(tmp_path)
+    first = um.load_word_vectors(str(tmp_path), 'glove.6B', 3)
+    cached = torch.load(str(tmp_path / 'glove.6B.3d.pt'), weights_only=True)
+    assert cached[0] == first[0] and cached[2] == 3
+    torch.testing.assert_close(cached[1], first[1])
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith('.tmp')]
+    # the next layers of the same model reuse the vectors without reading the files
+    monkeypatch.setattr(um, '_load_pt', lambda path: pytest.fail('re-read ' + path))
+    assert um.load_word_vectors(str(tmp_path), 'glove.6B', 3) is first
+
+
+def test_read_only_glove_dir_still_loads(tmp_path, monkeypatch):
+    _write_glove(tmp_path, dim=3)
+
+    def refuse(path, save_fn):
+        raise OSError(30, 'Read-only file system', path)
+    monkeypatch.setattr(um, 'atomic_save_file', refuse)
+    vec = um.obj_edge_vectors(['horse'], str(tmp_path), wv_dim=3)
+    torch.testing.assert_close(vec[0], torch.tensor([-1., 0., 1.]))
+    assert not (tmp_path / 'glove.6B.3d.pt').exists()
