@@ -15,10 +15,12 @@ from .frequency_bias import FrequencyBias
 from .imp import IMPContext, IMPPredictor
 from .motifs import LSTMContext, MotifPredictor
 from .transformer import TransformerContext, TransformerPredictor
+from .vctree import VCTreeLSTMContext, VCTreePredictor
 
 __all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'FrequencyBias', 'LSTMContext',
            'MotifPredictor', 'IMPContext', 'IMPPredictor', 'TransformerContext',
-           'TransformerPredictor', 'CausalAnalysisPredictor']
+           'TransformerPredictor', 'CausalAnalysisPredictor', 'VCTreeLSTMContext',
+           'VCTreePredictor']
 
 #: SGB's registry names -> predictor classes.
 PREDICTORS = {
@@ -26,6 +28,7 @@ PREDICTORS = {
     'IMPPredictor': IMPPredictor,
     'TransformerPredictor': TransformerPredictor,
     'CausalAnalysisPredictor': CausalAnalysisPredictor,
+    'VCTreePredictor': VCTreePredictor,
 }
 
 

@@ -21,8 +21,9 @@ from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
 from .motifs import AVERAGE_RATIO, LSTMContext, moving_average
-from .utils_motifs import (cat, check_inputs, class_names, get_box_info, get_box_pair_info,
-                           layer_init)
+from .utils_motifs import cat, check_inputs, class_names
+from .utils_relation import get_box_info, get_box_pair_info, layer_init
+from .vctree import VCTreeLSTMContext
 from .vtranse import VTransEFeature
 
 __all__ = ['CausalAnalysisPredictor', 'EFFECT_TYPES', 'FUSION_TYPES', 'CONTEXT_LAYERS']
@@ -74,8 +75,8 @@ class CausalAnalysisPredictor(nn.Module):
         elif causal.CONTEXT_LAYER == 'vtranse':
             self.context_layer = VTransEFeature(cfg, obj_classes, rel_classes, in_channels)
         elif causal.CONTEXT_LAYER == 'vctree':
-            raise NotImplementedError("CAUSAL.CONTEXT_LAYER 'vctree' needs VCTree, which is not "
-                                      "ported; use 'motifs' or 'vtranse'")
+            self.context_layer = VCTreeLSTMContext(cfg, obj_classes, rel_classes, statistics,
+                                                   in_channels)
         else:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.CONTEXT_LAYER must be one of {}, '
                              'got {!r}'.format(CONTEXT_LAYERS, causal.CONTEXT_LAYER))

@@ -11,8 +11,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
-from .utils_motifs import (cat, check_inputs, layer_init, make_fc, pair_features, relation_mode,
-                           to_onehot)
+from .utils_motifs import cat, check_inputs, pair_features, relation_mode, to_onehot
+from .utils_relation import layer_init, make_fc
 
 __all__ = ['IMPContext', 'IMPPredictor', 'SLOW_HEADS', 'SLOW_RATIO']
 

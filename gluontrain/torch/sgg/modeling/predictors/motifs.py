@@ -17,8 +17,8 @@ from torch.nn.utils.rnn import PackedSequence
 
 from .frequency_bias import FrequencyBias
 from .utils_motifs import (cat, class_names, check_inputs, encode_box_info, get_dropout_mask,
-                           layer_init, obj_edge_vectors, obj_prediction_nms, pair_features,
-                           relation_mode, sort_rois, to_onehot)
+                           obj_edge_vectors, pair_features, relation_mode, sort_rois, to_onehot)
+from .utils_relation import layer_init, obj_prediction_nms
 
 __all__ = ['DecoderRNN', 'LSTMContext', 'MotifPredictor', 'moving_average']
 

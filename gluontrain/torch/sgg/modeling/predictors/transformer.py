@@ -11,9 +11,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
-from .utils_motifs import (cat, check_inputs, class_names, encode_box_info, layer_init,
-                           obj_edge_vectors, obj_prediction_nms, pair_features, relation_mode,
-                           to_onehot)
+from .utils_motifs import (cat, check_inputs, class_names, encode_box_info, obj_edge_vectors,
+                           pair_features, relation_mode, to_onehot)
+from .utils_relation import layer_init, obj_prediction_nms
 
 __all__ = ['ScaledDotProductAttention', 'MultiHeadAttention', 'PositionwiseFeedForward',
            'EncoderLayer', 'TransformerEncoder', 'TransformerContext', 'TransformerPredictor']

@@ -1,8 +1,9 @@
-"""Helpers shared by the relation predictors (SGB's ``utils_motifs.py`` / ``utils_relation.py``).
+"""Helpers shared by the relation predictors (SGB's ``utils_motifs.py``).
 
-Word vectors, box encodings, the left-to-right packing of objects for the context LSTMs, the
-per-class NMS that decodes object labels in SGDet, and SGB's layer initialisations. Pixel
-convention is maskrcnn-benchmark's (``+1`` inclusive sides) throughout.
+Word vectors, the 9-d box code, one-hot PredCls logits, the left-to-right packing of objects
+for the context LSTMs, and the plumbing every predictor shares (mode, class names, pair
+features). Pixel convention is maskrcnn-benchmark's (``+1`` inclusive sides). Pair geometry,
+per-class NMS and initialisations live in :mod:`.utils_relation`.
 
 Word vectors are read from a local ``GLOVE_DIR`` only (``glove.6B.{dim}d.txt``, or SGB's cached
 ``.pt``); when absent the vectors are random, with a one-line warning. Nothing is downloaded.
@@ -14,17 +15,18 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from ....ops import box_iou
+from .....core.checkpoint import atomic_save_file
 
 __all__ = ['cat', 'obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
            'get_dropout_mask', 'center_x', 'sort_by_score', 'sort_rois',
-           'transpose_packed_sequence_inds', 'nms_overlaps', 'obj_prediction_nms',
-           'layer_init', 'get_box_info', 'get_box_pair_info', 'make_fc', 'relation_mode',
-           'class_names', 'pair_features', 'check_inputs']
+           'transpose_packed_sequence_inds', 'relation_mode', 'class_names', 'pair_features',
+           'check_inputs']
 
 logger = logging.getLogger(__name__)
 # word-vector files already warned about (one warning per file and process, not per layer)
 _WARNED = set()
+# the last word-vector file read: {stem: ((ext, mtime) of its files, result)}
+_LOADED = {}
 
 
 def cat(tensors, dim=0):
@@ -50,6 +52,10 @@ def cat(tensors, dim=0):
 def load_word_vectors(root, wv_type='glove.6B', dim=300):
     """GloVe vectors from ``root/{wv_type}.{dim}d.pt`` (SGB's cache) or ``.txt``.
 
+    A ``.txt`` read writes SGB's ``.pt`` cache beside it (staged, skipped when the folder is
+    read-only), and every result is kept for the process, so the three embedding layers of a
+    predictor parse the 400k-line file once.
+
     Parameters
     ----------
     root : str
@@ -74,15 +80,34 @@ def load_word_vectors(root, wv_type='glove.6B', dim=300):
     if isinstance(dim, int):
         dim = '{}d'.format(dim)
     fname = os.path.join(root, '{}.{}'.format(wv_type, dim))
+    hit = _LOADED.get(os.path.abspath(fname))
+    if hit is not None and hit[0] == _signature(fname):
+        return hit[1]
     if os.path.isfile(fname + '.pt'):
-        # SGB's cache is (dict, tensor, int): plain containers, loadable without pickle code
-        wv_dict, wv_arr, wv_size = torch.load(fname + '.pt', map_location='cpu',
-                                              weights_only=True)
-        return wv_dict, wv_arr, wv_size
-    if not os.path.isfile(fname + '.txt'):
+        result = _load_pt(fname + '.pt')
+    elif os.path.isfile(fname + '.txt'):
+        result = _load_txt(fname + '.txt')
+    else:
         return None
+    _LOADED.clear()   # one vocabulary at a time: GloVe files are large
+    _LOADED[os.path.abspath(fname)] = (_signature(fname), result)
+    return result
+
+
+def _signature(fname):
+    return tuple((ext, os.path.getmtime(fname + ext)) for ext in ('.pt', '.txt')
+                 if os.path.isfile(fname + ext))
+
+
+def _load_pt(path):
+    # SGB's cache is (dict, tensor, int): plain containers, loadable without pickle code
+    wv_dict, wv_arr, wv_size = torch.load(path, map_location='cpu', weights_only=True)
+    return wv_dict, wv_arr, wv_size
+
+
+def _load_txt(path):
     tokens, rows, size = [], [], None
-    with open(fname + '.txt', 'rb') as f:
+    with open(path, 'rb') as f:
         for lineno, line in enumerate(f, 1):
             entries = line.strip().split(b' ')
             if len(entries) < 2:
@@ -91,17 +116,22 @@ def load_word_vectors(root, wv_type='glove.6B', dim=300):
             if size is None:
                 size = len(values)
             elif len(values) != size:
-                raise ValueError('{}.txt line {}: {} values where the first line has {}; '
+                raise ValueError('{} line {}: {} values where the first line has {}; '
                                  'the word-vector file is corrupt'.format(
-                                     fname, lineno, len(values), size))
+                                     path, lineno, len(values), size))
             try:
                 word = word.decode('utf-8')
             except UnicodeDecodeError:
                 continue  # SGB skips non-UTF8 tokens too
             tokens.append(word)
             rows.append([float(v) for v in values])
-    wv_arr = torch.tensor(rows, dtype=torch.float32).view(-1, size or 0)
-    return {w: i for i, w in enumerate(tokens)}, wv_arr, size
+    result = ({w: i for i, w in enumerate(tokens)},
+              torch.tensor(rows, dtype=torch.float32).view(-1, size or 0), size)
+    try:
+        atomic_save_file(path[:-len('.txt')] + '.pt', lambda tmp: torch.save(result, tmp))
+    except OSError as exc:   # a read-only GLOVE_DIR only loses the cache
+        logger.debug('word-vector cache not written: %s', exc)
+    return result
 
 
 def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
@@ -192,54 +222,6 @@ def encode_box_info(proposals):
         infos.append(torch.cat([w / wid, h / hei, x / wid, y / hei, x1 / wid, y1 / hei,
                                 x2 / wid, y2 / hei, w * h / (wid * hei)], dim=-1).view(-1, 9))
     return torch.cat(infos, dim=0)
-
-
-def get_box_info(boxes, need_norm=True, proposal=None):
-    """``(x1, y1, x2, y2, cx, cy, w, h)``, divided by ``max(W, H, 100)`` when ``need_norm``.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(N, 4)``.
-    need_norm : bool
-    proposal : BoxList, optional
-        Gives the image size when ``need_norm``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(N, 8)``.
-    """
-    wh = boxes[:, 2:] - boxes[:, :2] + 1.0
-    info = torch.cat((boxes, boxes[:, :2] + 0.5 * wh, wh), 1)
-    if need_norm:
-        info = info / float(max(max(proposal.size[0], proposal.size[1]), 100))
-    return info
-
-
-def get_box_pair_info(box1, box2):
-    """32-d pair code: both boxes' infos, then union and intersection infos (unnormalised).
-
-    Parameters
-    ----------
-    box1, box2 : torch.Tensor
-        ``(R, 8)`` from :func:`get_box_info`.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(R, 32)``; the intersection part is zero for disjoint pairs.
-    """
-    union = torch.stack([torch.min(box1[:, 0], box2[:, 0]), torch.min(box1[:, 1], box2[:, 1]),
-                         torch.max(box1[:, 2], box2[:, 2]), torch.max(box1[:, 3], box2[:, 3])],
-                        1)
-    inter = torch.stack([torch.max(box1[:, 0], box2[:, 0]), torch.max(box1[:, 1], box2[:, 1]),
-                         torch.min(box1[:, 2], box2[:, 2]), torch.min(box1[:, 3], box2[:, 3])],
-                        1)
-    inter_info = get_box_info(inter, need_norm=False)
-    disjoint = (inter[:, 2] < inter[:, 0]) | (inter[:, 3] < inter[:, 1])
-    inter_info = inter_info.masked_fill(disjoint[:, None], 0.0)
-    return torch.cat((box1, box2, get_box_info(union, need_norm=False), inter_info), 1)
 
 
 def to_onehot(vec, num_classes, fill=1000):
@@ -382,105 +364,6 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
         raise ValueError("sort mode must be 'leftright', 'confidence' or 'size', got {!r}"
                          .format(mode))
     return sort_by_score(proposals, scores)
-
-
-# ------------------------------------------------------------------------------ per-class NMS
-def nms_overlaps(boxes):
-    """Per-class IoU (``+1`` convention) between every pair of objects.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(N, C, 4)`` one box per object and class.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(N, N, C)``.
-    """
-    if boxes.dim() != 3:
-        raise ValueError('nms_overlaps expects (N, C, 4) boxes, got {}'.format(
-            tuple(boxes.shape)))
-    per_class = boxes.transpose(0, 1)                      # (C, N, 4)
-    return box_iou(per_class, per_class, plus_one=True).permute(1, 2, 0)
-
-
-def obj_prediction_nms(boxes_per_cls, pred_logits, nms_thresh=0.3, bg_value=0.0):
-    """Greedy label assignment with per-class NMS (SGB's SGDet object decoding).
-
-    Repeatedly take the highest (object, class) probability, give the object that class,
-    zero the class for objects overlapping it by ``>= nms_thresh`` and retire the object.
-
-    Parameters
-    ----------
-    boxes_per_cls : torch.Tensor
-        ``(N, C, 4)``.
-    pred_logits : torch.Tensor
-        ``(N, C)``.
-    nms_thresh : float
-        ``cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES``.
-    bg_value : float
-        Probability written into the background column before the search: ``0.0`` in SGB's
-        MOTIFS decoder and ``obj_prediction_nms`` (an object whose classes were all
-        suppressed can then get label 0), ``-1.0`` in its Transformer (it gets class 1).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(N,)`` int64 labels.
-    """
-    num_obj = pred_logits.shape[0]
-    if boxes_per_cls.shape[0] != num_obj:
-        raise ValueError('obj_prediction_nms: {} boxes for {} logits'.format(
-            boxes_per_cls.shape[0], num_obj))
-    is_overlap = (nms_overlaps(boxes_per_cls) >= nms_thresh).cpu().numpy()
-    prob = F.softmax(pred_logits.detach(), 1).cpu().numpy()
-    prob[:, 0] = bg_value
-    labels = np.zeros(num_obj, dtype=np.int64)
-    for _ in range(num_obj):
-        box_ind, cls_ind = np.unravel_index(prob.argmax(), prob.shape)
-        labels[box_ind] = cls_ind
-        prob[is_overlap[box_ind, :, cls_ind], cls_ind] = 0.0
-        prob[box_ind] = -1.0  # retired
-    return torch.as_tensor(labels, device=pred_logits.device)
-
-
-# ---------------------------------------------------------------------------- initialisations
-def layer_init(layer, init_para=0.1, normal=False, xavier=True):
-    """SGB's ``layer_init``: ``N(0, init_para)`` when ``normal`` else Xavier-normal; bias 0.
-
-    Parameters
-    ----------
-    layer : torch.nn.Linear
-    init_para : float
-        Standard deviation for ``normal``.
-    normal : bool
-    xavier : bool
-        Ignored, as in SGB (``normal=False`` always means Xavier).
-    """
-    with torch.no_grad():
-        if normal:
-            torch.nn.init.normal_(layer.weight, mean=0, std=init_para)
-        else:
-            torch.nn.init.xavier_normal_(layer.weight, gain=1.0)
-        torch.nn.init.constant_(layer.bias, 0)
-
-
-def make_fc(dim_in, hidden_dim):
-    """maskrcnn-benchmark's ``make_fc``: Linear with Caffe2's XavierFill (kaiming-uniform a=1).
-
-    Parameters
-    ----------
-    dim_in, hidden_dim : int
-
-    Returns
-    -------
-    torch.nn.Linear
-    """
-    fc = torch.nn.Linear(dim_in, hidden_dim)
-    torch.nn.init.kaiming_uniform_(fc.weight, a=1)
-    torch.nn.init.constant_(fc.bias, 0)
-    return fc
 
 
 # ------------------------------------------------------------------------ predictor plumbing

@@ -10,7 +10,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .motifs import AVERAGE_RATIO, moving_average
-from .utils_motifs import cat, encode_box_info, make_fc, obj_edge_vectors, relation_mode
+from .utils_motifs import cat, encode_box_info, obj_edge_vectors, relation_mode
+from .utils_relation import make_fc
 
 __all__ = ['VTransEFeature']
 

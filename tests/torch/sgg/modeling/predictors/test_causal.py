@@ -5,6 +5,7 @@ from torch.nn import functional as F
 
 from gluontrain.torch.sgg.modeling.predictors import build_predictor
 from gluontrain.torch.sgg.modeling.predictors.causal import CausalAnalysisPredictor
+from gluontrain.torch.sgg.modeling.predictors.utils_relation import get_box_info
 
 
 def _cfg(tiny, glove_dir, mode='predcls', effect='TDE', fusion='sum', context='motifs'):
@@ -30,7 +31,7 @@ def _trained(tiny, glove_dir, steps=3, **kw):
 
 
 @pytest.mark.parametrize('mode', ['predcls', 'sgcls', 'sgdet'])
-@pytest.mark.parametrize('context', ['motifs', 'vtranse'])
+@pytest.mark.parametrize('context', ['motifs', 'vtranse', 'vctree'])
 @pytest.mark.parametrize('fusion', ['sum', 'gate'])
 def test_shapes_and_auxiliary_losses(tiny, glove_dir, mode, context, fusion):
     torch.manual_seed(0)
@@ -43,6 +44,8 @@ def test_shapes_and_auxiliary_losses(tiny, glove_dir, mode, context, fusion):
     assert [tuple(d.shape) for d in rel_dists] == [(3, 4), (5, 4)]
     expected = {'auxiliary_ctx'} if fusion == 'gate' else {'auxiliary_ctx', 'auxiliary_vis',
                                                            'auxiliary_frq'}
+    if context == 'vctree':
+        expected.add('binary_loss')                      # the tree scores' loss
     assert set(losses) == expected
     total = sum(losses.values()) + F.cross_entropy(torch.cat(rel_dists), torch.cat(inputs[2]))
     total.backward()
@@ -73,7 +76,6 @@ def test_auxiliary_losses_are_branch_cross_entropies(tiny, glove_dir):
 def _factual_and_average(pred, inputs):
     proposals, pairs = inputs[0], inputs[1]
     num_objs = [len(p) for p in proposals]
-    from gluontrain.torch.sgg.modeling.predictors.utils_motifs import get_box_info
     boxes = [get_box_info(p.bbox, True, p) for p in proposals]
     with torch.no_grad():
         fact = pred.pair_feature_generate(inputs[4], proposals, pairs, num_objs, boxes)
@@ -179,6 +181,6 @@ def test_config_errors(tiny, glove_dir):
     cfg.MODEL.ROI_RELATION_HEAD.CONTEXT_POOLING_DIM = 10
     with pytest.raises(ValueError, match='MLP_HEAD_DIM'):
         CausalAnalysisPredictor(cfg, tiny.IN_CHANNELS, tiny.make_statistics())
-    cfg = _cfg(tiny, glove_dir, context='vctree')
-    with pytest.raises(NotImplementedError, match='vctree'):
+    cfg = _cfg(tiny, glove_dir, context='treelstm')
+    with pytest.raises(ValueError, match='CONTEXT_LAYER'):
         CausalAnalysisPredictor(cfg, tiny.IN_CHANNELS, tiny.make_statistics())

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from gluontrain.torch.sgg.modeling.predictors import PREDICTORS, build_predictor, slow_heads
+from gluontrain.torch.sgg.modeling.predictors import build_predictor
 from gluontrain.torch.sgg.modeling.predictors.motifs import (LSTMContext, MotifPredictor,
                                                              moving_average)
 
@@ -140,15 +140,3 @@ def test_effect_analysis_buffers_move_by_sgb_ratio(tiny, glove_dir):
     assert 'untreated_obj_feat' in dict(ctx.named_buffers())
     torch.testing.assert_close(moving_average(torch.ones(2), torch.tensor([[3., 5.]]), 0.5),
                                torch.tensor([2., 3.]))
-
-
-def test_registry_and_errors(tiny, glove_dir):
-    assert PREDICTORS['MotifPredictor'] is MotifPredictor
-    cfg = tiny.make_cfg(glove_dir, 'predcls', predictor='NoSuchPredictor')
-    with pytest.raises(ValueError, match='NoSuchPredictor'):
-        build_predictor(cfg, tiny.IN_CHANNELS, tiny.make_statistics())
-    cfg = tiny.make_cfg(glove_dir, 'predcls')
-    assert slow_heads(cfg) == []
-    cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES = 151
-    with pytest.raises(ValueError, match='ROI_BOX_HEAD.NUM_CLASSES is 151'):
-        build_predictor(cfg, tiny.IN_CHANNELS, tiny.make_statistics())

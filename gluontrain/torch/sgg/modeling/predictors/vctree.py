@@ -1,0 +1,310 @@
+"""VCTree (Tang et al. 2019, "Learning to Compose Dynamic Tree Structures for Visual
+Contexts") as Scene-Graph-Benchmark implements it.
+
+A score network rates every object pair of an image (a learned visual prior times the
+class co-occurrence prior); the scores build one dynamic tree per image
+(:mod:`.utils_vctree`), along which bidirectional tree LSTMs (:mod:`.utils_treelstm`) encode
+object context, decode object labels (SGCls / SGDet) and encode edge context. The predictor then
+works as MOTIFS' (head/tail halves, union features, frequency bias) and, in training, adds SGB's
+``binary_loss`` on the pair scores against "has any relation".
+"""
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .frequency_bias import FrequencyBias
+from .motifs import AVERAGE_RATIO, moving_average
+from .utils_motifs import (cat, check_inputs, class_names, encode_box_info, get_dropout_mask,
+                           obj_edge_vectors, pair_features, relation_mode, to_onehot)
+from .utils_relation import layer_init
+from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, \
+    TreeLSTM_IO
+from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info
+
+__all__ = ['DecoderTreeLSTM', 'VCTreeLSTMContext', 'VCTreePredictor']
+
+
+class DecoderTreeLSTM(nn.Module):
+    """Object-label decoder along the tree (SGB's default direction: root to leaves).
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    classes : list of str
+    embed_dim, inputs_dim, hidden_dim : int
+    direction : {'backward', 'foreward'}
+    dropout : float
+    """
+
+    def __init__(self, cfg, classes, embed_dim, inputs_dim, hidden_dim, direction='backward',
+                 dropout=0.2):
+        super().__init__()
+        self.classes = classes
+        self.hidden_size, self.inputs_dim = hidden_dim, inputs_dim
+        self.nms_thresh = 0.5   # SGB sets it but VCTree never runs NMS
+        self.dropout = dropout
+        vecs = obj_edge_vectors(['start'] + list(classes), wv_dir=cfg.GLOVE_DIR, wv_dim=embed_dim)
+        self.obj_embed = nn.Embedding(len(classes) + 1, embed_dim)
+        with torch.no_grad():
+            self.obj_embed.weight.copy_(vecs)
+        self.out = nn.Linear(hidden_dim, len(classes))
+        if direction == 'backward':
+            self.input_size = inputs_dim + embed_dim
+            self.decoderLSTM = BiTreeLSTM_Backward(self.input_size, hidden_dim, True,
+                                                   self.obj_embed, self.out)
+        elif direction == 'foreward':
+            self.input_size = inputs_dim + embed_dim * 2
+            self.decoderLSTM = BiTreeLSTM_Foreward(self.input_size, hidden_dim, True,
+                                                   self.obj_embed, self.out)
+        else:
+            raise ValueError("direction must be 'backward' or 'foreward', got {!r}".format(
+                direction))
+
+    def forward(self, tree, features, num_obj):
+        """``(dists (num_obj, C), commitments (num_obj,))`` in object order."""
+        mask = (get_dropout_mask(self.dropout, (1, self.hidden_size), features.device)
+                if self.dropout > 0.0 else None)
+        io = TreeLSTM_IO(num_obj, mask)
+        self.decoderLSTM(tree, features, io)
+        return torch.stack(io.dists, 0), torch.cat(io.commitments, 0)
+
+
+class VCTreeLSTMContext(nn.Module):
+    """SGB's ``VCTreeLSTMContext``.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+        As :class:`~.motifs.LSTMContext` (``CONTEXT_HIDDEN_DIM`` must be even: each tree
+        direction gets half).
+    obj_classes, rel_classes : list of str
+    statistics : dict
+        ``pred_dist`` gives the co-occurrence prior (``pred_dist.sum(-1)``, symmetrised).
+    in_channels : int
+    """
+
+    def __init__(self, cfg, obj_classes, rel_classes, statistics, in_channels):
+        super().__init__()
+        head = cfg.MODEL.ROI_RELATION_HEAD
+        self.cfg = cfg
+        self.obj_classes, self.rel_classes = obj_classes, rel_classes
+        self.num_obj_classes = len(obj_classes)
+        self.mode = relation_mode(cfg)
+        self.embed_dim = head.EMBED_DIM
+        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
+        self.obj_embed1 = nn.Embedding(self.num_obj_classes, self.embed_dim)
+        self.obj_embed2 = nn.Embedding(self.num_obj_classes, self.embed_dim)
+        with torch.no_grad():
+            self.obj_embed1.weight.copy_(vecs)
+            self.obj_embed2.weight.copy_(vecs)
+        self.pos_embed = nn.Sequential(nn.Linear(9, 32), nn.BatchNorm1d(32, momentum=0.001),
+                                       nn.Linear(32, 128), nn.ReLU(inplace=True))
+        self.overlap_embed = nn.Sequential(nn.Linear(6, 128), nn.BatchNorm1d(128, momentum=0.001),
+                                           nn.ReLU(inplace=True))
+        self.box_embed = nn.Sequential(nn.Linear(9, 128), nn.BatchNorm1d(128, momentum=0.001),
+                                       nn.ReLU(inplace=True))
+        self.obj_dim = in_channels
+        self.dropout_rate = head.CONTEXT_DROPOUT_RATE
+        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
+        self.nl_obj, self.nl_edge = head.CONTEXT_OBJ_LAYER, head.CONTEXT_REL_LAYER
+        if self.nl_obj < 1 or self.nl_edge < 1:
+            raise ValueError('MODEL.ROI_RELATION_HEAD.CONTEXT_OBJ_LAYER and CONTEXT_REL_LAYER '
+                             'must be >= 1, got {} and {}'.format(self.nl_obj, self.nl_edge))
+        co_occour = torch.as_tensor(statistics['pred_dist']).float().sum(-1)
+        if co_occour.dim() != 2 or co_occour.shape[0] != co_occour.shape[1]:
+            raise ValueError("statistics['pred_dist'] must be (C_obj, C_obj, C_rel)")
+        self.bi_freq_prior = nn.Linear(self.num_obj_classes * self.num_obj_classes, 1,
+                                       bias=False)
+        with torch.no_grad():
+            self.bi_freq_prior.weight.copy_((co_occour + co_occour.t()).view(-1).unsqueeze(0))
+        self.obj_reduce = nn.Linear(self.obj_dim, 128)
+        self.emb_reduce = nn.Linear(self.embed_dim, 128)
+        self.score_pre = nn.Linear(128 * 4, self.hidden_dim)
+        self.score_sub = nn.Linear(self.hidden_dim, self.hidden_dim)
+        self.score_obj = nn.Linear(self.hidden_dim, self.hidden_dim)
+        self.vision_prior = nn.Linear(self.hidden_dim * 3 + 1, 1)
+        for lin in (self.obj_reduce, self.emb_reduce, self.score_pre, self.score_sub,
+                    self.score_obj):
+            layer_init(lin, xavier=True)
+        obj_in = self.obj_dim + self.embed_dim + 128
+        self.obj_ctx_rnn = MultiLayer_BTreeLSTM(obj_in, self.hidden_dim, self.nl_obj,
+                                                self.dropout_rate if self.nl_obj > 1 else 0)
+        self.decoder_rnn = DecoderTreeLSTM(cfg, obj_classes, embed_dim=self.embed_dim,
+                                           inputs_dim=self.hidden_dim + obj_in,
+                                           hidden_dim=self.hidden_dim,
+                                           dropout=self.dropout_rate)
+        self.edge_ctx_rnn = MultiLayer_BTreeLSTM(self.embed_dim + self.hidden_dim + self.obj_dim,
+                                                 self.hidden_dim, self.nl_edge,
+                                                 self.dropout_rate if self.nl_edge > 1 else 0)
+        self.average_ratio = AVERAGE_RATIO
+        self.effect_analysis = head.CAUSAL.EFFECT_ANALYSIS
+        if self.effect_analysis:
+            self.register_buffer('untreated_dcd_feat', torch.zeros(self.hidden_dim + obj_in))
+            self.register_buffer('untreated_obj_feat', torch.zeros(obj_in))
+            self.register_buffer('untreated_edg_feat', torch.zeros(self.embed_dim + self.obj_dim))
+
+    def obj_ctx(self, num_objs, obj_feats, proposals, obj_labels=None, vc_forest=None,
+                ctx_average=False):
+        """Per-image object context and labels: ``(obj_ctxs, obj_preds, obj_dists)``."""
+        feats = obj_feats.split(num_objs, dim=0)
+        labels = obj_labels.split(num_objs, dim=0) if obj_labels is not None else None
+        ctxs, preds, dists = [], [], []
+        for i, (feat, tree, proposal) in enumerate(zip(feats, vc_forest, proposals)):
+            enc = self.obj_ctx_rnn(tree, feat, len(proposal))
+            ctxs.append(enc)
+            if self.mode != 'predcls':
+                if (not self.training) and self.effect_analysis and ctx_average:
+                    dec_inp = self.untreated_dcd_feat.view(1, -1).expand(enc.shape[0], -1)
+                else:
+                    dec_inp = torch.cat((feat, enc), 1)
+                if self.training and self.effect_analysis:
+                    self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, dec_inp,
+                                                             self.average_ratio)
+                dist, pred = self.decoder_rnn(tree, dec_inp, len(proposal))
+            else:
+                if labels is None:
+                    raise ValueError('PredCls needs the proposals\' "labels" field')
+                pred = labels[i]
+                dist = to_onehot(pred, self.num_obj_classes)
+            preds.append(pred)
+            dists.append(dist)
+        return cat(ctxs, dim=0), cat(preds, dim=0), cat(dists, dim=0)
+
+    def edge_ctx(self, num_objs, obj_feats, forest):
+        """Edge context along each image's tree: ``(sum N_i, hidden_dim)``."""
+        return cat([self.edge_ctx_rnn(tree, feat, n) for feat, tree, n in
+                    zip(obj_feats.split(num_objs, dim=0), forest, num_objs)], dim=0)
+
+    def vctree_score_net(self, num_objs, roi_feat, roi_dist, proposals):
+        """Pair scores: ``(bi_preds, vc_scores)``, per image ``(N_i, N_i)`` each.
+
+        ``bi_preds = sigmoid(vision_prior) * co_prior`` (the binary-loss logits) and
+        ``vc_scores = sigmoid(bi_preds)`` (the tree scores).
+        """
+        roi_dist = F.softmax(roi_dist.detach(), dim=-1)
+        roi_feat = F.relu(self.score_pre(roi_feat))
+        sub_feat = F.relu(self.score_sub(roi_feat))
+        obj_feat = F.relu(self.score_obj(roi_feat))
+        bi_preds, vc_scores = [], []
+        for sub, obj, dist in zip(sub_feat.split(num_objs, dim=0), obj_feat.split(num_objs, dim=0),
+                                  roi_dist.split(num_objs, dim=0)):
+            n, d = sub.shape
+            sub = sub.view(1, n, d).expand(n, n, d)
+            obj = obj.view(n, 1, d).expand(n, n, d)
+            sub_dist = dist.view(1, n, -1).expand(n, n, -1).unsqueeze(2)
+            obj_dist = dist.view(n, 1, -1).expand(n, n, -1).unsqueeze(3)
+            joint = (sub_dist * obj_dist).view(n, n, -1)
+            co_prior = self.bi_freq_prior(joint.view(n * n, -1)).view(n, n)
+            vis_prior = self.vision_prior(cat([sub * obj, sub, obj, co_prior.unsqueeze(-1)],
+                                              dim=-1).view(n * n, -1)).view(n, n)
+            pred = torch.sigmoid(vis_prior) * co_prior
+            bi_preds.append(pred)
+            vc_scores.append(torch.sigmoid(pred))
+        return bi_preds, vc_scores
+
+    def forward(self, x, proposals, rel_pair_idxs=None, logger=None, all_average=False,
+                ctx_average=False):
+        """``(obj_dists, obj_preds, edge_ctx, bi_preds)`` as :class:`~.motifs.LSTMContext`."""
+        head = self.cfg.MODEL.ROI_RELATION_HEAD
+        num_objs = [len(b) for b in proposals]
+        if self.training or head.USE_GT_BOX:
+            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
+        else:
+            obj_labels = None
+        if head.USE_GT_OBJECT_LABEL:
+            obj_embed = self.obj_embed1(obj_labels.long())
+            obj_logits = to_onehot(obj_labels, self.num_obj_classes)
+        else:
+            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
+            obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
+        box_info = encode_box_info(proposals)
+        pos_embed = self.pos_embed(box_info)
+        batch_size = x.shape[0]
+        if all_average and self.effect_analysis and not self.training:
+            obj_pre_rep = self.untreated_obj_feat.view(1, -1).expand(batch_size, -1)
+        else:
+            obj_pre_rep = cat((x, obj_embed, pos_embed), -1)
+        box_inp = self.box_embed(box_info)
+        pair_inp = self.overlap_embed(get_overlap_info(proposals))
+        bi_inp = cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()), box_inp,
+                      pair_inp), -1)
+        bi_preds, vc_scores = self.vctree_score_net(num_objs, bi_inp, obj_logits, proposals)
+        vc_forest = arbForest_to_biForest(generate_forest(vc_scores, proposals, self.mode))
+        obj_ctxs, obj_preds, obj_dists = self.obj_ctx(num_objs, obj_pre_rep, proposals,
+                                                      obj_labels, vc_forest, ctx_average)
+        obj_embed2 = self.obj_embed2(obj_preds.long())
+        if (all_average or ctx_average) and self.effect_analysis and not self.training:
+            obj_rel_rep = cat((self.untreated_edg_feat.view(1, -1).expand(batch_size, -1),
+                               obj_ctxs), dim=-1)
+        else:
+            obj_rel_rep = cat((obj_embed2, x, obj_ctxs), -1)
+        edge_ctx = self.edge_ctx(num_objs, obj_rel_rep, vc_forest)
+        if self.training and self.effect_analysis:
+            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
+                                                     self.average_ratio)
+            self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
+                                                     cat((obj_embed2, x), -1), self.average_ratio)
+        return obj_dists, obj_preds, edge_ctx, bi_preds
+
+
+class VCTreePredictor(nn.Module):
+    """SGB's ``VCTreePredictor`` (vision and frequency bias always on, as SGB).
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    in_channels : int
+    statistics : dict
+    """
+
+    def __init__(self, cfg, in_channels, statistics):
+        super().__init__()
+        if cfg.MODEL.ATTRIBUTE_ON:
+            raise NotImplementedError('MODEL.ATTRIBUTE_ON is not ported; set it False')
+        head = cfg.MODEL.ROI_RELATION_HEAD
+        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
+        self.num_rel_cls = head.NUM_CLASSES
+        obj_classes, rel_classes = class_names(cfg, statistics)
+        self.context_layer = VCTreeLSTMContext(cfg, obj_classes, rel_classes, statistics,
+                                               in_channels)
+        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
+        self.pooling_dim = head.CONTEXT_POOLING_DIM
+        self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
+        self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
+        self.ctx_compress = nn.Linear(self.pooling_dim, self.num_rel_cls)
+        layer_init(self.ctx_compress, xavier=True)
+        layer_init(self.post_emb, 10.0 * (1.0 / self.hidden_dim) ** 0.5, normal=True)
+        layer_init(self.post_cat, xavier=True)
+        self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
+        if self.union_single_not_match:
+            self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
+            layer_init(self.up_dim, xavier=True)
+        self.freq_bias = FrequencyBias(cfg, statistics)
+
+    def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
+                union_features, logger=None):
+        """Same contract as :meth:`MotifPredictor.forward`; training needs ``rel_binarys``
+        (per image ``(N_i, N_i)``, > 0 where a relation exists) for ``binary_loss``."""
+        check_inputs(proposals, rel_pair_idxs)
+        obj_dists, obj_preds, edge_ctx, binary_preds = self.context_layer(
+            roi_features, proposals, rel_pair_idxs, logger)
+        edge_rep = F.relu(self.post_emb(edge_ctx)).view(edge_ctx.size(0), 2, self.hidden_dim)
+        head_rep = edge_rep[:, 0].contiguous().view(-1, self.hidden_dim)
+        tail_rep = edge_rep[:, 1].contiguous().view(-1, self.hidden_dim)
+        num_rels = [r.shape[0] for r in rel_pair_idxs]
+        num_objs = [len(b) for b in proposals]
+        prod_rep, pair_pred = pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs,
+                                            num_objs)
+        prod_rep = self.post_cat(prod_rep)
+        if self.union_single_not_match:
+            union_features = self.up_dim(union_features)
+        rel_dists = self.ctx_compress(prod_rep * union_features) + \
+            self.freq_bias.index_with_labels(pair_pred.long())
+        add_losses = {}
+        if self.training:
+            if rel_binarys is None:
+                raise ValueError('VCTreePredictor needs rel_binarys in training')
+            losses = [F.binary_cross_entropy_with_logits(p, (g > 0).float())
+                      for g, p in zip(rel_binarys, binary_preds)]
+            add_losses['binary_loss'] = sum(losses) / len(losses)
+        return obj_dists.split(num_objs, dim=0), rel_dists.split(num_rels, dim=0), add_losses
