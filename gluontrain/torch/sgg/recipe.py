@@ -301,6 +301,8 @@ def _load_mapping(cfg):
 
 
 def _samples_hook(cfg, model, val_data, paths, device):
+    if not cfg.MODEL.RELATION_ON:
+        return None
     try:
         from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
     except ImportError:
