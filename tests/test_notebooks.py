@@ -22,6 +22,8 @@ NOTEBOOKS = {
     'ssd_pytorch.ipynb': 5,
     # anchors, matched anchors, proposals before/after NMS, sampled ROIs, curves, detections
     'twostage_walkthrough.ipynb': 6,
+    # ground-truth graphs, frequency statistics, curves, predicted graphs
+    'scene_graph.ipynb': 4,
 }
 # a committed notebook stays small enough to read on GitHub and in a diff
 MAX_NOTEBOOK_BYTES = 800 * 1024

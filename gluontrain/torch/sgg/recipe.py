@@ -149,29 +149,38 @@ def get_net(args, ctx):
     return net, model
 
 
+#: (name, result_dict key suffix, K) of the metrics a validation reports before its score
+_REPORTED = (('R@20', 'recall', 20), ('R@50', 'recall', 50), ('R@100', 'recall', 100),
+             ('ngR@50', 'recall_nogc', 50), ('mR@50', 'mean_recall', 50),
+             ('zR@50', 'zeroshot_recall', 50))
+
+
 def _result_names(cfg, result):
-    """(names, values) of a result dict, SGB's validation score last."""
+    """``(names, values)`` of SGB's main metrics in a result dict (the mode's R@20/50/100,
+    ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
+    if not result:
+        return [], []
+    from .evaluation.vg_eval import eval_mode  # pylint: disable=import-outside-toplevel
+    mode = eval_mode(cfg)
     names, values = [], []
-    for key in sorted(result):
-        value = result[key]
-        if isinstance(value, dict):
-            for k in sorted(value):
-                try:
-                    v = float(sum(value[k]) / len(value[k])) if isinstance(
-                        value[k], (list, tuple)) else float(value[k])
-                except (TypeError, ValueError, ZeroDivisionError):
-                    continue
-                names.append('{}@{}'.format(key, k))
-                values.append(v)
+    for name, key, k in _REPORTED:
+        value = result.get('{}_{}'.format(mode, key), {}).get(k)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = float(sum(value) / len(value)) if len(value) else float('nan')
+        names.append(name)
+        values.append(float(value))
     return names, values
 
 
-def validate(net, val_data, ctx, eval_metric, args=None, cfg=None, zeroshot=None):
+def validate(net, val_data, ctx, eval_metric, args=None, cfg=None, zeroshot=None,
+             logger=None):
     """SGB's ``run_val`` on ``val_data``: ``(names, values)``, every metric of the evaluation
     and SGB's validation score (``val_score``: mean R@100 of the mode, or box mAP) last.
     ``eval_metric`` (SGB's iou_types) is read from the config."""
     cfg = cfg if cfg is not None else _cfg(args)
-    score, result = run_val(cfg, net, [val_data], zeroshot=zeroshot)
+    score, result = run_val(cfg, net, [val_data], zeroshot=zeroshot, logger=logger)
     names, values = _result_names(cfg, result)
     return names + ['val_score'], values + [score]
 
@@ -238,7 +247,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     zs = [zeroshot_triplets(cfg, train_data.dataset, val_data.dataset)]
 
     def run_validation():
-        names, values = validate(net, val_data, [device], None, cfg=cfg, zeroshot=zs)
+        names, values = validate(net, val_data, [device], None, cfg=cfg, zeroshot=zs,
+                                 logger=logger)
         logger.info("Validation Result: %.4f", values[-1])
         return names, values
 
@@ -416,7 +426,7 @@ def run(argv=None, mode='relation'):
         state = do_train(cfg, net, train_data, val_data, ctx[0], mode, logger,
                          header=[str(args), cfg.dump()])
         if not args.skip_test:
-            state.scores['test'] = test(cfg, net, train_ds)
+            state.scores['test'] = test(cfg, net, train_ds, logger=logger)
         return state
     finally:
         if started:
@@ -437,14 +447,15 @@ def zeroshot_triplets(cfg, train_dataset, eval_dataset):
     return zeroshot.compute_zeroshot_triplets(base, eval_dataset)
 
 
-def test(cfg, net, train_dataset=None, data_dir=None):
-    """SGB's ``run_test`` on ``DATASETS.TEST`` (loaders built here)."""
+def test(cfg, net, train_dataset=None, data_dir=None, logger=None):
+    """SGB's ``run_test`` on ``DATASETS.TEST`` (loaders built here): ``[(score,
+    result_dict)]`` per test dataset; ``train_dataset`` gives the zero-shot triplets."""
     from .data.build import build_dataset  # pylint: disable=import-outside-toplevel
     from .data.transforms import build_transforms  # pylint: disable=import-outside-toplevel
     datasets = build_dataset(cfg, cfg.DATASETS.TEST, build_transforms(cfg, False),
                              is_train=False, data_dir=data_dir)
     loaders = [make_loader(cfg, ds, False) for ds in datasets]
-    return run_test(cfg, net, loaders,
+    return run_test(cfg, net, loaders, logger=logger,
                     zeroshot=[zeroshot_triplets(cfg, train_dataset, ds) for ds in datasets])
 
 
