@@ -141,6 +141,10 @@ def get_net(args, ctx):
     cfg = _cfg(args)
     statistics = get_dataset_statistics(cfg) if cfg.MODEL.RELATION_ON else None
     model = build_model(cfg, statistics).to(ctx[0])
+    if cfg.MODEL.RELATION_ON:
+        # frozen before DDP registers the parameters that need gradients (SGB's order)
+        from .modeling.model import eval_modules as sgb_eval_modules  # pylint: disable=import-outside-toplevel
+        fix_eval_modules(sgb_eval_modules(model))
     net = model
     if get_world_size() > 1:
         net = torch.nn.parallel.DistributedDataParallel(
