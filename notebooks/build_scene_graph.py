@@ -117,11 +117,16 @@ iterations, `model_{iter:07d}.pth` / `model_final.pth` / `last_checkpoint` in `O
     ('code', """device = torch.device('cpu')
 net, model = recipe.get_net(cfg, [device])
 train_data, val_data = recipe.get_dataloader(net, train_ds, val_ds, None, None, None, cfg)
-state = recipe.do_train(cfg, net, train_data, val_data, device, logger=QUIET)
+frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+print('{} batches of {} images; {} frozen and {} trained parameters'.format(
+    len(train_data), cfg.SOLVER.IMS_PER_BATCH, frozen, trained))
+assert len(train_data) == cfg.SOLVER.MAX_ITER and frozen > 0"""),
+    ('code', """state = recipe.do_train(cfg, net, train_data, val_data, device, logger=QUIET)
 print(state.stop_reason, sorted(f for f in os.listdir(OUT) if f.endswith('.pth')))
-records = read_metrics(os.path.join(OUT, 'sgg_metrics.jsonl'))
+assert state.iteration == 300"""),
+    ('code', """records = read_metrics(os.path.join(OUT, 'sgg_metrics.jsonl'))
 print({k: round(v, 3) for k, v in records[-1]['loss_epoch'].items()})
-assert state.iteration == 300
 display(Image(filename=os.path.join(OUT, 'sgg_curves.png')))"""),
     ('md', """## 4. Recalls on the held-out test split
 
