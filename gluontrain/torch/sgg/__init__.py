@@ -1,1 +1,9 @@
-"""Scene-graph generation (Scene-Graph-Benchmark.pytorch's relation training) in plain PyTorch."""
+"""Scene-graph generation (Scene-Graph-Benchmark.pytorch's relation training) in plain PyTorch.
+
+Recipes ``gluontrain.get_recipe('sgg')`` (:mod:`.recipe`, SGB ``tools/relation_train_net.py``)
+and ``'sgg-detector'`` (:mod:`.detector_recipe`, ``tools/detector_pretrain_net.py``); scripts
+``scripts/train_relation.py`` and ``scripts/pretrain_detector.py``. SGB's yacs config is
+:mod:`.config`, the shipped small configs are in ``configs/``; data in :mod:`.data`, the model
+in :mod:`.modeling`, the evaluation in :mod:`.evaluation`, the training pieces in
+:mod:`.solver`, :mod:`.checkpoint`, :mod:`.train` and :mod:`.inference`.
+"""

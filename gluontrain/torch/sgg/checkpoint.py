@@ -230,7 +230,8 @@ class Checkpointer:
         return result
 
     def _load_model(self, state_dict, load_mapping, path):
-        from .modeling.load_mapping import load_state_dict_with_mapping  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        from .modeling.load_mapping import load_state_dict_with_mapping
         try:
             load_state_dict_with_mapping(unwrap_model(self.model), state_dict, load_mapping)
         except ValueError as exc:

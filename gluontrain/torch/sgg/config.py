@@ -46,7 +46,7 @@ class ConfigError(ValueError):
 
 _C = CN()
 
-# ---------------------------------------------------------------- MODEL (defaults.py:23-45)
+# ----- MODEL (defaults.py:23-45)
 _C.MODEL = CN()
 _C.MODEL.FLIP_AUG = False
 _C.MODEL.RPN_ONLY = False
@@ -63,7 +63,7 @@ _C.MODEL.WEIGHT = ""
 # The sgg-detector checkpoint loaded with load_mapping before relation training.
 _C.MODEL.PRETRAINED_DETECTOR_CKPT = ""
 
-# ---------------------------------------------------------------- INPUT (defaults.py:46-72)
+# ----- INPUT (defaults.py:46-72)
 _C.INPUT = CN()
 _C.INPUT.MIN_SIZE_TRAIN = (800,)
 _C.INPUT.MAX_SIZE_TRAIN = 1333
@@ -78,7 +78,7 @@ _C.INPUT.SATURATION = 0.0
 _C.INPUT.HUE = 0.0
 _C.INPUT.VERTICAL_FLIP_PROB_TRAIN = 0.0
 
-# ---------------------------------------------------------------- DATASETS (defaults.py:73-85)
+# ----- DATASETS (defaults.py:73-85)
 _C.DATASETS = CN()
 _C.DATASETS.TRAIN = ()
 _C.DATASETS.VAL = ()
@@ -89,13 +89,13 @@ _C.DATASETS.DATA_DIR = "datasets/vg"
 # ours: SGB VGDataset's num_val_im constructor default.
 _C.DATASETS.NUM_VAL_IM = 5000
 
-# ---------------------------------------------------------------- DATALOADER (defaults.py:86-97)
+# ----- DATALOADER (defaults.py:86-97)
 _C.DATALOADER = CN()
 _C.DATALOADER.NUM_WORKERS = 4
 _C.DATALOADER.SIZE_DIVISIBILITY = 0
 _C.DATALOADER.ASPECT_RATIO_GROUPING = True
 
-# ----------------------------------------- BACKBONE / FPN / GROUP_NORM (defaults.py:101-135)
+# ----- BACKBONE / FPN / GROUP_NORM (defaults.py:101-135)
 _C.MODEL.BACKBONE = CN()
 _C.MODEL.BACKBONE.CONV_BODY = "R-50-C4"
 _C.MODEL.BACKBONE.FREEZE_CONV_BODY_AT = 2
@@ -114,7 +114,7 @@ _C.MODEL.GROUP_NORM.DIM_PER_GP = -1
 _C.MODEL.GROUP_NORM.NUM_GROUPS = 32
 _C.MODEL.GROUP_NORM.EPSILON = 1e-5
 
-# ---------------------------------------------------------------- RPN (defaults.py:136-186)
+# ----- RPN (defaults.py:136-186)
 _C.MODEL.RPN = CN()
 _C.MODEL.RPN.USE_FPN = False
 _C.MODEL.RPN.RPN_MID_CHANNEL = 512
@@ -137,7 +137,7 @@ _C.MODEL.RPN.FPN_POST_NMS_TOP_N_TEST = 2000
 _C.MODEL.RPN.FPN_POST_NMS_PER_BATCH = True
 _C.MODEL.RPN.RPN_HEAD = "SingleConvRPNHead"
 
-# ---------------------------------------------------------------- ROI_HEADS (defaults.py:187-222)
+# ----- ROI_HEADS (defaults.py:187-222)
 _C.MODEL.ROI_HEADS = CN()
 _C.MODEL.ROI_HEADS.USE_FPN = False
 _C.MODEL.ROI_HEADS.FG_IOU_THRESHOLD = 0.5
@@ -151,7 +151,7 @@ _C.MODEL.ROI_HEADS.POST_NMS_PER_CLS_TOPN = 300
 _C.MODEL.ROI_HEADS.NMS_FILTER_DUPLICATES = False
 _C.MODEL.ROI_HEADS.DETECTIONS_PER_IMG = 256
 
-# ---------------------------------------------------------------- ROI_BOX_HEAD (defaults.py:223-240)
+# ----- ROI_BOX_HEAD (defaults.py:223-240)
 _C.MODEL.ROI_BOX_HEAD = CN()
 _C.MODEL.ROI_BOX_HEAD.FEATURE_EXTRACTOR = "ResNet50Conv5ROIFeatureExtractor"
 _C.MODEL.ROI_BOX_HEAD.PREDICTOR = "FastRCNNPredictor"
@@ -165,7 +165,7 @@ _C.MODEL.ROI_BOX_HEAD.DILATION = 1
 _C.MODEL.ROI_BOX_HEAD.CONV_HEAD_DIM = 256
 _C.MODEL.ROI_BOX_HEAD.NUM_STACKED_CONVS = 4
 
-# ---------------------------------------------------------------- ROI_ATTRIBUTE_HEAD (defaults.py:241-254)
+# ----- ROI_ATTRIBUTE_HEAD (defaults.py:241-254)
 _C.MODEL.ROI_ATTRIBUTE_HEAD = CN()
 _C.MODEL.ROI_ATTRIBUTE_HEAD.FEATURE_EXTRACTOR = "FPN2MLPFeatureExtractor"
 _C.MODEL.ROI_ATTRIBUTE_HEAD.PREDICTOR = "FPNPredictor"
@@ -178,7 +178,7 @@ _C.MODEL.ROI_ATTRIBUTE_HEAD.ATTRIBUTE_BGFG_SAMPLE = True
 _C.MODEL.ROI_ATTRIBUTE_HEAD.ATTRIBUTE_BGFG_RATIO = 3
 _C.MODEL.ROI_ATTRIBUTE_HEAD.POS_WEIGHT = 5.0
 
-# ---------------------------------------------------------------- ROI_RELATION_HEAD (defaults.py:286-343)
+# ----- ROI_RELATION_HEAD (defaults.py:286-343)
 _C.MODEL.ROI_RELATION_HEAD = CN()
 _C.MODEL.ROI_RELATION_HEAD.PREDICTOR = "MotifPredictor"
 _C.MODEL.ROI_RELATION_HEAD.FEATURE_EXTRACTOR = "RelationFeatureExtractor"
@@ -228,7 +228,7 @@ _C.MODEL.ROI_RELATION_HEAD.REL_PROP = [
     0.31621, 0.00088, 0.00301, 0.00042, 0.00186, 0.00100, 0.00027, 0.01012, 0.00010, 0.01286,
     0.00647, 0.00084, 0.01077, 0.00132, 0.00069, 0.00376, 0.00214, 0.11424, 0.01205, 0.02958]
 
-# ---------------------------------------------------------------- RESNETS (defaults.py:352-383)
+# ----- RESNETS (defaults.py:352-383)
 _C.MODEL.RESNETS = CN()
 _C.MODEL.RESNETS.NUM_GROUPS = 1
 _C.MODEL.RESNETS.WIDTH_PER_GROUP = 64
@@ -243,7 +243,7 @@ _C.MODEL.RESNETS.STAGE_WITH_DCN = (False, False, False, False)
 _C.MODEL.RESNETS.WITH_MODULATED_DCN = False
 _C.MODEL.RESNETS.DEFORMABLE_GROUPS = 1
 
-# ---------------------------------------------------------------- SOLVER (defaults.py:482-534)
+# ----- SOLVER (defaults.py:482-534)
 _C.SOLVER = CN()
 _C.SOLVER.MAX_ITER = 40000
 _C.SOLVER.BASE_LR = 0.002
@@ -278,7 +278,7 @@ _C.SOLVER.RESTORE_SCHEDULER = True
 # Images per batch over all GPUs (SGB divides it by the world size).
 _C.SOLVER.IMS_PER_BATCH = 16
 
-# ---------------------------------------------------------------- TEST (defaults.py:535-585)
+# ----- TEST (defaults.py:535-585)
 _C.TEST = CN()
 _C.TEST.EXPECTED_RESULTS = []
 _C.TEST.EXPECTED_RESULTS_SIGMA_TOL = 4
@@ -307,7 +307,7 @@ _C.TEST.ALLOW_LOAD_FROM_CACHE = True
 _C.TEST.CUSTUM_EVAL = False
 _C.TEST.CUSTUM_PATH = '.'
 
-# ---------------------------------------------------------------- misc (defaults.py:586-601)
+# ----- misc (defaults.py:586-601)
 _C.OUTPUT_DIR = "."
 _C.DETECTED_SGG_DIR = "."
 _C.GLOVE_DIR = "."

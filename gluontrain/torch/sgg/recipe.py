@@ -28,8 +28,8 @@ from .args import OUTPUT_ARGUMENT, config_from_args, parse_args
 from .checkpoint import DETECTOR_LOAD_MAPPING, Checkpointer
 from .inference import iou_types_of
 from .solver import make_lr_scheduler, make_optimizer
-from .train import (PeriodicCheckpointHook, fix_eval_modules, ScheduleHook, SGBLogHook, SGGStep, run_test,
-                    run_val)
+from .train import (PeriodicCheckpointHook, ScheduleHook, SGBLogHook, SGGStep,
+                    fix_eval_modules, run_test, run_val)
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'do_train', 'build_model', 'PREFIX', 'OUTPUT_ARGUMENT']
@@ -143,7 +143,8 @@ def get_net(args, ctx):
     model = build_model(cfg, statistics).to(ctx[0])
     if cfg.MODEL.RELATION_ON:
         # frozen before DDP registers the parameters that need gradients (SGB's order)
-        from .modeling.model import eval_modules as sgb_eval_modules  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        from .modeling.model import eval_modules as sgb_eval_modules
         fix_eval_modules(sgb_eval_modules(model))
     net = model
     if get_world_size() > 1:
@@ -232,7 +233,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     is_main = get_rank() == 0
     eval_modules = ()
     if relation:
-        from .modeling.model import eval_modules as sgb_eval_modules  # pylint: disable=import-outside-toplevel
+        # pylint: disable-next=import-outside-toplevel
+        from .modeling.model import eval_modules as sgb_eval_modules
         eval_modules = sgb_eval_modules(model)
         fix_eval_modules(eval_modules)
     optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg),

@@ -112,6 +112,20 @@ def test_cli_missing_data_names_the_file(tmp_path):
     assert str(tmp_path / 'none') in res.stderr
 
 
+def test_cli_misaligned_image_data_names_the_file(vg_root, tmp_path):
+    import json
+    import shutil
+    bad = tmp_path / 'vg'
+    shutil.copytree(vg_root, str(bad))
+    path = bad / 'image_data.json'
+    rows = json.loads(path.read_text())
+    path.write_text(json.dumps(rows[1:]))  # one image row missing: every later row shifts
+    res = _cli('--config-file', PREDCLS, '--data-dir', str(bad), 'OUTPUT_DIR',
+               str(tmp_path / 'o'))
+    assert res.returncode == 1 and 'Traceback' not in res.stderr
+    assert 'image_data.json' in res.stderr.splitlines()[-1]
+
+
 def _free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(('127.0.0.1', 0))
