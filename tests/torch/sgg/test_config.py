@@ -78,3 +78,19 @@ def test_errors_name_file_and_key(tmp_path):
     broken.write_text("SOLVER: [\n")
     with pytest.raises(ConfigError, match='broken.yaml'):
         load_cfg(str(broken))
+
+
+@pytest.mark.parametrize('name, relation, gt_box, gt_label', [
+    ('detector_cpu', False, True, False), ('predcls_motifs_cpu', True, True, True),
+    ('sgcls_motifs_cpu', True, True, False), ('sgdet_motifs_cpu', True, False, False)])
+def test_shipped_configs_load_with_their_mode(name, relation, gt_box, gt_label):
+    from gluontrain.torch.sgg.config import CONFIGS_DIR
+    cfg = load_cfg(os.path.join(CONFIGS_DIR, name + '.yaml'))
+    head = cfg.MODEL.ROI_RELATION_HEAD
+    assert (cfg.MODEL.RELATION_ON, head.USE_GT_BOX, head.USE_GT_OBJECT_LABEL) == \
+        (relation, gt_box, gt_label)
+    # the synthetic VG data: 8 shapes + background, 12 predicates + background
+    assert cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES == 9 and head.NUM_CLASSES == 13
+    assert cfg.MODEL.DEVICE == 'cpu' and cfg.DATASETS.TRAIN == (
+        'VG_stanford_filtered_with_attribute_train',)
+    assert cfg.INPUT.MIN_SIZE_TRAIN == (192,)   # a list in the file, SGB's tuple here

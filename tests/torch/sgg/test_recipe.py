@@ -98,6 +98,9 @@ def _cli(*args, cwd=REPO):
     (['--config-file', PREDCLS, 'SOLVER.MAX_ITER'], 'KEY VALUE pairs'),
     (['--config-file', os.path.join(CONFIGS, 'detector_cpu.yaml')],
      'MODEL.RELATION_ON is False but this is the relation training'),
+    pytest.param(['--config-file', PREDCLS, 'MODEL.DEVICE', 'cuda'],
+                 "MODEL.DEVICE is 'cuda' but CUDA is not available",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason='CUDA present')),
 ])
 def test_cli_errors_are_one_line(tmp_path, args, message):
     res = _cli(*args, 'OUTPUT_DIR', str(tmp_path / 'o'))
