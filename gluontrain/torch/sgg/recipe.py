@@ -291,7 +291,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
                           what='MODEL.PRETRAINED_DETECTOR_CKPT')
     else:
         checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT')
-    if cfg.SOLVER.PRE_VAL and cfg.SOLVER.TO_VAL and not state.resumed_from:
+    if cfg.SOLVER.PRE_VAL:
+        # SGB: also on a resume and with TO_VAL off; its score feeds nothing
         logger.info("Validate before training")
         run_validation()
     logger.info("Start training")

@@ -46,7 +46,8 @@ def test_recipes_registered():
 
 def test_exact_resume_after_crash(vg_root, tmp_path, monkeypatch):
     opts = ('SOLVER.MAX_ITER', '6', 'SOLVER.CHECKPOINT_PERIOD', '3', 'SOLVER.VAL_PERIOD', '3',
-            'SOLVER.STEPS', '(4,)', 'SOLVER.WARMUP_ITERS', '2')
+            'SOLVER.STEPS', '(4,)', 'SOLVER.WARMUP_ITERS', '2',
+            'SOLVER.PRE_VAL', 'True')  # SGB validates before training, also on a resume
     full = recipe.main(_argv(vg_root, tmp_path / 'full', *opts))
     assert full.iteration == 6
     reference = _weights(str(tmp_path / 'full' / 'model_final.pth'))
