@@ -1,4 +1,6 @@
 """SGB's inference helpers: iou_types from the config, predictions merged in image order."""
+import logging
+
 from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.inference import accumulate_predictions, iou_types_of
 
@@ -13,6 +15,12 @@ def test_iou_types_as_relation_train_net():
 
 
 def test_accumulate_orders_by_image_index(caplog):
-    assert accumulate_predictions({2: 'c', 0: 'a', 1: 'b'}) == ['a', 'b', 'c']
-    assert accumulate_predictions({0: 'a', 2: 'c'}) == ['a', 'c']
+    # the recipe's logger may not propagate (setup_logger): listen on it directly
+    logger = logging.getLogger('gluontrain.sgg.inference')
+    logger.addHandler(caplog.handler)
+    try:
+        assert accumulate_predictions({2: 'c', 0: 'a', 1: 'b'}) == ['a', 'b', 'c']
+        assert accumulate_predictions({0: 'a', 2: 'c'}) == ['a', 'c']
+    finally:
+        logger.removeHandler(caplog.handler)
     assert 'not a contiguous set' in caplog.text
