@@ -1,8 +1,8 @@
 """SSD300 under torchrun: 1 process against N processes on the same total work.
 
 Both runs train the same tiny SSD (``--width_mult``) on the same generated VOC images for the
-same number of steps at the same **global** batch (1 process: ``--batch_size G``; N processes:
-``G / N`` each, DistributedDataParallel over gloo on the CPU), launched by
+same number of steps at the same **global** batch (``--batch_size G``: 1 process loads G
+images a step, N processes G / N each, DistributedDataParallel over gloo on the CPU), launched by
 ``torchrun --nproc_per_node {1, N} ...`` exactly as a user would. Printed, from one run of this
 script:
 
@@ -128,7 +128,7 @@ def launch(nproc, out, root, global_batch, steps, width):
            '127.0.0.1', '--master-port', str(_free_port()), '--max-restarts', '0',
            os.path.abspath(__file__), '--worker', out,
            '--dataset_root', root, '--basenet', '', '--cuda', 'false',
-           '--batch_size', str(global_batch // nproc), '--num_workers', '0',
+           '--batch_size', str(global_batch), '--num_workers', '0',
            '--width_mult', str(width), '--seed', '0', '--log_interval', '0',
            '--save_interval', '0', '--max_iter', str(steps),
            '--save_folder', os.path.join(out, 'run') + '/']

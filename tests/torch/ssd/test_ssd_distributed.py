@@ -61,9 +61,9 @@ def _rows(folder):
 
 @pytest.fixture(scope='module')
 def ddp_run(tiny_voc, tmp_path_factory):
-    """2 ranks x batch 2 (global batch 4), 12 steps: 4 steps a pass, 3 passes."""
+    """--batch_size 4 (global): 2 ranks x 2 images, 12 steps: 4 steps a pass, 3 passes."""
     out = tmp_path_factory.mktemp('ddp')
-    _ok(_torchrun(WORKER, [str(out)] + _argv(tiny_voc, out / 'run', 2, '--max_iter', '12')))
+    _ok(_torchrun(WORKER, [str(out)] + _argv(tiny_voc, out / 'run', 4, '--max_iter', '12')))
     return out
 
 
@@ -124,12 +124,12 @@ def test_gathered_validation_equals_one_process_on_the_same_weights(ddp_run, tin
 @pytest.mark.slow
 def test_crashed_ddp_run_resumed_equals_the_uninterrupted_run(ddp_run, tiny_voc, tmp_path):
     crashed = tmp_path / 'crashed'
-    res = _torchrun(WORKER, [str(tmp_path)] + _argv(tiny_voc, crashed, 2, '--max_iter', '12'),
+    res = _torchrun(WORKER, [str(tmp_path)] + _argv(tiny_voc, crashed, 4, '--max_iter', '12'),
                     {'GLUONTRAIN_TEST_CRASH_AT': '6'})
     assert res.returncode != 0 and 'planted crash at iteration 6' in res.stderr + res.stdout
     ckpt = str(crashed / 'ssd300_VOC_last.ckpt')   # the end of pass 0 (iteration 4)
     _ok(_torchrun(os.path.join(REPO, 'scripts', 'train_ssd.py'),
-                  _argv(tiny_voc, crashed, 2, '--max_iter', '12', '--resume', ckpt)))
+                  _argv(tiny_voc, crashed, 4, '--max_iter', '12', '--resume', ckpt)))
     a = torch.load(str(ddp_run / 'run' / 'VOC.pth'))
     b = torch.load(str(crashed / 'VOC.pth'))
     assert [k for k in a if not torch.equal(a[k], b[k])] == []
@@ -142,8 +142,8 @@ def test_crashed_ddp_run_resumed_equals_the_uninterrupted_run(ddp_run, tiny_voc,
 def test_ddp_resume_inside_a_pass_equals_the_uninterrupted_run(ddp_run, tiny_voc, tmp_path):
     first = tmp_path / 'first'
     script = os.path.join(REPO, 'scripts', 'train_ssd.py')
-    _ok(_torchrun(script, _argv(tiny_voc, first, 2, '--max_iter', '6')))  # stops in pass 1
-    _ok(_torchrun(script, _argv(tiny_voc, first, 2, '--max_iter', '12', '--resume',
+    _ok(_torchrun(script, _argv(tiny_voc, first, 4, '--max_iter', '6')))  # stops in pass 1
+    _ok(_torchrun(script, _argv(tiny_voc, first, 4, '--max_iter', '12', '--resume',
                                 str(first / 'ssd300_VOC_last.ckpt'))))
     a = torch.load(str(ddp_run / 'run' / 'VOC.pth'))
     b = torch.load(str(first / 'VOC.pth'))
@@ -151,7 +151,7 @@ def test_ddp_resume_inside_a_pass_equals_the_uninterrupted_run(ddp_run, tiny_voc
     # a checkpoint of 2 processes is refused by 1, with the command that continues it
     from gluontrain.torch.ssd.recipe import main
     with pytest.raises(ValueError, match='written by 2 process.*--nproc_per_node 2'):
-        main(_argv(tiny_voc, tmp_path / 'alone', 2, '--max_iter', '14', '--resume',
+        main(_argv(tiny_voc, tmp_path / 'alone', 4, '--max_iter', '14', '--resume',
                    str(first / 'ssd300_VOC_last.ckpt')))
 
 
