@@ -198,8 +198,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     ctx : list of torch.device
         Training runs on ``ctx[0]``: one device per process (alone on CUDA with several
         visible GPUs: ``DataParallel`` over all of them, as ssd.pytorch). Under ``torchrun``
-        the net is wrapped in ``DistributedDataParallel`` (``--syncbn``: SyncBatchNorm first); rank 0
-        logs and writes every file, every rank validates its share of the split.
+        the net is wrapped in ``DistributedDataParallel`` (``--syncbn``: SyncBatchNorm
+        first); rank 0 logs and writes every file, every rank validates its share of the
+        split.
     args : argparse.Namespace
         From :func:`.args.parse_args`; ``args.cfg`` holds the config dict.
 
