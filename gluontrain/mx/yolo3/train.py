@@ -54,8 +54,8 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
     With ``comm`` of several ranks, each rank runs its own part of the split (its
     ``val_data`` reads a :func:`~gluontrain.core.sharding.contiguous_shard`); the per-image
     results are gathered and fed to ``eval_metric`` in rank order, i.e. in the split's own
-    order, so every rank returns the whole split's score (the reference validates on rank 0
-    alone, over the whole split).
+    order by rank 0, whose score every rank returns (the reference validates on rank 0 alone,
+    over the whole split).
     """
     eval_metric.reset()
     net.set_nms(nms_thresh=0.45, nms_topk=400)
@@ -82,9 +82,16 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
         else:
             eval_metric.update(*update)
     if distributed:
-        for rank_records in comm.allgather_object(records):
-            for update in rank_records:
-                eval_metric.update(*update)
+        gathered = comm.allgather_object(records)
+        result = None
+        # rank 0 alone scores: COCODetectionMetric writes (and removes) a json file beside
+        # --save-prefix, which several ranks on a shared filesystem would race for
+        if comm.rank == 0:
+            for rank_records in gathered:
+                for update in rank_records:
+                    eval_metric.update(*update)
+            result = eval_metric.get()
+        return comm.broadcast_object(result, root=0)
     return eval_metric.get()
 
 

@@ -24,7 +24,8 @@ pytestmark = [
 WORKER = os.path.join(os.path.dirname(__file__), 'hvd_worker.py')
 PREFIX = 'yolo3_mobilenet0.25_voc'
 # epoch-mean losses of the 2-process run vs one process with the same global batch and the
-# same shards: measured differences up to 0.13 relative (see test docstring)
+# same shards: measured differences up to 0.21 relative (BoxScaleLoss, epoch 0; see the
+# test docstring for why they differ)
 LOSS_RTOL = 0.3
 
 
