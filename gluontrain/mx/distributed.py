@@ -10,15 +10,17 @@ Horovod is optional; it is built from source against the installed MXNet
 torch *after* it crashes the process (``horovod.mxnet`` 0.28.1 with torch 2.x CPU, measured
 here), so nothing imports it as a side effect.
 """
+import logging
 import pickle
 
 import mxnet as mx
 import numpy as np
 
 from ..core.distributed import Comm
+from ..core.hooks import get_logger
 
 __all__ = ['HOROVOD_BUILD', 'HorovodMissingError', 'import_horovod', 'HorovodComm',
-           'horovod_contexts']
+           'horovod_contexts', 'quiet_other_ranks']
 
 # the exact command that builds horovod 0.28.1 for this stack (docs/distributed.md)
 HOROVOD_BUILD = ('HOROVOD_WITH_MXNET=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 '
@@ -143,3 +145,21 @@ class HorovodComm(Comm):
             else mx.nd.zeros((size,), dtype='uint8')
         data = self.hvd.broadcast(data, root, name=name + '.data').asnumpy()
         return obj if self.rank == root else pickle.loads(data.tobytes())
+
+
+class _WarningsOnly(logging.Filter):
+    def filter(self, record):
+        return record.levelno >= logging.WARNING
+
+
+def quiet_other_ranks(comm):
+    """Keep the info lines of the ``gluontrain`` logger to rank 0.
+
+    The hooks that run on every rank (validation) log their results too; off rank 0 nothing
+    attaches a handler, but a library's bare ``logging.info`` gives the root logger one, and
+    every rank would print the validation block. Warnings and errors still show on every rank.
+    """
+    if comm.rank != 0:
+        logger = get_logger()
+        if not any(isinstance(f, _WarningsOnly) for f in logger.filters):
+            logger.addFilter(_WarningsOnly())

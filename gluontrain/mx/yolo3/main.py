@@ -7,7 +7,7 @@ from gluoncv import utils as gutils
 
 from ...core import checkpoint as ckpt_io
 from ..context import get_contexts
-from ..distributed import HorovodComm, horovod_contexts, import_horovod
+from ..distributed import HorovodComm, horovod_contexts, import_horovod, quiet_other_ranks
 from .args import check_args, parse_args
 from .data import get_dataloader, get_dataset
 from .model import get_net
@@ -61,6 +61,7 @@ def main(argv=None):
         hvd = import_horovod()
         hvd.init()
         comm = HorovodComm(hvd)
+        quiet_other_ranks(comm)
         ctx = horovod_contexts(hvd, args.gpus)
     else:
         ctx = get_contexts(args.gpus, args.cpus)

@@ -29,12 +29,12 @@ PREFIX = 'yolo3_mobilenet0.25_voc'
 LOSS_RTOL = 0.3
 
 
-def _argv(out, root):
+def _argv(out, root, *extra):
     """conftest's tiny run (mobilenet0.25, 160 px, no workers) with a global batch of 8."""
     return ['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', str(root),
             '--no-pretrained-base', '--gpus', '', '--batch-size', '8', '-j', '0',
             '--data-shape', '160', '--no-random-shape', '--log-interval', '1',
-            '--save-prefix', out, '--epochs', '2', '--horovod']
+            '--save-prefix', out, '--epochs', '2', '--horovod'] + list(extra)
 
 
 def _env():
@@ -51,21 +51,26 @@ def _run(cmd, timeout):
     proc = subprocess.run(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=timeout, universal_newlines=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    return time.time() - tic
+    return time.time() - tic, proc.stdout
+
+
+def _launch(folder, root, np_, *extra):
+    worker = [sys.executable, WORKER, folder] + _argv(folder + '/', root, *extra)
+    # horovodrun's own parser would take --network for an abbreviation of its
+    # --network-interface: the command goes in one string through sh -c
+    cmd = ['horovodrun', '-np', str(np_), '--gloo', 'sh', '-c',
+           ' '.join("'{}'".format(a) for a in worker)] if np_ > 1 else worker
+    return _run(cmd, timeout=300)
 
 
 @pytest.fixture(scope='module')
 def runs(voc_root, tmp_path_factory):
-    """``{'two': folder, 'one': folder}``: the 2-process run and the 1-process run."""
+    """``{'two': folder, 'one': folder}``: the 2-process run and the 1-process run (plus
+    their seconds and output)."""
     out = {}
     for name, np_ in (('two', 2), ('one', 1)):
         folder = str(tmp_path_factory.mktemp('hvd_' + name))
-        worker = [sys.executable, WORKER, folder] + _argv(folder + '/', voc_root)
-        # horovodrun's own parser would take --network for an abbreviation of its
-        # --network-interface: the command goes in one string through sh -c
-        cmd = ['horovodrun', '-np', str(np_), '--gloo', 'sh', '-c',
-               ' '.join("'{}'".format(a) for a in worker)] if np_ > 1 else worker
-        out[name + '_seconds'] = _run(cmd, timeout=300)
+        out[name + '_seconds'], out[name + '_output'] = _launch(folder, voc_root, np_)
         out[name] = folder
     return out
 
@@ -112,6 +117,10 @@ def test_each_rank_reads_a_disjoint_half_of_the_images_every_epoch(runs):
 
 
 def test_rank_zero_alone_writes_one_set_of_files(runs):
+    output = runs['two_output']
+    assert output.count('[0]<stdout>:[Epoch 1] Validation') == 1
+    assert 'Validation' not in ''.join(line for line in output.splitlines(True)
+                                       if line.startswith('[1]'))
     files = sorted(os.listdir(runs['two']))
     assert files.count(PREFIX + '_train.log') == 1
     with open(os.path.join(runs['two'], PREFIX + '_train.log')) as f:
@@ -159,3 +168,20 @@ def test_two_processes_follow_one_process_with_the_same_global_batch(runs):
     for a, b in zip(two, one):
         for name, value in b['loss_epoch'].items():
             assert a['loss_epoch'][name] == pytest.approx(value, rel=LOSS_RTOL), (a['epoch'], name)
+
+
+def test_resumed_two_process_run_equals_the_uninterrupted_one(runs, voc_root, tmp_path):
+    """1 epoch, then ``--resume {prefix}_last.ckpt`` to 2 epochs with 2 processes: every
+    rank's generators and rollover leftovers come back (the engine's ``RankStateHook``), so
+    the weights and losses are the uninterrupted run's, bit for bit."""
+    first, second = str(tmp_path / 'first'), str(tmp_path / 'second')
+    os.makedirs(first)
+    os.makedirs(second)
+    _launch(first, voc_root, 2, '--epochs', '1')
+    _launch(second, voc_root, 2, '--resume', os.path.join(first, PREFIX + '_last.ckpt'))
+    full = _params(os.path.join(runs['two'], 'end_rank0.params'))
+    for rank in (0, 1):
+        resumed = _params(os.path.join(second, 'end_rank{}.params'.format(rank)))
+        for name in full:
+            assert np.array_equal(resumed[name], full[name]), (rank, name)
+    assert _metrics(second)[-1]['loss_epoch'] == _metrics(runs['two'])[-1]['loss_epoch']
