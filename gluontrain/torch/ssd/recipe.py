@@ -61,9 +61,11 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     ``non_blocking``), and with ``--persistent_workers true`` and ``num_workers > 0`` the
     worker processes live across passes.
 
-    Under ``torchrun`` (more than one process) ``batch_size`` is per process (the global batch
-    is ``batch_size x WORLD_SIZE``, PyTorch's DDP convention), the training loader deals each
-    pass out in disjoint shards (:func:`~gluontrain.torch.passes.distributed_shuffled_loader`,
+    Under ``torchrun`` (more than one process) ``batch_size`` stays the global batch, as
+    ssd.pytorch's ``DataParallel`` splits ``--batch_size`` over its GPUs (and GluonCV's
+    ``--horovod`` over its ranks): each process loads ``batch_size / WORLD_SIZE`` images a
+    step (a batch size that does not divide is refused). The training loader deals each pass
+    out in disjoint shards (:func:`~gluontrain.torch.passes.distributed_shuffled_loader`,
     seeded by ``--seed``, default 0) and the evaluation loader gives each rank every
     ``WORLD_SIZE``-th image (:class:`~gluontrain.torch.distributed.ShardSampler`; the
     detections are gathered for the mAP).
@@ -74,6 +76,11 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     rank, world = get_rank(), get_world_size()
     train_collate = Tuple(Stack(), Pad(pad_val=-1))
     if world > 1:
+        if batch_size % world:
+            raise ValueError('--batch_size {} is the global batch and must be a multiple of the '
+                             '{} processes (each loads batch_size / processes images a step)'
+                             .format(batch_size, world))
+        batch_size //= world
         seed = args.seed if getattr(args, 'seed', None) is not None else 0
         train_loader = distributed_shuffled_loader(train_dataset, batch_size, world, rank, seed,
                                                    collate_fn=train_collate, **options)

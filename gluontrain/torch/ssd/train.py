@@ -196,8 +196,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         See :func:`validate`; ``None`` skips validation (COCO: ssd.pytorch has no COCO eval).
     eval_metric : VOCEvaluator or None
     ctx : list of torch.device
-        Training runs on ``ctx[0]``: one device per process. Under ``torchrun`` the net is
-        wrapped in ``DistributedDataParallel`` (``--syncbn``: SyncBatchNorm first); rank 0
+        Training runs on ``ctx[0]``: one device per process (alone on CUDA with several
+        visible GPUs: ``DataParallel`` over all of them, as ssd.pytorch). Under ``torchrun``
+        the net is wrapped in ``DistributedDataParallel`` (``--syncbn``: SyncBatchNorm first); rank 0
         logs and writes every file, every rank validates its share of the split.
     args : argparse.Namespace
         From :func:`.args.parse_args`; ``args.cfg`` holds the config dict.
@@ -217,6 +218,10 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     # the step trains the DDP wrapper (gradients averaged over ranks); validation, pictures
     # and files use the bare net
     train_net = wrap_ddp(net, device)
+    if comm.world_size == 1 and device.type == 'cuda' and torch.cuda.device_count() > 1:
+        # ssd.pytorch's train.py: one process, DataParallel over every visible GPU (the
+        # loss keeps the first P of the priors DataParallel concatenates)
+        train_net = torch.nn.DataParallel(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
                                 weight_decay=args.weight_decay)
     criterion = MultiBoxLoss(cfg['num_classes'], 0.5, True, 0, True, 3, 0.5, False,
