@@ -209,7 +209,7 @@ def _fire_after_train(hooks, state, unwinding):
         except Exception as e:  # pylint: disable=broad-except
             if unwinding:
                 logging.getLogger('gluontrain').error(
-                    '%s.after_train failed while the run was stopping on an earlier error: '
+                    '%s.after_train failed while the run was stopping on an earlier failure: '
                     '%s: %s', type(hook).__name__, type(e).__name__, e)
             elif first is None:
                 first = e
