@@ -45,6 +45,11 @@ setup(
         'torch': ['torch==2.13.0', 'pycocotools<2.0.8'],
         'test': ['pytest>=7', 'pytest-timeout', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
         'tensorboard': ['tensorboardX'],
+        # built from source against the installed mxnet, so install it after the stack and
+        # with the flags of docs/distributed.md: HOROVOD_WITH_MXNET=1 HOROVOD_WITH_GLOO=1
+        # HOROVOD_WITHOUT_MPI=1 HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1
+        # pip install --no-build-isolation '.[horovod]'
+        'horovod': ['horovod==0.28.1'],
         'notebook': ['jupyter', 'nbclient', 'nbformat', 'ipykernel', 'matplotlib<3.9'],
     },
     entry_points={'console_scripts': ['gluontrain=gluontrain.__main__:main']},

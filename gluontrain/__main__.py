@@ -110,7 +110,8 @@ def main(argv=None):
             raise
         print('error: ' + message, file=sys.stderr)
         return EXIT_ERROR
-    if 'val' in state.scores:
+    # in a distributed run every rank has the score; rank 0 speaks for the job
+    if 'val' in state.scores and getattr(state, 'is_main', True):
         names, values = state.scores['val']
         print('final validation {}: {}'.format(names[-1], values[-1]))
     return 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from .hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
                     NaNGuardHook, ProgressHook, TensorBoardHook, ValidationHook,
                     hooks_state_dict)
+from .distributed import BarrierHook, RankStateHook
 from .loop import Period
 from .plots import CurvesHook
 
@@ -75,7 +76,8 @@ class RunPaths:
 def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_batches=None,
                 recipe_hooks=(), validate_fn=None, val_period=None, save_params_fn=None,
                 save_interval=0, best_after='epoch', checkpoint_fn=None, samples_hook=None,
-                curves_title=None, tensorboard='', tensorboard_interval=None, plots=True):
+                curves_title=None, tensorboard='', tensorboard_interval=None, plots=True,
+                comm=None, rank_state=(None, None)):
     """The default hook list of a recipe, in the order the hooks depend on each other.
 
     Order, and why:
@@ -94,6 +96,15 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     8. ``CheckpointHook``: after every hook whose state it saves has updated it; writes
        ``state.last_checkpoint`` (NaNGuard's message names it).
     9. ``ProgressHook``, ``TensorBoardHook``: display only.
+
+    In a distributed run (``comm`` of more than one rank) the list is the same on every rank;
+    ``run_loop(..., comm=comm)`` leaves the hooks with ``main_process_only`` (log, metrics,
+    curves, samples, weights, checkpoint, progress, TensorBoard) to rank 0. Two hooks are
+    added: a :class:`~gluontrain.core.distributed.RankStateHook` just before the checkpoint
+    (every rank's generators and data position go into rank 0's checkpoint) and a
+    :class:`~gluontrain.core.distributed.BarrierHook` last (no rank runs ahead of rank 0's
+    saving). Validation runs on every rank: ``validate_fn`` splits the split and gathers
+    (every rank gets the same score).
 
     Parameters
     ----------
@@ -125,6 +136,11 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
         Steps between scalar points (default ``log_interval``).
     plots : bool
         Curves and samples pictures.
+    comm : gluontrain.core.distributed.Comm, optional
+        The run's communicator (None or a world of one: a single-process list).
+    rank_state : (collect_fn, restore_fn)
+        The backend's per-rank state for :class:`~gluontrain.core.distributed.RankStateHook`
+        (torch's generators), used with ``comm`` of more than one rank.
 
     Returns
     -------
@@ -143,11 +159,16 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
         hooks.append(CurvesHook(paths.curves, meter, history=paths.metrics, title=curves_title))
         if samples_hook is not None:
             hooks.append(samples_hook)
+    distributed = comm is not None and comm.world_size > 1
     if checkpoint_fn is not None:
+        if distributed:
+            hooks.append(RankStateHook(comm, hooks, *rank_state))
         # the list is complete when the hook fires, so every hook's state is saved
         hooks.append(CheckpointHook(lambda state: checkpoint_fn(state, hooks_state_dict(hooks))))
     hooks.append(ProgressHook(num_batches=num_batches, batch_size=batch_size, meter=meter))
     if tensorboard:
         hooks.append(TensorBoardHook(tensorboard, meter, log_interval if tensorboard_interval
                                      is None else tensorboard_interval))
+    if distributed:
+        hooks.append(BarrierHook(comm))
     return hooks

@@ -73,6 +73,7 @@ class LogHook(Hook):
     header : list of str
         Lines logged first (GluonCV logs the args Namespace).
     """
+    main_process_only = True  # writes the log and the console
 
     def __init__(self, meter, log_file=None, log_interval=100, batch_size=1, header=()):
         self.meter, self.log_file = meter, log_file
@@ -185,6 +186,7 @@ class ValidationHook(Hook):
 class SaveParamsHook(Hook):
     """Calls ``save_fn(epoch, state.current)`` after validation, every epoch (a recipe that
     keeps its own best score; :class:`BestCheckpointHook` owns it for you)."""
+    main_process_only = True  # writes weights files
 
     def __init__(self, save_fn):
         self.save_fn = save_fn
@@ -210,6 +212,7 @@ class BestCheckpointHook(Hook):
         GluonCV's loop; ``'validation'``: right after each validation, indexed by iteration
         (iteration-based recipes such as SSD).
     """
+    main_process_only = True  # writes weights files; state.best is rank 0's
 
     def __init__(self, save_fn, save_interval=0, after='epoch'):
         if after not in ('epoch', 'validation'):
@@ -248,6 +251,7 @@ class BestCheckpointHook(Hook):
 class CheckpointHook(Hook):
     """Writes the full checkpoint (``save_fn(state) -> path``) at the end of every epoch and
     publishes its path as ``state.last_checkpoint``."""
+    main_process_only = True  # writes the checkpoint
 
     def __init__(self, save_fn):
         self.save_fn = save_fn
@@ -322,6 +326,7 @@ class MetricsJSONHook(Hook):
     after the checkpoint (``iteration`` beyond the restored one, and partial rows of the
     epochs it runs again), so every epoch has one row.
     """
+    main_process_only = True  # writes metrics.jsonl
 
     def __init__(self, path, meter):
         self.path, self.meter = path, meter
@@ -427,6 +432,7 @@ class ProgressHook(Hook):
 
     Redrawn at most every ``mininterval`` seconds; off unless on a terminal or in a notebook.
     """
+    main_process_only = True  # draws on the terminal
 
     def __init__(self, num_batches=None, batch_size=1, enabled=None, mininterval=1.0,
                  meter=None):
@@ -469,6 +475,7 @@ class TensorBoardHook(Hook):
     Uses ``tensorboardX`` (optional dependency, ``pip install tensorboardX``), imported when
     training starts so that the core stays importable without it.
     """
+    main_process_only = True  # writes event files
 
     def __init__(self, logdir, meter, log_interval=100):
         self.logdir, self.meter, self.log_interval = logdir, meter, log_interval

@@ -47,7 +47,9 @@ class TrainState:
     val_iteration : int
         ``iteration`` at the last validation (-1: none yet). Written by ``ValidationHook``.
     best : float
-        Best validation score so far. Written by ``BestCheckpointHook`` (restored on resume).
+        Best validation score so far. Written by ``BestCheckpointHook`` (restored on resume);
+        in a distributed run on rank 0 only, the rank that saves the best weights (the other
+        ranks know ``current``: validation runs on all of them).
     epoch_time : float or None
         Seconds the last finished epoch took. Written by ``LogHook``.
     last_checkpoint : str or None
@@ -73,6 +75,10 @@ class TrainState:
     resume_changes : list of str
         The arguments this resumed run changed from the checkpoint's (``'--epochs: 2 -> 4'``),
         honoured by the recipe; ``LogHook`` logs them as ``changed on resume: ...``.
+    rank, world_size : int
+        This process's place in a distributed run (0 and 1 alone). Written by :func:`run_loop`
+        from its ``comm`` (or by the recipe); hooks with ``main_process_only`` run on rank 0
+        only (:mod:`gluontrain.core.distributed`).
     """
     start_epoch: int = 0
     epochs: Optional[int] = 0
@@ -93,6 +99,13 @@ class TrainState:
     resumed_from: Optional[str] = None
     resume_batch: int = 0
     resume_changes: List[str] = field(default_factory=list)
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self):
+        """True on rank 0 (and alone): the process that logs and writes files."""
+        return self.rank == 0
 
     def stop(self, reason):
         """Ask the loop to stop after the hooks of the current event have run.
@@ -112,7 +125,12 @@ class Hook:
     from :meth:`state_dict` and takes it back in :meth:`load_state_dict`, as detectron2's
     ``HookBase``; :func:`gluontrain.core.hooks.hooks_state_dict` collects them into the
     checkpoint.
+
+    A hook that writes files or displays something sets the class attribute
+    ``main_process_only = True``: in a distributed run :func:`run_loop` gives it to rank 0
+    only. The others (meters, LR schedule, validation, NaN guard) run on every rank.
     """
+    main_process_only = False
 
     def before_train(self, state):
         """Called once before the first epoch."""
@@ -191,7 +209,7 @@ def _fire_after_train(hooks, state, unwinding):
         except Exception as e:  # pylint: disable=broad-except
             if unwinding:
                 logging.getLogger('gluontrain').error(
-                    '%s.after_train failed while the run was stopping on an earlier error: '
+                    '%s.after_train failed while the run was stopping on an earlier failure: '
                     '%s: %s', type(hook).__name__, type(e).__name__, e)
             elif first is None:
                 first = e
@@ -208,8 +226,8 @@ def _length(data):
 
 def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iterable,
              hooks: List[Hook], start_epoch: int = 0, epochs: Optional[int] = None,
-             state: Optional[TrainState] = None, max_iter: Optional[int] = None
-             ) -> TrainState:
+             state: Optional[TrainState] = None, max_iter: Optional[int] = None,
+             comm: Any = None) -> TrainState:
     """Run ``step`` over ``train_data`` for epochs ``start_epoch .. epochs-1`` and/or until
     ``state.iteration`` reaches ``max_iter``, with ``hooks``.
 
@@ -232,6 +250,11 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
         (``stop_reason`` ``'max_iter N reached'``). When that step is the last batch of its
         epoch, the epoch is closed first (``after_epoch`` runs: epoch line, metrics, checkpoint).
         A run that starts at or past the budget stops before its first epoch.
+    comm : gluontrain.core.distributed.Comm, optional
+        A distributed run's communicator: ``state.rank`` and ``state.world_size`` are taken
+        from it. Whatever set them, on every rank but 0 the hooks with
+        ``main_process_only`` are left out (they write files and draw; rank 0 does that for
+        the job).
 
     Returns
     -------
@@ -249,6 +272,10 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
         raise ValueError('run_loop needs epochs or max_iter (or both)')
     state = state if state is not None else TrainState()
     state.start_epoch, state.epochs, state.max_iter = start_epoch, epochs, max_iter
+    if comm is not None:
+        state.rank, state.world_size = int(comm.rank), int(comm.world_size)
+    if not state.is_main:
+        hooks = [h for h in hooks if not getattr(h, 'main_process_only', False)]
     num_batches = _length(train_data)
     unwinding = False
     try:

@@ -212,6 +212,7 @@ class CurvesHook(Hook):
         whose checkpoint did not carry this hook's state).
     title : str, optional
     """
+    main_process_only = True  # draws the curves picture
 
     def __init__(self, path, meter, history=None, title=None):
         self.path, self.meter, self.history, self.title = path, meter, history, title
@@ -342,6 +343,7 @@ class SamplesHook(Hook):
     errors : tuple of exception types
         What ``draw_fn`` may raise that is turned into a warning.
     """
+    main_process_only = True  # draws the samples picture
 
     def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError)):
         self.draw_fn, self.errors = draw_fn, tuple(errors)

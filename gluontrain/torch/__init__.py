@@ -9,7 +9,8 @@ Modules (import the one you need; importing this package loads none of them):
 - :mod:`~gluontrain.torch.parallel` -- ``get_devices`` from ``--gpus`` and gluon's
   ``split_data`` / ``split_and_load``;
 - :mod:`~gluontrain.torch.distributed` -- ``torchrun`` + ``DistributedDataParallel`` helpers
-  (``init_distributed``, ``wrap_ddp``, ``convert_sync_batchnorm``, ``all_reduce_mean``, ...);
+  (``init_distributed``, ``wrap_ddp``, ``convert_sync_batchnorm``, ``all_reduce_mean``, ...),
+  ``TorchComm`` (the engine's ``Comm`` over ``torch.distributed``) and ``ShardSampler``;
 - :mod:`~gluontrain.torch.step` -- ``LossDictStep``, the training step of every model that
   returns a loss dict (loss weights, clipping, AMP scaler, losses averaged over ranks),
   ``to_device`` and ``seed_all``;

@@ -17,6 +17,10 @@ way is one process per GPU with ``DistributedDataParallel``::
 
 Every helper also works without ``torchrun`` (one process, world size 1), so the same script
 runs unchanged on a laptop.
+
+:class:`TorchComm` is the engine's :class:`gluontrain.core.distributed.Comm` over
+``torch.distributed``: recipes pass it to ``build_hooks`` and ``run_loop``, which then leave
+logging and saving to rank 0 and keep the ranks together.
 """
 import datetime
 import os
@@ -25,9 +29,11 @@ from collections import namedtuple
 import torch
 import torch.distributed as dist
 
+from ..core.distributed import Comm
+
 __all__ = ['DistInfo', 'init_distributed', 'is_distributed', 'get_rank', 'get_world_size',
            'is_main_process', 'barrier', 'all_reduce_mean', 'convert_sync_batchnorm',
-           'wrap_ddp', 'unwrap_model', 'cleanup']
+           'wrap_ddp', 'unwrap_model', 'cleanup', 'TorchComm', 'ShardSampler']
 
 DistInfo = namedtuple('DistInfo', ['rank', 'world_size', 'local_rank', 'device', 'backend'])
 DistInfo.__doc__ = """This process's place in the job: ranks, its device and the backend
@@ -215,3 +221,67 @@ def cleanup():
     """Leave the process group (call at the end of a ``torchrun`` script)."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+class TorchComm(Comm):
+    """:class:`gluontrain.core.distributed.Comm` over ``torch.distributed`` (gloo or nccl).
+
+    Outside an initialised process group (no ``torchrun``) it is a world of one, as every
+    helper of this module. ``rank`` and ``world_size`` are read once, when it is made (after
+    :func:`init_distributed`).
+    """
+
+    def __init__(self):
+        self.rank, self.world_size = get_rank(), get_world_size()
+
+    def barrier(self):
+        """``torch.distributed.barrier()`` in a distributed run."""
+        barrier()
+
+    def allreduce_mean(self, values):
+        """:func:`all_reduce_mean` (one float64 all-reduce for all the names)."""
+        return all_reduce_mean(values)
+
+    def allgather_object(self, obj):
+        """``torch.distributed.all_gather_object``: every rank's ``obj`` in rank order."""
+        if self.world_size == 1:
+            return [obj]
+        gathered = [None] * self.world_size
+        dist.all_gather_object(gathered, obj)
+        return gathered
+
+    def broadcast_object(self, obj, root=0):
+        """``torch.distributed.broadcast_object_list`` of ``[obj]`` from ``root``."""
+        if self.world_size == 1:
+            if root != 0:
+                raise ValueError('broadcast_object(root={}): a world of one has rank 0 only'
+                                 .format(root))
+            return obj
+        box = [obj if self.rank == root else None]
+        dist.broadcast_object_list(box, src=root)
+        return box[0]
+
+
+class ShardSampler(torch.utils.data.Sampler):
+    """Rank ``rank``'s share of ``range(size)`` for evaluation: ``rank, rank + world, ...``
+    in order, nothing padded or repeated (``DistributedSampler`` pads the shards to equal
+    length, which would count images twice in a gathered metric).
+
+    Parameters
+    ----------
+    size : int
+        Length of the dataset.
+    rank, world_size : int
+    """
+
+    def __init__(self, size, rank=0, world_size=1):
+        super().__init__()
+        if not 0 <= rank < world_size:
+            raise ValueError('rank {} is not in [0, {})'.format(rank, world_size))
+        self.indices = list(range(rank, size, world_size))
+
+    def __len__(self):
+        return len(self.indices)
+
+    def __iter__(self):
+        return iter(self.indices)

@@ -27,7 +27,8 @@ import torch
 
 from ..core.loop import Hook
 
-__all__ = ['SkippingBatchSampler', 'PassPositionHook', 'preserved_rng', 'shuffled_loader']
+__all__ = ['SkippingBatchSampler', 'PassPositionHook', 'preserved_rng', 'shuffled_loader',
+           'distributed_shuffled_loader']
 
 
 class SkippingBatchSampler(torch.utils.data.Sampler):
@@ -49,6 +50,17 @@ class SkippingBatchSampler(torch.utils.data.Sampler):
     def __len__(self):
         return len(self.batch_sampler)
 
+    @property
+    def sampler(self):
+        """The index sampler inside (a ``DistributedSampler`` in a distributed run)."""
+        return getattr(self.batch_sampler, 'sampler', None)
+
+    def set_epoch(self, epoch):
+        """Pass ``epoch`` to the index sampler (``DistributedSampler.set_epoch``: its
+        shuffle comes from ``seed + epoch``); nothing for a sampler without one."""
+        if callable(getattr(self.sampler, 'set_epoch', None)):
+            self.sampler.set_epoch(epoch)
+
     def __iter__(self):
         skip, self.skip = self.skip, 0
         for i, batch in enumerate(self.batch_sampler):
@@ -63,6 +75,23 @@ def shuffled_loader(dataset, batch_size, **kwargs):
     sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(dataset),
                                             batch_size, drop_last=False)
     return torch.utils.data.DataLoader(dataset, batch_sampler=SkippingBatchSampler(sampler),
+                                       **kwargs)
+
+
+def distributed_shuffled_loader(dataset, batch_size, num_replicas, rank, seed=0, **kwargs):
+    """Rank ``rank``'s loader of a data-parallel run: ``DistributedSampler(shuffle=True,
+    seed=seed)`` batches of ``batch_size`` (per process) in a :class:`SkippingBatchSampler`.
+
+    Each pass is a new permutation from ``seed + epoch`` (call ``loader.batch_sampler
+    .set_epoch(epoch)``, e.g. with :class:`gluontrain.core.distributed.SetEpochHook`), dealt
+    out as disjoint shards (``DistributedSampler`` repeats a few samples so that every rank has
+    ``ceil(len / num_replicas)``: the ranks must take the same number of steps). The order
+    depends on the seed and the epoch only, so a resumed pass has the same shards.
+    """
+    sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=num_replicas, rank=rank,
+                                                  shuffle=True, seed=seed, drop_last=False)
+    batches = torch.utils.data.BatchSampler(sampler, batch_size, drop_last=False)
+    return torch.utils.data.DataLoader(dataset, batch_sampler=SkippingBatchSampler(batches),
                                        **kwargs)
 
 

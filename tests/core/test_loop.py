@@ -238,3 +238,21 @@ def test_a_hook_failing_at_a_normal_end_still_raises_after_all_ran():
     with pytest.raises(OSError, match='No space'):
         run_loop(lambda b, s: {}, range(2), [_FailingAfterTrain(log), _Closes(log)], 0, 1)
     assert log == ['failing', 'closed']
+
+
+def test_main_process_only_hooks_run_on_rank_zero_only():
+    class Sink(Recorder):
+        main_process_only = True
+
+    class Comm:
+        rank, world_size = 1, 2
+    for comm, expected in ((None, {'all', 'sink'}), (Comm(), {'all'})):
+        log = []
+        state = run_loop(lambda b, s: {}, [0], [Recorder(log, 'all'), Sink(log, 'sink')], 0, 1,
+                         comm=comm)
+        assert {name for name, *_ in log} == expected
+        assert state.is_main is (comm is None)
+    # a state that already knows its rank (a recipe set it) is honoured without a comm
+    log = []
+    run_loop(lambda b, s: {}, [0], [Sink(log, 'sink')], 0, 1, TrainState(rank=2, world_size=4))
+    assert log == []

@@ -15,7 +15,7 @@ import torch
 from gluontrain.torch.distributed import (all_reduce_mean, barrier, cleanup,
                                           convert_sync_batchnorm, get_world_size,
                                           init_distributed, is_main_process, unwrap_model,
-                                          wrap_ddp)
+                                          wrap_ddp, ShardSampler, TorchComm)
 
 
 class IndexedData(torch.utils.data.Dataset):
@@ -76,6 +76,14 @@ def main(out_dir):
             losses.append(loss.item())
         if epoch == 0:
             epoch0_seen = list(seen)
+    comm = TorchComm()
+    comm_log = {'rank_world': [comm.rank, comm.world_size],
+                'gathered': comm.allgather_object({'rank': info.rank, 'n': len(seen)}),
+                'broadcast': comm.broadcast_object('from rank {}'.format(info.rank)),
+                'broadcast_1': comm.broadcast_object(['r', info.rank], root=1),
+                'mean': comm.allreduce_mean({'x': float(info.rank), 'y': 3.0}),
+                'shard': list(ShardSampler(5, info.rank, 2))}
+    comm.barrier()
     values = [('loss', float(np.mean(losses))), ('rank', float(info.rank))]
     # the ranks list the names in different orders; the means must not mix them up
     reduced = all_reduce_mean(dict(values if info.rank == 0 else values[::-1]))
@@ -90,7 +98,7 @@ def main(out_dir):
         json.dump({'rank': rank, 'main': is_main_process(), 'local_loss': float(np.mean(losses)),
                    'mean_loss': reduced['loss'], 'mean_rank': reduced['rank'],
                    'syncbn_refused': refused,
-                   'torch_syncbn_forward_error': forward_error}, f)
+                   'torch_syncbn_forward_error': forward_error, 'comm': comm_log}, f)
     barrier()
     cleanup()
 

@@ -56,6 +56,14 @@ def test_two_ranks_end_with_identical_weights(tmp_path):
     expected = (logs[0]['local_loss'] + logs[1]['local_loss']) / 2
     assert logs[0]['mean_loss'] == logs[1]['mean_loss'] == pytest.approx(expected, rel=1e-12)
     assert logs[0]['mean_rank'] == logs[1]['mean_rank'] == 0.5
+    # the engine's Comm over torch.distributed
+    comms = [log['comm'] for log in logs]
+    assert [c['rank_world'] for c in comms] == [[0, 2], [1, 2]]
+    for c in comms:
+        assert c['gathered'] == [{'rank': 0, 'n': 32}, {'rank': 1, 'n': 32}]
+        assert c['broadcast'] == 'from rank 0' and c['broadcast_1'] == ['r', 1]
+        assert c['mean'] == {'x': 0.5, 'y': 3.0}
+    assert [c['shard'] for c in comms] == [[0, 2, 4], [1, 3]]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU refusal')
@@ -87,6 +95,16 @@ def test_single_process_fallbacks(monkeypatch):
     model = torch.nn.Linear(2, 2)
     assert gdist.wrap_ddp(model, torch.device('cpu')) is model
     assert gdist.unwrap_model(torch.nn.DataParallel(model)) is model
+    comm = gdist.TorchComm()
+    assert (comm.rank, comm.world_size, comm.is_main) == (0, 1, True)
+    comm.barrier()
+    assert comm.allgather_object({'a': 1}) == [{'a': 1}]
+    assert comm.broadcast_object(7) == 7 and comm.allreduce_mean({'l': 2}) == {'l': 2.0}
+    with pytest.raises(ValueError, match='rank 0 only'):
+        comm.broadcast_object(7, root=1)
+    assert list(gdist.ShardSampler(7, 2, 3)) == [2, 5] and len(gdist.ShardSampler(7, 0, 3)) == 3
+    with pytest.raises(ValueError, match='rank 3'):
+        gdist.ShardSampler(7, 3, 3)
     monkeypatch.setenv('WORLD_SIZE', 'two')
     with pytest.raises(ValueError, match='WORLD_SIZE'):
         gdist.init_distributed(use_cuda=False)

@@ -106,7 +106,9 @@ def build_parser():
     a('--label-smooth', action='store_true', help='Use label smoothing.')
     a('--amp', action='store_true', help='Use MXNet AMP for mixed precision training (GPU).')
     a('--horovod', action='store_true',
-      help='Use MXNet Horovod for distributed training (not available in this release).')
+      help='Use MXNet Horovod for distributed training, one process per device, launched '
+           "with horovodrun (docs/distributed.md). Each process trains on GPU local_rank, or "
+           "on the CPU with --gpus ''; --batch-size is the global batch.")
     a('--no-pretrained-base', action='store_true',
       help='Initialise the base network randomly instead of from ImageNet weights.')
     a('--tensorboard', type=str, default='',
@@ -144,15 +146,16 @@ def parse_args(argv=None):
     return args
 
 
-def check_args(args, ctx):
+def check_args(args, ctx, comm=None):
     """Refuse, before anything is built, the combinations that would hang or crash mid-run.
 
     Raises
     ------
     ValueError
         ``--syncbn`` on several CPU contexts (MXNet's SyncBatchNorm deadlocks at the first
-        backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--horovod``
-        (not supported yet), ``--network`` not a YOLOv3 base, batch sizes that cannot be split.
+        backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--network``
+        not a YOLOv3 base, batch sizes that cannot be split (over the contexts, or over the
+        ``comm.world_size`` Horovod processes).
     """
     cpu = is_cpu(ctx)
     if args.network not in NETWORKS:
@@ -165,9 +168,10 @@ def check_args(args, ctx):
     if args.amp and cpu:
         raise ValueError('--amp needs GPUs: MXNet AMP has no FP16 GEMM on CPU and bf16 breaks '
                          "YOLOv3's Concat. Drop --amp for CPU training.")
-    if args.horovod:
-        raise ValueError('--horovod is not available in this release of gluontrain; use --gpus '
-                         'with several GPUs in one process instead.')
+    if comm is not None and args.batch_size % comm.world_size:
+        raise ValueError('--batch-size {} is the global batch of {} Horovod processes and must '
+                         'be a multiple of it (each process trains batch_size // {})'.format(
+                             args.batch_size, comm.world_size, comm.world_size))
     if args.batch_size < len(ctx):
         raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
                          .format(args.batch_size, len(ctx)))

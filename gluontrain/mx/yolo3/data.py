@@ -17,6 +17,7 @@ from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform, YOL
 from gluoncv.utils.metrics.coco_detection import COCODetectionMetric
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
+from ...core.sharding import ShardedSampler, contiguous_shard
 from ...data import checks, synthetic
 from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
@@ -182,7 +183,8 @@ def val_batchify_fn():
     return Tuple(Stack(), Pad(pad_val=-1))
 
 
-def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
+def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args,
+                   comm=None):
     """Training and validation loaders, as the reference builds them.
 
     Training uses random shapes 320..608 (every 10 batches) through
@@ -192,13 +194,23 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     :class:`~.fast_transform.FastYOLO3TrainTransform` (the reference's arrays, computed in
     numpy) or, with ``args.reference_transform``, GluonCV's ``YOLO3DefaultTrainTransform``.
 
+    With ``comm`` (``--horovod``; ``batch_size`` is then the per-rank batch) the training
+    loader reads this rank's :class:`~gluontrain.core.sharding.ShardedSampler` shard (a new
+    disjoint shard every epoch from ``args.seed``, still with rollover batches) and the
+    validation loader this rank's :func:`~gluontrain.core.sharding.contiguous_shard`; the
+    reference gives every rank the whole dataset (docs/faithfulness.md).
+
     Returns
     -------
     (train_loader, val_loader)
         Each with a ``raw_dataset`` attribute: the dataset before the transform (the
         ``MixupDetection`` wrapper for training), which the mixup schedule and the
-        val-samples picture read.
+        val-samples picture read. The sharded training loader also has ``shard_sampler``
+        (for ``set_epoch``).
     """
+    if comm is not None:
+        return _sharded_dataloaders(net, train_dataset, val_dataset, data_shape, batch_size,
+                                    num_workers, args, comm)
     width, height = data_shape, data_shape
     batchify_fn = train_batchify_fn()
     train_transform = YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
@@ -221,6 +233,38 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
         num_workers=num_workers)
     # what train() needs from the loaders, public (gluon's loaders keep them private)
     train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
+    return train_loader, val_loader
+
+
+def _train_transform(args):
+    return YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
+        else FastYOLO3TrainTransform
+
+
+def _sharded_dataloaders(net, train_dataset, val_dataset, data_shape, batch_size, num_workers,
+                         args, comm):
+    """:func:`get_dataloader` for one rank of several: the same transforms and batchify, the
+    samples from this rank's shards."""
+    shard = ShardedSampler(len(train_dataset), comm.rank, comm.world_size, shuffle=True,
+                           seed=args.seed)
+    batch_sampler = gluon.data.BatchSampler(shard, batch_size, 'rollover')
+    transform = _train_transform(args)
+    if args.no_random_shape:
+        train_loader = gluon.data.DataLoader(
+            train_dataset.transform(transform(data_shape, data_shape, net, mixup=args.mixup)),
+            batch_sampler=batch_sampler, batchify_fn=train_batchify_fn(),
+            num_workers=num_workers)
+    else:
+        transform_fns = [transform(x * 32, x * 32, net, mixup=args.mixup) for x in range(10, 20)]
+        train_loader = RandomTransformDataLoader(
+            transform_fns, train_dataset, interval=10, batch_sampler=batch_sampler,
+            batchify_fn=train_batchify_fn(), num_workers=num_workers)
+    val_loader = gluon.data.DataLoader(
+        val_dataset.transform(YOLO3DefaultValTransform(data_shape, data_shape)), batch_size,
+        sampler=contiguous_shard(len(val_dataset), comm.rank, comm.world_size),
+        batchify_fn=val_batchify_fn(), last_batch='keep', num_workers=num_workers)
+    train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
+    train_loader.shard_sampler = shard
     return train_loader, val_loader
 
 

@@ -7,6 +7,7 @@ from gluoncv import utils as gutils
 
 from ...core import checkpoint as ckpt_io
 from ..context import get_contexts
+from ..distributed import HorovodComm, horovod_contexts, import_horovod, quiet_other_ranks
 from .args import check_args, parse_args
 from .data import get_dataloader, get_dataset
 from .model import get_net
@@ -52,8 +53,19 @@ def main(argv=None):
         As :func:`.train.train` returns it.
     """
     args = parse_args(argv)
-    ctx = get_contexts(args.gpus, args.cpus)
-    check_args(args, ctx)
+    comm = None
+    if args.horovod:
+        if args.cpus:
+            raise ValueError('--horovod trains one context per process; drop --cpus (start '
+                             'more processes with horovodrun -np instead)')
+        hvd = import_horovod()
+        hvd.init()
+        comm = HorovodComm(hvd)
+        quiet_other_ranks(comm)
+        ctx = horovod_contexts(hvd, args.gpus)
+    else:
+        ctx = get_contexts(args.gpus, args.cpus)
+    check_args(args, ctx, comm)
     # fix seed for mxnet, numpy and python builtin random generator.
     gutils.random.seed(args.seed)
     args.save_prefix += '_'.join(('yolo3', args.network, args.dataset))
@@ -72,6 +84,8 @@ def main(argv=None):
                           '{{prefix}}_last.ckpt checkpoint'.format(weights))
         load_weights(weights, net, async_net, ctx,
                      '--load-weights' if args.load_weights.strip() else '--resume')
+    # the reference's per-rank batch under Horovod; the loaders then shard the data
+    batch_size = args.batch_size // comm.world_size if comm is not None else args.batch_size
     train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset, args.data_shape,
-                                          args.batch_size, args.num_workers, args)
-    return train(net, train_data, val_data, eval_metric, ctx, args)
+                                          batch_size, args.num_workers, args, comm)
+    return train(net, train_data, val_data, eval_metric, ctx, args, comm)

@@ -18,7 +18,12 @@ class YOLOv3Step:
     ctx : list of mx.Context
     batch_size : int
         What ``trainer.step`` normalises by: the reference passes the global batch size
-        (``args.batch_size``), not the size of the batch at hand.
+        (``args.batch_size``), not the size of the batch at hand; under Horovod the per-rank
+        batch (``args.batch_size // hvd.size()``), the gradients being averaged over ranks.
+    comm : gluontrain.core.distributed.Comm, optional
+        With several ranks the returned losses are the means over all ranks (one small
+        all-reduce per step), so rank 0 logs the whole global batch's losses (the reference
+        logs rank 0's share).
 
     Returns (from ``__call__``)
     ---------------------------
@@ -28,8 +33,9 @@ class YOLOv3Step:
         ``batch_size``: samples in this batch.
     """
 
-    def __init__(self, net, trainer, ctx, batch_size):
+    def __init__(self, net, trainer, ctx, batch_size, comm=None):
         self.net, self.trainer, self.ctx, self.batch_size = net, trainer, ctx, batch_size
+        self.comm = comm if comm is not None and comm.world_size > 1 else None
 
     def __call__(self, batch, state=None):
         ctx = self.ctx
@@ -51,5 +57,18 @@ class YOLOv3Step:
         out = OrderedDict()
         for name, arrays in zip(LOSS_NAMES, per_loss):
             out[name] = [(float(nd.sum(a).asscalar()), a.size) for a in arrays]
+        if self.comm is not None:
+            out = self._mean_over_ranks(out)
         return {'losses': out, 'lr': self.trainer.learning_rate,
                 'batch_size': batch[0].shape[0]}
+
+    def _mean_over_ranks(self, out):
+        # every rank has the same number of samples per step, so the mean of the ranks'
+        # sums over the mean count is the global batch's mean loss
+        local = {}
+        for name, pairs in out.items():
+            local[name + '.sum'] = sum(p[0] for p in pairs)
+            local[name + '.count'] = sum(p[1] for p in pairs)
+        mean = self.comm.allreduce_mean(local)
+        return OrderedDict((name, [(mean[name + '.sum'], int(round(mean[name + '.count'])))])
+                           for name in out)

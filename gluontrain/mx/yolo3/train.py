@@ -16,6 +16,7 @@ from gluoncv.utils import LRScheduler, LRSequential
 from ...core import checkpoint as ckpt_io
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import get_logger, restore_hooks_state
+from ...core.distributed import SetEpochHook
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from .. import blobs
@@ -44,16 +45,24 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkp
         best_map, current_map, epoch, save_interval, prefix, '.params')
 
 
-def validate(net, val_data, ctx, eval_metric):
+def validate(net, val_data, ctx, eval_metric, comm=None):
     """Run ``net`` over ``val_data`` and return ``eval_metric.get()``: ``(names, values)``.
 
     NMS is set to 0.45 / top-400, predicted boxes are clipped to the input size, ground-truth
     ids are label column 4 and difficult flags column 5 when present, as in the reference.
+
+    With ``comm`` of several ranks, each rank runs its own part of the split (its
+    ``val_data`` reads a :func:`~gluontrain.core.sharding.contiguous_shard`); the per-image
+    results are gathered and fed to ``eval_metric`` in rank order, i.e. in the split's own
+    order by rank 0, whose score every rank returns (the reference validates on rank 0 alone,
+    over the whole split).
     """
     eval_metric.reset()
     net.set_nms(nms_thresh=0.45, nms_topk=400)
     mx.nd.waitall()
     net.hybridize()
+    distributed = comm is not None and comm.world_size > 1
+    records = []
     for batch in val_data:
         data = gluon.utils.split_and_load(batch[0], ctx_list=ctx, batch_axis=0, even_split=False)
         label = gluon.utils.split_and_load(batch[1], ctx_list=ctx, batch_axis=0, even_split=False)
@@ -66,7 +75,23 @@ def validate(net, val_data, ctx, eval_metric):
             gt_ids.append(y.slice_axis(axis=-1, begin=4, end=5))
             gt_bboxes.append(y.slice_axis(axis=-1, begin=0, end=4))
             gt_difficults.append(y.slice_axis(axis=-1, begin=5, end=6) if y.shape[-1] > 5 else None)
-        eval_metric.update(det_bboxes, det_ids, det_scores, gt_bboxes, gt_ids, gt_difficults)
+        update = (det_bboxes, det_ids, det_scores, gt_bboxes, gt_ids, gt_difficults)
+        if distributed:
+            records.append([[None if a is None else a.asnumpy() for a in arrays]
+                            for arrays in update])
+        else:
+            eval_metric.update(*update)
+    if distributed:
+        gathered = comm.allgather_object(records)
+        result = None
+        # rank 0 alone scores: COCODetectionMetric writes (and removes) a json file beside
+        # --save-prefix, which several ranks on a shared filesystem would race for
+        if comm.rank == 0:
+            for rank_records in gathered:
+                for update in rank_records:
+                    eval_metric.update(*update)
+            result = eval_metric.get()
+        return comm.broadcast_object(result, root=0)
     return eval_metric.get()
 
 
@@ -79,13 +104,17 @@ def lr_decay_epochs(args):
     return [e - args.warmup_epochs for e in epochs]
 
 
-def get_lr_scheduler(args):
-    """Linear warm-up then ``--lr-mode``, over ``num_samples // batch_size`` updates per epoch.
+def get_lr_scheduler(args, num_batches=None):
+    """Linear warm-up then ``--lr-mode``, over ``num_batches`` updates per epoch.
 
+    ``num_batches`` defaults to ``num_samples // batch_size``; under Horovod it is the number
+    of per-rank batches of a rank's shard (:func:`batches_per_epoch`), which is the same
+    number when the world size divides the batch and the data.
     Seed 000 passes ``iters_per_epoch=args.batch_size``, which stretches or squeezes every decay
     by ``batch_size**2 / num_samples``; GluonCV's released script uses the number of batches.
     """
-    num_batches = args.num_samples // args.batch_size
+    if num_batches is None:
+        num_batches = args.num_samples // args.batch_size
     return LRSequential([
         LRScheduler('linear', base_lr=0, target_lr=args.lr,
                     nepochs=args.warmup_epochs, iters_per_epoch=num_batches),
@@ -97,6 +126,56 @@ def get_lr_scheduler(args):
 
 def _sampler(train_data):
     return getattr(train_data, '_batch_sampler', None)
+
+
+def batches_per_epoch(train_data, args, batch_size):
+    """Updates per epoch for the LR schedule: ``num_samples // batch_size`` (the reference),
+    or with a sharded loader (``--horovod``) the per-rank batches of one rank's shard."""
+    shard = getattr(train_data, 'shard_sampler', None)
+    if shard is None:
+        return args.num_samples // args.batch_size
+    return len(shard) // batch_size
+
+
+class _DataPosition(Hook):
+    """A rank's rollover leftovers (``BatchSampler._prev``) as hook state: under Horovod
+    every rank has its own, and the engine's ``RankStateHook`` saves each rank's part into
+    rank 0's checkpoint and hands it back on resume."""
+
+    def __init__(self, train_data):
+        self.train_data = train_data
+
+    def state_dict(self):
+        sampler = _sampler(self.train_data)
+        return {'prev': list(getattr(sampler, '_prev', []) or [])}
+
+    def load_state_dict(self, state_dict):
+        sampler = _sampler(self.train_data)
+        if sampler is not None and hasattr(sampler, '_prev'):
+            sampler._prev = list(state_dict.get('prev', []))
+
+
+class _BroadcastRunningStats(Hook):
+    """Under Horovod, rank 0's BatchNorm running statistics to every rank after each epoch.
+
+    ``hvd.DistributedTrainer`` averages gradients only: each rank's running means and
+    variances follow its own shard, so the replicas' parameters would differ in them. Rank 0's
+    (the ones the reference saves) are given to every rank, as ``DistributedDataParallel``'s
+    ``broadcast_buffers``, before validation: the ranks then evaluate the weights rank 0
+    saves, and every rank holds bit-identical parameters at each epoch's end.
+    """
+
+    def __init__(self, net, comm):
+        self.comm = comm
+        self.params = {name: p for name, p in net.collect_params().items()
+                       if p.grad_req == 'null'}
+
+    def after_epoch(self, state):
+        if self.params:
+            self.comm.hvd.broadcast_parameters(
+                self.params, root_rank=0, prefix='gluontrain.running_stats.{}.'.format(
+                    state.epoch))
+            mx.nd.waitall()
 
 
 class _EpochStart(Hook):
@@ -139,7 +218,7 @@ def _flag(name):
     return '--' + name.replace('_', '-')
 
 
-def restore_checkpoint(path, net, trainer, train_data, ctx, args=None):
+def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batches=None):
     """Load a full checkpoint into ``net``/``trainer`` (and the sampler's leftovers, the RNG);
     returns ``(payload, state)``; the hooks take their part with
     :func:`gluontrain.core.hooks.restore_hooks_state`.
@@ -147,8 +226,9 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None):
     With ``args`` (this run's arguments), the arguments in :data:`RESUME_MUST_MATCH` must
     equal the checkpoint's (else ``ValueError``), and what the user may change is honoured:
     ``trainer.load_states`` brings back MXNet's whole optimizer, so its LR schedule is rebuilt
-    from ``args`` (it reads the restored update count) and ``wd``/``momentum`` are set from
-    ``args``; ``state.resume_changes`` lists every argument that differs.
+    from ``args`` (it reads the restored update count, ``num_batches`` per epoch, see
+    :func:`get_lr_scheduler`) and ``wd``/``momentum`` are set from ``args``;
+    ``state.resume_changes`` lists every argument that differs.
     """
     payload = ckpt_io.load_checkpoint(path)
     changes = [] if args is None else ckpt_io.resume_changes(
@@ -157,7 +237,7 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None):
     blobs.from_bytes(payload['trainer'], trainer.load_states, path)
     if args is not None:
         optimizer = trainer._optimizer
-        optimizer.lr_scheduler = get_lr_scheduler(args)
+        optimizer.lr_scheduler = get_lr_scheduler(args, num_batches)
         optimizer.wd, optimizer.momentum = args.wd, args.momentum
     sampler = _sampler(train_data)
     if sampler is not None and hasattr(sampler, '_prev'):
@@ -184,7 +264,7 @@ def export_model(net, args, ctx):
     return final
 
 
-def train(net, train_data, val_data, eval_metric, ctx, args):
+def train(net, train_data, val_data, eval_metric, ctx, args, comm=None):
     """Training pipeline of GluonCV's ``train_yolo3.py``, on gluontrain's loop and hooks.
 
     Parameters
@@ -198,6 +278,12 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     args : argparse.Namespace
         From :func:`.args.parse_args`, after ``get_dataset`` set ``num_samples`` and the caller
         appended the network name to ``save_prefix`` (as the reference's ``__main__`` does).
+    comm : gluontrain.mx.distributed.HorovodComm, optional
+        ``--horovod``: parameters are broadcast from rank 0, ``hvd.DistributedTrainer``
+        averages the gradients, ``trainer.step`` normalises by the per-rank batch
+        (``batch_size // size``, the reference's), the loaders must be the sharded ones of
+        :func:`.data.get_dataloader`, losses are averaged over the ranks for the logs, and
+        rank 0 alone logs, saves, draws and exports.
 
     Returns
     -------
@@ -214,16 +300,28 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             v.wd_mult = 0.0
     if args.label_smooth:
         net._target_generator._label_smooth = True
-    trainer = gluon.Trainer(
-        net.collect_params(), 'sgd',
-        {'wd': args.wd, 'momentum': args.momentum, 'lr_scheduler': get_lr_scheduler(args)},
-        kvstore='local', update_on_kvstore=(False if args.amp else None))
+    world = comm.world_size if comm is not None else 1
+    batch_size = args.batch_size // world
+    num_batches = batches_per_epoch(train_data, args, batch_size)
+    optimizer_params = {'wd': args.wd, 'momentum': args.momentum,
+                        'lr_scheduler': get_lr_scheduler(args, num_batches)}
+    recipe_hooks = [_EpochStart(net, train_data, args)]
+    if comm is not None and hasattr(comm, 'hvd'):
+        comm.hvd.broadcast_parameters(net.collect_params(), root_rank=0)
+        trainer = comm.hvd.DistributedTrainer(net.collect_params(), 'sgd', optimizer_params)
+        recipe_hooks.append(_BroadcastRunningStats(net, comm))
+    else:
+        trainer = gluon.Trainer(net.collect_params(), 'sgd', optimizer_params, kvstore='local',
+                                update_on_kvstore=(False if args.amp else None))
+    shard = getattr(train_data, 'shard_sampler', None)
+    if shard is not None:
+        recipe_hooks += [SetEpochHook(shard), _DataPosition(train_data)]
     paths, meter = RunPaths(args.save_prefix), LossMeter(LOSS_NAMES)
     hooks = build_hooks(
         paths, meter, header=[str(args)], batch_size=args.batch_size,
         log_interval=args.log_interval, num_batches=_len_or_none(train_data),
-        recipe_hooks=[_EpochStart(net, train_data, args)],
-        validate_fn=lambda: validate(net, val_data, ctx, eval_metric),
+        recipe_hooks=recipe_hooks,
+        validate_fn=lambda: validate(net, val_data, ctx, eval_metric, comm),
         val_period=Period(epochs=args.val_interval),
         save_params_fn=lambda best, current, epoch, interval: save_params(
             net, best, current, epoch, interval, paths.prefix),
@@ -232,14 +330,16 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             paths.last_checkpoint, net, trainer, train_data, st, args, hooks_state),
         samples_hook=_samples_hook(net, val_data, ctx, args, paths),
         curves_title=os.path.basename(paths.prefix),
-        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True))
+        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True),
+        comm=comm)
     start_epoch, state = args.start_epoch, None
     resume = (getattr(args, 'resume', '') or '').strip()
     kind = None
     if resume:
         # MXNet weights were loaded by main (into net and async_net); a torch file is refused
         kind, restored = ckpt_io.resume_or_load(
-            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args),
+            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args,
+                                                 num_batches),
             lambda p: None, ckpt_io.MX_PARAMS)
     if kind == ckpt_io.CHECKPOINT:
         payload, state = restored
@@ -250,14 +350,14 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     elif start_epoch > 0:
         # weights-only start (reference --resume x.params, loaded by main): move the LR
         # schedule to the epoch instead of re-running the warm-up from update 0
-        skipped = start_epoch * (args.num_samples // args.batch_size)
+        skipped = start_epoch * num_batches
         trainer._optimizer.begin_num_update = trainer._optimizer.num_update = skipped
         state = TrainState(iteration=skipped)
-    step = YOLOv3Step(net, trainer, ctx, args.batch_size)
-    state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state)
+    step = YOLOv3Step(net, trainer, ctx, batch_size, comm=comm)
+    state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
-    if getattr(args, 'export', True):
+    if getattr(args, 'export', True) and state.is_main:
         path = export_model(net, args, ctx)
         get_logger().info('exported model to {}-symbol.json / -0000.params'.format(path))
     return state

@@ -73,6 +73,7 @@ class SeamsegLogHook(Hook):
     """seamseg's ``AverageMeter(momentum = 1 - 1 / len(loader))`` per loss and its train log
     line every ``log_interval`` batches (``lr``, ``loss``, the four losses), with TensorBoard
     scalars when a writer is given. Its meters are saved in the checkpoint."""
+    main_process_only = True  # seamseg's log lines; rank 0 alone logs
 
     def __init__(self, optimizer, loss_weights, num_batches, num_epochs, log_interval,
                  summary=None, is_main=True):
@@ -107,6 +108,7 @@ class SeamsegSnapshotHook(Hook):
     """seamseg's end of epoch: ``model_last.pth.tar`` (modules, optimizer, meters, config,
     ``training_meta``) and, when this epoch's validation beats the best, its copy
     ``model_best.pth.tar``. Must come after the validation hook."""
+    main_process_only = True  # seamseg's snapshot files are rank 0's
 
     def __init__(self, log_dir, model, optimizer, config_text, log_hook, is_main=True):
         import os  # pylint: disable=import-outside-toplevel

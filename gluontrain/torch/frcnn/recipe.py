@@ -13,7 +13,9 @@ from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, run_loop
 from ...core.meters import LossMeter
-from ..checkpoint import restore_checkpoint, save_checkpoint, save_weights
+from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
+                          save_weights, set_torch_rng_states)
+from ..distributed import TorchComm
 from ..step import LossDictStep, seed_all
 from . import log as logging
 from .args import parse_args
@@ -30,8 +32,6 @@ from .train import validate as seamseg_validate
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'PREFIX', 'coco_gt_file']
-
-_MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
 
 #: Name of gluontrain's files in the log dir (``frcnn_last.ckpt``, ``frcnn_metrics.jsonl``...).
 PREFIX = 'frcnn'
@@ -181,16 +181,15 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     """
     config = load_config(args.config)
     model, device = unwrap(net), ctx[0]
-    rank, _ = _rank_world()
-    is_main = rank == 0
+    comm = TorchComm()
     optimizer, scheduler, batch_update, epochs = make_optimizer(config, model, len(train_data))
     gen = config['general']
     weights = config['optimizer'].getstruct('loss_weights')
     paths = RunPaths(os.path.join(args.log_dir, PREFIX)).makedirs()
     log_hook = SeamsegLogHook(optimizer, weights, len(train_data), epochs,
-                              gen.getint('log_interval'), None, is_main)
+                              gen.getint('log_interval'), None)
     snapshot_hook = SeamsegSnapshotHook(args.log_dir, net, optimizer, config_to_string(config),
-                                        log_hook, is_main)
+                                        log_hook)
     progress = {'epoch': 0, 'step': 0}
 
     def run_validation():
@@ -210,23 +209,24 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             progress['step'] = state.iteration
 
     recipe_hooks = [_Progress(net, scheduler, train_data.batch_sampler, batch_update), log_hook]
+    # one hook list on every rank: run_loop leaves the main_process_only hooks (files,
+    # displays, seamseg's log lines and snapshots) to rank 0; every rank validates (the AP is
+    # gathered)
     hooks = build_hooks(
         paths, LossMeter(LOSS_NAMES), header=[str(args), config_to_string(config)],
         batch_size=train_data.batch_sampler.batch_size, log_interval=0,
         num_batches=len(train_data), recipe_hooks=recipe_hooks, validate_fn=run_validation,
         val_period=Period(epochs=gen.getint('val_interval')),
         save_params_fn=(lambda best, current, index, interval: save_params(
-            net, best, current, index, interval, paths.prefix)) if is_main else None,
-        checkpoint_fn=(lambda st, hooks_state: save_checkpoint(
+            net, best, current, index, interval, paths.prefix)),
+        checkpoint_fn=lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
-            vars(args), extra={'hooks': hooks_state})) if is_main else None,
-        samples_hook=_samples(model, val_data, paths, device) if is_main else None,
+            vars(args), extra={'hooks': hooks_state}),
+        samples_hook=_samples(model, val_data, paths, device),
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
-        tensorboard=_summary(args) if is_main else '',
-        tensorboard_interval=gen.getint('log_interval'), plots=is_main)
-    if not is_main:
-        # files and displays are rank 0's; the other ranks validate (the AP is gathered)
-        hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
+        tensorboard=_summary(args),
+        tensorboard_interval=gen.getint('log_interval'),
+        comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
     # seamseg's snapshot comes after the validation and the best-score bookkeeping
     val_at = [i for i, h in enumerate(hooks) if type(h).__name__ in ('ValidationHook',
                                                                       'BestCheckpointHook')]
@@ -249,7 +249,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     def step(batch, st):
         # LossDictStep reports group 0's rate, here the norm group (0 with bn_frozen)
         return dict(loss_step(batch, st), lr=current_lr(optimizer))
-    state = run_loop(step, train_data, hooks, start_epoch, epochs, state)
+    state = run_loop(step, train_data, hooks, start_epoch, epochs, state, comm=comm)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     return state

@@ -1,6 +1,7 @@
 """Arguments of the SSD300 recipe: ssd.pytorch's ``train.py`` ones (same names, same defaults)
 and gluontrain's additions for the common interface and small CPU runs."""
 import argparse
+import os
 
 from ...core.argtypes import finite_non_negative_float, int_list, positive_int
 
@@ -96,6 +97,12 @@ def build_parser():
       help='Mixed precision on CUDA: float16 autocast + GradScaler (the reference trains in '
            'fp32). Refused on the CPU: bfloat16 autocast does not hold the fp32 loss curve '
            '(bench/ssd_amp.py)')
+    a('--local_rank', '--local-rank', dest='local_rank', type=int, default=None,
+      help='Device index of this process under torch.distributed.launch (default: '
+           '$LOCAL_RANK, which torchrun sets, else 0)')
+    a('--syncbn', action='store_true',
+      help='With --batch_norm true under torchrun on CUDA: SyncBatchNorm (batch statistics over '
+           'all processes). Refused on the CPU, where torch has no SyncBatchNorm')
     a('--persistent_workers', default=False, type=str2bool,
       help='Keep the --num_workers loader processes alive between passes over the data '
            '(saves their restart each pass; off by default because a resumed run then '
@@ -104,5 +111,17 @@ def build_parser():
 
 
 def parse_args(argv=None):
-    """Parse the SSD recipe's arguments (``argv`` defaults to ``sys.argv[1:]``)."""
-    return build_parser().parse_args(argv, namespace=SSDArgs())
+    """Parse the SSD recipe's arguments (``argv`` defaults to ``sys.argv[1:]``).
+
+    ``local_rank`` comes from ``--local_rank``/``--local-rank`` (``torch.distributed.launch``),
+    else ``$LOCAL_RANK`` (``torchrun``), else 0.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv, namespace=SSDArgs())
+    if args.local_rank is None:
+        env = os.environ.get('LOCAL_RANK')
+        try:
+            args.local_rank = int(env) if env not in (None, '') else 0
+        except ValueError:
+            parser.error('LOCAL_RANK={!r} is not an integer (torchrun sets it)'.format(env))
+    return args

@@ -8,8 +8,10 @@ import torch
 from ...core.voc_eval import VOCEvaluator
 from ...data import checks
 from ..batchify import Pad, Stack, Tuple
+from ..distributed import (ShardSampler, cleanup, convert_sync_batchnorm, get_rank,
+                           get_world_size, init_distributed)
 from ..parallel import get_devices
-from ..passes import shuffled_loader
+from ..passes import distributed_shuffled_loader, shuffled_loader
 from ..step import mixed_precision, seed_all
 from .args import parse_args
 from .config import MEANS, coco, voc
@@ -58,16 +60,44 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     when training on CUDA (``pin_memory=True`` as the reference; the step copies them with
     ``non_blocking``), and with ``--persistent_workers true`` and ``num_workers > 0`` the
     worker processes live across passes.
+
+    Under ``torchrun`` (more than one process) ``batch_size`` stays the global batch, as
+    ssd.pytorch's ``DataParallel`` splits ``--batch_size`` over its GPUs (and GluonCV's
+    ``--horovod`` over its ranks): each process loads ``batch_size / WORLD_SIZE`` images a
+    step (a batch size that does not divide is refused). The training loader deals each pass
+    out in disjoint shards (:func:`~gluontrain.torch.passes.distributed_shuffled_loader`,
+    seeded by ``--seed``, default 0) and the evaluation loader gives each rank every
+    ``WORLD_SIZE``-th image (:class:`~gluontrain.torch.distributed.ShardSampler`; the
+    detections are gathered for the mAP).
     """
     options = dict(num_workers=num_workers, pin_memory=loader_pins(args),
                    persistent_workers=bool(getattr(args, 'persistent_workers', False)) and
                    num_workers > 0)
-    # shuffle=True's sampler, wrapped so that a run can resume inside a pass
-    train_loader = shuffled_loader(train_dataset, batch_size,
-                                   collate_fn=Tuple(Stack(), Pad(pad_val=-1)), **options)
-    val_loader = None if val_dataset is None else torch.utils.data.DataLoader(
-        val_dataset, batch_size, shuffle=False,
-        collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()), **options)
+    rank, world = get_rank(), get_world_size()
+    train_collate = Tuple(Stack(), Pad(pad_val=-1))
+    if world > 1:
+        if batch_size % world:
+            raise ValueError('--batch_size {} is the global batch and must be a multiple of the '
+                             '{} processes (each loads batch_size / processes images a step)'
+                             .format(batch_size, world))
+        batch_size //= world
+        seed = args.seed if getattr(args, 'seed', None) is not None else 0
+        train_loader = distributed_shuffled_loader(train_dataset, batch_size, world, rank, seed,
+                                                   collate_fn=train_collate, **options)
+    else:
+        # shuffle=True's sampler, wrapped so that a run can resume inside a pass
+        train_loader = shuffled_loader(train_dataset, batch_size, collate_fn=train_collate,
+                                       **options)
+    val_options = dict(collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()), **options)
+    if val_dataset is None:
+        val_loader = None
+    elif world > 1:
+        val_loader = torch.utils.data.DataLoader(
+            val_dataset, batch_size, sampler=ShardSampler(len(val_dataset), rank, world),
+            **val_options)
+    else:
+        val_loader = torch.utils.data.DataLoader(val_dataset, batch_size, shuffle=False,
+                                                 **val_options)
     return train_loader, val_loader
 
 
@@ -105,7 +135,8 @@ def get_net(args, ctx):
 
 
 def get_contexts(args):
-    """``[cuda:0]`` when ``--cuda`` (refusing clearly when there is no CUDA device), else CPU.
+    """``[cuda:LOCAL_RANK]`` when ``--cuda`` (``cuda:0`` alone; refusing clearly when there is
+    no CUDA device), else CPU.
 
     On CUDA sets ``torch.backends.cudnn.benchmark = True`` as ssd.pytorch's train.py does
     (fixed 300 x 300 inputs: cuDNN's autotuned kernels pay off).
@@ -115,12 +146,33 @@ def get_contexts(args):
             raise ValueError('--cuda true but torch sees no CUDA device; pass --cuda false to '
                              'train on the CPU')
         torch.backends.cudnn.benchmark = True
-        return get_devices('0')
+        return get_devices(str(getattr(args, 'local_rank', 0) or 0))
     return [torch.device('cpu')]
 
 
+def check_syncbn(args, device):
+    """Refuse ``--syncbn`` where it cannot work, before any data is read: without
+    ``--batch_norm true`` there is no BatchNorm to synchronise, and on the CPU torch's
+    SyncBatchNorm does not run."""
+    if not getattr(args, 'syncbn', False):
+        return
+    if not args.batch_norm:
+        raise ValueError('--syncbn needs --batch_norm true: the reference SSD (VGG16 without '
+                         'BatchNorm) has no BatchNorm layer to synchronise')
+    try:
+        convert_sync_batchnorm(torch.nn.BatchNorm2d(1), device=device)
+    except RuntimeError as e:
+        raise ValueError('--syncbn: {}'.format(e)) from None
+
+
 def main(argv=None):
-    """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState."""
+    """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState.
+
+    Under ``torchrun`` (``WORLD_SIZE > 1``) every process joins the process group (gloo on the
+    CPU, nccl with ``--cuda true``, one GPU per process: ``LOCAL_RANK``), seeds its generators
+    with ``--seed + rank`` (each rank draws its own augmentations; the weights are rank 0's,
+    broadcast by DistributedDataParallel) and leaves the group at the end.
+    """
     from .train import train  # pylint: disable=import-outside-toplevel
     args = parse_args(argv)
     if args.visdom:
@@ -128,13 +180,20 @@ def main(argv=None):
         # {prefix}_curves.png instead (docs/faithfulness.md)
         warnings.warn('--visdom true is ignored: gluontrain has no visdom plots; use '
                       '--tensorboard DIR or the {prefix}_curves.png picture')
-    if args.seed is not None:
-        seed_all(args.seed)
     ctx = get_contexts(args)
     mixed_precision(ctx[0], args.amp)  # refuses --amp on the CPU before any data is read
-    train_dataset, val_dataset, metric = get_dataset(args.dataset, args)
-    net, async_net = get_net(args, ctx)
-    train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
-                                          args.cfg['min_dim'], args.batch_size,
-                                          args.num_workers, args)
-    return train(net, train_data, val_data, metric, ctx, args)
+    check_syncbn(args, ctx[0])
+    started = get_world_size() == 1 and init_distributed(
+        use_cuda=ctx[0].type == 'cuda').world_size > 1
+    try:
+        if args.seed is not None:
+            seed_all(args.seed + get_rank())
+        train_dataset, val_dataset, metric = get_dataset(args.dataset, args)
+        net, async_net = get_net(args, ctx)
+        train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
+                                              args.cfg['min_dim'], args.batch_size,
+                                              args.num_workers, args)
+        return train(net, train_data, val_data, metric, ctx, args)
+    finally:
+        if started:
+            cleanup()

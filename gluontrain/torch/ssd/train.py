@@ -15,9 +15,12 @@ import torch
 from ...core import checkpoint as ckpt_io
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import get_logger, hooks_state_dict, restore_hooks_state
+from ...core.distributed import RankStateHook, SetEpochHook
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
-from ..checkpoint import load_weights, restore_checkpoint, save_checkpoint, save_weights
+from ..checkpoint import (get_torch_rng_states, load_weights, restore_checkpoint,
+                          save_checkpoint, save_weights, set_torch_rng_states)
+from ..distributed import TorchComm, convert_sync_batchnorm, wrap_ddp
 from ..passes import PassPositionHook, preserved_rng
 from ..step import LossDictStep, mixed_precision, to_device
 from .detection import detections_in_pixels
@@ -29,6 +32,8 @@ LOSS_NAMES = ('loc_loss', 'conf_loss')
 # changes one is refused; anything else (max_iter, lr, lr_steps, gamma, momentum,
 # weight_decay, intervals) is honoured and logged
 RESUME_MUST_MATCH = ('dataset', 'width_mult', 'batch_norm', 'batch_size')
+# each rank has its own --local_rank; rank 0's is in the checkpoint
+RESUME_IGNORED = ckpt_io.RESUME_IGNORED + ('local_rank',)
 
 
 class SSDStep:
@@ -70,22 +75,30 @@ def lr_at(iteration, base_lr, gamma, lr_steps):
 
 
 class SSDIterationHook(Hook):
-    """Iteration-based work of ssd.pytorch's loop: LR steps, periodic weight saves and the
-    reference's ``iter N || Loss: x ||`` line (the budget itself is ``run_loop``'s
-    ``max_iter``, validation a :class:`~gluontrain.core.hooks.ValidationHook` by iterations).
+    """Iteration-based work of ssd.pytorch's loop: the LR steps (every rank), and, through
+    :class:`SSDIterationLogHook`, the reference's ``iter N || Loss: x ||`` line and periodic
+    saves (the budget itself is ``run_loop``'s ``max_iter``, validation a
+    :class:`~gluontrain.core.hooks.ValidationHook` by iterations).
     """
 
-    def __init__(self, optimizer, base_lr, gamma, lr_steps, log_interval, save_interval,
-                 save_fn):
+    def __init__(self, optimizer, base_lr, gamma, lr_steps):
         self.optimizer, self.base_lr, self.gamma = optimizer, base_lr, gamma
-        self.lr_steps, self.log_interval = list(lr_steps), log_interval
-        self.save_interval, self.save_fn = save_interval, save_fn
-        self.logger = get_logger()
+        self.lr_steps = list(lr_steps)
 
     def before_batch(self, state):
         lr = lr_at(state.iteration, self.base_lr, self.gamma, self.lr_steps)
         for group in self.optimizer.param_groups:
             group['lr'] = lr
+
+
+class SSDIterationLogHook(Hook):
+    """ssd.pytorch's ``iter N || Loss: x ||`` line every ``log_interval`` steps and its
+    weights file every ``save_interval`` steps (rank 0's: it writes)."""
+    main_process_only = True
+
+    def __init__(self, log_interval, save_interval, save_fn):
+        self.log_interval, self.save_interval, self.save_fn = log_interval, save_interval, save_fn
+        self.logger = get_logger()
 
     def after_batch(self, state):
         i = state.iteration - 1  # the reference's 0-based loop index of the finished step
@@ -104,7 +117,7 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
                                    epoch, save_interval, prefix, '.pth')
 
 
-def validate(net, val_data, ctx, eval_metric):
+def validate(net, val_data, ctx, eval_metric, comm=None):
     """VOC07 11-point mAP as ssd.pytorch's eval.py computes it.
 
     The net runs in test phase (softmax + Detect: conf 0.01, NMS 0.45, top 200); every
@@ -119,6 +132,11 @@ def validate(net, val_data, ctx, eval_metric):
         are padding), ``sizes`` ``[B, 2]`` (height, width).
     ctx : list of torch.device
     eval_metric : gluontrain.core.voc_eval.VOCEvaluator
+    comm : gluontrain.core.distributed.Comm, optional
+        In a distributed run each rank scores its share of the split (``val_data``'s sampler
+        lists the dataset indices, a :class:`~gluontrain.torch.distributed.ShardSampler`);
+        the per-image detections are gathered, put back in dataset order and scored on rank
+        0, and every rank returns rank 0's result: the whole split's mAP, as one process.
 
     Returns
     -------
@@ -126,6 +144,7 @@ def validate(net, val_data, ctx, eval_metric):
         Class names + ['mAP'] and their APs.
     """
     eval_metric.reset()
+    records = []
     with test_phase(net) as model:
         for images, gts, sizes in val_data:
             dets = model(images.to(ctx[0])).cpu().numpy()
@@ -135,16 +154,33 @@ def validate(net, val_data, ctx, eval_metric):
                 gt = gts[b].numpy()
                 gt = gt[gt[:, 4] >= 0]
                 # +1: eval.py writes VOC's 1-based pixel coordinates
-                eval_metric.update(boxes + 1, scores, labels, gt[:, :4], gt[:, 4], gt[:, 5])
-    return eval_metric.get()
+                records.append((boxes + 1, scores, labels, gt[:, :4], gt[:, 4], gt[:, 5]))
+    if comm is None or comm.world_size == 1:
+        for record in records:
+            eval_metric.update(*record)
+        return eval_metric.get()
+    indices = list(val_data.sampler)
+    if len(indices) != len(records):
+        raise ValueError('validate: the evaluation loader gave {} images for {} sampled '
+                         'indices; a distributed validation needs its sampler to list them'
+                         .format(len(records), len(indices)))
+    gathered = comm.allgather_object(list(zip(indices, records)))
+    result = None
+    if comm.is_main:
+        # dataset order, as one process scores them (the metric breaks score ties by order)
+        for _, record in sorted((pair for part in gathered for pair in part),
+                                key=lambda pair: pair[0]):
+            eval_metric.update(*record)
+        result = eval_metric.get()
+    return comm.broadcast_object(result)
 
 
-def _validate_keeping_rng(net, val_data, ctx, eval_metric):
+def _validate_keeping_rng(net, val_data, ctx, eval_metric, comm=None):
     """:func:`validate` without moving any global generator (the validation loader's
     iterator draws from torch's), so the training after it, and a resume from a checkpoint
     written after it, continue as if it had not run."""
     with preserved_rng():
-        return validate(net, val_data, ctx, eval_metric)
+        return validate(net, val_data, ctx, eval_metric, comm)
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args):
@@ -160,8 +196,11 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         See :func:`validate`; ``None`` skips validation (COCO: ssd.pytorch has no COCO eval).
     eval_metric : VOCEvaluator or None
     ctx : list of torch.device
-        Training runs on ``ctx[0]`` only: one process, one device (no data parallelism is
-        set up; several devices are not used).
+        Training runs on ``ctx[0]``: one device per process (alone on CUDA with several
+        visible GPUs: ``DataParallel`` over all of them, as ssd.pytorch). Under ``torchrun``
+        the net is wrapped in ``DistributedDataParallel`` (``--syncbn``: SyncBatchNorm
+        first); rank 0 logs and writes every file, every rank validates its share of the
+        split.
     args : argparse.Namespace
         From :func:`.args.parse_args`; ``args.cfg`` holds the config dict.
 
@@ -172,13 +211,24 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     from .multibox_loss import MultiBoxLoss  # pylint: disable=import-outside-toplevel
     from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
     cfg, device = args.cfg, ctx[0]
+    comm = TorchComm()
     net.to(device)
     net.train()
+    if getattr(args, 'syncbn', False):
+        net = convert_sync_batchnorm(net, device=device)
+    # the step trains the DDP wrapper (gradients averaged over ranks); validation, pictures
+    # and files use the bare net
+    train_net = wrap_ddp(net, device)
+    if comm.world_size == 1 and device.type == 'cuda' and torch.cuda.device_count() > 1:
+        # ssd.pytorch's train.py: one process, DataParallel over every visible GPU (the
+        # loss keeps the first P of the priors DataParallel concatenates)
+        train_net = torch.nn.DataParallel(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
                                 weight_decay=args.weight_decay)
     criterion = MultiBoxLoss(cfg['num_classes'], 0.5, True, 0, True, 3, 0.5, False,
                              device.type == 'cuda')
-    os.makedirs(args.save_folder, exist_ok=True)
+    if comm.is_main:
+        os.makedirs(args.save_folder, exist_ok=True)
     paths = RunPaths(os.path.join(args.save_folder, 'ssd300_{}'.format(args.dataset)))
     meter = LossMeter(LOSS_NAMES)
     max_iter = args.max_iter or cfg['max_iter']
@@ -188,19 +238,23 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         # at the end of a pass, or of the run (possibly inside a pass: PassPositionHook's
         # state holds how that pass was shuffled), so a resume replays the uninterrupted run
         return save_checkpoint(paths.last_checkpoint, net, optimizer, None, st.epoch,
-                               st.iteration, st.best, args, extra={'hooks': hooks_state})
+                               st.iteration, st.best, args,
+                               extra={'hooks': hooks_state, 'world_size': comm.world_size})
 
-    iteration_hook = SSDIterationHook(
-        optimizer, args.lr, args.gamma, lr_steps, args.log_interval, args.save_interval,
+    batch_sampler = getattr(train_data, 'batch_sampler', None)
+    recipe_hooks = [PassPositionHook(batch_sampler)]
+    if comm.world_size > 1:
+        recipe_hooks.append(SetEpochHook(batch_sampler))
+    recipe_hooks += [
+        SSDIterationHook(optimizer, args.lr, args.gamma, lr_steps),
         # the reference's periodic file (it names every dataset 'COCO'; here its own name)
-        lambda index: save_weights('{}_{}.pth'.format(paths.prefix, index), net))
+        SSDIterationLogHook(args.log_interval, args.save_interval, lambda index: save_weights(
+            '{}_{}.pth'.format(paths.prefix, index), net))]
     hooks = build_hooks(
         paths, meter, header=[str(args)], batch_size=args.batch_size, log_interval=0,
-        num_batches=len(train_data),
-        recipe_hooks=[PassPositionHook(getattr(train_data, 'batch_sampler', None)),
-                      iteration_hook],
+        num_batches=len(train_data), recipe_hooks=recipe_hooks,
         validate_fn=None if val_data is None else (
-            lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric)),
+            lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric, comm)),
         val_period=Period(iterations=args.val_interval, at_max_iter=True),
         save_params_fn=lambda best, current, index, interval: save_params(
             net, best, current, index, interval, paths.prefix),
@@ -208,17 +262,29 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         samples_hook=val_samples_hook(net, getattr(val_data, 'dataset', None),
                                       paths.val_samples, device),
         curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
-        tensorboard=args.tensorboard, tensorboard_interval=args.log_interval)
+        tensorboard=args.tensorboard, tensorboard_interval=args.log_interval,
+        comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
     state = TrainState(iteration=args.start_iter)
     changes = []
+
+    def check(payload, path):
+        saved_world = (payload.get('extra') or {}).get('world_size', 1)
+        if saved_world != comm.world_size:
+            raise ValueError('{} was written by {} process(es) and this run has {}: resume it '
+                             'with torchrun --nproc_per_node {} (the passes and every rank\'s '
+                             'data position depend on it)'.format(
+                                 path, saved_world, comm.world_size, saved_world))
+        changes.extend(ckpt_io.resume_changes(payload['args'], args, RESUME_MUST_MATCH, path,
+                                              ignored=RESUME_IGNORED))
+
     if args.resume:
         kind, restored = ckpt_io.resume_or_load(
             args.resume, lambda p: restore_checkpoint(
-                p, net, optimizer, check=lambda payload: changes.extend(
-                    ckpt_io.resume_changes(payload['args'], args, RESUME_MUST_MATCH, p))),
+                p, net, optimizer, check=lambda payload: check(payload, p)),
             lambda p: load_weights(p, net), ckpt_io.TORCH_WEIGHTS)
         if kind == ckpt_io.CHECKPOINT:
             payload, state = restored
+            # every rank takes its own generators and data position (RankStateHook)
             restore_hooks_state(hooks, payload)
             # optimizer.load_state_dict brought back the checkpoint's hyper-parameters: the
             # ones typed now win (the LR is set per step from the arguments anyway)
@@ -232,13 +298,17 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     start = state.iteration // max(len(train_data), 1)
     if state.resumed_from:
         state.resume_batch = state.iteration - start * len(train_data)
-    state = run_loop(SSDStep(net, criterion, optimizer, device, getattr(args, 'amp', False)),
-                     train_data, hooks, start,
-                     None, state, max_iter=max_iter)
+    state = run_loop(SSDStep(train_net, criterion, optimizer, device,
+                             getattr(args, 'amp', False)),
+                     train_data, hooks, start, None, state, max_iter=max_iter, comm=comm)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
-    # the reference's final file: save_folder + dataset + '.pth'
-    save_weights(os.path.join(args.save_folder, args.dataset + '.pth'), net)
-    state.last_checkpoint = save_full(state, hooks_state_dict(hooks))
+    for hook in hooks:
+        if isinstance(hook, RankStateHook):
+            hook.collect()  # every rank's state at the end, for rank 0's last checkpoint
+    if comm.is_main:
+        # the reference's final file: save_folder + dataset + '.pth'
+        save_weights(os.path.join(args.save_folder, args.dataset + '.pth'), net)
+        state.last_checkpoint = save_full(state, hooks_state_dict(hooks))
+    comm.barrier()
     return state
-

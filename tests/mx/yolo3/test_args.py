@@ -42,12 +42,20 @@ def test_syncbn_on_cpu_contexts_is_refused_not_deadlocked():
     _check(['--syncbn'], [mx.cpu(0)])  # one context: plain BatchNorm, as the reference
 
 
-def test_amp_on_cpu_and_horovod_and_network_are_refused():
+def test_amp_on_cpu_and_network_are_refused():
     with pytest.raises(ValueError, match='--amp needs GPUs'):
         _check(['--amp'], [mx.cpu()])
-    with pytest.raises(ValueError, match='--horovod'):
-        _check(['--horovod'], [mx.cpu()])
     with pytest.raises(ValueError, match="--network 'resnet50' is not a YOLOv3 base network"):
         _check(['--network', 'resnet50'], [mx.cpu()])
     with pytest.raises(ValueError, match='smaller than the 2 contexts'):
         _check(['--batch-size', '1'], [mx.cpu(0), mx.cpu(1)])
+
+
+def test_horovod_global_batch_must_split_over_the_processes():
+    from gluontrain.core.distributed import LocalComm
+    comm = LocalComm()
+    comm.world_size = 4
+    with pytest.raises(ValueError, match='--batch-size 6 is the global batch of 4 Horovod'):
+        check_args(parse_args(['--horovod', '--batch-size', '6']), [mx.cpu()], comm)
+    check_args(parse_args(['--horovod', '--batch-size', '8']), [mx.cpu()], comm)
+

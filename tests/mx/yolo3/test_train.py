@@ -315,3 +315,93 @@ def test_restore_sets_the_schedule_wd_and_momentum_from_the_arguments(tmp_path):
     with pytest.raises(ValueError, match='--batch-size 4 but this run has 8'):
         restore_checkpoint(ckpt, net, fresh, None, mx.cpu(),
                            parse_args(['--num-samples', '40', '--batch-size', '8']))
+
+
+class _ReplayNet:
+    """Stands for the network in ``validate``: returns prepared detections, image by image,
+    in the order the images arrive (a known mAP between 0 and 1, no training needed)."""
+
+    def __init__(self, detections):
+        self.detections = list(detections)
+
+    def set_nms(self, **kwargs):
+        pass
+
+    def hybridize(self):
+        pass
+
+    def __call__(self, x):
+        take, self.detections = self.detections[:x.shape[0]], self.detections[x.shape[0]:]
+        ids, scores, boxes = (mx.nd.array(np.stack([d[i] for d in take])) for i in range(3))
+        return ids, scores, boxes
+
+
+class _TwoRankComm:
+    """Rank ``rank`` of two, run one after the other in this process: rank 1 records what it
+    contributes, rank 0 gathers it (what HorovodComm does across processes)."""
+    world_size = 2
+    rank1_records = None
+
+    def __init__(self, rank):
+        self.rank = rank
+
+    def allgather_object(self, obj):
+        if self.rank == 1:
+            _TwoRankComm.rank1_records = obj
+            return [None, obj]
+        return [obj, _TwoRankComm.rank1_records]
+
+    def broadcast_object(self, obj, root=0):
+        return obj
+
+
+def _detections(val_data, rng):
+    """Per image: every ground-truth box jittered (a tenth with a wrong class) plus three
+    random boxes, random scores, padded to 12 rows with -1."""
+    out = []
+    for batch in val_data:
+        for label in batch[1].asnumpy():
+            gt = label[label[:, 4] >= 0]
+            boxes = np.concatenate([gt[:, :4] + rng.normal(0, 6, (len(gt), 4)),
+                                    rng.uniform(0, 160, (3, 4))]).clip(0, 160)
+            boxes[:, 2:] = np.maximum(boxes[:, 2:], boxes[:, :2] + 1)
+            ids = np.concatenate([np.where(rng.uniform(size=len(gt)) < 0.1, 0, gt[:, 4]),
+                                  rng.randint(0, 5, 3)])
+            det = -np.ones((12, 6), dtype='float32')
+            det[:len(ids), 0], det[:len(ids), 1], det[:len(ids), 2:] = \
+                ids, rng.uniform(size=len(ids)), boxes
+            out.append((det[:, :1], det[:, 1:2], det[:, 2:]))
+    return out
+
+
+def test_validate_split_over_two_ranks_reports_the_whole_split(voc_root, tmp_path):
+    """``--horovod`` validation: each rank scores its contiguous block of the split, rank 0
+    feeds the gathered results to the metric in the split's order and gets exactly the
+    one-process values."""
+    from gluontrain.mx.yolo3 import validate
+    args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root',
+                       str(voc_root), '--no-pretrained-base', '--gpus', '', '--batch-size', '3',
+                       '--data-shape', '160', '--no-random-shape',
+                       '--save-prefix', str(tmp_path) + '/'])
+    ctx = get_contexts('', 0)
+    train_ds, val_ds, metric = get_dataset(args.dataset, args)
+    _, async_net = get_net(args, ctx)
+    _, full = get_dataloader(async_net, train_ds, val_ds, 160, 3, 0, args)
+    detections = _detections(full, np.random.RandomState(0))
+    expected = validate(_ReplayNet(detections), full, ctx, metric)
+    print('mAP of the prepared detections:', expected[1][-1])
+    assert 0.2 < expected[1][-1] < 0.95  # a score that can tell images apart
+    shards = []
+    for rank in (1, 0):
+        comm = _TwoRankComm(rank)
+        _, val_data = get_dataloader(async_net, train_ds, val_ds, 160, 3, 0, args, comm)
+        shards.append(list(val_data._batch_sampler._sampler))
+        mine = detections[:4] if rank == 0 else detections[4:]
+        result = validate(_ReplayNet(mine), val_data, ctx, metric, comm)
+    assert shards == [[4, 5, 6, 7], [0, 1, 2, 3]]
+    assert result[0] == expected[0]
+    np.testing.assert_array_equal(result[1], expected[1])
+    # rank 0's block alone scores otherwise: the gathered half counts
+    _TwoRankComm.rank1_records = []
+    alone = validate(_ReplayNet(detections[:4]), val_data, ctx, metric, _TwoRankComm(0))
+    assert alone[1][-1] != pytest.approx(expected[1][-1], abs=1e-3)

@@ -99,8 +99,8 @@ def test_resume_is_exact(tmp_path, config, data_root, monkeypatch):
     assert recipe.main(['--seed', '3', '--log_dir', str(full), config, str(data_root)])
     real_loop = recipe.run_loop
 
-    def one_epoch(step, data, hooks, start, epochs, state):
-        return real_loop(step, data, hooks, start, 1, state)
+    def one_epoch(step, data, hooks, start, epochs, state, **kw):
+        return real_loop(step, data, hooks, start, 1, state, **kw)
     monkeypatch.setattr(recipe, 'run_loop', one_epoch)
     recipe.main(['--seed', '3', '--log_dir', str(part), config, str(data_root)])
     monkeypatch.setattr(recipe, 'run_loop', real_loop)
@@ -118,8 +118,8 @@ def test_resume_from_seamseg_snapshot_continues_epoch_and_step(tmp_path, config,
                                                                monkeypatch):
     run = tmp_path / 'run'
     real_loop = recipe.run_loop
-    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state: real_loop(
-        s, d, h, st, 1, state))
+    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state, **kw: real_loop(
+        s, d, h, st, 1, state, **kw))
     recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
     monkeypatch.setattr(recipe, 'run_loop', real_loop)
     shutil.copy(str(run / 'model_last.pth.tar'), str(tmp_path / 'snap.pth.tar'))
@@ -226,8 +226,8 @@ def test_seed_train_signature_drives_the_real_detector(tmp_path, config, data_ro
 def test_eval_validates_a_snapshot_once(tmp_path, config, data_root, monkeypatch):
     run = tmp_path / 'run'
     real_loop = recipe.run_loop
-    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state: real_loop(
-        s, d, h, st, 1, state))
+    monkeypatch.setattr(recipe, 'run_loop', lambda s, d, h, st, e, state, **kw: real_loop(
+        s, d, h, st, 1, state, **kw))
     first = recipe.main(['--seed', '0', '--log_dir', str(run), config, str(data_root)])
     state = recipe.main(['--eval', '--resume', str(run / 'model_last.pth.tar'), '--log_dir',
                          str(tmp_path / 'eval'), config, str(data_root)])

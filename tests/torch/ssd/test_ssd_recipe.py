@@ -71,3 +71,46 @@ def test_ssd_step_amp_paths(tmp_path):
     hook.remove()
     assert dtypes == [torch.bfloat16]
     assert all(torch.isfinite(torch.tensor(v[0][0])) for v in out['losses'].values())
+
+
+def test_loaders_of_a_distributed_run_split_the_global_batch(tmp_path, monkeypatch):
+    from gluontrain.data import synthetic
+    from gluontrain.torch.distributed import ShardSampler
+    from gluontrain.torch.passes import SkippingBatchSampler
+    root = synthetic.write_voc(str(tmp_path), num_train=4, num_val=3, seed=0,
+                               classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(64, 80))
+    args = recipe.parse_args(['--dataset_root', root, '--basenet', '', '--cuda', 'false',
+                              '--seed', '5'])
+    train_ds, val_ds, _ = recipe.get_dataset('VOC', args)
+    monkeypatch.setattr(recipe, 'get_world_size', lambda: 2)
+    monkeypatch.setattr(recipe, 'get_rank', lambda: 1)
+    train_data, val_data = recipe.get_dataloader(None, train_ds, val_ds, 300, 4, 0, args)
+    # --batch_size is the global batch: 2 images a step on each of 2 ranks
+    assert isinstance(train_data.batch_sampler, SkippingBatchSampler)
+    sampler = train_data.batch_sampler.sampler
+    assert train_data.batch_sampler.batch_sampler.batch_size == 2
+    assert (sampler.num_replicas, sampler.rank, sampler.seed) == (2, 1, 5)
+    train_data.batch_sampler.set_epoch(3)
+    assert sampler.epoch == 3
+    assert isinstance(val_data.sampler, ShardSampler) and list(val_data.sampler) == [1]
+    with pytest.raises(ValueError, match='--batch_size 3 is the global batch'):
+        recipe.get_dataloader(None, train_ds, val_ds, 300, 3, 0, args)
+
+
+def test_local_rank_spellings_and_environment(monkeypatch):
+    monkeypatch.delenv('LOCAL_RANK', raising=False)
+    assert recipe.parse_args([]).local_rank == 0
+    monkeypatch.setenv('LOCAL_RANK', '3')
+    assert recipe.parse_args([]).local_rank == 3
+    assert recipe.parse_args(['--local-rank', '1']).local_rank == 1
+    assert recipe.parse_args(['--local_rank=2']).local_rank == 2
+
+
+def test_syncbn_is_refused_on_the_cpu_and_without_batchnorm():
+    args = recipe.parse_args(['--syncbn', '--cuda', 'false'])
+    with pytest.raises(ValueError, match='--syncbn needs --batch_norm true'):
+        recipe.check_syncbn(args, torch.device('cpu'))
+    args = recipe.parse_args(['--syncbn', '--batch_norm', 'true', '--cuda', 'false'])
+    with pytest.raises(ValueError, match='--syncbn: SyncBatchNorm needs CUDA'):
+        recipe.check_syncbn(args, torch.device('cpu'))
+    recipe.check_syncbn(recipe.parse_args([]), torch.device('cpu'))  # off: nothing to check

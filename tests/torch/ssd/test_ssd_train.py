@@ -243,3 +243,66 @@ def test_resume_honours_momentum_and_weight_decay_and_refuses_another_width(tiny
                                                            r'run has 0.25'):
         main(_argv(tiny_voc, tmp_path / 'wider', '--width_mult', '0.25', '--max_iter', '5',
                    '--resume', ckpt))
+
+
+class _NoisyOracleSSD(_OracleSSD):
+    """The oracle with false positives: class noise drawn from a generator seeded by each
+    image's own ground truth, so an image's detections do not depend on its batch or rank."""
+
+    def forward(self, images):
+        from gluontrain.torch.ssd.box_utils import match_batch
+        _, gts, sizes = next(self._batches)
+        scale = torch.stack([sizes[:, 1], sizes[:, 0], sizes[:, 1], sizes[:, 0]], 1)
+        valid = gts[:, :, 4] >= 0
+        boxes = (gts[:, :, :4] - 1) / scale[:, None, :]
+        loc_t, conf_t = match_batch(0.5, boxes, self.priors, (0.1, 0.2),
+                                    gts[:, :, 4].clamp(min=0), valid)
+        conf = torch.zeros(conf_t.shape + (21,)).scatter_(2, conf_t.unsqueeze(2), 1.0)
+        for b in range(conf.shape[0]):
+            g = torch.Generator().manual_seed(int(gts[b][valid[b]].sum().item() * 10))
+            conf[b] += 8 * torch.rand(conf.shape[1:], generator=g)
+        return self.detect(loc_t, torch.softmax(conf, -1), self.priors)
+
+
+def test_validation_split_over_two_ranks_and_gathered_equals_one_process(tiny_voc):
+    from gluontrain.core.distributed import Comm
+    from gluontrain.torch.batchify import Pad, Stack, Tuple
+    from gluontrain.torch.distributed import ShardSampler
+    from gluontrain.torch.ssd.args import parse_args
+    from gluontrain.torch.ssd.recipe import get_dataloader, get_dataset
+    from gluontrain.torch.ssd.train import validate
+    args = parse_args(['--dataset_root', tiny_voc, '--basenet', '', '--cuda', 'false'])
+    train_ds, val_ds, metric = get_dataset('VOC', args)
+    cpu = [torch.device('cpu')]
+    _, val_data = get_dataloader(None, train_ds, val_ds, 300, 3, 0, args)
+    _, oracle_data = get_dataloader(None, train_ds, val_ds, 300, 3, 0, args)
+    names, alone = validate(_NoisyOracleSSD(oracle_data), val_data, cpu, metric)
+    assert 0.05 < alone[-1] < 0.95   # a score with something to get wrong
+
+    class Rank(Comm):
+        """Rank ``rank`` of 2, run one after the other: rank 1 first, its part handed to 0."""
+        parts = {}
+
+        def __init__(self, rank):
+            self.rank, self.world_size = rank, 2
+
+        def allgather_object(self, obj):
+            self.parts[self.rank] = obj
+            return [self.parts.get(r) for r in range(2)]
+
+        def broadcast_object(self, obj, root=0):
+            return obj
+
+    def shard(rank):
+        return torch.utils.data.DataLoader(
+            val_ds, 2, sampler=ShardSampler(len(val_ds), rank, 2),
+            collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()))
+    results = {}
+    for rank in (1, 0):
+        results[rank] = validate(_NoisyOracleSSD(shard(rank)), shard(rank), cpu, metric,
+                                 Rank(rank))
+    assert len(val_ds) == 4 and [len(Rank.parts[r]) for r in (0, 1)] == [2, 2]
+    assert results[1] is None          # this fake broadcast hands rank 1 its own None
+    gathered_names, gathered = results[0]
+    assert gathered_names == names
+    np.testing.assert_array_equal(gathered, alone)   # NaN for classes without objects
