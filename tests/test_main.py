@@ -82,7 +82,7 @@ def tmpfs(tmp_path):
 
 def test_usage_for_unknown_recipe(capsys):
     assert main(['train', 'nope']) == 2
-    assert 'usage: gluontrain train {frcnn,ssd,yolo3}' in capsys.readouterr().err
+    assert 'usage: gluontrain train {frcnn,sgg,sgg-detector,ssd,yolo3}' in capsys.readouterr().err
 
 
 def test_bad_input_exits_1_with_a_message(capsys, tmp_path):
