@@ -19,7 +19,7 @@ CONFIGS = os.path.join(REPO, 'gluontrain', 'torch', 'sgg', 'configs')
 TEST_SET = 'VG_stanford_filtered_with_attribute_test'
 # Measured (seed 0, 100 train / 25 test images, 2 CPU cores, 1m45s): R@50 PredCls on the test
 # split untrained 0.0862 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065,
-# trained 0.1554. The trained model still leans on the frequent predicates ('on', 'in').
+# trained 0.1551. The trained model still leans on the frequent predicates ('on', 'in').
 TRAIN = ['SOLVER.MAX_ITER', '400', 'SOLVER.STEPS', '(300,)', 'SOLVER.BASE_LR', '0.02',
          'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '400']
 
