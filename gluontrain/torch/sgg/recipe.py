@@ -145,7 +145,8 @@ def get_net(args, ctx):
         # frozen before DDP registers the parameters that need gradients (SGB's order)
         # pylint: disable-next=import-outside-toplevel
         from .modeling.model import eval_modules as sgb_eval_modules
-        fix_eval_modules(sgb_eval_modules(model))
+        from .modeling.model import frozen_norm_eval  # pylint: disable=import-outside-toplevel
+        fix_eval_modules(sgb_eval_modules(model), frozen_norm_eval(cfg))
     net = model
     if get_world_size() > 1:
         net = torch.nn.parallel.DistributedDataParallel(
@@ -231,12 +232,12 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     relation = mode == 'relation'
     model = unwrap_model(net)
     is_main = get_rank() == 0
-    eval_modules = ()
+    eval_modules, norm_eval = (), True
     if relation:
         # pylint: disable-next=import-outside-toplevel
-        from .modeling.model import eval_modules as sgb_eval_modules
-        eval_modules = sgb_eval_modules(model)
-        fix_eval_modules(eval_modules)
+        from .modeling.model import eval_modules as sgb_eval_modules, frozen_norm_eval
+        eval_modules, norm_eval = sgb_eval_modules(model), frozen_norm_eval(cfg)
+        fix_eval_modules(eval_modules, norm_eval)
     optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg),
                                slow_ratio=10.0, rl_factor=float(cfg.SOLVER.IMS_PER_BATCH))
     scheduler = make_lr_scheduler(cfg, optimizer, logger)
@@ -300,7 +301,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         # the iteration-based sampler replays the draws before it and starts there
         train_data.batch_sampler.start_iter = state.iteration
         state.resume_batch = state.iteration
-    step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger)
+    step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
+                   norm_eval=norm_eval)
     state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)

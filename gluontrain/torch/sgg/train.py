@@ -59,11 +59,16 @@ class SGGStep:
     clip : bool
         Relation training clips; the detector tool does not.
     logger : logging.Logger, optional
+    norm_eval : bool, default True
+        Passed to :func:`fix_eval_modules` (``modeling.model.frozen_norm_eval(cfg)``: False
+        when the frozen detector was never trained).
     """
 
-    def __init__(self, model, optimizer, cfg, device, eval_modules=(), clip=True, logger=None):
+    def __init__(self, model, optimizer, cfg, device, eval_modules=(), clip=True, logger=None,
+                 norm_eval=True):
         self.model, self.optimizer, self.cfg, self.device = model, optimizer, cfg, device
         self.eval_modules, self.clip = tuple(eval_modules), clip
+        self.norm_eval = norm_eval
         self.logger = logger or _LOG
         self.print_first_grad = True
 
@@ -74,7 +79,7 @@ class SGGStep:
             self.logger.error("Iteration=%d || Image Ids used for training %s || targets "
                               "Length=%s", iteration, list(image_ids), [len(t) for t in targets])
         self.model.train()
-        fix_eval_modules(self.eval_modules)
+        fix_eval_modules(self.eval_modules, self.norm_eval)
         images = images.to(self.device)
         targets = [t.to(self.device) for t in targets]
         loss_dict = self.model(images, targets)

@@ -21,7 +21,7 @@ from .detector import SGGDetector, to_image_batch
 from .relation_head import build_roi_relation_head
 
 __all__ = ['RelationModel', 'build_relation_model', 'fix_eval_modules', 'eval_modules',
-           'relation_mode', 'MODES']
+           'frozen_norm_eval', 'relation_mode', 'MODES']
 
 #: ``(USE_GT_BOX, USE_GT_OBJECT_LABEL)`` -> SGB's mode name.
 MODES = {(True, True): 'predcls', (True, False): 'sgcls', (False, False): 'sgdet'}
@@ -159,6 +159,29 @@ def fix_eval_modules(modules, norm_eval=True):
         for sub in module.modules():
             if isinstance(sub, _BatchNorm):
                 sub.eval()
+
+
+def frozen_norm_eval(cfg):
+    """Whether :func:`fix_eval_modules` should put the frozen detector's batch norms in eval
+    mode: only when ``MODEL.PRETRAINED_DETECTOR_CKPT`` names a trained detector.
+
+    A detector that was never trained (relation training from a randomly initialised body)
+    has batch norms with their initial running statistics (mean 0, variance 1): in eval mode
+    they normalise nothing, the raw BGR-255 scale runs through the whole body, the first
+    relation logits are in the hundreds and the clipped first steps kill the union
+    features' ReLUs (the model ends predicting the frequency prior). Left in training mode
+    (SGB's code as written) they normalise with the batch statistics and their running
+    statistics follow them, for evaluation.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+
+    Returns
+    -------
+    bool
+    """
+    return bool(cfg.MODEL.PRETRAINED_DETECTOR_CKPT)
 
 
 def build_relation_model(cfg, statistics=None, predictor=None, generator=None, rng=None):

@@ -6,7 +6,7 @@ import torch
 
 from sgg_model_helpers import TinyPredictor, make_batch, tiny_cfg
 from gluontrain.torch.sgg.modeling import build_relation_model, eval_modules, fix_eval_modules
-from gluontrain.torch.sgg.modeling.model import relation_mode
+from gluontrain.torch.sgg.modeling.model import frozen_norm_eval, relation_mode
 
 
 def _model(mode):
@@ -59,6 +59,34 @@ def test_fixed_detector_batch_norms_do_not_move():
     # the relation head's own batch norms (rect branch) still train
     rect_bn = model.roi_heads['relation'].union_feature_extractor.rect_conv[2]
     assert rect_bn.training
+
+
+def test_untrained_detector_batch_norms_normalise_with_batch_statistics():
+    # no PRETRAINED_DETECTOR_CKPT: the body's batch norms have their initial running
+    # statistics (0, 1); in eval mode they would pass the BGR-255 scale through unnormalised
+    model = _model('predcls')
+    cfg = model.cfg
+    assert cfg.MODEL.PRETRAINED_DETECTOR_CKPT == '' and frozen_norm_eval(cfg) is False
+    images, targets = make_batch()
+    model.train()
+    fix_eval_modules(eval_modules(model), frozen_norm_eval(cfg))
+    bn = model.backbone.body.mod1.bn1
+    assert bn.training and bn.weight.requires_grad is False
+    with torch.no_grad():
+        conv = model.backbone.body.mod1.conv1(images[0].unsqueeze(0) * 50)
+        out = bn(conv)
+    # batch statistics: per channel relu((x - mean) / std * weight + bias) (the body's
+    # norm + activation), not the raw image scale
+    mean = conv.mean(dim=(0, 2, 3), keepdim=True)
+    std = (conv.var(dim=(0, 2, 3), unbiased=False, keepdim=True) + bn.eps).sqrt()
+    ref = torch.relu((conv - mean) / std * bn.weight.view(1, -1, 1, 1)
+                     + bn.bias.view(1, -1, 1, 1))
+    assert conv.var().item() > 100 and torch.allclose(out, ref, atol=1e-4)
+    before = bn.running_mean.clone()
+    model(images, targets)
+    assert not torch.equal(bn.running_mean, before)
+    cfg.MODEL.PRETRAINED_DETECTOR_CKPT = 'detector/model_final.pth'
+    assert frozen_norm_eval(cfg) is True
 
 
 def test_mode_switches():
