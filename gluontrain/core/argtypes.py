@@ -6,8 +6,10 @@ reference type: the integer lists stay the comma-separated strings the recipes p
 """
 import argparse
 import math
+import os
 
-__all__ = ['finite_non_negative_float', 'positive_int', 'multiple_of', 'int_list']
+__all__ = ['finite_non_negative_float', 'positive_int', 'multiple_of', 'int_list',
+           'resolve_local_rank']
 
 
 def finite_non_negative_float(text):
@@ -67,3 +69,30 @@ def int_list(text):
                 'is not a non-negative integer' if len(bad) == 1
                 else 'are not non-negative integers'))
     return ','.join(parts)
+
+
+def resolve_local_rank(args, parser):
+    """Fill ``args.local_rank`` when ``--local_rank``/``--local-rank`` was not given.
+
+    ``torch.distributed.launch`` passes the flag; ``torchrun`` sets ``$LOCAL_RANK`` instead; a
+    plain run is rank 0.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed arguments with a ``local_rank`` attribute (None when the flag was absent).
+    parser : argparse.ArgumentParser
+        Reports a non-integer ``$LOCAL_RANK`` as a usage error (exit 2, no traceback).
+
+    Returns
+    -------
+    argparse.Namespace
+        ``args``, with ``local_rank`` an int.
+    """
+    if args.local_rank is None:
+        env = os.environ.get('LOCAL_RANK')
+        try:
+            args.local_rank = int(env) if env not in (None, '') else 0
+        except ValueError:
+            parser.error('LOCAL_RANK={!r} is not an integer (torchrun sets it)'.format(env))
+    return args

@@ -44,3 +44,19 @@ def test_refusals_are_one_argparse_error_line_naming_the_argument(argv, message,
     err = capsys.readouterr().err
     (line,) = [l for l in err.splitlines() if 'error:' in l]
     assert line.startswith('prog: error: ') and message in line
+
+
+def test_resolve_local_rank_flag_then_env_then_zero(monkeypatch):
+    import argparse
+
+    from gluontrain.core.argtypes import resolve_local_rank
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=None)
+    monkeypatch.setenv('LOCAL_RANK', '3')
+    assert resolve_local_rank(parser.parse_args(['--local-rank', '1']), parser).local_rank == 1
+    assert resolve_local_rank(parser.parse_args([]), parser).local_rank == 3
+    monkeypatch.delenv('LOCAL_RANK')
+    assert resolve_local_rank(parser.parse_args([]), parser).local_rank == 0
+    monkeypatch.setenv('LOCAL_RANK', 'x')
+    with pytest.raises(SystemExit):
+        resolve_local_rank(parser.parse_args([]), parser)

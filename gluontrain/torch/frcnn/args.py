@@ -5,7 +5,8 @@ Same arguments and defaults. PyTorch >= 2.0's ``torch.distributed.launch`` passe
 passes neither but sets ``LOCAL_RANK``: all three are accepted here.
 """
 import argparse
-import os
+
+from ...core.argtypes import resolve_local_rank
 
 __all__ = ['build_parser', 'parse_args', 'OUTPUT_ARGUMENT']
 
@@ -65,12 +66,7 @@ def parse_args(argv=None):
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.local_rank is None:
-        env = os.environ.get('LOCAL_RANK')
-        try:
-            args.local_rank = int(env) if env not in (None, '') else 0
-        except ValueError:
-            parser.error('LOCAL_RANK={!r} is not an integer'.format(env))
+    resolve_local_rank(args, parser)
     if args.resume and args.pre_train:
         parser.error('--resume and --pre_train are mutually exclusive')
     if args.eval and not (args.resume or args.pre_train):

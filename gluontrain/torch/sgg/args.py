@@ -7,8 +7,8 @@ parser rejects it), ``$LOCAL_RANK`` (torchrun) when neither is given, and ``--da
 (``DATASETS.DATA_DIR``: the folder with the VG files).
 """
 import argparse
-import os
 
+from ...core.argtypes import resolve_local_rank
 from .config import load_cfg
 
 __all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT']
@@ -61,12 +61,7 @@ def parse_args(argv=None, description="PyTorch Relation Detection Training"):
     """
     parser = build_parser(description)
     args = parser.parse_args(argv)
-    if args.local_rank is None:
-        env = os.environ.get('LOCAL_RANK')
-        try:
-            args.local_rank = int(env) if env not in (None, '') else 0
-        except ValueError:
-            parser.error('LOCAL_RANK={!r} is not an integer'.format(env))
+    resolve_local_rank(args, parser)
     args.opts = list(args.opts or [])
     # argparse.REMAINDER swallows options written after the first opt; take ours back
     for flag in ('--skip-test',):

@@ -77,6 +77,10 @@ _C.INPUT.CONTRAST = 0.0
 _C.INPUT.SATURATION = 0.0
 _C.INPUT.HUE = 0.0
 _C.INPUT.VERTICAL_FLIP_PROB_TRAIN = 0.0
+# ours: SGB hard-codes 0.5 in data/transforms/build.py (its FLIP_PROB_TRAIN is commented out),
+# which flips images with left/right predicates although MODEL.FLIP_AUG False is documented
+# as turning flips off for them. 0.5 keeps SGB's behaviour.
+_C.INPUT.FLIP_PROB_TRAIN = 0.5
 
 # ----- DATASETS (defaults.py:73-85)
 _C.DATASETS = CN()

@@ -1,9 +1,9 @@
 """Arguments of the SSD300 recipe: ssd.pytorch's ``train.py`` ones (same names, same defaults)
 and gluontrain's additions for the common interface and small CPU runs."""
 import argparse
-import os
 
-from ...core.argtypes import finite_non_negative_float, int_list, positive_int
+from ...core.argtypes import (finite_non_negative_float, int_list, positive_int,
+                               resolve_local_rank)
 
 # the argument naming where outputs go, for the CLI's messages about unwritable files
 OUTPUT_ARGUMENT = '--save_folder'
@@ -118,10 +118,5 @@ def parse_args(argv=None):
     """
     parser = build_parser()
     args = parser.parse_args(argv, namespace=SSDArgs())
-    if args.local_rank is None:
-        env = os.environ.get('LOCAL_RANK')
-        try:
-            args.local_rank = int(env) if env not in (None, '') else 0
-        except ValueError:
-            parser.error('LOCAL_RANK={!r} is not an integer (torchrun sets it)'.format(env))
+    resolve_local_rank(args, parser)
     return args

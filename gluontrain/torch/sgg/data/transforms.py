@@ -168,8 +168,8 @@ def build_transforms(cfg, is_train=True):
     cfg : yacs.config.CfgNode
         Reads ``INPUT.MIN_SIZE_TRAIN/MAX_SIZE_TRAIN`` (``_TEST`` when not training),
         ``INPUT.VERTICAL_FLIP_PROB_TRAIN``, ``INPUT.BRIGHTNESS/CONTRAST/SATURATION/HUE``,
-        ``INPUT.TO_BGR255``, ``INPUT.PIXEL_MEAN/PIXEL_STD``, and ``INPUT.FLIP_PROB_TRAIN``
-        when the config has it (SGB has no such key and flips with 0.5).
+        ``INPUT.TO_BGR255``, ``INPUT.PIXEL_MEAN/PIXEL_STD``, and ``INPUT.FLIP_PROB_TRAIN`` (ours,
+        default 0.5: SGB has no such key and hard-codes 0.5; 0.5 when a config lacks it).
     is_train : bool
 
     Returns

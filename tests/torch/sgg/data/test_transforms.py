@@ -77,6 +77,9 @@ def test_build_transforms_from_sgb_keys():
                      'Normalize']
     assert train.transforms[0].min_size == (600,) and train.transforms[0].max_size == 1000
     assert train.transforms[1].prob == 0.5 and train.transforms[2].prob == 0.0
+    cfg.INPUT.FLIP_PROB_TRAIN = 0.0  # ours: no flips for left/right predicates
+    assert T.build_transforms(cfg, is_train=True).transforms[1].prob == 0.0
+    cfg.INPUT.FLIP_PROB_TRAIN = 0.5
     test = T.build_transforms(cfg, is_train=False)
     assert test.transforms[1].prob == 0.0 and test.transforms[0].min_size == (600,)
     img = Image.new('RGB', (640, 480), (10, 20, 30))
