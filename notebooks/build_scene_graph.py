@@ -60,7 +60,7 @@ is test. The config is SGB's yacs config: the shipped file, then `KEY VALUE` ove
 OUT = os.path.join(WORK, 'predcls')
 cfg = load_cfg(os.path.join(CONFIGS_DIR, 'predcls_motifs_cpu.yaml'),
                ['OUTPUT_DIR', OUT, 'SOLVER.MAX_ITER', '300', 'SOLVER.STEPS', '(225,)',
-                'SOLVER.BASE_LR', '0.02', 'SOLVER.VAL_PERIOD', '150',
+                'SOLVER.BASE_LR', '0.005', 'SOLVER.VAL_PERIOD', '150',
                 'SOLVER.CHECKPOINT_PERIOD', '300'], data_dir=root)
 seed_all(cfg.SEED)
 train_ds, val_ds, iou_types = recipe.get_dataset(None, cfg)

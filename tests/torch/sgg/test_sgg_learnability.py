@@ -17,11 +17,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 CONFIGS = os.path.join(REPO, 'gluontrain', 'torch', 'sgg', 'configs')
 TEST_SET = 'VG_stanford_filtered_with_attribute_test'
-# Measured (seed 0, 100 train / 25 test images, 2 CPU cores, ~1m15s): R@50 PredCls on the test
-# split untrained 0.0862 (chance: ~5 objects, 12 predicates), frequency baseline 0.1011,
-# trained 0.1967 (0.1551 with SGB's hard-coded horizontal flips, which corrupt 'left of' /
-# 'right of'; the shipped config sets INPUT.FLIP_PROB_TRAIN 0).
-TRAIN = ['SOLVER.MAX_ITER', '400', 'SOLVER.STEPS', '(300,)', 'SOLVER.BASE_LR', '0.02',
+# Measured (seed 0, 100 train / 25 test images, 2 CPU cores, ~1 min): R@50 PredCls on the test
+# split untrained 0.0862 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065,
+# trained 0.4225. Before two fixes the trained model reached 0.1551: SGB's hard-coded
+# horizontal flips corrupt 'left of' / 'right of' (the shipped config sets
+# INPUT.FLIP_PROB_TRAIN 0), and an untrained frozen detector's batch norms in eval mode
+# (initial statistics) fed the raw BGR-255 scale to the relation head, whose union features
+# then died (frozen_norm_eval). BASE_LR 0.02 still kills them; 0.005 (x4 images) learns.
+TRAIN = ['SOLVER.MAX_ITER', '400', 'SOLVER.STEPS', '(300,)', 'SOLVER.BASE_LR', '0.005',
          'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '400']
 
 
@@ -65,9 +68,8 @@ def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
     r_untrained, r_freq, r_trained = _r50(untrained), _r50(freq), _r50(trained)
     print('PredCls R@50 untrained {:.4f} frequency {:.4f} trained {:.4f}'.format(
         r_untrained, r_freq, r_trained))
-    assert r_trained > r_freq + 0.03
-    assert r_trained > r_untrained + 0.05
-    assert r_trained > 1.8 * r_untrained
+    assert r_trained > r_freq + 0.2
+    assert r_trained > 3 * r_untrained
 
 
 def _test_dataset(cfg, vg_root):
