@@ -12,11 +12,12 @@ import torch.nn as nn
 
 from . import algos
 
-from .body import load_body_weights, make_body
+from ..backbone import freeze_stages, load_body_weights
+from .body import make_body
 from .heads import FPN, FPNBody, FPNROIHead, RPNHead, flatten_rpn_outputs
 from .norm import norm_act_from_config
 
-__all__ = ['DetectionNet', 'make_model', 'freeze_modules', 'pad_images', 'prepare_inputs',
+__all__ = ['DetectionNet', 'make_model', 'pad_images', 'prepare_inputs',
            'NETWORK_INPUTS']
 
 NETWORK_INPUTS = ('img', 'cat', 'iscrowd', 'bbx')
@@ -90,27 +91,6 @@ def prepare_inputs(cat, iscrowd, bbx, num_stuff):
         crowd_thing = crowd_i & thing
         crowd_out.append(bbx_i[crowd_thing] if crowd_thing.any() else None)
     return cat_out, crowd_out, bbx_out
-
-
-def freeze_modules(body, num_frozen):
-    """seamseg's freezing: ``requires_grad=False`` on every parameter of each module whose
-    name contains ``mod1`` .. ``mod<num_frozen>``.
-
-    Only parameters are frozen: the norm layers stay in train mode, so in ``bn``/``syncbn``
-    modes they keep normalising with batch statistics and updating their running
-    statistics, as in seamseg (recorded in docs/faithfulness.md).
-
-    Parameters
-    ----------
-    body : nn.Module
-        The ResNet (names ``mod1`` ...).
-    num_frozen : int
-    """
-    for name, module in body.named_modules():
-        for mod_id in range(1, num_frozen + 1):
-            if ('mod%d' % mod_id) in name:
-                for p in module.parameters():
-                    p.requires_grad_(False)
 
 
 class DetectionNet(nn.Module):
@@ -280,7 +260,9 @@ def make_model(config, num_thing, num_stuff=0):
     body = make_body(body_config['body'], norm_act=norm_static, **body_params)
     if body_config.get('weights'):
         load_body_weights(body, body_config['weights'])
-    freeze_modules(body, body_config.getint('num_frozen'))
+    # seamseg's num_frozen: parameters of mod1..mod<n>; the norms keep their mode, so in
+    # bn/syncbn modes they still normalise with batch statistics (docs/faithfulness.md)
+    freeze_stages(body, body_config.getint('num_frozen'))
 
     body_channels = body_config.getstruct('out_channels')
     fpn_inputs = fpn_config.getstruct('inputs')

@@ -380,9 +380,27 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
         raise ConfigError('command-line override: {}'.format(_message(exc))) from None
     if data_dir is not None:
         cfg.DATASETS.DATA_DIR = str(data_dir)
+    _check_dtype(cfg, config_file)
     if freeze:
         cfg.freeze()
     return cfg
+
+
+def _check_dtype(cfg, config_file):
+    """``DTYPE``: SGB trains in float32, or with ``"float16"`` through apex AMP O1
+    (``relation_train_net.py``: ``amp.initialize(..., opt_level='O1')``), which needs CUDA."""
+    where = 'config file {}'.format(config_file) if config_file else 'command-line override'
+    if cfg.DTYPE not in ('float32', 'float16'):
+        raise ConfigError('{}: DTYPE = {!r}; SGB knows "float32" and "float16"'.format(
+            where, cfg.DTYPE))
+    if cfg.DTYPE == 'float16':
+        if not str(cfg.MODEL.DEVICE).startswith('cuda'):
+            raise ConfigError('{}: DTYPE "float16" is SGB\'s apex AMP (O1) mixed precision, '
+                              'which runs on CUDA only; on MODEL.DEVICE {} pass DTYPE float32'
+                              .format(where, cfg.MODEL.DEVICE))
+        raise ConfigError('{}: DTYPE "float16" (SGB\'s apex AMP O1) is not implemented by the '
+                          'scene-graph recipe yet; pass DTYPE float32 (same model, float32 '
+                          'arithmetic)'.format(where))
 
 
 def _message(exc):

@@ -94,3 +94,15 @@ def test_shipped_configs_load_with_their_mode(name, relation, gt_box, gt_label):
     assert cfg.MODEL.DEVICE == 'cpu' and cfg.DATASETS.TRAIN == (
         'VG_stanford_filtered_with_attribute_train',)
     assert cfg.INPUT.MIN_SIZE_TRAIN == (192,)   # a list in the file, SGB's tuple here
+
+
+@pytest.mark.parametrize('opts, message', [
+    (['MODEL.DEVICE', 'cpu', 'DTYPE', 'float16'], 'CUDA only; on MODEL.DEVICE cpu pass DTYPE'),
+    (['MODEL.DEVICE', 'cuda', 'DTYPE', 'float16'], 'not implemented'),
+    (['DTYPE', 'bfloat16'], 'SGB knows "float32" and "float16"')])
+def test_dtype_is_honoured_or_refused_in_one_line(opts, message):
+    """SGB's README passes ``DTYPE "float16"`` (apex AMP O1, CUDA only): never silently
+    float32."""
+    with pytest.raises(ConfigError, match=message) as err:
+        load_cfg(None, opts)
+    assert '\n' not in str(err.value)

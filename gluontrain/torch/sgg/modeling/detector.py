@@ -6,9 +6,11 @@ Module names follow SGB's state_dict (``backbone.body``, ``backbone.fpn``, ``rpn
 ``roi_heads.box.feature_extractor`` / ``.predictor``) so that ``load_mapping`` finds the box
 feature extractor of a detector checkpoint under SGB's key names.
 
-The ResNet body is the two-stage toolkit's (:mod:`gluontrain.torch.frcnn.body`, seamseg's
-layer names under ``backbone.body``); the FPN is maskrcnn-benchmark's (1x1 inner + 3x3 layer
-convs with bias and no norm, nearest top-down, P6 = stride-2 max-pool of P5).
+The ResNet / ResNeXt body is the shared :mod:`gluontrain.torch.backbone` one under
+maskrcnn-benchmark's names (``backbone.body.stem``, ``backbone.body.layer1.0.conv1`` ...,
+``FrozenBatchNorm2d`` buffers), so SGB's detector checkpoints load key for key; the FPN is
+maskrcnn-benchmark's (1x1 inner + 3x3 layer convs with bias and no norm, nearest top-down,
+P6 = stride-2 max-pool of P5).
 """
 from collections import OrderedDict
 
@@ -16,19 +18,24 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ...frcnn.body import make_body
-from ...frcnn.model import freeze_modules
-from ...frcnn.norm import make_norm_act
+from ...backbone import FrozenBatchNorm2d, freeze_stages, make_group_norm, make_resnet
 from .box_head import ROIBoxHead
 from .rpn import RPNModule
 
-__all__ = ['CONV_BODIES', 'FPN', 'Backbone', 'build_backbone', 'SGGDetector', 'build_detector',
-           'ImageBatch', 'to_image_batch', 'cfg_get']
+__all__ = ['CONV_BODIES', 'FPN', 'Backbone', 'build_backbone', 'build_body', 'body_norms',
+           'SGGDetector', 'build_detector', 'ImageBatch', 'to_image_batch', 'cfg_get']
 
-#: ``MODEL.BACKBONE.CONV_BODY`` -> the toolkit's ResNet.
-CONV_BODIES = {'R-18-FPN': 'resnet18', 'R-34-FPN': 'resnet34', 'R-50-FPN': 'resnet50',
-               'R-101-FPN': 'resnet101', 'R-152-FPN': 'resnet152'}
-_FPN_INPUTS = ('mod2', 'mod3', 'mod4', 'mod5')
+#: ``MODEL.BACKBONE.CONV_BODY`` -> ResNet depth (maskrcnn-benchmark's FPN bodies; R-18/34 with
+#: basic blocks are ours, for CPU runs). ResNeXt is ``MODEL.RESNETS.NUM_GROUPS`` /
+#: ``WIDTH_PER_GROUP`` on these, as in SGB's X-101-32x8d configs.
+CONV_BODIES = {'R-18-FPN': 18, 'R-34-FPN': 34, 'R-50-FPN': 50, 'R-101-FPN': 101,
+               'R-152-FPN': 152}
+_FPN_INPUTS = ('layer1', 'layer2', 'layer3', 'layer4')
+#: ``MODEL.BACKBONE.NORM`` (ours): 'off' builds what ``RESNETS.TRANS_FUNC`` / ``STEM_FUNC``
+#: name (maskrcnn-benchmark), 'bn' trainable batch norms (bodies trained from scratch).
+BODY_NORMS = ('off', 'bn')
+_NORM_FUNCS = {'BottleneckWithFixedBatchNorm': 'frozen', 'StemWithFixedBatchNorm': 'frozen',
+               'BottleneckWithGN': 'gn', 'StemWithGN': 'gn'}
 
 
 def cfg_get(cfg, path, default):
@@ -98,30 +105,119 @@ class Backbone(nn.Module):
         return self.fpn([feats[k] for k in _FPN_INPUTS])
 
 
-def build_backbone(cfg):
-    """SGB's ``build_backbone`` for ``*-FPN`` bodies.
+def _norm_factory(cfg, kind):
+    if kind == 'frozen':
+        return FrozenBatchNorm2d
+    g = cfg.MODEL.GROUP_NORM
+    return make_group_norm(g.DIM_PER_GP, g.NUM_GROUPS, g.EPSILON)
 
-    Reads ``MODEL.BACKBONE.CONV_BODY`` (``R-18/34/50/101/152-FPN``),
-    ``MODEL.BACKBONE.FREEZE_CONV_BODY_AT`` (parameters of the stem and the first stages
-    frozen), ``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` and the gluontrain keys
-    ``MODEL.BACKBONE.WIDTH_MULT`` (default 1.0: every ResNet width multiplied, for CPU runs)
-    and ``MODEL.BACKBONE.NORM`` (default ``'off'``: frozen affine batch norm as
-    maskrcnn-benchmark's ``FrozenBatchNorm2d``; ``'bn'`` for training from scratch).
+
+def body_norms(cfg):
+    """The ``(stem, blocks)`` norm factories of the body.
+
+    ``MODEL.BACKBONE.NORM 'off'`` (default): maskrcnn-benchmark's choice by
+    ``MODEL.RESNETS.STEM_FUNC`` / ``TRANS_FUNC`` (``*WithFixedBatchNorm``:
+    ``FrozenBatchNorm2d``; ``*WithGN``: ``GroupNorm`` sized by ``MODEL.GROUP_NORM``).
+    ``'bn'`` (ours): ``nn.BatchNorm2d`` everywhere, to train a body from scratch.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+
+    Returns
+    -------
+    tuple of callable
+
+    Raises
+    ------
+    ValueError
+        An unknown ``NORM``, ``STEM_FUNC`` or ``TRANS_FUNC``.
+    """
+    mode = cfg_get(cfg, 'MODEL.BACKBONE.NORM', 'off')
+    if mode not in BODY_NORMS:
+        raise ValueError("MODEL.BACKBONE.NORM = {!r}: choose 'off' (the norms RESNETS.TRANS_FUNC "
+                         "and STEM_FUNC name) or 'bn' (trainable batch norms)".format(mode))
+    r = cfg.MODEL.RESNETS
+    for key, value, allowed in (('STEM_FUNC', r.STEM_FUNC, ('StemWithFixedBatchNorm',
+                                                            'StemWithGN')),
+                                ('TRANS_FUNC', r.TRANS_FUNC, ('BottleneckWithFixedBatchNorm',
+                                                              'BottleneckWithGN'))):
+        if value not in allowed:
+            raise ValueError('MODEL.RESNETS.{} = {!r} is not one of maskrcnn-benchmark\'s {}'
+                             .format(key, value, ', '.join(allowed)))
+    if mode == 'bn':
+        return nn.BatchNorm2d, nn.BatchNorm2d
+    return (_norm_factory(cfg, _NORM_FUNCS[r.STEM_FUNC]),
+            _norm_factory(cfg, _NORM_FUNCS[r.TRANS_FUNC]))
+
+
+def _refuse_unsupported(cfg):
+    r = cfg.MODEL.RESNETS
+    if any(r.STAGE_WITH_DCN):
+        raise ValueError('MODEL.RESNETS.STAGE_WITH_DCN = {}: deformable convolutions are not '
+                         'available (they need maskrcnn-benchmark\'s compiled ops); set all '
+                         'False'.format(tuple(r.STAGE_WITH_DCN)))
+    for key in ('USE_GN', 'USE_RELU'):
+        if cfg.MODEL.FPN[key]:
+            raise ValueError('MODEL.FPN.{} True is not supported: the FPN has '
+                             'maskrcnn-benchmark\'s default plain convolutions; set False'
+                             .format(key))
+    if r.RES5_DILATION != 1:
+        raise ValueError('MODEL.RESNETS.RES5_DILATION = {}: maskrcnn-benchmark reads it only in '
+                         'the C4 box head, never in an FPN body; set 1'.format(r.RES5_DILATION))
+
+
+def build_body(cfg):
+    """maskrcnn-benchmark's ``ResNet(cfg)`` for an ``R-*-FPN`` ``CONV_BODY``.
+
+    Honours ``MODEL.RESNETS.NUM_GROUPS``, ``WIDTH_PER_GROUP``, ``STRIDE_IN_1X1``,
+    ``STEM_FUNC``, ``TRANS_FUNC``, ``STEM_OUT_CHANNELS``, ``RES2_OUT_CHANNELS``,
+    ``MODEL.GROUP_NORM.*`` and ``MODEL.BACKBONE.FREEZE_CONV_BODY_AT`` (stem, layer1 ..), and
+    the gluontrain keys ``MODEL.BACKBONE.WIDTH_MULT`` and ``NORM``; refuses deformable
+    stages and ``RES5_DILATION`` (which an FPN body of maskrcnn-benchmark never reads).
+    Convolutions start from maskrcnn-benchmark's ``kaiming_uniform_(a=1)``.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+
+    Returns
+    -------
+    gluontrain.torch.backbone.ResNet
+        maskrcnn-benchmark's names (``stem``, ``layer1`` .. ``layer4``).
+    """
+    name = cfg.MODEL.BACKBONE.CONV_BODY
+    if name not in CONV_BODIES:
+        raise ValueError('MODEL.BACKBONE.CONV_BODY = {!r} is not supported; choose one of {} '
+                         '(ResNeXt: one of these with MODEL.RESNETS.NUM_GROUPS / '
+                         'WIDTH_PER_GROUP, as SGB\'s X-101-32x8d configs)'.format(
+                             name, ', '.join(CONV_BODIES)))
+    _refuse_unsupported(cfg)
+    r = cfg.MODEL.RESNETS
+    depth = CONV_BODIES[name]
+    if depth < 50 and r.NUM_GROUPS != 1:
+        raise ValueError('MODEL.RESNETS.NUM_GROUPS = {} needs bottleneck blocks: {} has basic '
+                         'blocks; use R-50-FPN or deeper'.format(r.NUM_GROUPS, name))
+    stem_norm, norm = body_norms(cfg)
+    body = make_resnet(depth, norm=norm, stem_norm=stem_norm, naming='maskrcnn',
+                       groups=r.NUM_GROUPS, width_per_group=r.WIDTH_PER_GROUP,
+                       stride_in_1x1=r.STRIDE_IN_1X1, stem_channels=r.STEM_OUT_CHANNELS,
+                       res2_channels=r.RES2_OUT_CHANNELS if depth >= 50 else None,
+                       width_mult=float(cfg_get(cfg, 'MODEL.BACKBONE.WIDTH_MULT', 1.0)),
+                       conv_init='maskrcnn')
+    freeze_stages(body, cfg.MODEL.BACKBONE.FREEZE_CONV_BODY_AT)
+    return body
+
+
+def build_backbone(cfg):
+    """SGB's ``build_backbone`` for ``R-*-FPN`` bodies: :func:`build_body` + :class:`FPN`
+    (``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` wide).
 
     Returns
     -------
     Backbone
     """
-    name = cfg.MODEL.BACKBONE.CONV_BODY
-    if name not in CONV_BODIES:
-        raise ValueError('MODEL.BACKBONE.CONV_BODY = {!r} is not supported; choose one of {} '
-                         '(ResNeXt bodies need grouped convolutions the toolkit does not '
-                         'have)'.format(name, ', '.join(CONV_BODIES)))
-    norm, _ = make_norm_act(cfg_get(cfg, 'MODEL.BACKBONE.NORM', 'off'), 'relu')
-    body = make_body(CONV_BODIES[name], norm_act=norm,
-                     width_mult=float(cfg_get(cfg, 'MODEL.BACKBONE.WIDTH_MULT', 1.0)))
-    # FREEZE_CONV_BODY_AT 2 freezes maskrcnn-benchmark's stem and res2 = the body's mod1, mod2
-    freeze_modules(body, cfg.MODEL.BACKBONE.FREEZE_CONV_BODY_AT)
+    body = build_body(cfg)
     out = cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS
     fpn = FPN([body.out_channels[k] for k in _FPN_INPUTS], out)
     return Backbone(body, fpn, out)

@@ -17,7 +17,7 @@ from ..structures import BoxList, boxlist_iou, cat_boxlist
 from .box_head import BELOW_LOW_THRESHOLD, BETWEEN_THRESHOLDS, match
 from .box_inference import BoxCoder
 
-__all__ = ['generate_anchors', 'RPNHead', 'RPNModule']
+__all__ = ['generate_anchors', 'AnchorGenerator', 'RPNHead', 'RPNModule']
 
 
 def _mkanchors(ws, hs, x_ctr, y_ctr):
@@ -68,6 +68,41 @@ def grid_anchors(cell, stride, height, width, device):
     sx, sy = sx.reshape(-1), sy.reshape(-1)
     shifts = torch.stack((sx, sy, sx, sy), dim=1)
     return (shifts.view(-1, 1, 4) + cell.to(device).view(1, -1, 4)).reshape(-1, 4)
+
+
+class _BufferList(nn.Module):
+    """Tensors registered as buffers ``0``, ``1`` ... (maskrcnn-benchmark's ``BufferList``)."""
+
+    def __init__(self, tensors):
+        super().__init__()
+        for i, tensor in enumerate(tensors):
+            self.register_buffer(str(i), tensor)
+
+    def __len__(self):
+        return len(self._buffers)
+
+    def __iter__(self):
+        return iter(self._buffers.values())
+
+
+class AnchorGenerator(nn.Module):
+    """The per-level cell anchors as maskrcnn-benchmark's ``AnchorGenerator`` holds them:
+    buffers ``cell_anchors.0`` .. (so SGB's detector checkpoints, which carry them, load
+    with no unexpected key; the values are :func:`generate_anchors`' and a checkpoint's
+    equal them for the same ``MODEL.RPN`` settings).
+
+    Parameters
+    ----------
+    strides : sequence of int
+    sizes : sequence of float
+        One anchor size per level.
+    aspect_ratios : sequence of float
+    """
+
+    def __init__(self, strides, sizes, aspect_ratios):
+        super().__init__()
+        self.cell_anchors = _BufferList([generate_anchors(s, (size,), aspect_ratios)
+                                         for s, size in zip(strides, sizes)])
 
 
 class RPNHead(nn.Module):
@@ -126,8 +161,7 @@ class RPNModule(nn.Module):
             raise ValueError('MODEL.RPN.ANCHOR_STRIDE {} and ANCHOR_SIZES {} must have one '
                              'entry per FPN level'.format(r.ANCHOR_STRIDE, r.ANCHOR_SIZES))
         self.strides = tuple(int(s) for s in r.ANCHOR_STRIDE)
-        self.cell_anchors = [generate_anchors(s, (size,), r.ASPECT_RATIOS)
-                             for s, size in zip(self.strides, r.ANCHOR_SIZES)]
+        self.anchor_generator = AnchorGenerator(self.strides, r.ANCHOR_SIZES, r.ASPECT_RATIOS)
         self.head = RPNHead(in_channels, r.RPN_MID_CHANNEL, len(r.ASPECT_RATIOS))
         self.straddle_thresh = r.STRADDLE_THRESH
         self.fg_iou, self.bg_iou = r.FG_IOU_THRESHOLD, r.BG_IOU_THRESHOLD
@@ -145,7 +179,8 @@ class RPNModule(nn.Module):
         """Per image, per level ``BoxList`` of anchors with a ``visibility`` field."""
         out = []
         per_level = [grid_anchors(c, s, f.shape[-2], f.shape[-1], f.device)
-                     for c, s, f in zip(self.cell_anchors, self.strides, features)]
+                     for c, s, f in zip(self.anchor_generator.cell_anchors, self.strides,
+                                           features)]
         for (h, w) in image_sizes:
             levels = []
             for a in per_level:

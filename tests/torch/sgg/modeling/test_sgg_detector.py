@@ -19,7 +19,7 @@ def test_freeze_conv_body_at():
     cfg.MODEL.BACKBONE.FREEZE_CONV_BODY_AT = 2
     bb = build_backbone(cfg)
     frozen = {n.split('.')[0] for n, p in bb.body.named_parameters() if not p.requires_grad}
-    assert frozen == {'mod1', 'mod2'}
+    assert frozen == {'stem', 'layer1'}
 
 
 def test_unknown_body_is_a_clear_error():

@@ -52,7 +52,7 @@ def test_fixed_detector_batch_norms_do_not_move():
     images, targets = make_batch()
     model.train()
     fix_eval_modules(eval_modules(model))
-    bn = model.backbone.body.mod1.bn1
+    bn = model.backbone.body.stem.bn1
     before = bn.running_mean.clone()
     model(images, targets)
     assert not bn.training and torch.equal(bn.running_mean, before)
@@ -70,17 +70,16 @@ def test_untrained_detector_batch_norms_normalise_with_batch_statistics():
     images, targets = make_batch()
     model.train()
     fix_eval_modules(eval_modules(model), frozen_norm_eval(cfg))
-    bn = model.backbone.body.mod1.bn1
+    bn = model.backbone.body.stem.bn1
     assert bn.training and bn.weight.requires_grad is False
     with torch.no_grad():
-        conv = model.backbone.body.mod1.conv1(images[0].unsqueeze(0) * 50)
+        conv = model.backbone.body.stem.conv1(images[0].unsqueeze(0) * 50)
         out = bn(conv)
-    # batch statistics: per channel relu((x - mean) / std * weight + bias) (the body's
-    # norm + activation), not the raw image scale
+    # batch statistics: per channel (x - mean) / std * weight + bias (the body's norm; the
+    # stem's ReLU follows it), not the raw image scale
     mean = conv.mean(dim=(0, 2, 3), keepdim=True)
     std = (conv.var(dim=(0, 2, 3), unbiased=False, keepdim=True) + bn.eps).sqrt()
-    ref = torch.relu((conv - mean) / std * bn.weight.view(1, -1, 1, 1)
-                     + bn.bias.view(1, -1, 1, 1))
+    ref = (conv - mean) / std * bn.weight.view(1, -1, 1, 1) + bn.bias.view(1, -1, 1, 1)
     assert conv.var().item() > 100 and torch.allclose(out, ref, atol=1e-4)
     before = bn.running_mean.clone()
     model(images, targets)

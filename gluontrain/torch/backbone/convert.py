@@ -1,0 +1,165 @@
+"""ResNet body key names between the references, and loading a body's weights with a report.
+
+Three layouts name the same tensors:
+
+- seamseg (``mod1.conv1``, ``mod2.block1.convs.conv1``, ``mod2.block1.proj_conv``; what
+  seamseg's ``scripts/utility/convert_pytorch_resnet.py`` writes),
+- maskrcnn-benchmark (``stem.conv1``, ``layer1.0.conv1``, ``layer1.0.downsample.0``),
+- torchvision (``conv1``, ``layer1.0.conv1``, ``layer1.0.downsample.0``, plus ``fc``).
+
+:func:`rename_body_keys` turns any of them into the naming of a
+:class:`~gluontrain.torch.backbone.resnet.ResNet`; :func:`load_body_weights` reads a file
+in any of them (or a Detectron C2 ``.pkl``, through the scene-graph recipe's converter) and
+fills the body, reporting what loaded.
+"""
+import re
+from collections import OrderedDict
+
+from ...core.load_report import WeightsLoadError, compare, group_keys
+from ..weights import load_state_dict_reported, read_weights_file, tensor_shapes
+
+__all__ = ['body_key_scheme', 'rename_body_keys', 'load_body_weights']
+
+_PATTERNS = {
+    'seamseg': [
+        (re.compile(r'^mod1\.(conv1|bn1)\.(.+)$'), lambda m: ('stem', m[1], m[2])),
+        (re.compile(r'^mod(\d)\.block(\d+)\.convs\.((?:conv|bn)\d)\.(.+)$'),
+         lambda m: (int(m[1]) - 1, int(m[2]) - 1, m[3], m[4])),
+        (re.compile(r'^mod(\d)\.block(\d+)\.proj_(conv|bn)\.(.+)$'),
+         lambda m: (int(m[1]) - 1, int(m[2]) - 1, 'proj_' + m[3], m[4])),
+    ],
+    'maskrcnn': [
+        (re.compile(r'^stem\.(conv1|bn1)\.(.+)$'), lambda m: ('stem', m[1], m[2])),
+        (re.compile(r'^layer(\d)\.(\d+)\.((?:conv|bn)\d)\.(.+)$'),
+         lambda m: (int(m[1]), int(m[2]), m[3], m[4])),
+        (re.compile(r'^layer(\d)\.(\d+)\.downsample\.([01])\.(.+)$'),
+         lambda m: (int(m[1]), int(m[2]), 'proj_conv' if m[3] == '0' else 'proj_bn', m[4])),
+    ],
+}
+_PATTERNS['torchvision'] = [
+    (re.compile(r'^(conv1|bn1)\.(.+)$'), lambda m: ('stem', m[1], m[2]))
+] + _PATTERNS['maskrcnn'][1:]
+
+
+def _parse(key, scheme):
+    for pattern, build in _PATTERNS[scheme]:
+        m = pattern.match(key)
+        if m:
+            return build(m)
+    return None
+
+
+def _format(parts, naming):
+    if parts[0] == 'stem':
+        return '{}.{}.{}'.format('mod1' if naming == 'seamseg' else 'stem', parts[1], parts[2])
+    stage, block, part, rest = parts
+    if naming == 'seamseg':
+        inner = part if part.startswith('proj_') else 'convs.' + part
+        return 'mod{}.block{}.{}.{}'.format(stage + 1, block + 1, inner, rest)
+    inner = {'proj_conv': 'downsample.0', 'proj_bn': 'downsample.1'}.get(part, part)
+    return 'layer{}.{}.{}.{}'.format(stage, block, inner, rest)
+
+
+def body_key_scheme(keys):
+    """Which layout a body state_dict uses.
+
+    Parameters
+    ----------
+    keys : iterable of str
+
+    Returns
+    -------
+    str or None
+        ``'seamseg'``, ``'maskrcnn'`` or ``'torchvision'`` (the one whose stem is present),
+        None when no stem key of any layout is there.
+    """
+    keys = set(keys)
+    if any(k.startswith('mod1.conv1.') for k in keys):
+        return 'seamseg'
+    if any(k.startswith('stem.conv1.') for k in keys):
+        return 'maskrcnn'
+    if 'conv1.weight' in keys:
+        return 'torchvision'
+    return None
+
+
+def rename_body_keys(state_dict, naming, source=None):
+    """Rename a body state_dict of any layout to ``naming``.
+
+    A torchvision classifier (``fc.*``) is dropped; other keys that are not body keys of the
+    detected layout are kept unchanged (they show up as unexpected in the load report).
+
+    Parameters
+    ----------
+    state_dict : dict
+    naming : {'seamseg', 'maskrcnn'}
+    source : str, optional
+        The layout of ``state_dict``; detected by :func:`body_key_scheme` when None.
+
+    Returns
+    -------
+    OrderedDict
+    """
+    source = source or body_key_scheme(state_dict)
+    if source is None:
+        return OrderedDict(state_dict)
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if source == 'torchvision' and key.startswith('fc.'):
+            continue
+        parts = _parse(key, source)
+        out[_format(parts, naming) if parts else key] = value
+    return out
+
+
+def _unwrap(state):
+    # {'state_dict': ...} (seamseg, torchvision checkpoints), {'model': ...} (detectron)
+    for key in ('state_dict', 'model'):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+    return state
+
+
+def load_body_weights(body, path, what='[body] weights', logger=None):
+    """Fill a ResNet body from an ImageNet weights file, strictly, with a report.
+
+    Accepts seamseg's, maskrcnn-benchmark's and torchvision's layouts (``{'state_dict':
+    ...}`` or ``{'model': ...}`` wrappers, a ``backbone.body.`` prefix), renamed to the body's
+    naming. ``num_batches_tracked`` may be absent (InPlaceABN and C2 weights have none).
+
+    Parameters
+    ----------
+    body : gluontrain.torch.backbone.resnet.ResNet
+    path : str
+    what : str
+        How errors name the file's origin (a config key or option).
+    logger : logging.Logger, optional
+
+    Returns
+    -------
+    gluontrain.core.load_report.LoadReport
+
+    Raises
+    ------
+    FileNotFoundError, gluontrain.core.load_report.WeightsLoadError
+        A missing or unreadable file; keys or shapes that do not fit the body (another
+        depth, a ``width_mult``), with the report's first keys.
+    """
+    fix = ('give a ResNet state_dict of the same depth and width (seamseg, torchvision or '
+           'maskrcnn-benchmark layout) or leave it empty')
+    state = _unwrap(read_weights_file(path, what, fix))
+    if isinstance(state, dict):
+        prefix = 'backbone.body.'
+        if state and all(k.startswith(prefix) for k in state):
+            state = OrderedDict((k[len(prefix):], v) for k, v in state.items())
+        state = rename_body_keys(state, body.naming)
+        # seamseg loads a body strictly: tensors the body has no place for (a deeper
+        # network's blocks) are refused too, not only missing ones
+        report = compare(tensor_shapes(body.state_dict()), tensor_shapes(state), path,
+                         ignore=('num_batches_tracked',))
+        if report.loaded and report.unexpected:
+            raise WeightsLoadError('{} {}: {} tensors of the file have no place in the {} body '
+                                   '(unexpected {}); {}'.format(
+                                       what, path, len(report.unexpected), body.naming,
+                                       ', '.join(group_keys(report.unexpected)[:3]), fix))
+    return load_state_dict_reported(body, state, path, what, fix, logger=logger)

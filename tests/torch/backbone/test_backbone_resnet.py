@@ -1,0 +1,244 @@
+"""The shared ResNet/ResNeXt body: names and shapes of both layouts, parameter counts, strides,
+activations, freezing, and the outputs of the bodies it replaced, unchanged on fixed weights.
+
+``tests/fixtures/bodies/bodies_c3d9745.npz`` holds the outputs of the two-stage body
+(``gluontrain.torch.frcnn.body.ResNet``) and of the scene-graph backbone (that body under
+``backbone.body`` + FPN) as they were at commit c3d9745, before both moved onto
+``gluontrain.torch.backbone``: every tensor filled from the CRC-32 of its (old) name, input
+``uniform(-1, 1)`` of shape (1, 3, 64, 64), seed 0. Levels 4/5 (and P5/P6) are stored whole,
+the others as per-channel mean and std.
+"""
+import os
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+from gluontrain.torch.backbone import (FrozenBatchNorm2d, ResidualBlock, freeze_stages,
+                                       make_resnet, rename_body_keys)
+from gluontrain.torch.frcnn.body import make_body
+from gluontrain.torch.frcnn.norm import BatchNormAct, make_norm_act
+from gluontrain.torch.sgg.config import get_cfg
+from gluontrain.torch.sgg.modeling.detector import build_backbone
+
+BEFORE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bodies',
+                      'bodies_c3d9745.npz')
+
+
+def _fill(model, old_name=lambda k: k):
+    """The recording's fill: values seeded by the CRC-32 of each tensor's old name."""
+    for key, value in model.state_dict().items():
+        if key.endswith('num_batches_tracked'):
+            continue
+        rs = np.random.RandomState(zlib.crc32(old_name(key).encode()))
+        if key.endswith('running_var') or (value.dim() == 1 and key.endswith('weight')):
+            a = rs.uniform(0.5, 1.5, value.shape)
+        elif value.dim() >= 2:
+            a = rs.normal(0, 1, value.shape) * np.sqrt(1.0 / np.prod(value.shape[1:]))
+        else:
+            a = rs.normal(0, 0.1, value.shape)
+        value.copy_(torch.from_numpy(a.astype(np.float32)))
+
+
+def _reduce(v):
+    return np.stack([v.mean(axis=(0, 2, 3)), v.std(axis=(0, 2, 3))])
+
+
+def _assert_same(want, got, key):
+    if want.ndim == 2:
+        got = _reduce(got)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6, err_msg=key)
+
+
+@pytest.fixture(scope='module')
+def before():
+    with np.load(BEFORE) as f:
+        return dict(f)
+
+
+def _input():
+    return torch.from_numpy(np.random.RandomState(0).uniform(-1, 1, (1, 3, 64, 64))
+                            .astype(np.float32))
+
+
+@pytest.mark.parametrize('tag, mode, depth', [('frcnn_r18_bn', 'bn', 'resnet18'),
+                                              ('frcnn_r50_off', 'off', 'resnet50')])
+def test_two_stage_body_outputs_unchanged(before, tag, mode, depth):
+    norm, _ = make_norm_act(mode)
+    body = make_body(depth, norm_act=norm, width_mult=0.25)
+    _fill(body)
+    for phase in ('eval', 'train'):
+        body.train(phase == 'train')
+        with torch.no_grad():
+            outs = body(_input())
+        for name in ('mod2', 'mod3', 'mod4', 'mod5'):
+            key = '{}/{}/{}'.format(tag, phase, name)
+            _assert_same(before[key], outs[name].numpy(), key)
+
+
+def _old_sgg_name(key):
+    """A backbone key of today -> its name before (seamseg's body layout)."""
+    if key.startswith('body.'):
+        return 'body.' + next(iter(rename_body_keys({key[5:]: None}, 'seamseg', 'maskrcnn')))
+    return key
+
+
+@pytest.mark.parametrize('tag, conv_body, norm', [('sgg_r18_bn', 'R-18-FPN', 'bn'),
+                                                  ('sgg_r50_off', 'R-50-FPN', 'off')])
+def test_scene_graph_backbone_outputs_unchanged(before, tag, conv_body, norm):
+    """The old body put the stride on the 3x3 convolution and its frozen norm had eps 1e-5;
+    both are settings now (STRIDE_IN_1X1, FrozenBatchNorm2d.eps), set to the old values."""
+    cfg = get_cfg()
+    cfg.MODEL.BACKBONE.CONV_BODY = conv_body
+    cfg.MODEL.BACKBONE.WIDTH_MULT = 0.25
+    cfg.MODEL.BACKBONE.NORM = norm
+    cfg.MODEL.BACKBONE.FREEZE_CONV_BODY_AT = 0
+    cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS = 32
+    cfg.MODEL.RESNETS.STRIDE_IN_1X1 = False
+    backbone = build_backbone(cfg)
+    for m in backbone.modules():
+        if isinstance(m, FrozenBatchNorm2d):
+            m.eps = 1e-5
+    _fill(backbone, _old_sgg_name)
+    backbone.eval()
+    with torch.no_grad():
+        body = backbone.body(_input())
+        fpn = backbone(_input())
+    for old, new in zip(('mod2', 'mod3', 'mod4', 'mod5'), ('layer1', 'layer2', 'layer3', 'layer4')):
+        key = '{}/body/{}'.format(tag, old)
+        _assert_same(before[key], body[new].numpy(), key)
+    for i, p in enumerate(fpn):
+        key = '{}/fpn/p{}'.format(tag, i + 2)
+        _assert_same(before[key], p.numpy(), key)
+
+
+def _hand_count(structure, bottleneck, groups=1, wpg=64):
+    """Parameters + norm tensors of a ResNeXt body written out block by block (convs have no
+    bias; each norm: scale + shift)."""
+    total = 3 * 64 * 49 + 2 * 64
+    cin = 64
+    for s, num in enumerate(structure):
+        out = (256 if bottleneck else 64) * 2 ** s
+        mid = groups * wpg * 2 ** s if bottleneck else out
+        for b in range(num):
+            if bottleneck:
+                total += cin * mid + mid * (mid // groups) * 9 + mid * out + 2 * (2 * mid + out)
+            else:
+                total += cin * mid * 9 + mid * out * 9 + 2 * (mid + out)
+            if (b == 0 and s > 0) or cin != out:
+                total += cin * out + 2 * out
+            cin = out
+    return total
+
+
+@pytest.mark.parametrize('depth, groups, wpg, known', [
+    # torchvision's resnet50/18 and resnext101_32x8d totals minus their 1000-way fc
+    (50, 1, 64, 23508032), (18, 1, 64, 11176512), (101, 32, 8, 86742336)])
+def test_parameter_counts(depth, groups, wpg, known):
+    from gluontrain.torch.backbone import ARCHITECTURES
+    body = make_resnet(depth, naming='maskrcnn', groups=groups, width_per_group=wpg)
+    n = sum(p.numel() for p in body.parameters())
+    assert n == known == _hand_count(*ARCHITECTURES[depth], groups=groups, wpg=wpg)
+
+
+def test_both_namings_hold_the_same_tensors():
+    a = make_resnet(50, naming='seamseg', width_mult=0.25)
+    b = make_resnet(50, naming='maskrcnn', width_mult=0.25)
+    sa, sb = a.state_dict(), b.state_dict()
+    renamed = rename_body_keys(sa, 'maskrcnn')
+    assert set(renamed) == set(sb)
+    assert all(renamed[k].shape == sb[k].shape for k in sb)
+    assert list(sb)[:3] == ['stem.conv1.weight', 'stem.bn1.weight', 'stem.bn1.bias']
+    # maskrcnn-benchmark registers the shortcut before conv1 (its state_dict order)
+    layer1 = [k for k in sb if k.startswith('layer1.0.')]
+    assert layer1[0] == 'layer1.0.downsample.0.weight'
+    b.load_state_dict(renamed)
+    a.eval(), b.eval()
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        ya, yb = a(x), b(x)
+    for na, nb in zip(a.stage_names, b.stage_names):
+        assert torch.equal(ya[na], yb[nb])
+
+
+def test_resnext_strides_groups_and_frozen_buffers():
+    body = make_resnet(101, norm=FrozenBatchNorm2d, naming='maskrcnn', groups=32,
+                       width_per_group=8, stride_in_1x1=False, width_mult=0.25)
+    blk = body.layer2[0]
+    assert blk.conv2.groups == 32 and blk.conv2.stride == (2, 2) and blk.conv1.stride == (1, 1)
+    assert blk.conv2.in_channels == 128 and blk.conv3.out_channels == 128  # 32 x 8 x 2 x 0.25
+    c2 = make_resnet(50, naming='maskrcnn', stride_in_1x1=True).layer3[0]
+    assert c2.conv1.stride == (2, 2) and c2.conv2.stride == (1, 1)
+    assert c2.downsample[0].stride == (2, 2)
+    keys = set(body.state_dict())
+    assert 'stem.bn1.running_var' in keys and not any('num_batches_tracked' in k for k in keys)
+    assert not any('bn' in n for n, _ in body.named_parameters())
+    outs = body(torch.zeros(1, 3, 64, 96))
+    assert [tuple(v.shape[2:]) for v in outs.values()] == [(16, 24), (16, 24), (8, 12), (4, 6),
+                                                           (2, 3)]
+    assert list(body.out_channels.values()) == [16, 64, 128, 256, 512]
+
+
+def test_frozen_batch_norm_is_maskrcnn_benchmarks():
+    bn = FrozenBatchNorm2d(3)
+    bn.weight.copy_(torch.tensor([2., 1., .5]))
+    bn.bias.copy_(torch.tensor([0., 1., 0.]))
+    bn.running_mean.copy_(torch.tensor([1., 0., 2.]))
+    bn.running_var.copy_(torch.tensor([4., 1., .25]))
+    x = torch.ones(1, 3, 1, 1)
+    # (x - mean) * weight / sqrt(var) + bias, no eps
+    assert bn(x).flatten().tolist() == [0.0, 2.0, -1.0]
+
+
+def test_plain_norm_block_is_maskrcnn_benchmarks_bottleneck():
+    blk = ResidualBlock(8, 4, 8, True, naming='maskrcnn').eval()
+    relu = torch.nn.functional.relu
+    x = torch.randn(1, 8, 5, 5)
+    y = relu(blk.bn1(blk.conv1(x)))
+    y = relu(blk.bn2(blk.conv2(y)))
+    expected = relu(blk.bn3(blk.conv3(y)) + x)
+    assert torch.allclose(blk(x), expected)
+    assert not hasattr(blk, 'downsample')
+
+
+def test_seamseg_block_applies_its_activation_after_the_sum():
+    blk = ResidualBlock(4, 4, 4, False, norm=BatchNormAct).eval()
+    x = torch.randn(1, 4, 5, 5)
+    expected = torch.nn.functional.leaky_relu(
+        blk.convs.bn2(blk.convs.conv2(blk.convs.bn1(blk.convs.conv1(x)))) + x, 0.01)
+    assert torch.allclose(blk(x), expected)
+    assert blk.convs.bn2.activation == 'identity'
+
+
+@pytest.mark.parametrize('naming, n, frozen', [('maskrcnn', 2, ['stem', 'layer1']),
+                                               ('seamseg', 3, ['mod1', 'mod2', 'mod3'])])
+def test_freeze_stages(naming, n, frozen):
+    body = make_resnet(18, naming=naming, width_mult=0.25)
+    freeze_stages(body, n)
+    for name in body.stage_names:
+        grads = {p.requires_grad for p in getattr(body, name).parameters()}
+        assert grads == ({False} if name in frozen else {True}), name
+    freeze_stages(body, -1)  # maskrcnn-benchmark: < 0 freezes nothing more
+
+
+def test_maskrcnn_initialisation():
+    torch.manual_seed(0)
+    body = make_resnet(50, naming='maskrcnn', conv_init='maskrcnn', width_mult=0.25)
+    w = body.layer3[0].conv2.weight
+    bound = np.sqrt(6.0 / ((1 + 1) * w[0].numel()))  # kaiming_uniform_(a=1)
+    top = float(w.detach().abs().max())
+    assert 0.9 * bound < top <= bound
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match='depth 51'):
+        make_resnet(51)
+    with pytest.raises(ValueError, match='bottleneck'):
+        make_resnet(18, groups=32)
+    with pytest.raises(ValueError, match='naming'):
+        make_resnet(50, naming='caffe')
+    with pytest.raises(ValueError, match='body_params'):
+        make_body('resnet18', classes=10)
+    with pytest.raises(ValueError, match='resnet51'):
+        make_body('resnet51')
