@@ -13,14 +13,18 @@ Two distinct operations read files back:
   ``--resume x.params`` / ``net.load_parameters`` does.
 """
 import io
+import logging
 import os
 
 import numpy as np
 import torch
 
 from ..core import checkpoint as core_checkpoint
+from ..core import load_report
+from ..core.load_report import WeightsLoadError
 from ..core.loop import TrainState
 from .distributed import unwrap_model as _unwrap
+from .weights import apply_report, compare_state_dict
 
 __all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
            'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states',
@@ -49,11 +53,12 @@ def optimizer_bytes(optimizer, scheduler=None):
                       'scheduler': scheduler.state_dict() if scheduler is not None else None})
 
 
-class WeightsMismatchError(ValueError, RuntimeError):
+class WeightsMismatchError(WeightsLoadError, RuntimeError):
     """Weights that do not fit the model (other architecture or number of classes).
 
-    A ``ValueError`` (bad input: the CLI reports it in one line naming the file) and, as
-    ``load_state_dict`` raised before, a ``RuntimeError``.
+    A :class:`~gluontrain.core.load_report.WeightsLoadError` (a ``ValueError``: bad input,
+    the CLI reports it in one line naming the file) and, as ``load_state_dict`` raised
+    before, a ``RuntimeError``.
     """
 
 
@@ -72,6 +77,24 @@ def _read_checkpoint(path):
                          'torch.save(model.state_dict()) passed to --resume under a name not '
                          'ending in .ckpt'.format(path, ' '.join(str(e.__cause__).split()))
                          ) from e.__cause__
+
+
+_RESUME_FIX = ('resume with the network and number of classes the checkpoint was written '
+               'with, or start a new run without --resume')
+
+
+def _load_exact(model, state_dict, path):
+    """``load_state_dict(strict=True)`` that says what did not fit in one line (every key
+    checked before any is copied) and logs the report of what loaded."""
+    report, state_dict = compare_state_dict(model, state_dict, path, '--resume', _RESUME_FIX,
+                                            ignore=())
+    try:
+        load_report.check(report, '--resume', _RESUME_FIX, allow_unexpected=False)
+    except WeightsLoadError as e:
+        raise WeightsMismatchError(str(e)) from None
+    apply_report(model, state_dict, report)
+    logging.getLogger(__name__).info('%s', report.format())
+    return report
 
 
 def get_torch_rng_states():
@@ -171,11 +194,14 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
     FileNotFoundError, ValueError
         For a missing file, or one that is not a gluontrain checkpoint (a weights file is
         read with :func:`load_weights`).
+    WeightsMismatchError
+        When the checkpoint's weights are not exactly the model's (one line naming the file,
+        the counts and the first keys; nothing is loaded).
     """
     payload = _read_checkpoint(path)
     if check is not None:
         check(payload)
-    _unwrap(model).load_state_dict(_from_bytes(payload['params'], map_location, weights_only))
+    _load_exact(model, _from_bytes(payload['params'], map_location, weights_only), path)
     states = _from_bytes(payload['trainer'], map_location, weights_only)
     if not isinstance(states, dict) or 'optimizer' not in states:
         raise ValueError('{} holds no PyTorch optimizer state; was it written by another '

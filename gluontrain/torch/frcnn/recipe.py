@@ -11,6 +11,7 @@ import torch
 from ...core import checkpoint as ckpt_io
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
+from ...core.load_report import WeightsLoadError
 from ...core.loop import Period, run_loop
 from ...core.meters import LossMeter
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
@@ -106,7 +107,8 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
 
 def get_net(args, ctx):
     """seamseg's ``make_model`` for the classes of the data root, ``--pre_train`` snapshots
-    loaded, on ``ctx[0]``; wrapped in DistributedDataParallel in a distributed run.
+    loaded (each module's report of what loaded logged; a module that loads nothing is an
+    error), on ``ctx[0]``; wrapped in DistributedDataParallel in a distributed run.
 
     Returns ``(net, module)``: the training net and the bare module.
     """
@@ -256,12 +258,29 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
 
 
 def _resume_snapshot(path, model, optimizer, log_hook, snapshot_hook):
+    """seamseg's resume from ``model_last.pth.tar``: modules (reported, complete), optimizer,
+    meters, scores, epoch and step. A snapshot without the training state (one written for
+    pre-training, or by another recipe) is refused in one line."""
     from ...core.loop import TrainState  # pylint: disable=import-outside-toplevel
     data = resume_from_snapshot(model, path)
-    optimizer.load_state_dict(data['state_dict']['optimizer'])
+    state_dict, meta = data['state_dict'], data.get('training_meta')
+    needed = ['optimizer'] + ['{}_meter'.format(k) for k in log_hook.meters]
+    lacking = [k for k in needed if k not in state_dict]
+    if lacking or not isinstance(meta, dict):
+        raise WeightsLoadError(
+            '--resume {}: the snapshot holds the weights but not the training state ({} '
+            'missing), so training cannot continue where it stopped; start from its weights '
+            'with --pre_train {} instead'.format(
+                path, ', '.join(lacking) or '"training_meta"', path))
+    try:
+        optimizer.load_state_dict(state_dict['optimizer'])
+    except (ValueError, KeyError) as e:
+        raise WeightsLoadError(
+            '--resume {}: its optimizer state does not fit this run\'s optimizer ({}); resume '
+            'with the [optimizer] and [body] settings it was written with, or start from its '
+            'weights with --pre_train {}'.format(path, ' '.join(str(e).split()), path)) from None
     for k, m in log_hook.meters.items():
-        m.load_state_dict(data['state_dict']['{}_meter'.format(k)])
-    meta = data['training_meta']
+        m.load_state_dict(state_dict['{}_meter'.format(k)])
     snapshot_hook.last_score = meta['last_score']
     snapshot_hook.best_score = meta['best_score']
     return meta['epoch'] + 1, TrainState(iteration=meta['global_step'])

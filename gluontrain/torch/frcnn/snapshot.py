@@ -10,7 +10,10 @@ when validation improves::
      'training_meta': {'epoch', 'last_score', 'best_score', 'global_step'}}
 
 Written through a temporary file and a rename (seamseg writes in place), read with
-``torch.load(weights_only=True)``.
+``torch.load(weights_only=True)``. Loads report per module what they filled ("loaded N of M
+tensors", missing / unexpected keys grouped, wrong shapes named; see
+:mod:`gluontrain.core.load_report`) in the recipe's log; a module that loads nothing is an
+error naming the file.
 """
 import os
 import shutil
@@ -18,17 +21,31 @@ import shutil
 import torch
 
 from gluontrain.core.checkpoint import atomic_save_file
+from gluontrain.core.load_report import WeightsLoadError, check, guess_origin
 
+from ..weights import (apply_report, compare_state_dict, load_state_dict_reported,
+                       read_weights_file)
 from .config import config_to_string
+from .log import get_logger
 
 __all__ = ['LAST', 'BEST', 'MODULES', 'METERS', 'save_snapshot', 'load_snapshot',
            'resume_from_snapshot', 'pre_train_from_snapshots', 'load_pretraining_dict',
-           'copy_best']
+           'copy_best', 'MissingModuleError', 'SNAPSHOT_FIX']
 
 LAST = 'model_last.pth.tar'
 BEST = 'model_best.pth.tar'
 MODULES = ('body', 'rpn_head', 'roi_head')
 METERS = ('loss', 'obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss')
+#: The end of every error about a snapshot file.
+SNAPSHOT_FIX = ('pass a {} or {} written by this recipe or by seamseg with the same [body], '
+                '[fpn], [rpn], [roi] settings and classes'.format(LAST, BEST))
+
+
+class MissingModuleError(WeightsLoadError, KeyError):
+    """A snapshot without one of the modules to load: seamseg's ``KeyError``, and a
+    one-line ``WeightsLoadError`` for the command line."""
+
+    __str__ = WeightsLoadError.__str__
 
 
 def save_snapshot(file, config, epoch, last_score, best_score, global_step, **state_dicts):
@@ -52,73 +69,142 @@ def save_snapshot(file, config, epoch, last_score, best_score, global_step, **st
     atomic_save_file(file, lambda tmp: torch.save(data, tmp))
 
 
-def load_snapshot(file):
+def load_snapshot(file, what='--resume'):
     """Read a snapshot (tensors, numbers and strings only).
+
+    Parameters
+    ----------
+    file : str
+    what : str, default '--resume'
+        The argument the file came from, to start error messages.
 
     Raises
     ------
-    FileNotFoundError, ValueError
-        Missing file, or not a seamseg snapshot.
+    FileNotFoundError
+        Missing file.
+    WeightsLoadError
+        Empty, truncated, hostile or other file that is not a seamseg snapshot (the message
+        says what it looks like).
     """
-    if not os.path.isfile(file):
-        raise FileNotFoundError('snapshot {} does not exist: pass a {} or {} written by this '
-                                'recipe (or seamseg)'.format(file, LAST, BEST))
-    data = torch.load(file, map_location='cpu', weights_only=True)
+    data = read_weights_file(file, what, SNAPSHOT_FIX)
     if not isinstance(data, dict) or not isinstance(data.get('state_dict'), dict):
-        raise ValueError('{} is not a seamseg snapshot: expected a dict with "state_dict" '
-                         '(and "training_meta", "config")'.format(file))
+        origin = guess_origin(data) if isinstance(data, dict) else None
+        raise WeightsLoadError(
+            '{} {} is not a seamseg snapshot{}: expected a dict with "state_dict" (and '
+            '"training_meta", "config"); {}'.format(
+                what, file, ' (it looks like {})'.format(origin) if origin else '',
+                SNAPSHOT_FIX))
     return data
 
 
-def load_pretraining_dict(module, state_dict):
-    """seamseg's lenient load: drop entries whose shape differs from the module's, then
-    ``load_state_dict(strict=False)``.
+def _source(file, name):
+    return '{} [{}]'.format(file, name)
+
+
+def _module_state(data, name, file, what):
+    state = data['state_dict'][name]
+    if not isinstance(state, dict):
+        raise WeightsLoadError('{} {}: state_dict[{!r}] holds a {}, not a state_dict; {}'
+                               .format(what, file, name, type(state).__name__, SNAPSHOT_FIX))
+    return state
+
+
+def load_pretraining_dict(module, state_dict, source='state_dict', what='--pre_train',
+                          fix=SNAPSHOT_FIX, logger=None):
+    """seamseg's lenient load, reported: tensors whose shape differs from the module's are
+    skipped, missing ones keep the module's values (``load_state_dict(strict=False)``).
+
+    seamseg drops them silently; here the report (loaded N of M, missing / unexpected keys
+    grouped, wrong shapes named) is logged, and a load that fills nothing is refused.
 
     Parameters
     ----------
     module : nn.Module
     state_dict : dict
+    source : str
+        The file (and module) named in the report.
+    what, fix : str
+        Start and end of error messages.
+    logger : logging.Logger, optional
+        Default: the recipe's (``training.log``).
 
     Returns
     -------
-    list of str
-        The dropped keys (seamseg drops them silently).
-    """
-    own = module.state_dict()
-    state_dict = dict(state_dict)
-    dropped = [k for k, v in own.items() if k in state_dict and v.shape != state_dict[k].shape]
-    for k in dropped:
-        del state_dict[k]
-    module.load_state_dict(state_dict, strict=False)
-    return dropped
-
-
-def resume_from_snapshot(model, snapshot, modules=MODULES):
-    """Load every module of ``modules`` from ``snapshot``; returns the snapshot dict.
+    gluontrain.core.load_report.LoadReport
 
     Raises
     ------
-    KeyError
-        The snapshot lacks one of ``modules`` (seamseg's behaviour).
+    WeightsLoadError
+        No tensor of ``module`` loaded.
     """
-    data = load_snapshot(snapshot)
+    return load_state_dict_reported(module, state_dict, source, what, fix, allow_partial=True,
+                                    logger=logger or get_logger())
+
+
+def resume_from_snapshot(model, snapshot, modules=MODULES, what='--resume', logger=None):
+    """Load every module of ``modules`` from ``snapshot``; returns the snapshot dict.
+
+    Every module is checked before any is loaded, and must load completely (unexpected
+    tensors aside; ``num_batches_tracked``, which InPlaceABN snapshots may lack, is not
+    expected). seamseg loads resumed modules as leniently as pre-trained ones, silently
+    skipping what does not fit; a resumed run here refuses that (one line naming the file,
+    module and first keys). Each module's report is logged.
+
+    Returns
+    -------
+    dict
+        The snapshot; ``data['load_reports']`` maps each module to its
+        :class:`~gluontrain.core.load_report.LoadReport`.
+
+    Raises
+    ------
+    MissingModuleError
+        The snapshot lacks one of ``modules`` (seamseg's ``KeyError``, also a
+        ``WeightsLoadError``).
+    WeightsLoadError
+        A module does not load completely.
+    """
+    data = load_snapshot(snapshot, what)
     for name in modules:
         if name not in data['state_dict']:
-            raise KeyError("The given snapshot does not contain a state_dict for module '{}'"
-                           .format(name))
-        load_pretraining_dict(getattr(model, name), data['state_dict'][name])
+            raise MissingModuleError(
+                "{} {}: the given snapshot does not contain a state_dict for module '{}' (it "
+                "has {}); {}".format(what, snapshot, name,
+                                     ', '.join(sorted(data['state_dict'])) or 'none',
+                                     SNAPSHOT_FIX))
+    planned = []
+    for name in modules:
+        module = getattr(model, name)
+        report, state = compare_state_dict(module, _module_state(data, name, snapshot, what),
+                                           _source(snapshot, name), what, SNAPSHOT_FIX)
+        check(report, what, SNAPSHOT_FIX)
+        planned.append((name, module, state, report))
+    logger = logger or get_logger()
+    for name, module, state, report in planned:
+        apply_report(module, state, report)
+        logger.info('%s', report.format())
+    data['load_reports'] = {name: report for name, _, _, report in planned}
     return data
 
 
-def pre_train_from_snapshots(model, snapshots, modules=MODULES):
+def pre_train_from_snapshots(model, snapshots, modules=MODULES, logger=None):
     """seamseg's ``--pre_train``: each entry ``path`` or ``module:path``, later ones
-    overwrite earlier ones.
+    overwrite earlier ones; partial loads allowed and reported
+    (:func:`load_pretraining_dict`).
+
+    Returns
+    -------
+    list of (str, LoadReport)
+        ``(module, report)`` in load order.
 
     Raises
     ------
     ValueError
         ``module`` is not one of ``modules``.
+    WeightsLoadError
+        A file holds none of ``modules``, or fills no tensor of a module.
     """
+    reports = []
     for entry in snapshots:
         head, sep, tail = entry.partition(':')
         # 'C:' drive letters and paths with a colon further on are not module prefixes
@@ -126,16 +212,22 @@ def pre_train_from_snapshots(model, snapshots, modules=MODULES):
             module_name, path = head, tail
         else:
             module_name, path = None, entry
-        data = load_snapshot(path)['state_dict']
-        if module_name is None:
-            for name in modules:
-                if name in data:
-                    load_pretraining_dict(getattr(model, name), data[name])
-        elif module_name in modules:
-            load_pretraining_dict(getattr(model, module_name), data[module_name])
-        else:
+        if module_name is not None and module_name not in modules:
             raise ValueError('Unrecognized network module {!r} in --pre_train {}; use one of {}'
                              .format(module_name, entry, ', '.join(modules)))
+        data = load_snapshot(path, '--pre_train')
+        names = [module_name] if module_name else [n for n in modules if n in data['state_dict']]
+        if not names or names[0] not in data['state_dict']:
+            raise WeightsLoadError('--pre_train {}: the snapshot holds no state_dict for {} (it '
+                                   'has {}); {}'.format(
+                                       entry, module_name or ', '.join(modules),
+                                       ', '.join(sorted(data['state_dict'])) or 'none',
+                                       SNAPSHOT_FIX))
+        for name in names:
+            reports.append((name, load_pretraining_dict(
+                getattr(model, name), _module_state(data, name, path, '--pre_train'),
+                _source(path, name), logger=logger)))
+    return reports
 
 
 def copy_best(log_dir):

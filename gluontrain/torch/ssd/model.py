@@ -16,7 +16,9 @@ Fixed on the way (the reference no longer runs on modern PyTorch): no ``Variable
 and no legacy autograd ``Detect`` Function; the priors are a non-persistent buffer (they move
 with ``.to(device)`` but stay out of ``state_dict``); bad ``phase``/``size`` raise instead of
 printing and returning ``None``; ``load_weights`` does not accept every extension through
-``ext == '.pkl' or '.pth'``.
+``ext == '.pkl' or '.pth'``. Weights files load with a report of what loaded ("loaded 71 of
+71 tensors", missing / unexpected keys grouped, wrong shapes named): :func:`load_ssd_weights`
+(``--resume``), :func:`load_base_weights` (``--basenet``).
 
 gluontrain addition: ``width_mult`` scales every VGG / extra / head *input* channel count
 (never the box counts, the input size or the priors), so a CPU test or a bounded learnability
@@ -29,8 +31,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..weights import load_state_dict_reported, read_weights_file
+
 __all__ = ['L2Norm', 'SSD', 'build_ssd', 'vgg_layers', 'extra_layers', 'multibox',
-           'init_weights', 'load_base_weights', 'conv4_3_end', 'test_phase', 'BASE_CFG', 'EXTRAS_CFG', 'MBOX_CFG']
+           'init_weights', 'load_base_weights', 'load_ssd_weights', 'conv4_3_end', 'test_phase',
+           'BASE_CFG', 'EXTRAS_CFG', 'MBOX_CFG', 'RESUME_FIX', 'BASENET_FIX']
 
 # The reference's layer lists for SSD300 ('M': max-pool, 'C': ceil-mode max-pool,
 # 'S': the next conv has stride 2 and padding 1).
@@ -300,20 +305,23 @@ class SSD(nn.Module):
         return loc, conf, self.priors
 
     def load_weights(self, base_file):
-        """Load a full SSD state_dict (``.pth`` / ``.pkl``) onto the CPU, strictly.
+        """Load a full SSD state_dict (``.pth`` / ``.pkl``) onto the CPU, strictly, reporting
+        what loaded (:func:`load_ssd_weights`).
 
         Parameters
         ----------
         base_file : str
             Checkpoint path (e.g. ``ssd300_mAP_77.43_v2.pth``).
+
+        Returns
+        -------
+        gluontrain.core.load_report.LoadReport
         """
         ext = os.path.splitext(base_file)[1]
         # the reference's test `ext == '.pkl' or '.pth'` was always true
         if ext not in ('.pkl', '.pth'):
             raise ValueError('Only .pth and .pkl files are supported, got {}'.format(base_file))
-        if not os.path.isfile(base_file):
-            raise FileNotFoundError('SSD weights file not found: {}'.format(base_file))
-        self.load_state_dict(torch.load(base_file, map_location='cpu'))
+        return load_ssd_weights(self, base_file, what='SSD weights')
 
 
 @contextlib.contextmanager
@@ -411,9 +419,51 @@ def init_weights(net):
     return net
 
 
-def load_base_weights(net, path):
+#: The end of errors about a ``--resume`` weights file.
+RESUME_FIX = ('pass a state_dict of this SSD (ssd.pytorch\'s torch.save(ssd_net.state_dict()), '
+              'e.g. ssd300_mAP_77.43_v2.pth) built with the same --dataset (number of '
+              'classes), --width_mult and --batch_norm, or a *_last.ckpt of this recipe')
+#: The end of errors about a ``--basenet`` file.
+BASENET_FIX = ("pass ssd.pytorch's vgg16_reducedfc.pth (keys 0.weight ... 33.bias; found in "
+               "--save_folder) with --width_mult 1, or --basenet '' to start from scratch")
+
+
+def load_ssd_weights(net, path, what='--resume', logger=None):
+    """Load a whole-SSD ``state_dict`` file strictly (every tensor, nothing else), as
+    ssd.pytorch's ``ssd_net.load_weights(args.resume)``, and report what loaded.
+
+    Parameters
+    ----------
+    net : SSD
+        DDP / DataParallel wrappers are unwrapped; a ``module.`` prefix in the file is
+        stripped.
+    path : str
+    what : str, default '--resume'
+        The argument the file came from, to start error messages.
+    logger : logging.Logger, optional
+        Receives the report (default: ``gluontrain.torch.weights``).
+
+    Returns
+    -------
+    gluontrain.core.load_report.LoadReport
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    WeightsLoadError
+        Empty, truncated, hostile or non-torch file; a file of another network (nothing
+        loads: the message says what it looks like) or one that does not fill the net
+        exactly (missing, unexpected or wrong-shape tensors named). Nothing is loaded then.
+    """
+    state = read_weights_file(path, what, RESUME_FIX)
+    return load_state_dict_reported(net, state, path, what, RESUME_FIX, ignore=(),
+                                    allow_unexpected=False, logger=logger)
+
+
+def load_base_weights(net, path, logger=None):
     """Load ssd.pytorch's ``vgg16_reducedfc.pth`` (keys ``0.weight`` ... ``33.bias``) into
-    ``net.vgg``, strictly, as train.py does.
+    ``net.vgg``, strictly, as train.py does, and report what loaded.
 
     Parameters
     ----------
@@ -421,24 +471,29 @@ def load_base_weights(net, path):
         Target network (``width_mult`` must be 1 for the published file).
     path : str
         The base weights file.
+    logger : logging.Logger, optional
+        Receives the report (default: ``gluontrain.torch.weights``).
 
     Returns
     -------
     SSD
-        ``net``.
+        ``net``; the report is appended to ``net.load_reports`` (the recipe logs it at the
+        top of the training log).
 
     Raises
     ------
     FileNotFoundError
         When ``path`` does not exist (the message names it and where to get it).
+    WeightsLoadError
+        A file that does not fill ``net.vgg`` exactly (one line naming the file, what it
+        looks like or the first keys, and the fix); nothing is loaded then.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(
             'VGG16 base weights not found: {} (ssd.pytorch uses vgg16_reducedfc.pth from '
             'https://s3.amazonaws.com/amdegroot-models/vgg16_reducedfc.pth)'.format(path))
-    state = torch.load(path, map_location='cpu')
-    try:
-        net.vgg.load_state_dict(state)
-    except RuntimeError as err:
-        raise RuntimeError('{} does not fit net.vgg: {}'.format(path, err)) from err
+    state = read_weights_file(path, '--basenet', BASENET_FIX)
+    report = load_state_dict_reported(net.vgg, state, path, '--basenet', BASENET_FIX,
+                                      ignore=(), allow_unexpected=False, logger=logger)
+    net.load_reports = list(getattr(net, 'load_reports', [])) + [report]
     return net

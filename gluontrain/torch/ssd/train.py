@@ -18,13 +18,13 @@ from ...core.hooks import get_logger, hooks_state_dict, restore_hooks_state
 from ...core.distributed import RankStateHook, SetEpochHook
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
-from ..checkpoint import (get_torch_rng_states, load_weights, restore_checkpoint,
-                          save_checkpoint, save_weights, set_torch_rng_states)
+from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
+                          save_weights, set_torch_rng_states)
 from ..distributed import TorchComm, convert_sync_batchnorm, wrap_ddp
 from ..passes import PassPositionHook, preserved_rng
 from ..step import LossDictStep, mixed_precision, to_device
 from .detection import detections_in_pixels
-from .model import test_phase
+from .model import load_ssd_weights, test_phase
 
 LOSS_NAMES = ('loc_loss', 'conf_loss')
 
@@ -250,8 +250,15 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         # the reference's periodic file (it names every dataset 'COCO'; here its own name)
         SSDIterationLogHook(args.log_interval, args.save_interval, lambda index: save_weights(
             '{}_{}.pth'.format(paths.prefix, index), net))]
+    # what the weights files filled, at the top of the log: --basenet (get_net) and a
+    # weights-only --resume, loaded here before the hooks copy the header (it draws no
+    # random numbers; a checkpoint is restored after the hooks are built, as before)
+    header = [str(args)] + [r.format() for r in getattr(net, 'load_reports', ())]
+    resume_kind = ckpt_io.file_kind(args.resume) if args.resume else None
+    if resume_kind == ckpt_io.TORCH_WEIGHTS:
+        header.append(load_ssd_weights(net, args.resume).format())
     hooks = build_hooks(
-        paths, meter, header=[str(args)], batch_size=args.batch_size, log_interval=0,
+        paths, meter, header=header, batch_size=args.batch_size, log_interval=0,
         num_batches=len(train_data), recipe_hooks=recipe_hooks,
         validate_fn=None if val_data is None else (
             lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric, comm)),
@@ -277,11 +284,11 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         changes.extend(ckpt_io.resume_changes(payload['args'], args, RESUME_MUST_MATCH, path,
                                               ignored=RESUME_IGNORED))
 
-    if args.resume:
+    if args.resume and resume_kind != ckpt_io.TORCH_WEIGHTS:
         kind, restored = ckpt_io.resume_or_load(
             args.resume, lambda p: restore_checkpoint(
                 p, net, optimizer, check=lambda payload: check(payload, p)),
-            lambda p: load_weights(p, net), ckpt_io.TORCH_WEIGHTS)
+            lambda p: load_ssd_weights(net, p), ckpt_io.TORCH_WEIGHTS)
         if kind == ckpt_io.CHECKPOINT:
             payload, state = restored
             # every rank takes its own generators and data position (RankStateHook)

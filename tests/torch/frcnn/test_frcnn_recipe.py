@@ -257,3 +257,79 @@ def test_snapshot_scores_follow_seamseg(tmp_path, config, data_root):
     st.scores = {}
     hook.after_epoch(st)  # no validation this epoch: last_score 0, the best stays
     assert (hook.last_score, hook.best_score) == (0., .5)
+
+
+def _tiny_model(config, data_root, extra_classes=0):
+    from gluontrain.torch.frcnn.config import load_config
+    from gluontrain.torch.frcnn.data import make_dataset
+    from gluontrain.torch.frcnn.model import make_model
+    conf = load_config(config)
+    ds = make_dataset(str(data_root), conf['dataloader']['train_set'], None)
+    return conf, make_model(conf, ds.num_thing + extra_classes, ds.num_stuff)
+
+
+def test_cli_resume_renamed_snapshot_is_one_error_line(tmp_path, config, data_root):
+    """Every key renamed: 0 tensors load, and scripts/train_detection.py says so in one line
+    (seamseg's lenient load would train from scratch, silently)."""
+    from gluontrain.torch.frcnn.snapshot import MODULES, SNAPSHOT_FIX, save_snapshot
+    conf, model = _tiny_model(config, data_root)
+    states = {m: {'net.' + k: v for k, v in getattr(model, m).state_dict().items()}
+              for m in MODULES}
+    snap = tmp_path / 'renamed.pth.tar'
+    save_snapshot(str(snap), conf, 0, 0, 0, 0, **states)
+    expected = sum(1 for k in model.body.state_dict() if not k.endswith('num_batches_tracked'))
+    out = subprocess.run([sys.executable, os.path.join(REPO, 'scripts', 'train_detection.py'),
+                          '--log_dir', str(tmp_path / 'run'), '--resume', str(snap), config,
+                          str(data_root)], capture_output=True, text=True, cwd=str(tmp_path),
+                         env=dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS='1'))
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        'error: --resume {} [body]: loaded 0 of {} tensors; none of its keys '
+        '(net.backbone.mod1.bn1.{{bias, num_batches_tracked, running_mean, running_var, '
+        'weight}}, net.backbone.mod1.conv1.weight, ...) is a key of the model '
+        '(backbone.mod1.bn1.{{bias, running_mean, running_var, weight}}, '
+        'backbone.mod1.conv1.weight, ...); {}'.format(snap, expected, SNAPSHOT_FIX)]
+
+
+def test_eval_pre_train_reports_a_partial_load(tmp_path, config, data_root):
+    """seamseg's --pre_train from a detector of more classes: the classifier and box
+    regressor are skipped (as seamseg) and the log says so."""
+    from gluontrain.torch.frcnn.snapshot import MODULES, save_snapshot
+    conf, model = _tiny_model(config, data_root, extra_classes=2)
+    snap = tmp_path / 'more_classes.pth.tar'
+    save_snapshot(str(snap), conf, 0, 0, 0, 0,
+                  **{m: getattr(model, m).state_dict() for m in MODULES})
+    assert cli_main(['train', 'frcnn', '--eval', '--pre_train', str(snap), '--log_dir',
+                     str(tmp_path / 'eval'), config, str(data_root)]) == 0
+    log = (tmp_path / 'eval' / 'eval.log').read_text()
+    body = len(model.body.state_dict())
+    assert 'loaded {0} of {0} tensors from {1} [body] (0 missing, 0 unexpected, 0 wrong ' \
+           'shape)'.format(body, snap) in log
+    assert 'loaded 10 of 10 tensors from {} [rpn_head] (0'.format(snap) in log
+    # fc1, bn1 (5), fc2, bn2 (5) load; roi_cls and roi_bbx weight and bias do not
+    assert 'loaded 12 of 16 tensors from {} [roi_head] (0 missing, 0 unexpected, 4 wrong ' \
+           'shape)'.format(snap) in log
+    assert "Skip loading parameter 'roi_cls.weight' to the model due to incompatible shapes" \
+        in log
+
+
+def test_resume_needs_the_training_state(tmp_path):
+    """A snapshot with the modules only (as one written for pre-training) cannot be resumed:
+    one line pointing to --pre_train, instead of seamseg's KeyError."""
+    from types import SimpleNamespace
+    from gluontrain.core.load_report import WeightsLoadError
+    from gluontrain.torch.frcnn.meters import AverageMeter
+    from gluontrain.torch.frcnn.snapshot import save_snapshot
+    net = torch.nn.Module()
+    net.body, net.rpn_head, net.roi_head = (torch.nn.Linear(2, 2) for _ in range(3))
+    path = tmp_path / 'weights_only.pth.tar'
+    save_snapshot(str(path), '', 0, 0, 0, 0, body=net.body.state_dict(),
+                  rpn_head=net.rpn_head.state_dict(), roi_head=net.roi_head.state_dict())
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    log_hook = SimpleNamespace(meters={'loss': AverageMeter((), .9)})
+    with pytest.raises(WeightsLoadError) as info:
+        recipe._resume_snapshot(str(path), net, optimizer, log_hook, SimpleNamespace())
+    assert str(info.value) == (
+        '--resume {0}: the snapshot holds the weights but not the training state (optimizer, '
+        'loss_meter missing), so training cannot continue where it stopped; start from its '
+        'weights with --pre_train {0} instead'.format(path))

@@ -1,10 +1,21 @@
 """SSD300 network: ssd.pytorch's state_dict layout, parameter count, outputs and weight loading."""
 import collections
+import os
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 import torch
 
+from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.torch.ssd import model as M
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures')
+sys.path.insert(0, FIXTURES)
+# pylint: disable=wrong-import-position
+from make_ssd_fixtures import OUT_NAME, summarize  # noqa: E402
+from reference_fill import fill_state, fixed_input, load_key_list  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -151,6 +162,7 @@ def test_ssd_model_base_weights(tmp_path):
     missing = str(tmp_path / 'nowhere' / 'vgg16_reducedfc.pth')
     with pytest.raises(FileNotFoundError, match='nowhere/vgg16_reducedfc.pth'):
         M.load_base_weights(net, missing)
+    assert [(len(r.loaded), r.total) for r in net.load_reports] == [(30, 30)]
 
 
 def test_ssd_model_init_weights():
@@ -235,3 +247,127 @@ def test_ssd_recipe_refuses_batch_norm_with_a_base_file():
     args.cfg = voc
     with pytest.raises(ValueError, match="--basenet ''"):
         get_net(args, [torch.device('cpu')])
+
+
+def _save_filled(path, recorded, legacy=False):
+    """A plain state_dict laid out exactly as a recorded key list, filled by fill_tensor."""
+    state = collections.OrderedDict((k, torch.from_numpy(v)) for k, v in
+                                    fill_state(recorded['keys']).items())
+    torch.save(state, str(path), _use_new_zipfile_serialization=not legacy)
+    return state
+
+
+def _our_outputs(net):
+    net.eval()
+    with torch.no_grad():
+        loc, conf, priors = net(torch.from_numpy(fixed_input((1, 3, 300, 300))))
+    return summarize(loc.numpy(), conf.numpy(), priors.numpy())
+
+
+def _assert_same_outputs(ours, reference):
+    assert np.array_equal(ours['rows'], reference['rows'])
+    np.testing.assert_allclose(ours['priors_sum'], reference['priors_sum'], rtol=1e-12)
+    np.testing.assert_allclose(ours['priors_head'], reference['priors_head'], rtol=1e-6)
+    for name in ('loc', 'conf'):
+        scale = np.abs(reference[name]).max()
+        np.testing.assert_allclose(ours[name], reference[name], rtol=1e-4, atol=1e-5 * scale)
+    np.testing.assert_allclose(ours['level_abs_sums'], reference['level_abs_sums'], rtol=1e-5)
+    # a signed sum may nearly cancel: its error is bounded by that of the absolute sum
+    diff = np.abs(ours['level_sums'] - reference['level_sums'])
+    assert np.all(diff <= 1e-5 * reference['level_abs_sums']), diff
+
+
+@pytest.fixture(scope='module')
+def reference_filled(tmp_path_factory):
+    """ssd.pytorch's build_ssd('train', 300, 21).state_dict() layout (recorded key list),
+    filled deterministically, saved as torch.save(ssd_net.state_dict()), loaded through the
+    recipe's --resume loader into our SSD300."""
+    path = tmp_path_factory.mktemp('ssd_ref') / 'ssd300_VOC_filled.pth'
+    _save_filled(path, load_key_list('ssd300_voc'))
+    net = M.build_ssd('train', 300, 21)
+    report = M.load_ssd_weights(net, str(path))
+    return net, report, path
+
+
+def test_reference_state_dict_loads_every_key(reference_filled):
+    _, report, path = reference_filled
+    assert (len(report.loaded), report.total, report.missing, report.unexpected,
+            report.mismatched, report.ignored) == (71, 71, [], [], [], [])
+    assert report.summary() == ('loaded 71 of 71 tensors from {} (0 missing, 0 unexpected, '
+                                '0 wrong shape)'.format(path))
+
+
+def test_outputs_equal_the_reference_s_with_the_same_weights(reference_filled):
+    """Recorded from ssd.pytorch's own SSD (tests/fixtures/make_ssd_fixtures.py)."""
+    reference = dict(np.load(os.path.join(FIXTURES, OUT_NAME)))
+    _assert_same_outputs(_our_outputs(reference_filled[0]), reference)
+
+
+def test_outputs_equal_the_live_reference(reference_filled, tmp_path):
+    refs = os.environ.get('GLUONTRAIN_REFERENCES')
+    if not refs or not os.path.isdir(os.path.join(refs, 'ssd.pytorch')):
+        pytest.skip('GLUONTRAIN_REFERENCES not set: ssd.pytorch\'s source is not available')
+    subprocess.run([sys.executable, os.path.join(FIXTURES, 'make_ssd_fixtures.py'), '--out',
+                    str(tmp_path)], check=True, capture_output=True,
+                   env=dict(os.environ, OMP_NUM_THREADS='1'))
+    live = dict(np.load(str(tmp_path / OUT_NAME)))
+    _assert_same_outputs(_our_outputs(reference_filled[0]), live)
+    recorded = dict(np.load(os.path.join(FIXTURES, OUT_NAME)))
+    for name in ('loc', 'conf', 'level_sums'):  # the committed fixture is still the reference's
+        np.testing.assert_allclose(live[name], recorded[name], rtol=1e-5, atol=1e-6)
+
+
+def test_reference_vgg_base_loads_every_key(tmp_path):
+    """vgg16_reducedfc.pth's layout (a 2017 file: torch's legacy serialisation)."""
+    path = tmp_path / 'vgg16_reducedfc.pth'
+    state = _save_filled(path, load_key_list('ssd300_vgg16_reducedfc'), legacy=True)
+    net = M.build_ssd('train', 300, 21)
+    assert M.load_base_weights(net, str(path)) is net
+    (report,) = net.load_reports
+    assert (len(report.loaded), report.total, report.missing, report.unexpected) == (
+        30, 30, [], [])
+    assert torch.equal(net.vgg[33].bias, state['33.bias'])
+
+
+def test_files_that_do_not_fit_are_one_line(tmp_path):
+    small = M.build_ssd('train', 300, 21, width_mult=1 / 16)
+    full = tmp_path / 'ssd.pth'
+    torch.save(M.build_ssd('train', 300, 21, width_mult=1 / 16).state_dict(), str(full))
+    base = tmp_path / 'vgg.pth'
+    torch.save(small.vgg.state_dict(), str(base))
+    frcnn = tmp_path / 'model_last.pth.tar'
+    torch.save({'config': '', 'state_dict': {'body': {}}, 'training_meta': {}}, str(frcnn))
+    five = tmp_path / 'voc5.pth'
+    torch.save(M.build_ssd('train', 300, 6, width_mult=1 / 16).state_dict(), str(five))
+    bigger = tmp_path / 'bigger.pth'
+    torch.save(dict(small.state_dict(), **{'extra.weight': torch.zeros(1)}), str(bigger))
+    cases = [
+        (M.load_base_weights, full, "--basenet {}: loaded 0 of 30 tensors; it looks like an "
+                                    "ssd.pytorch SSD300 state_dict; " + M.BASENET_FIX),
+        (M.load_ssd_weights, base, "--resume {}: loaded 0 of 71 tensors; it looks like a "
+                                   "VGG16 base (vgg16_reducedfc.pth); " + M.RESUME_FIX),
+        (M.load_ssd_weights, frcnn, "--resume {}: loaded 0 of 71 tensors; it looks like a "
+                                    "seamseg / gluontrain two-stage (frcnn) snapshot (config, "
+                                    "state_dict, training_meta); " + M.RESUME_FIX),
+        # 6 classes in the file, 21 in the net: the conf heads (6 x 2 tensors) do not fit
+        (M.load_ssd_weights, five, "--resume {}: loaded 59 of 71 tensors (0 missing, 0 "
+                                   "unexpected, 12 wrong shape); wrong shape 'conf.0.weight' "
+                                   "((24, 32, 3, 3) in the file, (84, 32, 3, 3) in the model) "
+                                   "and 11 more; " + M.RESUME_FIX),
+        # strict as the reference's load_state_dict: an extra tensor is refused
+        (M.load_ssd_weights, bigger, "--resume {}: loaded 71 of 71 tensors (0 missing, 1 "
+                                     "unexpected, 0 wrong shape); unexpected extra.weight; " +
+                                     M.RESUME_FIX)]
+    for load, path, message in cases:
+        net = M.build_ssd('train', 300, 21, width_mult=1 / 16)
+        before = net.vgg[0].weight.detach().clone()
+        with pytest.raises(WeightsLoadError) as info:
+            load(net, str(path))
+        assert str(info.value) == message.format(path)
+        assert torch.equal(net.vgg[0].weight, before)  # nothing loaded
+    (tmp_path / 'empty.pth').write_bytes(b'')
+    with pytest.raises(WeightsLoadError, match=r'^--resume .*empty.pth is empty \(0 bytes'):
+        M.load_ssd_weights(small, str(tmp_path / 'empty.pth'))
+    (tmp_path / 'cut.pth').write_bytes(full.read_bytes()[:1000])
+    with pytest.raises(WeightsLoadError, match=r'^--basenet .*cut.pth is truncated or corrupt'):
+        M.load_base_weights(small, str(tmp_path / 'cut.pth'))

@@ -306,3 +306,46 @@ def test_validation_split_over_two_ranks_and_gathered_equals_one_process(tiny_vo
     gathered_names, gathered = results[0]
     assert gathered_names == names
     np.testing.assert_array_equal(gathered, alone)   # NaN for classes without objects
+
+
+def test_weights_files_are_reported_in_the_log(tiny_voc, tmp_path):
+    """--basenet and a weights-only --resume (torch.save(ssd_net.state_dict())) say what
+    they filled at the top of the training log."""
+    from gluontrain.torch.ssd.model import build_ssd
+    tiny = build_ssd('train', 300, 21, width_mult=0.125)
+    run = tmp_path / 'run'
+    run.mkdir()
+    torch.save(tiny.vgg.state_dict(), str(run / 'vgg_tiny.pth'))
+    argv = _argv(tiny_voc, run, '--max_iter', '1', '--save_interval', '0')
+    argv[argv.index('--basenet') + 1] = 'vgg_tiny.pth'
+    main(argv)
+    log = open(run / 'ssd300_VOC_train.log').read().splitlines()
+    assert 'loaded 30 of 30 tensors from {}/vgg_tiny.pth (0 missing, 0 unexpected, 0 wrong ' \
+           'shape)'.format(run) in log
+    weights = tmp_path / 'ssd300_VOC_5.pth'
+    torch.save(tiny.state_dict(), str(weights))
+    again = tmp_path / 'again'
+    main(_argv(tiny_voc, again, '--max_iter', '1', '--save_interval', '0', '--resume',
+               str(weights)))
+    log = open(again / 'ssd300_VOC_train.log').read().splitlines()
+    assert 'loaded 71 of 71 tensors from {} (0 missing, 0 unexpected, 0 wrong shape)'.format(
+        weights) in log
+
+
+def test_resume_from_another_recipe_s_file_is_one_error_line(tiny_voc, tmp_path, capsys):
+    from gluontrain.__main__ import main as cli_main
+    from gluontrain.torch.ssd.model import RESUME_FIX
+    snapshot = tmp_path / 'model_last.pth.tar'  # seamseg's snapshot layout (frcnn recipe)
+    torch.save({'config': '', 'state_dict': {'body': {'backbone.mod1.conv1.weight':
+                                                      torch.zeros(1)}},
+                'training_meta': {'epoch': 0}}, str(snapshot))
+    vgg_only = tmp_path / 'vgg_as_resume.pth'
+    torch.save({'{}.weight'.format(i): torch.zeros(1) for i in (0, 2, 5)}, str(vgg_only))
+    for path, looks in ((snapshot, 'a seamseg / gluontrain two-stage (frcnn) snapshot '
+                                   '(config, state_dict, training_meta)'),
+                        (vgg_only, 'a VGG16 base (vgg16_reducedfc.pth)')):
+        status = cli_main(['train', 'ssd'] + _argv(tiny_voc, tmp_path / 'run', '--max_iter',
+                                                   '1', '--resume', str(path)))
+        err = capsys.readouterr().err.strip().splitlines()
+        assert status == 1 and err == ['error: --resume {}: loaded 0 of 71 tensors; it looks '
+                                       'like {}; {}'.format(path, looks, RESUME_FIX)]

@@ -1,0 +1,341 @@
+"""What a weights file filled in a model: detectron2-style load reports, for every backend.
+
+A file either loads what it should or says what it did not. :func:`compare` matches the
+target's ``{key: shape}`` with the file's and returns a :class:`LoadReport` ("loaded N of M
+tensors", missing / unexpected keys grouped by prefix as detectron2's checkpointer prints
+them, shape mismatches named); :func:`check` turns a report that loaded nothing (a file of
+another recipe, every key renamed) or, unless partial loads are allowed, one that left
+tensors unfilled into one :class:`WeightsLoadError` line that names the file, what it looks
+like and the fix. Backend-neutral: keys are strings, shapes tuples of int (numpy only).
+"""
+import collections
+import re
+
+__all__ = ['WeightsLoadError', 'LoadReport', 'group_keys', 'compare', 'guess_origin', 'check',
+           'matches_ignore']
+
+# how many grouped keys a one-line error shows before "..."
+_ERROR_GROUPS = 4
+
+
+class WeightsLoadError(ValueError):
+    """One-line, user-facing error of a weights file that does not fit (CLIs print it as
+    ``error: ...``)."""
+
+
+def _shape(shape):
+    return None if shape is None else tuple(int(s) for s in shape)
+
+
+def _fmt_shape(shape):
+    return 'no tensor' if shape is None else str(tuple(shape))
+
+
+def _group_checkpoint_keys(keys):
+    # detectron2's grouping: the prefix is everything up to the last '.'
+    groups = collections.OrderedDict()
+    for key in keys:
+        pos = key.rfind('.')
+        head, tail = (key[:pos], [key[pos + 1:]]) if pos >= 0 else (key, [])
+        groups.setdefault(head, []).extend(tail)
+    return groups
+
+
+def _group_to_str(group):
+    if not group:
+        return ''
+    if len(group) == 1:
+        return '.' + group[0]
+    return '.{' + ', '.join(sorted(group)) + '}'
+
+
+def group_keys(keys):
+    """Keys sharing a prefix in one string, as detectron2's checkpointer logs them.
+
+    Parameters
+    ----------
+    keys : iterable of str
+
+    Returns
+    -------
+    list of str
+        Sorted; ``['a.b.bias', 'a.b.weight', 'c']`` gives ``['a.b.{bias, weight}', 'c']``.
+    """
+    return sorted(head + _group_to_str(tail)
+                  for head, tail in _group_checkpoint_keys(list(keys)).items())
+
+
+def matches_ignore(key, ignore):
+    """Whether ``key`` is one :func:`compare` should not expect in the file.
+
+    Parameters
+    ----------
+    key : str
+    ignore : callable or iterable of str
+        A predicate, or suffixes: a key matches a suffix ``s`` when it is ``s`` or ends in
+        ``'.' + s`` (``num_batches_tracked`` matches ``bn1.num_batches_tracked``).
+    """
+    if callable(ignore):
+        return bool(ignore(key))
+    return any(key == s or key.endswith('.' + s) for s in ignore)
+
+
+class LoadReport:
+    """What one load filled, from a file into a model (or one module of it).
+
+    Attributes
+    ----------
+    source : str
+        The file, as the user gave it.
+    total : int
+        Target tensors (parameters and buffers) the file was expected to fill: every target
+        key but the ``ignored`` ones. ``total == len(loaded) + len(missing) + len(mismatched)``.
+    loaded : list of str
+        Target keys filled.
+    missing : list of str
+        Target keys the file has no tensor for.
+    unexpected : list of str
+        File keys no target key uses.
+    mismatched : list of (str, tuple, tuple)
+        ``(target key, target shape, file shape)`` of tensors not loaded for their shape.
+    ignored : list of str
+        Target keys deliberately not expected in the file and absent from it (e.g.
+        ``num_batches_tracked``, which InPlaceABN and old checkpoints lack); an ignored key
+        the file has is loaded as any other.
+    file_keys : list of str
+        Every key of the file (for :func:`guess_origin`).
+    mapping : dict
+        ``{target key: file key}`` where they differ.
+    """
+
+    def __init__(self, source, total, loaded, missing, unexpected, mismatched, ignored=(),
+                 file_keys=(), mapping=None):
+        self.source = str(source)
+        self.total = int(total)
+        self.loaded = list(loaded)
+        self.missing = list(missing)
+        self.unexpected = list(unexpected)
+        self.mismatched = list(mismatched)
+        self.ignored = list(ignored)
+        self.file_keys = list(file_keys)
+        self.mapping = dict(mapping or {})
+
+    @property
+    def complete(self):
+        """True when every expected target tensor was loaded (unexpected keys aside)."""
+        return not self.missing and not self.mismatched
+
+    def summary(self):
+        """One line: ``loaded 312 of 314 tensors from FILE (2 missing, 0 unexpected, 0 wrong
+        shape)``, plus ``; N ignored (...)`` when target keys were not expected."""
+        line = 'loaded {} of {} tensors from {} ({})'.format(
+            len(self.loaded), self.total, self.source, self._counts())
+        if self.ignored:
+            suffixes = sorted({k.rsplit('.', 1)[-1] for k in self.ignored})
+            line += '; {} not expected in the file ({})'.format(len(self.ignored),
+                                                                  ', '.join(suffixes))
+        return line
+
+    def _counts(self):
+        return '{} missing, {} unexpected, {} wrong shape'.format(
+            len(self.missing), len(self.unexpected), len(self.mismatched))
+
+    def mismatch_lines(self):
+        """detectron2's warning for every tensor skipped for its shape."""
+        return ["Skip loading parameter '{}' to the model due to incompatible shapes: {} in "
+                "the checkpoint but {} in the model!".format(
+                    key, _fmt_shape(file_shape), _fmt_shape(target_shape))
+                for key, target_shape, file_shape in self.mismatched]
+
+    def format(self):
+        """The summary and detectron2-style blocks of what did not load (multi-line)."""
+        lines = [self.summary()]
+        lines += self.mismatch_lines()
+        if self.missing:
+            lines.append('Some model parameters or buffers are not found in the checkpoint:')
+            lines += ['  ' + g for g in group_keys(self.missing)]
+        if self.unexpected:
+            lines.append('The checkpoint contains parameters not used by the model:')
+            lines += ['  ' + g for g in group_keys(self.unexpected)]
+        return '\n'.join(lines)
+
+    def __repr__(self):
+        return '<LoadReport {}>'.format(self.summary())
+
+
+def compare(target_shapes, file_shapes, source, mapping=None, ignore=()):
+    """Match a target's tensors with a file's, by name and shape.
+
+    Parameters
+    ----------
+    target_shapes : dict
+        ``{key: shape}`` of the model or module to fill.
+    file_shapes : dict
+        ``{key: shape}`` of the file; a shape of ``None`` (an entry that is no tensor) never
+        matches.
+    source : str
+        The file, for the messages.
+    mapping : dict, optional
+        ``{target key: file key}`` where the names differ; other target keys are looked up
+        under their own name, and a target key mapped to ``None`` has no source.
+    ignore : callable or iterable of str
+        Target keys matching it (:func:`matches_ignore`) that the file lacks are ``ignored``,
+        never ``missing``.
+
+    Returns
+    -------
+    LoadReport
+    """
+    mapping = dict(mapping or {})
+    file_shapes = {k: _shape(v) for k, v in file_shapes.items()}
+    loaded, missing, mismatched, ignored, used = [], [], [], [], set()
+    for key, shape in target_shapes.items():
+        shape = _shape(shape)
+        file_key = mapping.get(key, key)
+        if file_key is None or file_key not in file_shapes:
+            (ignored if matches_ignore(key, ignore) else missing).append(key)
+            continue
+        used.add(file_key)
+        if file_shapes[file_key] == shape:
+            loaded.append(key)
+        else:
+            mismatched.append((key, shape, file_shapes[file_key]))
+    unexpected = [k for k in file_shapes if k not in used]
+    return LoadReport(source, len(target_shapes) - len(ignored), loaded, missing, unexpected,
+                      mismatched, ignored, list(file_shapes),
+                      {k: v for k, v in mapping.items() if k != v})
+
+
+def _strip_prefix(keys, prefix):
+    if keys and all(k.startswith(prefix) for k in keys):
+        return [k[len(prefix):] for k in keys]
+    return keys
+
+
+# (what it looks like, test on the set of keys with a DDP 'module.' prefix stripped), first
+# match wins: the most specific layouts first
+def _has(keys, *patterns):
+    return any(re.search(p, k) for k in keys for p in patterns)
+
+
+_ORIGINS = (
+    # seamseg's snapshot modules: body (FPNBody: backbone.mod1... and fpn.), rpn_head, roi_head
+    ('a seamseg / gluontrain two-stage (frcnn) snapshot',
+     lambda ks: _has(ks, r'^(body\.)?backbone\.mod\d\.', r'^(rpn_head|roi_head)\.')),
+    ('a seamseg ResNet body (mod1 ... mod5)',
+     lambda ks: _has(ks, r'^mod[1-5]\.')),
+    ('a Scene-Graph-Benchmark relation model',
+     lambda ks: _has(ks, r'^(model\.)?roi_heads\.relation\.')),
+    ('a Scene-Graph-Benchmark / maskrcnn-benchmark model',
+     lambda ks: _has(ks, r'^(model\.)?backbone\.body\.(stem|layer\d)\.',
+                     r'^(model\.)?rpn\.head\.', r'^(model\.)?roi_heads\.box\.')),
+    ('a Detectron (Caffe2) ResNet .pkl', lambda ks: _has(ks, r'^res\d_\d+_branch', r'^conv1_w$')),
+    ('an ssd.pytorch SSD300 state_dict',
+     lambda ks: _has(ks, r'^vgg\.\d+\.') and _has(ks, r'^(loc|conf)\.\d+\.')),
+    ('a VGG16 base (vgg16_reducedfc.pth)',
+     lambda ks: all(re.match(r'^\d+\.(weight|bias)$', k) for k in ks)),
+    ('a GluonCV YOLOv3 .params',
+     lambda ks: _has(ks, r'(^|\.)yolo_(outputs|blocks)\.', r'^yolov3\d*_', r'transitions\.\d')),
+    ('a GluonCV / MXNet .params', lambda ks: _has(ks, r'_(weight|bias|gamma|beta|running_mean)$')
+     and not _has(ks, r'\.')),
+    ('a torchvision ResNet', lambda ks: _has(ks, r'^layer[1-4]\.\d+\.conv\d\.')
+     and _has(ks, r'^conv1\.weight$')),
+    ('a torchvision VGG', lambda ks: _has(ks, r'^features\.\d+\.weight$')
+     and _has(ks, r'^classifier\.\d+\.')),
+    ('a gluontrain checkpoint', lambda ks: {'params', 'trainer', 'epoch'} <= set(ks)),
+    ('a seamseg / gluontrain two-stage (frcnn) snapshot (config, state_dict, training_meta)',
+     lambda ks: {'state_dict', 'training_meta'} <= set(ks)),
+    ('a Scene-Graph-Benchmark / maskrcnn-benchmark checkpoint (model, optimizer, ...)',
+     lambda ks: 'model' in ks and bool({'optimizer', 'scheduler', 'iteration'} & set(ks))),
+)
+
+
+def guess_origin(keys):
+    """What a file's key set looks like, for error messages.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        The file's keys (a ``module.`` prefix on every key, as DDP saves, is ignored).
+
+    Returns
+    -------
+    str or None
+        E.g. ``'an ssd.pytorch SSD300 state_dict'``; ``None`` for no known layout.
+    """
+    keys = _strip_prefix([str(k) for k in keys], 'module.')
+    if not keys:
+        return None
+    for origin, test in _ORIGINS:
+        if test(keys):
+            return origin
+    return None
+
+
+def _preview(keys, limit=_ERROR_GROUPS):
+    groups = group_keys(keys)
+    shown = ', '.join(groups[:limit])
+    return shown + (', ...' if len(groups) > limit else '')
+
+
+def check(report, what, fix, allow_partial=False, allow_unexpected=True):
+    """Refuse a load that filled nothing or, unless ``allow_partial``, not everything.
+
+    Parameters
+    ----------
+    report : LoadReport
+    what : str
+        What the file was given as, e.g. ``'--resume'`` or ``'--basenet'``; starts the message.
+    fix : str
+        What the user should do instead; ends the message.
+    allow_partial : bool, default False
+        Accept missing and wrong-shape tensors (they stay reported); a load of zero tensors
+        is refused anyway.
+    allow_unexpected : bool, default True
+        Accept file tensors the target does not use (they stay reported); ``False`` is
+        ``load_state_dict(strict=True)``'s rule.
+
+    Returns
+    -------
+    LoadReport
+        ``report``, when accepted.
+
+    Raises
+    ------
+    WeightsLoadError
+        One line naming the file, the counts, what the file looks like (zero loaded) or the
+        first unfilled keys (partial), and ``fix``.
+    """
+    if report.total and not report.loaded:
+        origin = guess_origin(report.file_keys)
+        if report.mismatched:
+            key, target_shape, file_shape = report.mismatched[0]
+            looks = ("every tensor it shares with the model has another shape ('{}': {} in the "
+                     "file, {} in the model)".format(key, _fmt_shape(file_shape),
+                                                     _fmt_shape(target_shape)))
+        elif origin:
+            looks = 'it looks like {}'.format(origin)
+        elif report.file_keys:
+            looks = 'none of its keys ({}) is a key of the model ({})'.format(
+                _preview(report.file_keys, 2), _preview(report.missing, 2))
+        else:
+            looks = 'it holds no tensors'
+        raise WeightsLoadError('{} {}: loaded 0 of {} tensors; {}; {}'.format(
+            what, report.source, report.total, looks, fix))
+    refuse_unexpected = not allow_unexpected and report.unexpected
+    if (not allow_partial and not report.complete) or refuse_unexpected:
+        parts = []
+        if report.missing:
+            parts.append('missing {}'.format(_preview(report.missing)))
+        if report.mismatched:
+            key, target_shape, file_shape = report.mismatched[0]
+            parts.append("wrong shape '{}' ({} in the file, {} in the model){}".format(
+                key, _fmt_shape(file_shape), _fmt_shape(target_shape),
+                ' and {} more'.format(len(report.mismatched) - 1)
+                if len(report.mismatched) > 1 else ''))
+        if refuse_unexpected:
+            parts.append('unexpected {}'.format(_preview(report.unexpected)))
+        raise WeightsLoadError('{} {}: loaded {} of {} tensors ({}); {}; {}'.format(
+            what, report.source, len(report.loaded), report.total, report._counts(),
+            '; '.join(parts), fix))
+    return report
