@@ -8,11 +8,20 @@ boxes get no gradient (the references' kernels return none for them either); the
 gradient is the adjoint of the forward, as the references' CUDA backward (maskrcnn-benchmark
 has no CPU backward). With ``K = 0`` the result is an empty ``(0, C, out_h, out_w)`` tensor.
 """
+import numbers
+
 import torch
 import torch.nn.functional as F
 
 __all__ = ['roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align']
+
+
+def _check_batch_idx(x, batch_idx):
+    """A clear error for an image index beyond ``x`` (indexing would fail obscurely)."""
+    if bool((batch_idx < 0).any()) or bool((batch_idx >= x.shape[0]).any()):
+        raise ValueError('batch_idx must index the {} images of x (got values {}..{})'.format(
+            x.shape[0], int(batch_idx.min()), int(batch_idx.max())))
 
 
 def _sample(x, batch_idx, ys, xs, padding):
@@ -33,9 +42,7 @@ def _sample(x, batch_idx, ys, xs, padding):
                         gy[:, :, None].expand(n_roi, sy, sx)], -1)
     # ROIs grouped by image (stable), sampled image by image, then put back in input order
     order = torch.argsort(batch_idx, stable=True)
-    if bool((batch_idx < 0).any()) or bool((batch_idx >= x.shape[0]).any()):
-        raise ValueError('batch_idx must index the {} images of x (got values {}..{})'.format(
-            x.shape[0], int(batch_idx.min()), int(batch_idx.max())))
+    _check_batch_idx(x, batch_idx)
     counts = torch.bincount(batch_idx, minlength=x.shape[0]).tolist()
     pieces, start = [], 0
     for n, count in enumerate(counts):
@@ -100,6 +107,97 @@ def _align_points(start, end, pooled, grid, aligned):
     return start[:, None] + ph * bin_size[:, None] + it * bin_size[:, None] / grid
 
 
+def _check_ratio(sampling_ratio):
+    """``sampling_ratio`` must be an integer (the reference's C++ ``int``); a float such as 2.5
+    would otherwise silently sample a different grid."""
+    if isinstance(sampling_ratio, bool) or not isinstance(sampling_ratio, numbers.Integral):
+        raise ValueError('sampling_ratio={!r}: must be an integer (> 0: that many samples per bin '
+                         'side; <= 0: adaptive, ceil(roi size / output size) as '
+                         'maskrcnn-benchmark)'.format(sampling_ratio))
+    return int(sampling_ratio)
+
+
+def _align_bins(x, boxes, batch_idx, output_size, grid_h, grid_w, aligned):
+    """Average of ``grid_h x grid_w`` samples per bin for every box (boxes already scaled)."""
+    out_h, out_w = output_size
+    ys = _align_points(boxes[:, 1], boxes[:, 3], out_h, grid_h, aligned)
+    xs = _align_points(boxes[:, 0], boxes[:, 2], out_w, grid_w, aligned)
+    # The reference zeroes a sample outside [-1, H] x [-1, W] and clamps the others into the
+    # image: the clamped bilinear read is grid_sample's border padding.
+    valid = (((ys >= -1) & (ys <= x.shape[2]))[:, :, None]
+             & ((xs >= -1) & (xs <= x.shape[3]))[:, None, :])
+    samples = _sample(x, batch_idx, ys + 0.5, xs + 0.5, 'border')
+    if samples.shape[0] == 0:
+        return samples.new_zeros(0, x.shape[1], out_h, out_w)
+    if not bool(valid.all()):  # proposals clipped to the image never need the mask
+        samples = samples * valid[:, None].to(x.dtype)
+    return F.avg_pool2d(samples, (grid_h, grid_w))
+
+
+def _adaptive_axis(start, end, pooled, aligned):
+    """Per box: the reference's adaptive grid ``ceil(roi_size / pooled)`` along one axis (in
+    the boxes' dtype as its kernel; legacy boxes are at least 1 pixel, an empty or inverted
+    aligned box gets 0) and the bin size."""
+    length = end - start if aligned else torch.clamp(end - start, min=1.0)
+    return torch.ceil(length / pooled).clamp(min=0).long(), length / pooled
+
+
+def _adaptive_coords(start, bin_size, grid, roi, cell, sub):
+    """Sample coordinate of sample ``sub`` of bin ``cell`` along one axis of box ``roi``, in the
+    reference's operation order: ``start + cell * bin + (sub + .5) * bin / grid``."""
+    bin_size = bin_size[roi]
+    return (start[roi] + cell.to(start.dtype) * bin_size
+            + (sub + .5).to(start.dtype) * bin_size / grid[roi])
+
+
+def _align_adaptive(x, boxes, batch_idx, output_size, aligned):
+    """Adaptive ratio: the real samples of every box (boxes have different grids) as one flat
+    list, one ``grid_sample`` per image, summed into their bins in the reference's order
+    (``iy`` then ``ix``) and divided by the box's ``grid_h * grid_w``."""
+    _check_batch_idx(x, batch_idx)
+    (out_h, out_w), (n_roi, chans) = output_size, (boxes.shape[0], x.shape[1])
+    # boxes sorted by image (stable), so that each image's samples are contiguous
+    order = torch.argsort(batch_idx, stable=True)
+    boxes, batch_idx = boxes[order], batch_idx[order]
+    grid_h, bin_h = _adaptive_axis(boxes[:, 1], boxes[:, 3], out_h, aligned)
+    grid_w, bin_w = _adaptive_axis(boxes[:, 0], boxes[:, 2], out_w, aligned)
+    # sample j of box k, row-major over its (out_h * grid_h) x (out_w * grid_w) points
+    rows, cols = out_h * grid_h, out_w * grid_w
+    per_roi = rows * cols
+    roi = torch.repeat_interleave(torch.arange(n_roi, device=boxes.device), per_roi)
+    first = torch.cumsum(per_roi, 0) - per_roi
+    j = torch.arange(roi.numel(), device=boxes.device) - first[roi]
+    row, col = torch.div(j, cols[roi], rounding_mode='floor'), j % cols[roi]
+    ph, iy = torch.div(row, grid_h[roi], rounding_mode='floor'), row % grid_h[roi]
+    pw, ix = torch.div(col, grid_w[roi], rounding_mode='floor'), col % grid_w[roi]
+    py = _adaptive_coords(boxes[:, 1], bin_h, grid_h, roi, ph, iy)
+    px = _adaptive_coords(boxes[:, 0], bin_w, grid_w, roi, pw, ix)
+    # grid_sample's pixel-centre convention and border clamping as in _sample
+    grid = torch.stack([(px + 0.5) * (2.0 / x.shape[3]) - 1,
+                        (py + 0.5) * (2.0 / x.shape[2]) - 1], -1).to(x.dtype)
+    pieces, start = [], 0
+    for n, count in enumerate(torch.bincount(batch_idx[roi], minlength=x.shape[0]).tolist()):
+        if count:
+            pieces.append(F.grid_sample(x[n:n + 1], grid[start:start + count].view(1, count, 1, 2),
+                                        'bilinear', 'border', align_corners=False)
+                          .view(chans, count))
+            start += count
+    # (a (C, 0) view of x when no box has a sample keeps the result in x's graph)
+    values = torch.cat(pieces, 1) if pieces else x[0, :, :0, 0]
+    # The reference zeroes a sample outside [-1, H] x [-1, W] (see _align_bins)
+    inside = (py >= -1) & (py <= x.shape[2]) & (px >= -1) & (px <= x.shape[3])
+    if not bool(inside.all()):
+        values = values * inside.to(x.dtype)
+    cell = (roi * out_h + ph) * out_w + pw
+    sums = x.new_zeros(chans, n_roi * out_h * out_w).index_add(1, cell, values)
+    # torchvision: an empty grid (aligned, empty box) averages nothing -> 0
+    count = (grid_h * grid_w).clamp(min=1).to(x.dtype)
+    out = (sums.view(chans, n_roi, out_h, out_w) / count[:, None, None]).transpose(0, 1)
+    if bool((order[1:] > order[:-1]).all()):
+        return out.contiguous()
+    return out[torch.argsort(order)]
+
+
 def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampling_ratio=2,
               aligned=False):
     """ROIAlign as maskrcnn-benchmark's ``ROIAlign_cpu.cpp`` (``aligned=False``, the legacy
@@ -107,8 +205,12 @@ def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampli
 
     Each bin of a box ``(x1, y1, x2, y2) * spatial_scale`` (size ``max(x2 - x1, 1) / out_w``;
     with ``aligned`` the box is shifted by -0.5 and not forced to 1 pixel) averages
-    ``sampling_ratio**2`` bilinear samples; a sample beyond ``[-1, H] x [-1, W]`` counts as 0,
-    others are clamped into the image as the reference does.
+    ``grid_h x grid_w`` bilinear samples; a sample beyond ``[-1, H] x [-1, W]`` counts as 0,
+    others are clamped into the image as the reference does. ``grid_h = grid_w =
+    sampling_ratio`` when it is positive; otherwise (adaptive, maskrcnn-benchmark's and
+    Scene-Graph-Benchmark's config default 0) each box gets ``grid_h = ceil(roi_h / out_h)``,
+    ``grid_w = ceil(roi_w / out_w)`` from its own (scaled, legacy: at least 1 pixel) size;
+    with ``aligned`` an empty or inverted box has an empty grid and pools to 0 as torchvision.
 
     Parameters
     ----------
@@ -123,7 +225,7 @@ def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampli
     spatial_scale : float, default 1.0
         Feature size / image size (1 / stride).
     sampling_ratio : int, default 2
-        Samples per bin along each axis (the adaptive ``<= 0`` mode is not supported).
+        Samples per bin along each axis; ``<= 0``: adaptive, per box as above.
     aligned : bool, default False
         torchvision's half-pixel correction.
 
@@ -131,26 +233,22 @@ def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampli
     -------
     torch.Tensor
         ``(K, C, out_h, out_w)``.
+
+    Raises
+    ------
+    ValueError
+        ``sampling_ratio`` is not an integer, or ``batch_idx`` is out of range.
     """
-    if sampling_ratio <= 0:
-        raise ValueError('sampling_ratio={}: only a fixed positive ratio is supported (the '
-                         'scene-graph configs use 2)'.format(sampling_ratio))
+    g = _check_ratio(sampling_ratio)
+    output_size = tuple(output_size)
     boxes = boxes.detach() * spatial_scale
     if aligned:
         boxes = boxes - 0.5
-    (out_h, out_w), g = output_size, sampling_ratio
-    ys = _align_points(boxes[:, 1], boxes[:, 3], out_h, g, aligned)
-    xs = _align_points(boxes[:, 0], boxes[:, 2], out_w, g, aligned)
-    # The reference zeroes a sample outside [-1, H] x [-1, W] and clamps the others into the
-    # image: the clamped bilinear read is grid_sample's border padding.
-    valid = (((ys >= -1) & (ys <= x.shape[2]))[:, :, None]
-             & ((xs >= -1) & (xs <= x.shape[3]))[:, None, :])
-    samples = _sample(x, batch_idx, ys + 0.5, xs + 0.5, 'border')
-    if samples.shape[0] == 0:
-        return samples.new_zeros(0, x.shape[1], out_h, out_w)
-    if not bool(valid.all()):  # proposals clipped to the image never need the mask
-        samples = samples * valid[:, None].to(x.dtype)
-    return F.avg_pool2d(samples, g)
+    if g > 0:
+        return _align_bins(x, boxes, batch_idx, output_size, g, g, aligned)
+    if boxes.shape[0] == 0:
+        return x.new_zeros((0, x.shape[1]) + output_size)
+    return _align_adaptive(x, boxes, batch_idx, output_size, aligned)
 
 
 def fpn_levels(boxes, k_min, k_max, canonical_scale=224, canonical_level=4, eps=1e-6,
@@ -250,13 +348,14 @@ def multilevel_roi_align(feats, boxes, batch_idx, scales, output_size=(7, 7), sa
         ``1 / stride`` of each level (e.g. ``(1/4, 1/8, 1/16, 1/32)``); levels
         ``k = -log2(scale)``, canonical level 4 at scale 224, as the reference.
     output_size, sampling_ratio, aligned
-        As :func:`roi_align`.
+        As :func:`roi_align` (``sampling_ratio <= 0``: adaptive per box, on its level's scale).
 
     Returns
     -------
     torch.Tensor
         ``(K, C, out_h, out_w)``.
     """
+    _check_ratio(sampling_ratio)  # refused even when there are no boxes to pool
     k_min = int(round(-torch.log2(torch.tensor(scales[0], dtype=torch.float32)).item()))
     k_max = int(round(-torch.log2(torch.tensor(scales[-1], dtype=torch.float32)).item()))
     if len(feats) == 1:

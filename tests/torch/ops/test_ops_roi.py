@@ -1,6 +1,11 @@
 """ROI sampling / ROIAlign against the references' C++ loops written out, hand-computed
-values, gradient checks and FPN level assignment."""
+values, gradient checks and FPN level assignment; ROIAlign's adaptive sampling ratio also
+against maskrcnn-benchmark's compiled kernel (recorded fixture)."""
+import json
 import math
+import os
+
+import numpy as np
 
 import pytest
 import torch
@@ -38,7 +43,8 @@ def seamseg_loop(x, boxes, idx, size, padding='border'):
 
 
 def roialign_loop(x, boxes, idx, size, scale, ratio, aligned=False):
-    """maskrcnn-benchmark's ROIAlign_cpu.cpp (and torchvision's aligned variant)."""
+    """maskrcnn-benchmark's ROIAlign_cpu.cpp (and torchvision's aligned variant), with its
+    adaptive ``ratio <= 0`` grid ``ceil(roi size / bins)`` (torchvision: an empty grid -> 0)."""
     k, (c, h, w) = boxes.shape[0], x.shape[1:]
     out = torch.zeros(k, c, *size, dtype=x.dtype)
     off = 0.5 if aligned else 0.0
@@ -48,13 +54,15 @@ def roialign_loop(x, boxes, idx, size, scale, ratio, aligned=False):
         if not aligned:
             rw, rh = max(rw, 1.), max(rh, 1.)
         bh, bw = rh / size[0], rw / size[1]
+        gh = ratio if ratio > 0 else math.ceil(rh / size[0])
+        gw = ratio if ratio > 0 else math.ceil(rw / size[1])
         for ph in range(size[0]):
             for pw in range(size[1]):
                 acc = torch.zeros(c, dtype=x.dtype)
-                for iy in range(ratio):
-                    yy = y1 + ph * bh + (iy + .5) * bh / ratio
-                    for ix in range(ratio):
-                        xx = x1 + pw * bw + (ix + .5) * bw / ratio
+                for iy in range(gh):
+                    yy = y1 + ph * bh + (iy + .5) * bh / gh
+                    for ix in range(gw):
+                        xx = x1 + pw * bw + (ix + .5) * bw / gw
                         y, xv = yy, xx
                         if y < -1.0 or y > h or xv < -1.0 or xv > w:
                             continue
@@ -75,7 +83,7 @@ def roialign_loop(x, boxes, idx, size, scale, ratio, aligned=False):
                         f = x[int(idx[r])]
                         acc += (hy * hx * f[:, yl, xl] + hy * lx * f[:, yl, xh]
                                 + ly * hx * f[:, yh, xl] + ly * lx * f[:, yh, xh])
-                out[r, :, ph, pw] = acc / (ratio * ratio)
+                out[r, :, ph, pw] = acc / max(gh * gw, 1)
     return out
 
 
@@ -184,3 +192,128 @@ def test_multilevel_poolers_assemble_the_single_level_ops():
         want = roi_align(feats[levels[r]], xyxy[r:r + 1], idx[r:r + 1], (7, 7),
                          1 / 2 ** (levels[r].item() + 2), 2)
         assert torch.equal(got[r:r + 1], want)
+
+
+# ----- adaptive sampling ratio (sampling_ratio <= 0: ceil(roi size / bins) samples per side)
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures',
+                       'roi_align', 'roi_align_adaptive.npz')
+FIXTURE_CASES = ['scale4_7x7_f64', 'scale8_2x3_f64', 'scale4_7x7_f32', 'scale8_2x3_ratio2_f64']
+
+
+@pytest.mark.parametrize('k,size,scale', [(1, (7, 7), 1.0), (8, (3, 4), .5), (9, (2, 3), .25),
+                                          (6, (7, 7), .125)])
+@pytest.mark.parametrize('ratio', [0, -1])
+@pytest.mark.parametrize('aligned', [False, True])
+def test_roi_align_adaptive_equals_maskrcnn_loop(k, size, scale, ratio, aligned):
+    x = torch.randn(2, 3, 6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(k))
+    boxes, idx = random_rois(k, 20 + k, 6 / scale, 8 / scale)
+    boxes = boxes[:, [1, 0, 3, 2]]
+    got = roi_align(x, boxes, idx, size, scale, ratio, aligned)
+    want = roialign_loop(x, boxes, idx, size, scale, ratio, aligned)
+    assert torch.allclose(got, want, atol=1e-12)
+
+
+def test_roi_align_adaptive_hand_computed():
+    # f[i, j] = 10 i^2 + j^2 (not bilinear, so the sample grid shows in the average)
+    f = (10 * torch.arange(10.)[:, None] ** 2 + torch.arange(12.)[None] ** 2).view(1, 1, 10, 12)
+    idx = torch.tensor([0])
+    # box x 1.5..3.5, y 0.5..3.5 in one bin: grid ceil(3 / 1) x ceil(2 / 1) = 3 x 2, samples
+    # on the pixels y 1, 2, 3 and x 2, 3
+    box = torch.tensor([[1.5, 0.5, 3.5, 3.5]])
+    got = roi_align(f, box, idx, (1, 1), 1.0, 0)
+    assert got.item() == pytest.approx(10 * (1 + 4 + 9) / 3 + (4 + 9) / 2)
+    # a fixed ratio 2 samples y 1.25, 2.75 (bilinear i^2: 1.75, 7.75) instead
+    assert roi_align(f, box, idx, (1, 1), 1.0, 2).item() == pytest.approx(10 * 4.75 + 6.5)
+    # 2 x 3 bins of a 6 x 6 box: bins 3 x 2 pixels, grid 3 x 2, samples y 1 + 3 a + {0, 1, 2},
+    # x 1 + 2 b + {0, 1}
+    got = roi_align(f, torch.tensor([[0.5, 0.5, 6.5, 6.5]]), idx, (2, 3), 1.0, 0)
+    rows = [(1 + 4 + 9) / 3, (16 + 25 + 36) / 3]
+    cols = [(1 + 4) / 2, (9 + 16) / 2, (25 + 36) / 2]
+    want = [[10 * r + c for c in cols] for r in rows]
+    assert torch.allclose(got.view(2, 3), torch.tensor(want))
+    # legacy: a 0.4 x 0.3 box is forced to 1 x 1 pixel -> grid 1, one sample at its centre
+    ramp = (10 * torch.arange(6.)[:, None] + torch.arange(8.)[None]).view(1, 1, 6, 8)
+    got = roi_align(ramp, torch.tensor([[2., 1., 2.4, 1.3]]), idx, (1, 1), 1.0, 0)
+    assert got.item() == pytest.approx(10 * 1.5 + 2.5)
+    # aligned (torchvision): an empty or inverted box has an empty grid and pools to 0
+    boxes = torch.tensor([[2., 2., 2., 2.], [5., 4., 2., 1.], [1., 1., 4., 4.]])
+    got = roi_align(ramp, boxes, torch.tensor([0, 0, 0]), (2, 2), 1.0, 0, aligned=True)
+    assert got[:2].abs().max().item() == 0 and got[2].abs().min().item() > 0
+    # ... also when no box has a sample: zeros that still backpropagate (zero gradient)
+    x = ramp.clone().requires_grad_(True)
+    got = roi_align(x, boxes[:2], torch.tensor([0, 0]), (2, 2), 1.0, 0, aligned=True)
+    got.sum().backward()
+    assert got.abs().max().item() == 0 and x.grad.abs().max().item() == 0
+
+
+@pytest.mark.parametrize('name', FIXTURE_CASES)
+def test_roi_align_equals_maskrcnn_kernel_fixture(name):
+    """Forward and feature gradient against maskrcnn-benchmark's compiled ``ROIAlign_cpu.cpp``
+    on fixed inputs (``tests/fixtures/make_roi_align_fixture.py``). The reference has no CPU
+    backward; the recorded gradient is ``J^T g`` with ``J`` read off the compiled forward on
+    basis inputs, which is what its CUDA backward (the forward's exact adjoint) computes."""
+    data = np.load(FIXTURE)
+    assert name in json.loads(str(data['meta']))['cases']
+    case = {key.split('/', 1)[1]: torch.from_numpy(data[key]) for key in data.files
+            if key.startswith(name + '/')}
+    x = case['features'].clone().requires_grad_(True)
+    got = roi_align(x, case['boxes'], case['batch_idx'], tuple(case['output_size'].tolist()),
+                    case['spatial_scale'].item(), int(case['sampling_ratio']))
+    atol = 1e-12 if x.dtype == torch.float64 else 2e-5
+    assert got.dtype == x.dtype
+    assert torch.allclose(got, case['output'], atol=atol, rtol=0)
+    got.backward(case['grad_output'])
+    assert torch.allclose(x.grad, case['grad_features'], atol=atol * 4, rtol=0)
+
+
+def test_fixture_covers_grid_sizes_and_outside_boxes():
+    # the fixture exercises what it claims: grids from 1 to 4+ per side, zeros from boxes
+    # wholly outside, and non-square grids
+    data = np.load(FIXTURE)
+    boxes = torch.from_numpy(data['scale4_7x7_f64/boxes']) * 0.25
+    grid = torch.ceil(torch.clamp(boxes[:, 2:] - boxes[:, :2], min=1.0) / 7)
+    assert grid.min() == 1 and grid.max() >= 6 and bool((grid[:, 0] != grid[:, 1]).any())
+    assert bool((data['scale4_7x7_f64/output'] == 0).all(axis=(1, 2, 3)).any())
+    assert bool((boxes[:, :2] < 0).any())
+
+
+def test_roi_align_adaptive_gradcheck():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 2, 5, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    boxes, idx = random_rois(5, 4, 10, 12)
+    boxes = boxes[:, [1, 0, 3, 2]]
+    assert torch.autograd.gradcheck(lambda t: roi_align(t, boxes, idx, (2, 3), 0.5, 0), (x,))
+    assert torch.autograd.gradcheck(
+        lambda t: roi_align(t, boxes, idx, (2, 2), 0.5, 0, True), (x,))
+
+
+@pytest.mark.parametrize('aligned', [False, True])
+def test_multilevel_roi_align_adaptive(aligned):
+    gen = torch.Generator().manual_seed(2)
+    feats = [torch.randn(2, 3, 256 // s, 192 // s, generator=gen) for s in (4, 8, 16, 32)]
+    boxes = torch.tensor([[0., 0., 30., 40.], [5., 3., 60., 45.], [0., 0., 64., 48.],
+                          [10., 10., 12., 11.], [-20., -10., 190., 250.]]) * 4
+    idx = torch.tensor([0, 1, 1, 0, 1])
+    scales = (1 / 4, 1 / 8, 1 / 16, 1 / 32)
+    got = multilevel_roi_align(feats, boxes, idx, scales, (7, 7), 0, aligned)
+    levels = fpn_levels(boxes, 2, 5, plus_one=True)
+    assert len(set(levels.tolist())) >= 3
+    for r in range(boxes.shape[0]):
+        lvl = levels[r].item()
+        want = roi_align(feats[lvl], boxes[r:r + 1], idx[r:r + 1], (7, 7), scales[lvl], 0,
+                         aligned)
+        assert torch.equal(got[r:r + 1], want)
+        assert torch.allclose(want, roialign_loop(feats[lvl], boxes[r:r + 1], idx[r:r + 1],
+                                                  (7, 7), scales[lvl], 0, aligned), atol=1e-5)
+
+
+@pytest.mark.parametrize('ratio', [2.5, 2.0, '2', None, True])
+def test_sampling_ratio_must_be_an_integer(ratio):
+    x, box, idx = torch.zeros(1, 1, 4, 4), torch.tensor([[0., 0., 2., 2.]]), torch.tensor([0])
+    with pytest.raises(ValueError, match='sampling_ratio=.*must be an integer'):
+        roi_align(x, box, idx, (2, 2), 1.0, ratio)
+    with pytest.raises(ValueError, match='sampling_ratio'):
+        multilevel_roi_align([x], box[:0], idx[:0], (1.0,), (2, 2), ratio)
+    # numpy integers are integers
+    assert roi_align(x, box, idx, (2, 2), 1.0, np.int64(0)).shape == (1, 1, 2, 2)

@@ -75,7 +75,7 @@ class Pooler(nn.Module):
         super().__init__()
         self.output_size = tuple(output_size)
         self.scales = tuple(float(s) for s in scales)
-        self.sampling_ratio = int(sampling_ratio)
+        self.sampling_ratio = sampling_ratio  # roi_align refuses a non-integer ratio
         self.cat_all_levels = cat_all_levels
         if cat_all_levels:
             conv = nn.Conv2d(in_channels * len(self.scales), in_channels, 3, padding=1)
