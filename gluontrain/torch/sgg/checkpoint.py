@@ -20,6 +20,18 @@ Differences (docs/faithfulness.md, "Scene-Graph-Benchmark"):
   looked up in the output folder (SGB writes ``OUTPUT_DIR/name.pth`` and resolves it from the
   working directory, which breaks once the folder moves; its absolute paths are still read).
 - Files are read with ``torch.load(weights_only=True)`` (SGB unpickles anything).
+- Every load reports what it filled (:mod:`.modeling.load_mapping`: "loaded N of M tensors",
+  the keys left at their initial values grouped by prefix, one line per ``load_mapping``
+  entry) and refuses, in one line naming the file and the fix, what SGB loads silently or
+  dies on with a traceback: a seamseg / two-stage (``frcnn``) snapshot, a file that fills
+  nothing, a tensor of another shape, a ``PRETRAINED_DETECTOR_CKPT`` that fills nothing of
+  the frozen detector's ``backbone`` or ``roi_heads.box``, a resume (``last_checkpoint``)
+  that does not fill the whole model, an optimizer state of other parameter groups or
+  shapes, a scheduler state of another schedule. SGB's own files (``module.`` keys, no
+  ``gluontrain`` entry, torch ``_LRScheduler`` bookkeeping in the detector's scheduler)
+  load unchanged; their resume restarts the RNG streams and meters (logged).
+- A ``.pkl`` is a Detectron Caffe2 body, as SGB's ``DetectronCheckpointer._load_file``
+  (:mod:`.modeling.c2_loading`); ``catalog://`` and URLs are not resolved (no download).
 """
 import io
 import logging
@@ -29,27 +41,65 @@ import pickle
 import torch
 
 from ...core import checkpoint as core_ckpt
+from ...core.load_report import WeightsLoadError, guess_origin
 from ..checkpoint import get_torch_rng_states, set_torch_rng_states
 from ..distributed import unwrap_model
+from ..weights import read_weights_file
+from .modeling.c2_loading import c2_body_state_dict, is_c2_file
+from .modeling.load_mapping import RELATION_LOAD_MAPPING, load_state_dict_with_mapping
 
-__all__ = ['Checkpointer', 'load_weights_file', 'LAST_CHECKPOINT', 'DETECTOR_LOAD_MAPPING']
+__all__ = ['Checkpointer', 'load_weights_file', 'LAST_CHECKPOINT', 'DETECTOR_LOAD_MAPPING',
+           'FIX_DETECTOR_CKPT', 'FIX_WEIGHT', 'TWO_STAGE', 'refuse_remote']
 
 #: The text file naming the last checkpoint (SGB's name).
 LAST_CHECKPOINT = 'last_checkpoint'
 
 #: relation_train_net.py:62-63: relation-head extractors initialised from the detector's box
-#: feature extractor (SGB's module names; the model's own names are mapped by the recipe).
-DETECTOR_LOAD_MAPPING = {
-    "roi_heads.relation.box_feature_extractor": "roi_heads.box.feature_extractor",
-    "roi_heads.relation.union_feature_extractor.feature_extractor":
-        "roi_heads.box.feature_extractor"}
+#: feature extractor (SGB's module names; :data:`.modeling.load_mapping.RELATION_LOAD_MAPPING`).
+DETECTOR_LOAD_MAPPING = RELATION_LOAD_MAPPING
+
+#: What the errors about ``MODEL.PRETRAINED_DETECTOR_CKPT`` / ``MODEL.WEIGHT`` advise.
+FIX_DETECTOR_CKPT = ('pass as MODEL.PRETRAINED_DETECTOR_CKPT the model_final.pth of '
+                     'scripts/pretrain_detector.py (or of SGB\'s tools/detector_pretrain_net.py) '
+                     'for this MODEL.BACKBONE / ROI_BOX_HEAD, or \'\' to start from scratch')
+FIX_WEIGHT = ('pass as MODEL.WEIGHT a Scene-Graph-Benchmark / maskrcnn-benchmark detector or '
+              'backbone .pth for this MODEL.BACKBONE, or \'\' to start from random weights')
+
+#: How the errors name a seamseg / gluontrain ``frcnn`` snapshot.
+TWO_STAGE = 'a seamseg / two-stage (frcnn) snapshot'
 
 
 def _logger(logger):
     return logger if logger is not None else logging.getLogger(__name__)
 
 
-def load_weights_file(path, what='checkpoint'):
+def _flat_keys(obj, prefix='', depth=2):
+    """The dotted keys of nested dicts (``state_dict.body.mod1.conv1.weight``), for
+    :func:`guess_origin` of a file that is no flat state dict."""
+    keys = []
+    for key, value in obj.items():
+        name = '{}{}'.format(prefix, key)
+        if isinstance(value, dict) and depth > 0 and value:
+            keys += _flat_keys(value, name + '.', depth - 1)
+        else:
+            keys.append(name)
+    return keys
+
+
+def _is_two_stage(obj):
+    """Whether ``obj`` is seamseg's ``model_last.pth.tar`` layout (``{'config', 'state_dict':
+    {'body', 'rpn_head', 'roi_head', ...}, 'training_meta'}``), one of its modules' dicts or
+    a state dict of its key names."""
+    inner = obj.get('state_dict')
+    if isinstance(inner, dict) and any(isinstance(inner.get(m), dict)
+                                       for m in ('body', 'rpn_head', 'roi_head')):
+        return True
+    origin = guess_origin(_flat_keys(obj)) or ''
+    return 'two-stage (frcnn) snapshot' in origin
+
+
+def load_weights_file(path, what='checkpoint', fix='pass a .pth written by this recipe or by '
+                      'Scene-Graph-Benchmark'):
     """Read a ``.pth`` as SGB's ``DetectronCheckpointer._load_file``: a dict with ``model``,
     or a bare state dict (wrapped as ``{'model': ...}``).
 
@@ -58,6 +108,8 @@ def load_weights_file(path, what='checkpoint'):
     path : str
     what : str
         How the error names the file (e.g. ``'MODEL.PRETRAINED_DETECTOR_CKPT'``).
+    fix : str
+        What the error advises instead.
 
     Returns
     -------
@@ -65,23 +117,68 @@ def load_weights_file(path, what='checkpoint'):
 
     Raises
     ------
-    FileNotFoundError, ValueError
-        A missing file, or one that is not a torch weights file.
+    FileNotFoundError
+        A missing file.
+    WeightsLoadError
+        A file that is no torch weights file (empty, truncated, another format, a pickle of
+        other objects), holds no dict, or is a seamseg / two-stage snapshot.
     """
-    if not os.path.isfile(path):
-        raise FileNotFoundError('{} {} does not exist'.format(what, path))
-    try:
-        loaded = torch.load(path, map_location=torch.device('cpu'), weights_only=True)
-    except Exception as exc:  # pickle / zip errors of a foreign or torn file
-        raise ValueError('{} {} is not a PyTorch weights file ({}): pass a .pth written by '
-                         'torch.save or by this recipe'.format(
-                             what, path, ' '.join(str(exc).split())[:200])) from None
+    loaded = read_weights_file(path, what, fix)
     if not isinstance(loaded, dict):
-        raise ValueError('{} {} holds a {}, not a state dict'.format(
-            what, path, type(loaded).__name__))
+        raise WeightsLoadError('{} {} holds a {}, not a state dict or checkpoint; {}'.format(
+            what, path, type(loaded).__name__, fix))
+    if _is_two_stage(loaded):
+        raise WeightsLoadError(
+            '{} {} is {} (config, state_dict of body / rpn_head / roi_head, as '
+            'scripts/train_detection.py writes model_last.pth.tar), not a Scene-Graph-Benchmark '
+            'checkpoint: its modules and names do not fit the scene-graph model; {}'.format(
+                what, path, TWO_STAGE, fix))
     if 'model' not in loaded:
         loaded = dict(model=loaded)
     return loaded
+
+
+#: maskrcnn-benchmark's ``ModelCatalog`` ImageNet names and where it downloads them from.
+_C2_CATALOG = {'MSRA/R-50': 'MSRA/R-50', 'MSRA/R-50-GN': '47261647/R-50-GN',
+               'MSRA/R-101': 'MSRA/R-101', 'MSRA/R-101-GN': '47592356/R-101-GN',
+               'FAIR/20171220/X-101-32x8d': '20171220/X-101-32x8d'}
+_DETECTRON_URL = 'https://dl.fbaipublicfiles.com/detectron/ImageNetPretrained/{}.pkl'
+
+
+def refuse_remote(f, what):
+    """Refuse a ``catalog://`` name or URL (SGB's checkpointer downloads them; nothing is
+    downloaded here) with the address to fetch it from.
+
+    Raises
+    ------
+    WeightsLoadError
+        When ``f`` is such a name; nothing otherwise.
+    """
+    url = None
+    if f.startswith('catalog://'):
+        name = f[len('catalog://'):]
+        key = name[len('ImageNetPretrained/'):] if name.startswith('ImageNetPretrained/') else None
+        url = _DETECTRON_URL.format(_C2_CATALOG[key]) if key in _C2_CATALOG else None
+        kind = 'a maskrcnn-benchmark model-zoo name'
+    elif f.startswith(('http://', 'https://')):
+        url, kind = f, 'a URL'
+    else:
+        return
+    raise WeightsLoadError(
+        '{} {} is {} that Scene-Graph-Benchmark downloads{}; this recipe downloads nothing: '
+        'fetch the file and pass its path as {}, or \'\' to start without it'.format(
+            what, f, kind, ' ({})'.format(url) if url and url != f else '', what))
+
+
+def _c2_missing_statistics(key):
+    # no Caffe2 file holds them: maskrcnn-benchmark keeps FrozenBatchNorm2d's initial 0 / 1
+    return key.startswith('backbone.body.') and key.endswith(('.running_mean', '.running_var'))
+
+
+def _resume_fix(save_dir):
+    return ('{} names this file: point it at a model_XXXXXXX.pth written for this model '
+            '(same config), or pass another OUTPUT_DIR to start afresh'.format(
+                os.path.join(save_dir, LAST_CHECKPOINT)))
 
 
 class Checkpointer:
@@ -106,6 +203,7 @@ class Checkpointer:
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.save_dir, self.save_to_disk = save_dir, save_to_disk
         self.logger = _logger(logger)
+        self.last_report = None
 
     # ------------------------------------------------------------------ saving
     def save(self, name, hooks_state=None, **kwargs):
@@ -170,8 +268,10 @@ class Checkpointer:
         return last_saved
 
     def load(self, f=None, with_optim=True, update_schedule=False, load_mapping=None,
-             restore_scheduler=True, restore_rng=True, what='checkpoint'):
-        """SGB's ``Checkpointer.load``: ``last_checkpoint`` wins over ``f``.
+             restore_scheduler=True, restore_rng=True, what='checkpoint', fix=None,
+             required=()):
+        """SGB's ``Checkpointer.load``: ``last_checkpoint`` wins over ``f``; what loaded is
+        reported (:func:`.modeling.load_mapping.load_state_dict_with_mapping`).
 
         Parameters
         ----------
@@ -190,36 +290,89 @@ class Checkpointer:
         restore_rng : bool
         what : str
             How errors name ``f``.
+        fix : str, optional
+            What errors about ``f`` advise.
+        required : tuple of str
+            Module prefixes ``f`` must fill at least one tensor of (the relation training's
+            frozen detector: ``backbone``, ``roi_heads.box``).
 
         Returns
         -------
         dict
             The remaining content (``iteration`` ...) and ``hooks`` (the hooks' state), or
-            ``{}`` when there is nothing to load.
+            ``{}`` when there is nothing to load. :attr:`last_report` holds the model's
+            :class:`~gluontrain.core.load_report.LoadReport`.
+
+        Raises
+        ------
+        FileNotFoundError, WeightsLoadError
+            One line naming the file: unreadable, another recipe's file (a two-stage
+            snapshot), nothing of the model filled, a tensor of another shape, a resume that
+            does not fill the whole model, an optimizer or scheduler state that does not fit.
         """
-        if self.has_checkpoint():
-            f, what = self.get_checkpoint_file(), os.path.join(self.save_dir, LAST_CHECKPOINT)
+        self.last_report = None
+        resume = self.has_checkpoint()
+        if resume:
+            # a resume must restore the whole model: strict, whatever f was
+            f, what = self.get_checkpoint_file(), 'resume checkpoint'
+            fix, required = _resume_fix(self.save_dir), ()
         if not f:
             self.logger.info("No checkpoint found. Initializing model from scratch")
             return {}
+        fix = fix or 'pass a .pth written by this recipe or by Scene-Graph-Benchmark'
+        refuse_remote(f, what)
         self.logger.info("Loading checkpoint from %s", f)
-        checkpoint = load_weights_file(f, what)
-        self._load_model(checkpoint.pop('model'), load_mapping or {}, f)
+        ignore = None
+        if is_c2_file(f):
+            # DetectronCheckpointer._load_file: a .pkl is a Detectron Caffe2 body
+            state, notes = c2_body_state_dict(f, self.cfg.MODEL.BACKBONE.CONV_BODY)
+            self.logger.info('%s', notes.format())
+            groups = self.cfg.MODEL.RESNETS.NUM_GROUPS
+            if notes.groups is not None and notes.groups != groups:
+                raise WeightsLoadError(
+                    '{} {} is a body with {} groups in its 3x3 convolutions ({}) but '
+                    'MODEL.RESNETS.NUM_GROUPS is {}: set MODEL.RESNETS.NUM_GROUPS / '
+                    'WIDTH_PER_GROUP of that body (X-101-32x8d: 32 / 8, as SGB\'s '
+                    'e2e_relation_detector_X_101_32_8_FPN_1x.yaml), or pass the body of this '
+                    'config'.format(what, f, notes.groups, 'a ResNeXt' if notes.groups > 1
+                                    else 'a plain ResNet', groups))
+            checkpoint, ignore = {'model': state}, _c2_missing_statistics
+        else:
+            checkpoint = load_weights_file(f, what, fix)
         blob = checkpoint.pop('gluontrain', None)
-        extra = (core_ckpt._restricted_load(io.BytesIO(blob), f)  # pylint: disable=protected-access
-                 if blob is not None else {})
+        extra = self._read_extra(blob, f, what, fix)
+        # optimizer and scheduler states are checked before the model is touched: a refusal
+        # leaves everything as it was
+        if with_optim and 'optimizer' in checkpoint and self.optimizer is not None:
+            self._check_optimizer(checkpoint["optimizer"], f, what)
+        sched_state = None
+        if with_optim and restore_scheduler and 'scheduler' in checkpoint and \
+                self.scheduler is not None:
+            sched_state = self._scheduler_state(checkpoint['scheduler'], f, what, fix)
+        self.last_report = load_state_dict_with_mapping(
+            unwrap_model(self.model), checkpoint.pop('model'), load_mapping or {}, source=f,
+            what=what, fix=fix, allow_partial=not resume, required=required, ignore=ignore,
+            log=self.logger)
         result = {}
         if with_optim:
             if "optimizer" in checkpoint and self.optimizer is not None:
                 self.logger.info("Loading optimizer from %s", f)
                 self.optimizer.load_state_dict(checkpoint.pop("optimizer"))
             if "scheduler" in checkpoint and self.scheduler is not None:
-                saved = checkpoint.pop("scheduler")
-                if restore_scheduler:
+                checkpoint.pop("scheduler")
+                if sched_state is not None:
                     self.logger.info("Loading scheduler from %s", f)
-                    self.scheduler.load_state_dict(saved)
-                if update_schedule:
+                    self.scheduler.load_state_dict(sched_state)
+                if update_schedule and 'iteration' in checkpoint:
                     self.scheduler.last_epoch = checkpoint["iteration"]
+            elif self.scheduler is not None and resume:
+                self.logger.info("%s holds no scheduler state (SGB's relation training saves "
+                                 "none): the schedule restarts, as in SGB", f)
+            if blob is None and resume:
+                self.logger.warning(
+                    "%s holds no gluontrain state (written by Scene-Graph-Benchmark?): the RNG "
+                    "states and the meters start afresh, so this resume is not bit-identical "
+                    "to an uninterrupted run", f)
             if restore_rng and 'rng' in extra:
                 core_ckpt.set_rng_states(extra['rng'])
                 set_torch_rng_states(extra['torch_rng'])
@@ -229,16 +382,71 @@ class Checkpointer:
         result.update(checkpoint)
         return result
 
-    def _load_model(self, state_dict, load_mapping, path):
-        # pylint: disable-next=import-outside-toplevel
-        from .modeling.load_mapping import load_state_dict_with_mapping
+    @staticmethod
+    def _read_extra(blob, path, what, fix):
+        if blob is None:
+            return {}
         try:
-            load_state_dict_with_mapping(unwrap_model(self.model), state_dict, load_mapping)
-        except ValueError as exc:
-            raise ValueError('{}: {}'.format(path, exc)) from None
-        except RuntimeError as exc:
-            lines = [' '.join(line.split()) for line in str(exc).splitlines() if line.strip()]
-            raise ValueError('{} does not fit this model: {}; pass weights of the same '
-                             'configuration (MODEL.*, the dataset\'s class counts)'.format(
-                                 path, '; '.join(lines[:2])[:400])) from None
+            # pylint: disable-next=protected-access
+            return core_ckpt._restricted_load(io.BytesIO(bytes(blob)), path)
+        except WeightsLoadError:
+            raise
+        except Exception as exc:  # a torn or foreign blob: one line, never a traceback
+            raise WeightsLoadError('{} {}: its gluontrain state cannot be read ({}); {}'.format(
+                what, path, ' '.join(str(exc).split())[:200] or type(exc).__name__,
+                fix)) from None
 
+    def _check_optimizer(self, saved, path, what):
+        """Refuse (one line) an optimizer state that does not fit this optimizer: SGB's own
+        files fit when the model and config are the same (one param group per trainable
+        parameter in ``named_parameters()`` order, as here); torch would otherwise load
+        another model's momentum buffers by position and fail, or not, at the first step."""
+        def refuse(reason):
+            raise WeightsLoadError(
+                '{} {}: its optimizer state does not fit this model\'s optimizer ({}); resume '
+                'with the configuration that wrote it, or keep only its weights: a new '
+                'OUTPUT_DIR with MODEL.PRETRAINED_DETECTOR_CKPT (relation) / MODEL.WEIGHT '
+                '(detector) {}'.format(what, path, reason, path))
+        if not isinstance(saved, dict) or not isinstance(saved.get('param_groups'), list) \
+                or not isinstance(saved.get('state'), dict):
+            refuse('no "state" and "param_groups"')
+        ours = self.optimizer.param_groups
+        if len(saved['param_groups']) != len(ours):
+            refuse('{} parameter groups in the file, {} here: another model, another '
+                   'frozen part or another predictor'.format(len(saved['param_groups']),
+                                                             len(ours)))
+        params = []
+        for i, (theirs, mine) in enumerate(zip(saved['param_groups'], ours)):
+            ids = theirs.get('params', []) if isinstance(theirs, dict) else []
+            if len(ids) != len(mine['params']):
+                refuse('group {} holds {} parameters in the file, {} here'.format(
+                    i, len(ids), len(mine['params'])))
+            params += list(zip(ids, mine['params']))
+        for pid, param in params:
+            entry = saved['state'].get(pid, {})
+            for name, value in (entry.items() if isinstance(entry, dict) else ()):
+                if torch.is_tensor(value) and value.dim() and value.shape != param.shape:
+                    refuse('{} {} of parameter {} in the file, the parameter is {} here: the '
+                           'parameters are in another order or of other shapes'.format(
+                               name, tuple(value.shape), pid, tuple(param.shape)))
+
+    def _scheduler_state(self, saved, path, what, fix):
+        """The scheduler part of ``saved`` this scheduler can take: SGB's detector files hold
+        torch's ``_LRScheduler`` bookkeeping (``_step_count``, ``verbose`` ...) beside the
+        same schedule fields, dropped here; another schedule (``SOLVER.SCHEDULE.TYPE``) or
+        another number of param groups is refused in one line."""
+        mine = self.scheduler.state_dict()
+        lacking = sorted(k for k in mine if k != '_last_lr' and k not in (saved or {}))
+        if not isinstance(saved, dict) or lacking:
+            raise WeightsLoadError(
+                '{} {}: its scheduler state is of another schedule (no {}); resume with the '
+                'SOLVER.SCHEDULE.TYPE that wrote it, or set SOLVER.RESTORE_SCHEDULER False to '
+                'restart the schedule (SGB\'s behaviour)'.format(
+                    what, path, ', '.join(lacking[:4]) if isinstance(saved, dict)
+                    else 'dict'))
+        base = saved.get('base_lrs')
+        if isinstance(base, (list, tuple)) and len(base) != len(self.optimizer.param_groups):
+            raise WeightsLoadError(
+                '{} {}: its scheduler has {} learning rates, this optimizer {} param groups; '
+                '{}'.format(what, path, len(base), len(self.optimizer.param_groups), fix))
+        return {k: v for k, v in saved.items() if k in mine}

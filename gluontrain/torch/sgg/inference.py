@@ -1,11 +1,28 @@
 """Scene-Graph-Benchmark's ``engine/inference.py``: predictions over a loader, gathered from
 every process, then the VG evaluation.
 
+The evaluation (:func:`evaluate`, SGB's ``do_vg_evaluation``) writes into the output folder,
+in SGB's layout and through staged writes (a crash never leaves a torn file):
+
+- ``eval_results.pytorch``: ``{'groundtruths': [BoxList], 'predictions': [BoxList]}``, one
+  entry per image in dataset order; ground truth as ``get_groundtruth(i, evaluation=True)``
+  (``labels``, ``attributes``, ``relation``, ``relation_tuple``), predictions resized to the
+  image's original size with the relation head's fields (``pred_labels``, ``pred_scores``,
+  ``rel_pair_idxs``, ``pred_rel_scores``, ``pred_rel_labels``);
+- ``result_dict.pytorch`` (relations on): ``{'<mode>_recall': {20: [...], 50: [...], 100:
+  [...]}, ...}``, SGB's evaluators' containers.
+
 Differences (docs/faithfulness.md): no CUDA requirement (``torch.cuda`` calls only on CUDA),
 the gather is ``torch.distributed.all_gather_object`` (SGB pickles through byte tensors), the
 predictions are computed with the global RNGs left as they were (validation in the middle of a
 run must not change what training draws next: exact resume), and TEST.BBOX_AUG is refused
-(SGB's test-time augmentation is not ported).
+(SGB's test-time augmentation is not ported). The cached ``eval_results.pytorch`` of
+``TEST.ALLOW_LOAD_FROM_CACHE`` is read with ``torch.load(weights_only=True)`` allowing only
+BoxList (SGB unpickles anything): SGB's own files, whose BoxList is
+``maskrcnn_benchmark.structures.bounding_box.BoxList``, read as this package's BoxList; a file
+of other objects, or of another dataset size, is refused in one line. The pickled class of the
+files written here is this package's BoxList (same attributes ``bbox``, ``size``, ``mode``,
+``extra_fields``, ``triplet_extra_fields``; SGB's tools read them with gluontrain importable).
 """
 import logging
 import os
@@ -13,10 +30,20 @@ import time
 
 import torch
 
+from ...core.load_report import WeightsLoadError
 from ..distributed import get_rank, get_world_size, is_distributed
 from ..passes import preserved_rng
+from ..weights import read_weights_file
+from .structures import BoxList
 
-__all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of']
+__all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of',
+           'load_cached_predictions', 'EVAL_RESULTS', 'RESULT_DICT', 'SGB_BOXLIST']
+
+#: SGB's file names in the output folder (``vg_eval.py``).
+EVAL_RESULTS, RESULT_DICT = 'eval_results.pytorch', 'result_dict.pytorch'
+
+#: The class name SGB's pickles give their BoxList.
+SGB_BOXLIST = 'maskrcnn_benchmark.structures.bounding_box.BoxList'
 
 _LOG = logging.getLogger('gluontrain.sgg.inference')
 
@@ -134,8 +161,8 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
     logger.info("Start evaluation on %s dataset(%d images).", dataset_name, len(dataset))
     start, timer = time.time(), []
     if from_cache:
-        predictions = torch.load(cache, map_location=torch.device("cpu"),
-                                 weights_only=False)['predictions']
+        predictions = load_cached_predictions(cache, len(dataset))
+        logger.info("Loaded the predictions of %s (TEST.ALLOW_LOAD_FROM_CACHE)", cache)
     else:
         predictions = accumulate_predictions(compute_on_dataset(model, data_loader, device,
                                                                 timer))
@@ -149,6 +176,43 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
         return -1.0, {}
     return evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
                     zeroshot_triplet)
+
+
+def load_cached_predictions(path, num_images=None):
+    """The ``predictions`` of an ``eval_results.pytorch`` (ours or SGB's), read safely.
+
+    Parameters
+    ----------
+    path : str
+    num_images : int, optional
+        The dataset's size; a file of another size is refused.
+
+    Returns
+    -------
+    list of BoxList
+
+    Raises
+    ------
+    FileNotFoundError, WeightsLoadError
+        One line: unreadable, objects other than tensors and BoxList (a hostile pickle is
+        refused before it runs), not SGB's layout, or another number of images.
+    """
+    what = 'TEST.ALLOW_LOAD_FROM_CACHE: cached predictions'
+    fix = ('delete it to predict again, or set TEST.ALLOW_LOAD_FROM_CACHE False')
+    with torch.serialization.safe_globals([BoxList, (BoxList, SGB_BOXLIST)]):
+        data = read_weights_file(path, what, fix)
+    predictions = data.get('predictions') if isinstance(data, dict) else None
+    if not isinstance(predictions, list) or not all(isinstance(p, BoxList)
+                                                    for p in predictions):
+        raise WeightsLoadError('{} {} is not SGB\'s eval_results layout ({{"groundtruths": '
+                               '[BoxList], "predictions": [BoxList]}}); {}'.format(
+                                   what, path, fix))
+    if num_images is not None and len(predictions) != num_images:
+        raise WeightsLoadError('{} {} holds {} images, the dataset {}; {}'.format(
+            what, path, len(predictions), num_images, fix))
+    for p in predictions:   # maskrcnn-benchmark's own BoxList has no triplet fields
+        p.__dict__.setdefault('triplet_extra_fields', [])
+    return predictions
 
 
 def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,

@@ -25,7 +25,7 @@ from ...core.meters import LossMeter
 from ..distributed import get_rank, get_world_size, unwrap_model
 from ..step import seed_all
 from .args import OUTPUT_ARGUMENT, config_from_args, parse_args
-from .checkpoint import DETECTOR_LOAD_MAPPING, Checkpointer
+from .checkpoint import DETECTOR_LOAD_MAPPING, FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
 from .inference import iou_types_of
 from .solver import make_lr_scheduler, make_optimizer
 from .train import (PeriodicCheckpointHook, ScheduleHook, SGBLogHook, SGGStep,
@@ -287,11 +287,15 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         state.resumed_from = state.last_checkpoint = checkpointer.get_checkpoint_file()
         logger.info('resumed from %s at iteration %d', state.resumed_from, state.iteration)
     elif relation:
+        # SGB loads partially (the relation head's own layers are in no detector file):
+        # allowed and reported; the frozen detector must get something
         checkpointer.load(cfg.MODEL.PRETRAINED_DETECTOR_CKPT or None, with_optim=False,
                           load_mapping=_load_mapping(cfg),
-                          what='MODEL.PRETRAINED_DETECTOR_CKPT')
+                          what='MODEL.PRETRAINED_DETECTOR_CKPT', fix=FIX_DETECTOR_CKPT,
+                          required=('backbone', 'roi_heads.box'))
     else:
-        checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT')
+        checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT',
+                          fix=FIX_WEIGHT)
     if cfg.SOLVER.PRE_VAL:
         # SGB: also on a resume and with TO_VAL off; its score feeds nothing
         logger.info("Validate before training")

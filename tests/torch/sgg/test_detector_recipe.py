@@ -1,6 +1,7 @@
 """The 'sgg-detector' stage end to end (SGB's detector_pretrain_net on generated VG boxes), its
 model_final.pth loaded by the relation training through load_mapping."""
 import os
+import re
 
 import pytest
 import torch
@@ -27,9 +28,15 @@ def test_detector_then_relation_training_loads_it(tmp_path):
     final = str(tmp_path / 'det' / 'model_final.pth')
     saved = torch.load(final, weights_only=True)
     assert saved['iteration'] == 4 and 'scheduler' in saved   # the detector tool saves it
+    # the same file as Scene-Graph-Benchmark's DetectronCheckpointer writes it under DDP:
+    # 'module.' keys, no gluontrain entry
+    sgb_file = str(tmp_path / 'sgb_model_final.pth')
+    torch.save({'model': {'module.' + k: v for k, v in saved['model'].items()},
+                'optimizer': saved['optimizer'], 'scheduler': saved['scheduler'],
+                'iteration': 4}, sgb_file)
     rel = recipe.main(['--config-file', os.path.join(CONFIGS_DIR, 'sgdet_motifs_cpu.yaml'),
                        '--data-dir', root, '--skip-test', 'OUTPUT_DIR', str(tmp_path / 'rel'),
-                       'MODEL.PRETRAINED_DETECTOR_CKPT', final, 'SOLVER.MAX_ITER', '2',
+                       'MODEL.PRETRAINED_DETECTOR_CKPT', sgb_file, 'SOLVER.MAX_ITER', '2',
                        'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '2'] + TINY)
     weights = torch.load(str(tmp_path / 'rel' / 'model_final.pth'), weights_only=True)['model']
     det_w = saved['model']
@@ -38,6 +45,28 @@ def test_detector_then_relation_training_loads_it(tmp_path):
         if key in det_w:
             assert torch.equal(weights[key], det_w[key]), key
     assert rel.iteration == 2
+    # the report: N of M, and both relation extractors filled from the box extractor
+    log = (tmp_path / 'rel' / 'log.txt').read_text()
+    n_box = sum(1 for k in det_w if k.startswith('roi_heads.box.feature_extractor.'))
+    assert n_box and re.search(r'loaded \d+ of \d+ tensors from {} \(\d+ missing, 0 '
+                               r'unexpected, 0 wrong shape\)'.format(re.escape(sgb_file)), log)
+    for src in ('roi_heads.relation.box_feature_extractor',
+                'roi_heads.relation.union_feature_extractor.feature_extractor'):
+        assert '{}.* <- roi_heads.box.feature_extractor.* ({} tensors)'.format(
+            src, n_box) in log
+    assert 'Some model parameters or buffers are not found in the checkpoint:' in log
+
+    # SGB's detector file named in last_checkpoint resumes the detector stage (iteration 4)
+    det2 = tmp_path / 'det2'
+    det2.mkdir()
+    (det2 / 'last_checkpoint').write_text(sgb_file)
+    resumed = detector_recipe.main(['--config-file', os.path.join(CONFIGS_DIR,
+                                                                  'detector_cpu.yaml'),
+                                    '--data-dir', root, '--skip-test', 'OUTPUT_DIR', str(det2),
+                                    'SOLVER.MAX_ITER', '5', 'SOLVER.TO_VAL', 'False',
+                                    'SOLVER.CHECKPOINT_PERIOD', '5'] + TINY)
+    assert resumed.iteration == 5 and resumed.resumed_from == sgb_file
+    assert torch.load(str(det2 / 'model_final.pth'), weights_only=True)['iteration'] == 5
 
 
 def test_detector_config_refused_by_relation_script(tmp_path):

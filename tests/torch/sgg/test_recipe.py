@@ -11,6 +11,7 @@ import torch
 
 import gluontrain
 from gluontrain.data.vg import write_vg
+from gluontrain.torch.frcnn.snapshot import save_snapshot
 from gluontrain.torch.sgg import recipe
 from gluontrain.torch.sgg import train as sgg_train
 
@@ -105,9 +106,9 @@ def test_every_registered_predictor_trains_and_evaluates(vg_root, tmp_path, pred
         assert len(lrs) == 2 and max(lrs) == pytest.approx(10 * min(lrs))
 
 
-def _cli(*args, cwd=REPO):
+def _cli(*args, cwd=REPO, script='train_relation.py'):
     env = dict(os.environ, PYTHONPATH=REPO, OMP_NUM_THREADS='1')
-    return subprocess.run([sys.executable, os.path.join(REPO, 'scripts', 'train_relation.py')]
+    return subprocess.run([sys.executable, os.path.join(REPO, 'scripts', script)]
                           + list(args), capture_output=True, text=True, env=env, cwd=cwd,
                           timeout=300)
 
@@ -147,6 +148,77 @@ def test_cli_misaligned_image_data_names_the_file(vg_root, tmp_path):
                str(tmp_path / 'o'))
     assert res.returncode == 1 and 'Traceback' not in res.stderr
     assert 'image_data.json' in res.stderr.splitlines()[-1]
+
+
+def _two_stage_snapshot(path):
+    save_snapshot(str(path), '[general]\n', 3, 0.1, 0.2, 100,
+                  body={'mod1.conv1.weight': torch.zeros(4, 3, 3, 3)},
+                  rpn_head={'conv_fc.weight': torch.zeros(4, 4, 3, 3)},
+                  roi_head={'fc.fc6.weight': torch.zeros(8, 4)})
+    return str(path)
+
+
+def _one_error_line(res):
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert 'Traceback' not in res.stderr
+    errors = [line for line in res.stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1, res.stderr[-3000:]
+    return errors[0]
+
+
+@pytest.mark.parametrize('given_as', ['MODEL.PRETRAINED_DETECTOR_CKPT', 'MODEL.WEIGHT',
+                                      'last_checkpoint'])
+def test_cli_refuses_a_two_stage_snapshot(vg_root, tmp_path, given_as):
+    """Issue 20/21: a seamseg / frcnn model_last.pth.tar used to "load", train from random
+    weights and exit 0."""
+    out = tmp_path / 'o'
+    out.mkdir()
+    snap = _two_stage_snapshot(out / 'model_last.pth.tar')
+    opts = ['SOLVER.MAX_ITER', '2']
+    script = 'train_relation.py'
+    config = PREDCLS
+    if given_as == 'last_checkpoint':
+        (out / 'last_checkpoint').write_text('model_last.pth.tar')
+    elif given_as == 'MODEL.WEIGHT':
+        script, config = 'pretrain_detector.py', os.path.join(CONFIGS, 'detector_cpu.yaml')
+        opts += [given_as, snap]
+    else:
+        opts += [given_as, snap]
+    res = _cli('--config-file', config, '--data-dir', vg_root, '--skip-test', 'OUTPUT_DIR',
+               str(out), *(TINY + opts), script=script)
+    line = _one_error_line(res)
+    assert snap in line and 'a seamseg / two-stage (frcnn) snapshot' in line
+    assert ('last_checkpoint names this file' if given_as == 'last_checkpoint' else
+            'pass as ' + given_as) in line
+    assert not [n for n in os.listdir(str(out)) if n.startswith('model_0')]
+
+
+def test_cli_resume_whose_model_loads_nothing_is_refused(vg_root, tmp_path):
+    """Issue 20/21: every model key renamed used to "resume at iteration 3" with random
+    weights."""
+    out = tmp_path / 'o'
+    out.mkdir()
+    torch.save({'model': {'renamed.{}.weight'.format(i): torch.zeros(2) for i in range(5)},
+                'iteration': 3}, str(out / 'model_0000003.pth'))
+    (out / 'last_checkpoint').write_text('model_0000003.pth')
+    res = _cli('--config-file', PREDCLS, '--data-dir', vg_root, '--skip-test', 'OUTPUT_DIR',
+               str(out), *(TINY + ['SOLVER.MAX_ITER', '4']))
+    line = _one_error_line(res)
+    assert line.startswith('error: resume checkpoint {}: loaded 0 of '.format(
+        out / 'model_0000003.pth'))
+    assert 'resumed' not in res.stdout + res.stderr
+    assert not (out / 'model_final.pth').exists()
+
+
+def test_cli_detector_file_that_fills_nothing_is_refused(vg_root, tmp_path):
+    torch.save({'fc.weight': torch.zeros(3, 3)}, str(tmp_path / 'foreign.pth'))
+    res = _cli('--config-file', PREDCLS, '--data-dir', vg_root, '--skip-test', 'OUTPUT_DIR',
+               str(tmp_path / 'o'), *(TINY + ['SOLVER.MAX_ITER', '2',
+                                              'MODEL.PRETRAINED_DETECTOR_CKPT',
+                                              str(tmp_path / 'foreign.pth')]))
+    line = _one_error_line(res)
+    assert 'MODEL.PRETRAINED_DETECTOR_CKPT {}: loaded 0 of'.format(
+        tmp_path / 'foreign.pth') in line and 'pretrain_detector.py' in line
 
 
 def _free_port():
