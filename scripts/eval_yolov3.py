@@ -1,12 +1,14 @@
 """Evaluate a trained YOLOv3 with the recipe's validate, beside the GluonCV model-zoo numbers.
 
 Example: python scripts/eval_yolov3.py --network darknet53 --dataset voc --dataset-root ~/data/VOCdevkit --params yolo3_darknet53_voc_best.params --data-shape 416 --gpus 0
-(or --symbol model-symbol.json --exported-params model-0000.params instead of --params)
+(or --symbol model-symbol.json --exported-params model-0000.params instead of --params;
+GluonCV's own .params load unchanged, --pretrained FILE as in its eval_yolo.py, and the
+script prints "loaded N of M tensors from FILE" first; a file that does not fit is one
+"error: ..." line)
 """
 import sys
 
-from gluontrain.mx.yolo3.infer_cli import eval_main
+from gluontrain.mx.yolo3.infer_cli import cli, eval_main
 
 if __name__ == '__main__':
-    eval_main(sys.argv[1:])
-    sys.exit(0)
+    sys.exit(cli(eval_main, sys.argv[1:]))

@@ -2,6 +2,9 @@
 
 Example: python scripts/train_yolov3.py --network mobilenet0.25 --dataset synthetic --gpus ''
 Same as: gluontrain train yolo3 [arguments]
+--resume takes a {prefix}_last.ckpt checkpoint or a .params file (GluonCV's own, unchanged);
+what loaded is logged ("loaded N of M tensors from FILE"), and a file that does not fit is one
+"error: ..." line naming it, what it looks like and what to pass instead.
 """
 import sys
 

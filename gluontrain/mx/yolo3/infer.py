@@ -18,6 +18,7 @@ from ...core.plots import draw_boxes, new_figure, save_png
 from .data import val_batchify_fn
 from .plots import detect
 from .train import validate
+from .weights import load_params
 
 # GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,
 # by input size; models the zoo does not list have no entry
@@ -52,7 +53,14 @@ def _fixed_nms(**_kwargs):
     """An exported graph has its NMS (0.45 / top-400, as ``validate`` set it) built in."""
 
 
-def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_params=None):
+# what to pass instead of a --params file that does not fit
+PARAMS_FIX = ('pass the .params of a {name} (save_parameters: a run\'s {{prefix}}_best.params or '
+              'GluonCV\'s model-zoo file), or set --network/--dataset/--classes to the ones the '
+              'file was trained with')
+
+
+def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_params=None,
+             reports=None):
     """A YOLOv3 network ready for inference, from training weights or an exported model.
 
     Parameters
@@ -64,9 +72,13 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
     classes : list of str
     ctx : mx.Context or list of mx.Context
     params : str, optional
-        ``.params`` written by ``save_params`` (``_best.params``, interval files).
+        ``.params`` written by ``save_params`` (``_best.params``, interval files), GluonCV's
+        model-zoo files, or a gluontrain checkpoint; loaded strictly, with a report
+        (:func:`.weights.load_params`).
     symbol, exported_params : str, optional
         ``model-symbol.json`` and ``model-0000.params`` from :func:`.train.export_model`.
+    reports : list, optional
+        Receives the load report (``params`` only).
 
     Returns
     -------
@@ -87,7 +99,9 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
     name = model_name(network, dataset)
     kwargs = {'classes': classes} if name.endswith('_custom') else {}
     net = get_model(name, pretrained=False, pretrained_base=False, **kwargs)
-    net.load_parameters(params, ctx=ctx)
+    report = load_params(net, params, '--params', PARAMS_FIX.format(name=name), ctx=ctx)
+    if reports is not None:
+        reports.append(report.format())
     return net
 
 

@@ -1,24 +1,76 @@
 """Command lines of ``scripts/demo_yolov3.py`` and ``scripts/eval_yolov3.py``."""
 import argparse
 import os
+import sys
 import tempfile
 
 from gluoncv import utils as gutils
+from gluoncv.model_zoo import model_store
 
 from ..context import get_contexts
 from .args import DATASETS, NETWORKS
 from .data import get_dataset
-from .infer import dataset_classes, evaluate, load_net, main_score_percent, run_demo, zoo_table
+from .infer import (dataset_classes, evaluate, load_net, main_score_percent, model_name,
+                    run_demo, zoo_table)
+from .model import model_store_path
 
 
 def _common(p):
     a = p.add_argument
     a('--network', type=str, default='darknet53', help=', '.join(NETWORKS))
-    a('--params', type=str, default='', help='.params written during training')
+    a('--params', '--pretrained', dest='params', type=str, default='',
+      help='.params to load: written during training, or a GluonCV model-zoo file; '
+           "--pretrained True takes the model zoo's file from gluoncv's model store "
+           '(~/.mxnet/models), as GluonCV\'s eval_yolo.py/demo_yolo.py do')
     a('--symbol', type=str, default='', help='exported model-symbol.json')
     a('--exported-params', type=str, default='', help='exported model-0000.params')
     a('--data-shape', type=int, default=416, help='square network input, 320, 416, 608...')
     a('--gpus', type=str, default='', help="GPUs, e.g. 0 or 0,1; '' for the CPU")
+
+
+_TRUE = ('true', '1', 'yes', 't')
+
+
+def zoo_params(args):
+    """The weights file of ``--params``/``--pretrained``: the file itself, or for ``True``
+    (the reference scripts' default spelling) GluonCV's model-zoo file for ``--network`` and
+    ``--dataset`` in gluoncv's model store, which must be on this machine (no download).
+
+    Returns
+    -------
+    str or None
+    """
+    value = (args.params or '').strip()
+    if value.lower() not in _TRUE:
+        return value or None
+    name = model_name(args.network, args.dataset)
+    if name not in model_store._model_sha1:
+        raise ValueError('--pretrained {}: GluonCV has no model-zoo {}; pass a .params file '
+                         'instead'.format(value, name))
+    path = model_store_path(name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError('--pretrained {}: the model-zoo {} is not on this machine and '
+                                'cannot be downloaded here; put it at {} ($MXNET_HOME/models if '
+                                'MXNET_HOME is set) or pass the file\'s path'.format(
+                                    value, name, path))
+    return path
+
+
+def cli(main_fn, argv=None):
+    """Run ``main_fn(argv)`` as a command: a bad argument or weights file is one
+    ``error: ...`` line on stderr and status 1, never a traceback.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
+    try:
+        main_fn(argv)
+    except (ValueError, FileNotFoundError) as e:
+        print('error: {}'.format(e), file=sys.stderr)
+        return 1
+    return 0
 
 
 def demo_parser():
@@ -41,8 +93,11 @@ def demo_main(argv=None):
     args = demo_parser().parse_args(argv)
     ctx = get_contexts(args.gpus, 0)
     classes = dataset_classes(args.dataset, args.classes)
-    net = load_net(args.network, args.dataset, classes, ctx, args.params or None,
-                   args.symbol or None, args.exported_params or None)
+    reports = []
+    net = load_net(args.network, args.dataset, classes, ctx, zoo_params(args),
+                   args.symbol or None, args.exported_params or None, reports)
+    for line in reports:
+        print(line)
     result = run_demo(net, args.images, classes, ctx[0], args.data_shape, args.out,
                       args.thresh, args.ext,
                       meta={'network': args.network, 'dataset': args.dataset,
@@ -79,8 +134,12 @@ def eval_main(argv=None):
             save_prefix=os.path.join(tmp, 'eval'), num_samples=-1, mixup=False,
             reference_mixup=False)
         _, val_dataset, metric = get_dataset(args.dataset, ds_args)
+        reports = []
         net = load_net(args.network, args.dataset, list(val_dataset.classes), ctx,
-                       args.params or None, args.symbol or None, args.exported_params or None)
+                       zoo_params(args), args.symbol or None, args.exported_params or None,
+                       reports)
+        for line in reports:
+            print(line)
         names, values = evaluate(net, val_dataset, metric, ctx, args.data_shape,
                                  args.batch_size, args.num_workers)
     if args.dataset == 'coco':

@@ -7,6 +7,8 @@ from mxnet import gluon
 from gluoncv.model_zoo import get_model
 from gluoncv.model_zoo import model_store
 
+from .weights import load_base, sha1_of
+
 # the ImageNet base each YOLOv3 variant asks gluoncv's model store for
 BASE_NETS = {'darknet53': 'darknet53', 'mobilenet1.0': 'mobilenet1.0',
              'mobilenet0.25': 'mobilenet0.25'}
@@ -18,13 +20,18 @@ def net_name(args):
     return '_'.join(('yolo3', args.network, suffix))
 
 
-def pretrained_base_path(network):
-    """Where gluoncv looks for the ImageNet weights of ``network``'s base (may not exist)."""
-    base = BASE_NETS[network]
+def model_store_path(name):
+    """Where gluoncv's model store keeps ``name``'s released weights (may not exist):
+    ``$MXNET_HOME/models`` (default ``~/.mxnet/models``), ``{name}-{short sha1}.params``."""
     root = os.path.join(os.environ['MXNET_HOME'], 'models') if 'MXNET_HOME' in os.environ \
         else os.path.join('~', '.mxnet', 'models')
     return os.path.join(os.path.expanduser(root),
-                        '{}-{}.params'.format(base, model_store.short_hash(base)))
+                        '{}-{}.params'.format(name, model_store.short_hash(name)))
+
+
+def pretrained_base_path(network):
+    """Where gluoncv looks for the ImageNet weights of ``network``'s base (may not exist)."""
+    return model_store_path(BASE_NETS[network])
 
 
 def _check_pretrained_base(network):
@@ -35,22 +42,53 @@ def _check_pretrained_base(network):
             'downloaded offline. Put the file at {} (gluoncv model store; $MXNET_HOME/models '
             'if MXNET_HOME is set), or pass --no-pretrained-base to start from random weights.'
             .format(network, path))
+    return path
 
 
-def get_net(args, ctx):
+def load_pretrained_base(net, network):
+    """Load the model store's ImageNet ``network`` base into ``net``'s stages, with a report.
+
+    What ``get_model(name, pretrained_base=True)`` does inside gluoncv (the base network loads
+    the file, the YOLOv3 takes its layers), but the file's tensors are matched and reported
+    (:func:`.weights.load_base`), and a file whose SHA-1 is not the model store's is loaded
+    with a note instead of being replaced by a download (there is no network here).
+
+    Returns
+    -------
+    list of str
+        The report's lines (and the note), for the training log.
+    """
+    path = _check_pretrained_base(network)
+    base = BASE_NETS[network]
+    fix = ("put GluonCV's ImageNet {} weights at {}, or pass --no-pretrained-base".format(
+        base, path))
+    report = load_base(net, path, 'the pretrained base of --network {}'.format(network), fix)
+    lines = ['pretrained base: ' + report.format()]
+    expected = model_store._model_sha1.get(base)
+    if expected and sha1_of(path) != expected:
+        lines.append('note: {} is not the model store\'s {} (its SHA-1 is not {}); gluoncv '
+                     'would download the released file over it'.format(path, base, expected))
+    return lines
+
+
+def get_net(args, ctx, reports=None):
     """The training network and the network the data workers use for target generation.
 
     With ``--syncbn`` and several contexts the training net uses
     ``gluon.contrib.nn.SyncBatchNorm(num_devices=len(ctx))`` and a second, plain-BatchNorm
     ``async_net`` feeds the train transforms (SyncBatchNorm cannot run in a worker);
     otherwise both are the same object. Parameters are initialised, not loaded: ``train``
-    loads ``--resume``/``--load-weights``.
+    loads ``--resume``/``--load-weights``. The ImageNet base (unless
+    ``--no-pretrained-base``) is loaded into the training net before the other parameters
+    are initialised, as gluoncv's ``pretrained_base=True`` does, with a report.
 
     Parameters
     ----------
     args : argparse.Namespace
         Uses ``network``, ``dataset``, ``classes``, ``syncbn``, ``no_pretrained_base``.
     ctx : list of mx.Context
+    reports : list, optional
+        Receives the base's load report lines (for the training log).
 
     Returns
     -------
@@ -63,14 +101,20 @@ def get_net(args, ctx):
     kwargs = {}
     if name.endswith('_custom'):
         kwargs['classes'] = [c for c in args.classes.split(',') if c]
+    # the base is loaded here rather than by gluoncv: same tensors, same (absent) random
+    # draws, but reported, and no download attempt for a file that is not the released one
     if args.syncbn and len(ctx) > 1:
-        net = get_model(name, pretrained_base=pretrained_base,
+        net = get_model(name, pretrained_base=False,
                         norm_layer=gluon.contrib.nn.SyncBatchNorm,
                         norm_kwargs={'num_devices': len(ctx)}, **kwargs)
         async_net = get_model(name, pretrained_base=False, **kwargs)  # used by cpu worker
     else:
-        net = get_model(name, pretrained_base=pretrained_base, **kwargs)
+        net = get_model(name, pretrained_base=False, **kwargs)
         async_net = net
+    if pretrained_base:
+        lines = load_pretrained_base(net, args.network)
+        if reports is not None:
+            reports.extend(lines)
     with warnings.catch_warnings(record=True):
         # pretrained base layers warn that they are initialised already
         warnings.simplefilter('always')

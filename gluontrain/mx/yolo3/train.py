@@ -23,6 +23,7 @@ from .. import blobs
 from .data import mixup_dataset
 from .plots import raw_val_dataset, val_samples_hook
 from .step import LOSS_NAMES, YOLOv3Step
+from .weights import load_params
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkpoint_dir=None):
@@ -218,10 +219,12 @@ def _flag(name):
     return '--' + name.replace('_', '-')
 
 
-def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batches=None):
+def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batches=None,
+                       reports=None):
     """Load a full checkpoint into ``net``/``trainer`` (and the sampler's leftovers, the RNG);
     returns ``(payload, state)``; the hooks take their part with
-    :func:`gluontrain.core.hooks.restore_hooks_state`.
+    :func:`gluontrain.core.hooks.restore_hooks_state`. The weights load with a report
+    (:func:`.weights.load_params`), whose lines are appended to ``reports`` when given.
 
     With ``args`` (this run's arguments), the arguments in :data:`RESUME_MUST_MATCH` must
     equal the checkpoint's (else ``ValueError``), and what the user may change is honoured:
@@ -233,7 +236,9 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
     payload = ckpt_io.load_checkpoint(path)
     changes = [] if args is None else ckpt_io.resume_changes(
         payload['args'], args, RESUME_MUST_MATCH, path, flag=_flag)
-    blobs.from_bytes(payload['params'], lambda f: net.load_parameters(f, ctx=ctx), path)
+    arrays = mx.nd.load_frombuffer(payload['params'])
+    report = load_params(net, path, '--resume', 'pass the {prefix}_last.ckpt of a run with the '
+                         'same --network and --dataset', ctx=ctx, arrays=arrays)
     blobs.from_bytes(payload['trainer'], trainer.load_states, path)
     if args is not None:
         optimizer = trainer._optimizer
@@ -243,6 +248,8 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
     if sampler is not None and hasattr(sampler, '_prev'):
         sampler._prev = list(payload['extra'].get('sampler_prev', []))
     ckpt_io.set_rng_states(payload['rng'])
+    if reports is not None:
+        reports.append(report.format())
     return payload, TrainState(iteration=payload['iteration'], resume_changes=changes)
 
 
@@ -264,7 +271,7 @@ def export_model(net, args, ctx):
     return final
 
 
-def train(net, train_data, val_data, eval_metric, ctx, args, comm=None):
+def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=()):
     """Training pipeline of GluonCV's ``train_yolo3.py``, on gluontrain's loop and hooks.
 
     Parameters
@@ -284,6 +291,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None):
         (``batch_size // size``, the reference's), the loaders must be the sharded ones of
         :func:`.data.get_dataloader`, losses are averaged over the ranks for the logs, and
         rank 0 alone logs, saves, draws and exports.
+    reports : sequence of str, optional
+        What loaded the weights (:mod:`.weights` reports from ``main``), logged after the
+        arguments; a resumed checkpoint's report follows them.
 
     Returns
     -------
@@ -316,9 +326,19 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None):
     shard = getattr(train_data, 'shard_sampler', None)
     if shard is not None:
         recipe_hooks += [SetEpochHook(shard), _DataPosition(train_data)]
+    start_epoch, state = args.start_epoch, None
+    resume = (getattr(args, 'resume', '') or '').strip()
+    kind, header = None, [str(args)] + list(reports)
+    if resume:
+        # MXNet weights were loaded by main (into net and async_net); a torch file is refused.
+        # Restored before the hooks are built, so that the log's header has the report
+        kind, restored = ckpt_io.resume_or_load(
+            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args,
+                                                 num_batches, reports=header),
+            lambda p: None, ckpt_io.MX_PARAMS)
     paths, meter = RunPaths(args.save_prefix), LossMeter(LOSS_NAMES)
     hooks = build_hooks(
-        paths, meter, header=[str(args)], batch_size=args.batch_size,
+        paths, meter, header=header, batch_size=args.batch_size,
         log_interval=args.log_interval, num_batches=_len_or_none(train_data),
         recipe_hooks=recipe_hooks,
         validate_fn=lambda: validate(net, val_data, ctx, eval_metric, comm),
@@ -332,15 +352,6 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None):
         curves_title=os.path.basename(paths.prefix),
         tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True),
         comm=comm)
-    start_epoch, state = args.start_epoch, None
-    resume = (getattr(args, 'resume', '') or '').strip()
-    kind = None
-    if resume:
-        # MXNet weights were loaded by main (into net and async_net); a torch file is refused
-        kind, restored = ckpt_io.resume_or_load(
-            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args,
-                                                 num_batches),
-            lambda p: None, ckpt_io.MX_PARAMS)
     if kind == ckpt_io.CHECKPOINT:
         payload, state = restored
         restore_hooks_state(hooks, payload)

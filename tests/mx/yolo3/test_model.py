@@ -1,5 +1,9 @@
-"""get_net: names, the offline pretrained-base message, SyncBatchNorm + async_net."""
+"""get_net: names, the pretrained base (offline message, report), SyncBatchNorm + async_net."""
+import os
+import warnings
+
 import mxnet as mx
+import numpy as np
 import pytest
 from mxnet import gluon
 
@@ -52,3 +56,67 @@ def test_one_context_syncbn_is_plain_batchnorm_as_the_reference():
     args = parse_args(['--network', 'mobilenet0.25', '--syncbn', '--no-pretrained-base'])
     net, async_net = get_net(args, [mx.cpu()])
     assert async_net is net and not _blocks(net, gluon.contrib.nn.SyncBatchNorm)
+
+
+def _store_base(tmp_path, monkeypatch, network, seed=3):
+    """A base network's ImageNet-layout weights where gluoncv's model store keeps the
+    released file (seeded; not the released file: its SHA-1 differs)."""
+    from gluontrain.mx._gluoncv import gluoncv  # pylint: disable=import-outside-toplevel
+    monkeypatch.setenv('MXNET_HOME', str(tmp_path))
+    mx.random.seed(seed)
+    base = gluoncv.model_zoo.get_model(network, pretrained=False)
+    base.initialize()
+    base(mx.nd.zeros((1, 3, 64, 64)))
+    path = pretrained_base_path(network)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    base.save_parameters(path)
+    return path
+
+
+def test_pretrained_base_loads_with_a_report_and_equals_gluoncvs_own(tmp_path, monkeypatch):
+    from gluontrain.mx._gluoncv import gluoncv  # pylint: disable=import-outside-toplevel
+    path = _store_base(tmp_path, monkeypatch, 'mobilenet0.25')
+    args = parse_args(['--network', 'mobilenet0.25'])
+    lines = []
+    x = mx.nd.random.uniform(-1, 1, (1, 3, 64, 64))
+    # deferred initialisation draws at the first forward: seed, build, run (both nets)
+    mx.random.seed(7)
+    net, _ = get_net(args, [mx.cpu()], lines)
+    ours = net(x)
+    stage_keys = [k for k in net._collect_params_with_prefix() if k.startswith('stages.')]
+    assert lines[0].splitlines()[0] == (
+        'pretrained base: loaded {0} of {0} tensors from {1} (0 missing, 2 unexpected, 0 wrong '
+        'shape)'.format(len(stage_keys), path))
+    # the ImageNet classifier is what the detector leaves out, as gluoncv's slicing does
+    assert lines[0].splitlines()[1:] == ['The checkpoint contains parameters not used by the '
+                                         'model:', '  output.{bias, weight}']
+    assert lines[1].startswith('note: {} is not the model store\'s mobilenet0.25'.format(path))
+    # gluoncv's own pretrained_base=True path, given the same file (it would check the SHA-1
+    # and download the released one), from the same seed
+    monkeypatch.setattr(gluoncv.model_zoo.model_store, 'get_model_file',
+                        lambda name, tag=None, root=None: path)
+    mx.random.seed(7)
+    ref = gluoncv.model_zoo.get_model('yolo3_mobilenet0.25_voc', pretrained_base=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        ref.initialize()
+    theirs = ref(x)
+    refs = ref._collect_params_with_prefix()
+    for key, param in net._collect_params_with_prefix().items():
+        np.testing.assert_array_equal(param.data().asnumpy(), refs[key].data().asnumpy(), key)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+def test_pretrained_base_of_another_width_is_one_error_line(tmp_path, monkeypatch):
+    path = _store_base(tmp_path, monkeypatch, 'mobilenet0.25')
+    other = _store_base(tmp_path / 'other', monkeypatch, 'mobilenet1.0')
+    monkeypatch.setenv('MXNET_HOME', str(tmp_path))
+    os.replace(other, path)
+    with pytest.raises(ValueError) as e:
+        get_net(parse_args(['--network', 'mobilenet0.25']), [mx.cpu()])
+    line = str(e.value)
+    assert line.startswith('the pretrained base of --network mobilenet0.25 {}: loaded 0 of '
+                           .format(path))
+    assert "another shape ('stages.0.0.weight': (32, 3, 3, 3) in the file, (8, 3, 3, 3) in the " \
+        'model)' in line and line.endswith('or pass --no-pretrained-base') and '\n' not in line

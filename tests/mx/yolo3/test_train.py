@@ -132,6 +132,10 @@ def test_resume_equals_the_uninterrupted_run(voc_root, argv_for, monkeypatch):
     full_log = open(_prefix(full) + '_train.log').read()
     resumed_log = open(_prefix(resumed) + '_train.log').read()
     assert 'Start training from [Epoch 2]' in resumed_log
+    # the checkpoint's weights are reported in the log's header, before training starts
+    report = 'loaded 247 of 247 tensors from {} (0 missing, 0 unexpected, 0 wrong shape)'.format(
+        ckpt)
+    assert report in resumed_log.split('Start training')[0]
     assert _batch_lines(resumed_log, 2) == _batch_lines(full_log, 2)
     # rollover: 32 -> 6 batches (2 left), 34 -> 6 (4 left), 36 -> 7 batches in epoch 2
     assert len(_batch_lines(full_log, 2)) == 7
@@ -156,6 +160,8 @@ def test_resume_from_params_moves_the_schedule_instead_of_rewarming(voc_root, ar
     log = open(_prefix(argv) + '_train.log').read()
     lrs = {float(x) for x in re.findall(r'LR: ([\d.E+-]+),', log)}
     assert lrs == {0.001}  # the reference would re-run the warm-up from 0
+    assert 'loaded 247 of 247 tensors from {}_0000_0.0000.params (0 missing, 0 unexpected, ' \
+        '0 wrong shape)'.format(_prefix(base)) in log.split('Start training')[0]
 
 
 def test_two_cpu_contexts_keep_identical_replicas(voc_root, tmp_path):

@@ -1,0 +1,418 @@
+"""YOLOv3 weights files in, with a report of what loaded (GluonCV ``.params`` unchanged).
+
+GluonCV's ``net.load_parameters(file)`` either fills every parameter or stops at the first
+problem with an ``AssertionError`` or an MXNet traceback. Here the file's ``mx.nd.load`` dict
+is matched, key for key, with the network's ``_collect_params_with_prefix()`` (the names
+``save_parameters`` writes) through :func:`gluontrain.core.load_report.compare`: the result is
+"loaded N of M tensors" with missing / unexpected keys grouped and wrong shapes named, and a
+file that does not fit is one :class:`~gluontrain.core.load_report.WeightsLoadError` line
+saying what the file looks like (a YOLOv3 of another base or class count, an ImageNet base, a
+PyTorch file, a truncated file) and what to pass instead. Gluon's ``allow_missing`` and
+``ignore_extra`` keep their meaning; a wrong shape is always refused, as in Gluon.
+"""
+import collections
+import hashlib
+import os
+import pickle
+import zipfile
+
+import mxnet as mx
+
+from ...core import checkpoint as ckpt_io
+from ...core.load_report import WeightsLoadError, check, compare, group_keys, guess_origin
+
+__all__ = ['read_params', 'target_shapes', 'describe', 'compare_params', 'load_params',
+           'load_base', 'sha1_of']
+
+# first convolution's output channels -> GluonCV's mobilenet multiplier
+_MOBILENET_WIDTHS = {32: '1.0', 24: '0.75', 16: '0.5', 8: '0.25'}
+_ZOO_DATASETS = {20: 'voc', 80: 'coco'}
+
+
+# ------------------------------------------------------------------ reading a file
+class _Stub:
+    """Whatever a foreign pickle references: built from anything, doing nothing."""
+
+    def __new__(cls, *_args, **_kwargs):
+        return super().__new__(cls)
+
+    def __init__(self, *_args, **_kwargs):
+        pass
+
+    def __setstate__(self, _state):
+        pass
+
+
+class _KeysOnly(pickle.Unpickler):
+    """Reads a ``torch.save`` pickle for its dict keys only: no class of the file is ever
+    resolved (every global is :class:`_Stub`), no tensor data is read."""
+
+    def find_class(self, module, name):
+        if (module, name) in (('collections', 'OrderedDict'), ('builtins', 'dict')):
+            return collections.OrderedDict
+        return _Stub
+
+    def persistent_load(self, pid):
+        return None
+
+
+def _torch_keys(path):
+    """The tensor names of a ``torch.save`` zip (a state_dict, or one under 'state_dict' /
+    'model'), or ``[]`` when they cannot be read."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            name = next(n for n in archive.namelist() if n.endswith('/data.pkl'))
+            obj = _KeysOnly(archive.open(name)).load()
+    except Exception:  # pylint: disable=broad-except
+        # only for the error message: an unreadable file is described without its keys
+        return []
+    if isinstance(obj, dict):
+        for inner in ('state_dict', 'model'):
+            if isinstance(obj.get(inner), dict):
+                obj = obj[inner]
+                break
+        return [k for k in obj if isinstance(k, str)]
+    return []
+
+
+def _nd_load(path_or_bytes):
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        return mx.nd.load_frombuffer(bytes(path_or_bytes))
+    return mx.nd.load(path_or_bytes)
+
+
+def read_params(path, what, fix):
+    """The named arrays of an MXNet ``.params`` file (or of a gluontrain checkpoint's weights).
+
+    Parameters
+    ----------
+    path : str
+        A ``save_parameters`` / ``nd.save`` file, or a gluontrain ``{prefix}_last.ckpt``.
+    what : str
+        The argument the file came from (``'--resume'``, ``'--params'``...), for messages.
+    fix : str
+        What to pass instead, ending every message.
+
+    Returns
+    -------
+    dict
+        ``{name: NDArray}``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    WeightsLoadError
+        One line for an empty, truncated or foreign file (a PyTorch file says what its keys
+        look like), or an ``nd.save`` list without names.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError('{} {} does not exist; {}'.format(what, path, fix))
+    if os.path.getsize(path) == 0:
+        raise WeightsLoadError('{} {} is not an MXNet .params file: it is empty (0 bytes, an '
+                               'interrupted copy or save?); {}'.format(what, path, fix))
+    try:
+        kind = ckpt_io.file_kind(path)
+    except ValueError:
+        with open(path, 'rb') as f:
+            head = f.read(8)
+        raise WeightsLoadError('{} {} is not an MXNet .params file (it starts with {!r}, not '
+                               "MXNet's NDArray magic); {}".format(what, path, head, fix)) \
+            from None
+    if kind == ckpt_io.TORCH_WEIGHTS:
+        origin = guess_origin(_torch_keys(path))
+        raise WeightsLoadError('{} {} is not an MXNet .params file: it is a PyTorch (torch.save) '
+                               'file{}, which a GluonCV YOLOv3 cannot load; {}'.format(
+                                   what, path, ', ' + origin if origin else '', fix))
+    blob = path
+    if kind == ckpt_io.CHECKPOINT:
+        # a full checkpoint's weights are the bytes save_parameters wrote
+        try:
+            blob = ckpt_io.load_checkpoint(path)['params']
+        except ValueError:
+            # another pickle, refused before any of it runs (load_checkpoint's unpickler)
+            raise WeightsLoadError('{} {} is not an MXNet .params file: it is a pickle that is '
+                                   'no gluontrain checkpoint (a legacy torch.save file, or '
+                                   "another program's); {}".format(what, path, fix)) from None
+    try:
+        arrays = _nd_load(blob)
+    except mx.base.MXNetError as e:
+        detail = str(e).strip().splitlines()[-1].replace('MXNetError: ', '')
+        raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '
+                               'truncated or corrupt ({}); {}'.format(what, path, detail[:160],
+                                                                      fix)) from None
+    if not isinstance(arrays, dict):
+        raise WeightsLoadError('{} {} holds an unnamed list of {} arrays (nd.save of a list), not '
+                               'named parameters; {}'.format(what, path, len(arrays), fix))
+    return arrays
+
+
+# ------------------------------------------------------------------ the network's side
+def target_shapes(net, data_shape=64):
+    """``{name: shape}`` of every parameter, as ``save_parameters`` names them.
+
+    Shapes Gluon has not inferred yet (a deferred ``in_channels``, 0 in ``param.shape``)
+    come from the symbolic graph at a ``data_shape`` input, so that a file's shapes can be
+    checked before anything runs; where the graph cannot be built, the declared shapes stay.
+
+    Parameters
+    ----------
+    net : gluon.HybridBlock
+    data_shape : int
+        Side of the square input used for shape inference (any multiple of 32 for YOLOv3).
+
+    Returns
+    -------
+    dict
+    """
+    params = net._collect_params_with_prefix()
+    shapes = {k: tuple(p.shape or ()) for k, p in params.items()}
+    if all(s and 0 not in s for s in shapes.values()):
+        return shapes
+    try:
+        out = net(mx.sym.var('data'))
+        sym = mx.sym.Group(list(out)) if isinstance(out, (list, tuple)) else out
+        arg, _, aux = sym.infer_shape(data=(1, 3, data_shape, data_shape))
+        inferred = dict(zip(sym.list_arguments(), arg))
+        inferred.update(zip(sym.list_auxiliary_states(), aux))
+    except Exception:  # pylint: disable=broad-except
+        # not a network of image input: unknown dimensions stay 0 (matched as wildcards)
+        return shapes
+    return {k: tuple(inferred.get(p.name) or shapes[k]) for k, p in params.items()}
+
+
+def _base_network(shapes, prefix):
+    first = shapes.get(prefix + '0.0.weight')
+    if first is not None and len(first) == 4 and first[1] == 3:
+        return 'darknet53'
+    first = shapes.get(prefix + '0.weight')
+    if first is not None and len(first) == 4 and first[1] == 3:
+        width = _MOBILENET_WIDTHS.get(first[0])
+        return 'mobilenet' + width if width else None
+    return None
+
+
+def describe(shapes):
+    """What a ``{key: shape}`` set is: ``(base, classes)`` of a GluonCV YOLOv3, ``(base,
+    None)`` of a GluonCV ImageNet classifier (``features.*``, ``output.*``), else ``None``.
+
+    Parameters
+    ----------
+    shapes : dict
+
+    Returns
+    -------
+    tuple or None
+        E.g. ``('darknet53', 20)``; ``base`` is ``None`` when unknown.
+    """
+    pred = shapes.get('yolo_outputs.0.prediction.bias')
+    if pred is not None and len(pred) == 1 and pred[0] % 3 == 0:
+        return _base_network(shapes, 'stages.0.'), pred[0] // 3 - 5
+    if 'output.weight' in shapes:
+        base = _base_network(shapes, 'features.')
+        if base:
+            return base, None
+    return None
+
+
+def _describe_text(found, origin='GluonCV '):
+    base, classes = found
+    if classes is None:
+        return ('a {}{} ImageNet classifier (features.*, output.*: the base a YOLOv3 starts '
+                'from, not a detector)'.format(origin, base))
+    name = 'yolo3_{}_{}'.format(base or '?', _ZOO_DATASETS.get(classes, 'custom'))
+    return 'a {}YOLOv3 {} with {} classes (as {})'.format(origin, base or 'of unknown base',
+                                                         classes, name)
+
+
+def _counts(report):
+    """``loaded N of M tensors (a missing, b unexpected, c wrong shape)``, without the file."""
+    return 'loaded {} of {} tensors ({} missing, {} unexpected, {} wrong shape)'.format(
+        len(report.loaded), report.total, len(report.missing), len(report.unexpected),
+        len(report.mismatched))
+
+
+def _wildcards(target, file_shapes, mapping):
+    """Declared shapes with unknown (0) dimensions take the file's shape where they agree."""
+    out = {}
+    for key, shape in target.items():
+        other = file_shapes.get(mapping.get(key, key))
+        if 0 in shape and other is not None and len(other) == len(shape) and all(
+                a in (0, b) for a, b in zip(shape, other)):
+            shape = tuple(other)
+        out[key] = shape
+    return out
+
+
+def compare_params(net, arrays, source, data_shape=64):
+    """The :class:`~gluontrain.core.load_report.LoadReport` of loading ``arrays`` into ``net``.
+
+    Names are ``save_parameters``' (structural, ``stages.0.0.weight``). A shared parameter
+    loads from any of its names.
+
+    Returns
+    -------
+    (LoadReport, dict)
+        The report and ``{target key: file key}`` where a shared parameter loads from another
+        of its names.
+    """
+    params = net._collect_params_with_prefix()
+    file_shapes = {k: tuple(v.shape) for k, v in arrays.items()}
+    mapping, aliases = {}, collections.defaultdict(list)
+    for key, param in params.items():
+        aliases[id(param)].append(key)
+    for key, param in params.items():
+        if key not in file_shapes:
+            found = [k for k in aliases[id(param)] if k in file_shapes]
+            if found:
+                mapping[key] = found[0]
+    target = _wildcards(target_shapes(net, data_shape), file_shapes, mapping)
+    return compare(target, file_shapes, source, mapping=mapping), mapping
+
+
+def _fill(net, arrays, report, mapping, ctx):
+    params = net._collect_params_with_prefix()
+    for key in report.loaded:
+        # what Gluon's load_parameters does per parameter (also finishes a deferred init)
+        params[key]._load_init(arrays[mapping.get(key, key)], ctx)
+
+
+def _another_network(report, file_found, net_found, what, fix):
+    hint = ''
+    base, classes = file_found
+    if base and classes is not None:
+        hint = ' (it fits --network {}{})'.format(
+            base, ' --dataset ' + _ZOO_DATASETS[classes] if classes in _ZOO_DATASETS
+            else ' with {} classes'.format(classes))
+    return WeightsLoadError(
+        '{} {} holds the weights of another network: {}; it looks like {} but this is {}{}; '
+        '{}'.format(what, report.source, _counts(report), _describe_text(file_found),
+                    _describe_text(net_found, origin=''), hint, fix))
+
+
+def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extra=False,
+                arrays=None, data_shape=64):
+    """Load a weights file into ``net`` and say what loaded.
+
+    Parameters
+    ----------
+    net : gluon.HybridBlock
+        Built (e.g. ``get_model(name, pretrained=False, pretrained_base=False)``); its
+        parameters may be uninitialised.
+    path : str
+        The file, as the user gave it (the report's source).
+    what : str
+        The argument it came from (``'--resume'``, ``'--params'``...).
+    fix : str
+        What to pass instead, ending every error.
+    ctx : mx.Context or list, optional
+        As Gluon's ``load_parameters``.
+    allow_missing, ignore_extra : bool
+        Gluon's: accept parameters the file lacks (they stay as they are, reported) / file
+        keys the network lacks (reported). A wrong shape is refused either way.
+    arrays : dict, optional
+        The file's arrays when already read (:func:`read_params`).
+    data_shape : int
+        Input side for the shape inference of :func:`target_shapes`.
+
+    Returns
+    -------
+    LoadReport
+
+    Raises
+    ------
+    WeightsLoadError
+        Naming the file, what it looks like and the fix: another YOLOv3 (other base or
+        classes), an ImageNet base, a file that fills nothing, or missing / unexpected / wrong
+        shape tensors the flags do not allow; ``FileNotFoundError`` for no file.
+    """
+    if arrays is None:
+        arrays = read_params(path, what, fix)
+    if any(k.startswith(('arg:', 'aux:')) for k in arrays):
+        raise WeightsLoadError(
+            '{} {} is the parameter file of an exported model (arg:/aux: keys, written by '
+            'net.export), not save_parameters weights; give it as --exported-params with its '
+            'model-symbol.json as --symbol, or {}'.format(what, path, fix))
+    report, mapping = compare_params(net, arrays, path, data_shape)
+    if arrays and not report.loaded and not any('.' in k for k in arrays):
+        # Gluon's "legacy" load adds the network's prefix; a YOLOv3's stages keep their base
+        # network's prefix (mobilenet0_...), numbered per process: no file of this kind fits
+        raise WeightsLoadError(
+            '{} {} holds parameters under their global names ({}...: collect_params().save), '
+            'which depend on how many networks the writing process built; save the network '
+            'with net.save_parameters, or {}'.format(what, path, sorted(arrays)[0], fix))
+    fits = report.complete and (ignore_extra or not report.unexpected)
+    if not fits:
+        file_found = describe({k: tuple(v.shape) for k, v in arrays.items()})
+        net_found = describe(target_shapes(net, data_shape))
+        # a known network of another kind; an unknown base is just a file that does not fit
+        if file_found and file_found[0] and net_found and file_found != net_found:
+            raise _another_network(report, file_found, net_found, what, fix)
+    check(report, what, fix, allow_partial=allow_missing)
+    if report.mismatched:
+        # allow_missing accepts what is absent, never what does not fit (Gluon asserts)
+        check(report, what, fix, allow_partial=False)
+    if report.unexpected and not ignore_extra:
+        raise WeightsLoadError('{} {}: {}; the network has no {}; {}'.format(
+            what, path, _counts(report), ', '.join(_groups(report.unexpected)), fix))
+    _fill(net, arrays, report, mapping, ctx)
+    return report
+
+
+def _groups(keys, limit=4):
+    groups = group_keys(keys)
+    return groups[:limit] + (['...'] if len(groups) > limit else [])
+
+
+def sha1_of(path, chunk=1 << 22):
+    """Hex SHA-1 of a file (what GluonCV's model store checks)."""
+    digest = hashlib.sha1()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(chunk), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def base_mapping(net):
+    """``{yolo3 key: base key}`` of the base network's layers inside ``net.stages``.
+
+    GluonCV builds a YOLOv3 from slices of its ImageNet base's ``features``
+    (``features[:15]``, ``[15:24]``, ``[24:]`` for darknet53); the stages hold those very
+    layers, so layer ``k`` of stage ``i`` is ``features.{k + len(earlier stages)}``.
+    """
+    mapping, offset = {}, 0
+    for i, stage in enumerate(net.stages):
+        prefix = 'stages.{}.'.format(i)
+        for key in stage._collect_params_with_prefix():
+            layer, rest = key.split('.', 1)
+            mapping[prefix + key] = 'features.{}.{}'.format(int(layer) + offset, rest)
+        offset += len(stage)
+    return mapping
+
+
+def load_base(net, path, what, fix, data_shape=64):
+    """Load GluonCV's ImageNet base weights (``darknet53-*.params``...) into ``net.stages``.
+
+    What ``get_model(name, pretrained_base=True)`` does through its base network, with a
+    report: every stage parameter must be in the file with its shape (Gluon's strict load of
+    the base); the base's classifier (``output.*``) is reported as not used by the detector;
+    any other extra key is refused, as Gluon refuses it.
+
+    Returns
+    -------
+    LoadReport
+        Its ``total`` counts the stage tensors only.
+    """
+    arrays = read_params(path, what, fix)
+    mapping = base_mapping(net)
+    shapes = target_shapes(net, data_shape)
+    file_shapes = {k: tuple(v.shape) for k, v in arrays.items()}
+    target = _wildcards({k: shapes[k] for k in mapping}, file_shapes, mapping)
+    report = compare(target, file_shapes, path, mapping=mapping)
+    check(report, what, fix)
+    extra = [k for k in report.unexpected if not k.startswith('output.')]
+    if extra:
+        raise WeightsLoadError('{} {}: {}; the base network has no {}; {}'.format(
+            what, path, _counts(report), ', '.join(_groups(extra)), fix))
+    _fill(net, arrays, report, mapping, None)
+    return report
