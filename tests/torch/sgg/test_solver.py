@@ -13,7 +13,10 @@ from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.solver import (WarmupMultiStepLR, WarmupReduceLROnPlateau,
                                          clip_grad_norm, make_lr_scheduler, make_optimizer)
 
-MIRROR = '/work/.mirror/KaihuaTang+Scene-Graph-Benchmark.pytorch/repo'
+# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
+# (docs/testing.md); '' (tests skip) when it is not set.
+_REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
+MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
 
 
 def _opt(lr=1.0, n=1):

@@ -19,8 +19,10 @@ import torch
 
 from gluontrain.torch.sgg.structures import BoxList
 
-SGB_MIRROR = os.environ.get('SGB_MIRROR',
-                            '/work/.mirror/KaihuaTang+Scene-Graph-Benchmark.pytorch/repo')
+# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
+# (docs/testing.md); '' (tests skip) when it is not set.
+_REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
+SGB_MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
 SGB_FILES = ('maskrcnn_benchmark/data/datasets/evaluation/vg/sgg_eval.py',
              'maskrcnn_benchmark/data/datasets/evaluation/vg/vg_eval.py',
              'maskrcnn_benchmark/structures/bounding_box.py',

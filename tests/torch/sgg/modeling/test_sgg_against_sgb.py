@@ -27,7 +27,10 @@ from gluontrain.torch.sgg.modeling.rpn import RPNModule, generate_anchors
 from gluontrain.torch.sgg.modeling.sampling import RelationSampling
 from gluontrain.torch.sgg.structures import BoxList
 
-MIRROR = '/work/.mirror/KaihuaTang+Scene-Graph-Benchmark.pytorch/repo'
+# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
+# (docs/testing.md); '' (tests skip) when it is not set.
+_REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
+MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
 FILES = ['structures/bounding_box.py', 'structures/boxlist_ops.py', 'modeling/utils.py',
          'modeling/box_coder.py', 'modeling/matcher.py',
          'modeling/balanced_positive_negative_sampler.py', 'modeling/rpn/anchor_generator.py',

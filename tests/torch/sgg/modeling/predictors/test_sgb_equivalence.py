@@ -22,8 +22,10 @@ from gluontrain.torch.sgg.modeling.predictors import PREDICTORS
 # SGB's own VCTree code calls float() on a tensor that requires grad
 pytestmark = pytest.mark.filterwarnings('ignore:Converting a tensor with requires_grad')
 
-MIRROR = os.environ.get('SGB_MIRROR',
-                        '/work/.mirror/KaihuaTang+Scene-Graph-Benchmark.pytorch/repo')
+# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
+# (docs/testing.md); '' (tests skip) when it is not set.
+_REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
+MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
 REL = 'maskrcnn_benchmark/modeling/roi_heads/relation_head/'
 FILES = ['model_motifs.py', 'utils_motifs.py', 'utils_relation.py', 'model_msg_passing.py',
          'model_transformer.py', 'model_vtranse.py', 'model_vctree.py', 'utils_vctree.py',
