@@ -289,7 +289,9 @@ def _per_level(feats, levels, boxes, out_shape, pool):
     for lvl, feat in enumerate(feats):
         idx = torch.nonzero(levels == lvl).view(-1)
         if idx.numel():
-            out = out.index_put((idx,), pool(lvl, feat, idx))
+            # under autocast the pooled features come back in float32 while the levels are
+            # half precision: cast as maskrcnn-benchmark's Pooler (``.to(dtype)``)
+            out = out.index_put((idx,), pool(lvl, feat, idx).to(out.dtype))
     return out
 
 

@@ -388,19 +388,16 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
 
 def _check_dtype(cfg, config_file):
     """``DTYPE``: SGB trains in float32, or with ``"float16"`` through apex AMP O1
-    (``relation_train_net.py``: ``amp.initialize(..., opt_level='O1')``), which needs CUDA."""
+    (``relation_train_net.py``: ``amp.initialize(..., opt_level='O1')``), which needs CUDA;
+    the recipe runs it as torch's float16 autocast + GradScaler (``train.SGGStep``)."""
     where = 'config file {}'.format(config_file) if config_file else 'command-line override'
     if cfg.DTYPE not in ('float32', 'float16'):
         raise ConfigError('{}: DTYPE = {!r}; SGB knows "float32" and "float16"'.format(
             where, cfg.DTYPE))
-    if cfg.DTYPE == 'float16':
-        if not str(cfg.MODEL.DEVICE).startswith('cuda'):
-            raise ConfigError('{}: DTYPE "float16" is SGB\'s apex AMP (O1) mixed precision, '
-                              'which runs on CUDA only; on MODEL.DEVICE {} pass DTYPE float32'
-                              .format(where, cfg.MODEL.DEVICE))
-        raise ConfigError('{}: DTYPE "float16" (SGB\'s apex AMP O1) is not implemented by the '
-                          'scene-graph recipe yet; pass DTYPE float32 (same model, float32 '
-                          'arithmetic)'.format(where))
+    if cfg.DTYPE == 'float16' and not str(cfg.MODEL.DEVICE).startswith('cuda'):
+        raise ConfigError('{}: DTYPE "float16" is SGB\'s apex AMP (O1) mixed precision, which '
+                          'runs on CUDA only; on MODEL.DEVICE {} pass DTYPE float32'.format(
+                              where, cfg.MODEL.DEVICE))
 
 
 def _message(exc):

@@ -23,7 +23,7 @@ from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ..distributed import get_rank, get_world_size, unwrap_model
-from ..step import seed_all
+from ..step import mixed_precision, seed_all
 from .args import OUTPUT_ARGUMENT, config_from_args, parse_args
 from .checkpoint import DETECTOR_LOAD_MAPPING, FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
 from .inference import iou_types_of
@@ -305,8 +305,11 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         # the iteration-based sampler replays the draws before it and starts there
         train_data.batch_sampler.start_iter = state.iteration
         state.resume_batch = state.iteration
+    # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
+    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16',
+                                       argument='DTYPE "float16"')
     step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
-                   norm_eval=norm_eval)
+                   norm_eval=norm_eval, autocast=autocast, scaler=scaler)
     state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)

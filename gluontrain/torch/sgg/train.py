@@ -20,6 +20,7 @@ Fixes (docs/faithfulness.md): ``MAX_DECAY_STEP`` stops training and still writes
 and checkpointed, validation leaves every RNG where it was.
 """
 import collections
+import contextlib
 import datetime
 import logging
 import os
@@ -62,10 +63,16 @@ class SGGStep:
     norm_eval : bool, default True
         Passed to :func:`fix_eval_modules` (``modeling.model.frozen_norm_eval(cfg)``: False
         when the frozen detector was never trained).
+    autocast : callable, optional
+        ``autocast() -> context manager`` around the forward (``DTYPE "float16"``: SGB's apex
+        AMP O1 as torch's float16 autocast, :func:`gluontrain.torch.step.mixed_precision`).
+    scaler : torch.amp.GradScaler, optional
+        Dynamic loss scaling (apex O1's); gradients are unscaled before clipping.
     """
 
     def __init__(self, model, optimizer, cfg, device, eval_modules=(), clip=True, logger=None,
-                 norm_eval=True):
+                 norm_eval=True, autocast=None, scaler=None):
+        self.autocast, self.scaler = autocast, scaler
         self.model, self.optimizer, self.cfg, self.device = model, optimizer, cfg, device
         self.eval_modules, self.clip = tuple(eval_modules), clip
         self.norm_eval = norm_eval
@@ -82,10 +89,15 @@ class SGGStep:
         fix_eval_modules(self.eval_modules, self.norm_eval)
         images = images.to(self.device)
         targets = [t.to(self.device) for t in targets]
-        loss_dict = self.model(images, targets)
-        losses = sum(loss for loss in loss_dict.values())
+        with self.autocast() if self.autocast else contextlib.nullcontext():
+            loss_dict = self.model(images, targets)
+        losses = sum(loss.float() for loss in loss_dict.values())
         self.optimizer.zero_grad()
-        losses.backward()
+        if self.scaler is not None:
+            self.scaler.scale(losses).backward()
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients, as apex does
+        else:
+            losses.backward()
         if self.clip:
             verbose = (iteration % self.cfg.SOLVER.PRINT_GRAD_FREQ) == 0 or \
                 self.print_first_grad
@@ -93,7 +105,11 @@ class SGGStep:
             clip_grad_norm([(n, p) for n, p in self.model.named_parameters()
                             if p.requires_grad], max_norm=self.cfg.SOLVER.GRAD_NORM_CLIP,
                            logger=self.logger, verbose=verbose, clip=True)
-        self.optimizer.step()
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)  # skipped on inf/nan gradients, as apex O1
+            self.scaler.update()
+        else:
+            self.optimizer.step()
         logged = all_reduce_mean(dict(loss_dict))
         logged = dict([('loss', sum(logged.values()))] + list(logged.items()))
         return {'losses': {k: [(v, 1)] for k, v in logged.items()},
