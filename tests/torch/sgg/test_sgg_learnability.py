@@ -18,8 +18,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 CONFIGS = os.path.join(REPO, 'gluontrain', 'torch', 'sgg', 'configs')
 TEST_SET = 'VG_stanford_filtered_with_attribute_test'
 # Measured (seed 0, 100 train / 25 test images, 2 CPU cores, ~1 min): R@50 PredCls on the test
-# split untrained 0.0862 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065,
-# trained 0.4225. Before two fixes the trained model reached 0.1551: SGB's hard-coded
+# split untrained 0.0612 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065,
+# trained 0.4156 (0.0862 / 0.4225 before the body took maskrcnn-benchmark's
+# kaiming_uniform_(a=1) initialisation, gluontrain.torch.backbone). Before two fixes the trained model reached 0.1551: SGB's hard-coded
 # horizontal flips corrupt 'left of' / 'right of' (the shipped config sets
 # INPUT.FLIP_PROB_TRAIN 0), and an untrained frozen detector's batch norms in eval mode
 # (initial statistics) fed the raw BGR-255 scale to the relation head, whose union features
