@@ -80,6 +80,11 @@ def matches_ignore(key, ignore):
     return any(key == s or key.endswith('.' + s) for s in ignore)
 
 
+def _kind(key):
+    parts = key.split('.')
+    return parts[-2] if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
+
+
 class LoadReport:
     """What one load filled, from a file into a model (or one module of it).
 
@@ -131,7 +136,8 @@ class LoadReport:
         line = 'loaded {} of {} tensors from {} ({})'.format(
             len(self.loaded), self.total, self.source, self._counts())
         if self.ignored:
-            suffixes = sorted({k.rsplit('.', 1)[-1] for k in self.ignored})
+            # the buffer's kind: 'running_var', or 'cell_anchors' for 'cell_anchors.0'
+            suffixes = sorted({_kind(k) for k in self.ignored})
             line += '; {} not expected in the file ({})'.format(len(self.ignored),
                                                                   ', '.join(suffixes))
         return line

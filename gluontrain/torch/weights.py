@@ -160,6 +160,8 @@ def read_weights_file(path, what, fix):
         run code is refused before anything of it runs).
     """
     path = str(path)
+    if os.path.isdir(path):
+        raise WeightsLoadError('{} {} is a folder, not a weights file; {}'.format(what, path, fix))
     if not os.path.isfile(path):
         raise FileNotFoundError('{} {} does not exist; {}'.format(what, path, fix))
     size = os.path.getsize(path)
@@ -178,7 +180,10 @@ def read_weights_file(path, what, fix):
             return torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, KeyError...
         message = str(e)
-        if head[:1] == b'\x80' and _is_gluontrain_checkpoint(path):
+        if head[:1] != b'\x80' and head[:4] != b'PK\x03\x04':
+            # neither a torch.save zip nor a pickle: text, an image, another format
+            reason = 'is not a torch.save file (it starts with {!r})'.format(head)
+        elif head[:1] == b'\x80' and _is_gluontrain_checkpoint(path):
             reason = ('is a gluontrain training checkpoint ({prefix}_last.ckpt), not a weights '
                       'file')
         elif 'Weights only load failed' in message:

@@ -165,3 +165,11 @@ def test_report_attributes():
     assert (report.total, report.ignored, report.complete) == (3, [], False)
     assert repr(report) == ('<LoadReport loaded 1 of 3 tensors from f (1 missing, 0 unexpected, '
                             '1 wrong shape)>')
+
+
+def test_ignored_keys_are_named_by_kind():
+    """``rpn.anchor_generator.cell_anchors.0`` is a ``cell_anchors`` buffer, not a ``0``."""
+    report = compare({'a.cell_anchors.0': (3, 4), 'a.cell_anchors.1': (3, 4), 'b.weight': (2,),
+                      'bn.running_var': (2,)}, {'b.weight': (2,)}, 'f.pth',
+                     ignore=lambda k: 'cell_anchors' in k or k.endswith('running_var'))
+    assert report.summary().endswith('; 3 not expected in the file (cell_anchors, running_var)')

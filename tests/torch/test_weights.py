@@ -161,3 +161,14 @@ def test_restore_checkpoint_of_another_network_is_one_line(tmp_path):
                                                    r'unexpected, 0 wrong shape\); unexpected '
                                                    r'3.\{bias, weight\}; resume with'):
         restore_checkpoint(path, model, optimizer)
+
+
+def test_text_files_and_folders_are_named_for_what_they_are(tmp_path):
+    text = tmp_path / 'notes.pth'
+    text.write_text('not weights at all')
+    with pytest.raises(WeightsLoadError, match=r"is not a torch.save file \(it starts with "
+                                               r"b'not weig'\); pass") as err:
+        read_weights_file(str(text), '--resume', 'pass a .pth')
+    assert 'objects other than tensors' not in str(err.value)
+    with pytest.raises(WeightsLoadError, match='is a folder, not a weights file'):
+        read_weights_file(str(tmp_path), '--resume', 'pass a .pth')
