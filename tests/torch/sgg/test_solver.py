@@ -108,7 +108,7 @@ def test_warmup_plateau_hand_computed():
 def test_schedules_equal_sgb_source():
     sgb = _sgb_lr_scheduler()
     if sgb is None:
-        pytest.skip('SGB mirror not available')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     ours_opt, ref_opt = _opt(0.3, 2), _opt(0.3, 2)
     ours = WarmupMultiStepLR(ours_opt, (5, 9), 0.2, 0.1, 7)
     ref = sgb.WarmupMultiStepLR(ref_opt, (5, 9), 0.2, 0.1, 7)

@@ -189,7 +189,7 @@ def test_samplers_same_as_sgb():
     dist = sgb_reference.load_file('maskrcnn_benchmark/data/samplers/distributed.py',
                                    'sgb_distributed')
     if grouped is None or iteration is None or dist is None:
-        pytest.skip('SGB mirror not available')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     g = torch.Generator().manual_seed(0)
     for n, batch in ((23, 4), (50, 3), (31, 8)):
         # a random grouping with every group well filled: SGB fails when a rank's share

@@ -105,7 +105,7 @@ def test_same_as_sgb_statistics(gen_root, capsys):
     num_val_im=5000 set to the dataset's 4."""
     sgb = sgb_reference.load()
     if sgb is None:
-        pytest.skip('SGB mirror not available')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     files = vg_files(gen_root)
     sgb.NUM_VAL_IM = 4
     try:

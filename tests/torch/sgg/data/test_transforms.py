@@ -107,7 +107,7 @@ def test_get_size_same_as_sgb():
     sgb = sgb_reference.load_file('maskrcnn_benchmark/data/transforms/transforms.py',
                                   'sgb_transforms')
     if sgb is None:
-        pytest.skip('SGB mirror not available')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     rng = np.random.default_rng(0)
     for min_size, max_size in (((600,), 1000), ((480, 512, 600), 1000), ((800,), 1333),
                                ((64,), 100), ((600,), None)):

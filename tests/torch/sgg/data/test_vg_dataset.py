@@ -244,7 +244,7 @@ def test_same_as_sgb_visual_genome(gen_root):
     images per split, same targets for every (evaluation, flip_img) under the same seeds."""
     sgb = sgb_reference.load()
     if sgb is None:
-        pytest.skip('SGB mirror not available')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     files = vg_files(gen_root)
     for split in ('train', 'val', 'test'):
         ref, ours = sgb.VGDataset(split, num_val_im=4, **files), VGDataset(split, num_val_im=4,

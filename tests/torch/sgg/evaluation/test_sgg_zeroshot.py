@@ -51,7 +51,8 @@ def test_bad_files_are_clear_errors(tmp_path):
         load_zeroshot_triplets(str(tmp_path / 'bad.pytorch'))
 
 
-@pytest.mark.skipif(not sgb_available(), reason='SGB mirror not available')
+@pytest.mark.skipif(not sgb_available(),
+                    reason="GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
 def test_loads_sgbs_shipped_file(tmp_path):
     path = tmp_path / 'zeroshot_triplet.pytorch'
     path.write_bytes(_show(SGB_ZEROSHOT))

@@ -32,7 +32,9 @@ SGB_NUMBERS = {
     'sgcls': (0.11833333333333333, 0.20982142857142858, 0.39666666666666667, 0.5496),
     'sgdet': (0.125, 0.125, 0.20833333333333331, 0.3378),
 }
-needs_sgb = pytest.mark.skipif(not sgb_available(), reason='SGB mirror not available')
+needs_sgb = pytest.mark.skipif(
+    not sgb_available(),
+    reason="GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
 
 
 def cfg_for(mode, iou=0.5):
@@ -76,7 +78,7 @@ def block(text):
 @pytest.fixture(scope='module')
 def sgb(tmp_path_factory):
     if not sgb_available():
-        pytest.skip('SGB mirror not available')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     d = tmp_path_factory.mktemp('sgb')
     _, vg = load_sgb(d, zeroshot=ZS)
     return d, vg

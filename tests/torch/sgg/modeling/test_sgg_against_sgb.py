@@ -69,7 +69,7 @@ def nms(boxes, scores, thresh):
 @pytest.fixture(scope='module')
 def sgb(tmp_path_factory):
     if not os.path.isdir(MIRROR):
-        pytest.skip('Scene-Graph-Benchmark mirror not present')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     root = tmp_path_factory.mktemp('sgb')
     for f in FILES:
         src = subprocess.run(['git', '--git-dir', MIRROR, 'show', 'HEAD:maskrcnn_benchmark/' + f],

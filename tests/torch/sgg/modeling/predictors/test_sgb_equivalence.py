@@ -68,7 +68,7 @@ def _git_show(path):
 def sgb(tmp_path_factory):
     """SGB's predictor registry, imported from the mirror."""
     if not os.path.isdir(MIRROR) or shutil.which('git') is None:
-        pytest.skip('Scene-Graph-Benchmark mirror not found (set SGB_MIRROR)')
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
     root = tmp_path_factory.mktemp('sgb')
     for d in ('maskrcnn_benchmark', 'maskrcnn_benchmark/modeling',
               'maskrcnn_benchmark/modeling/roi_heads', REL):
