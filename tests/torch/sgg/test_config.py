@@ -110,3 +110,22 @@ def test_dtype_is_honoured_or_refused_in_one_line(opts, message):
 def test_dtype_float16_is_accepted_on_cuda():
     """SGB's README command lines (``DTYPE "float16"``, MODEL.DEVICE cuda) load unchanged."""
     assert load_cfg(None, ['MODEL.DEVICE', 'cuda', 'DTYPE', 'float16']).DTYPE == 'float16'
+
+
+def test_sgb_readme_command_lines_load_unchanged():
+    """Every ``--config-file ... KEY VALUE ...`` command line of SGB's README (detector
+    pretraining, PredCls / SGCls / SGDet training and testing, ``DTYPE "float16"``,
+    ``GLOVE_DIR``, ``MODEL.ROI_RELATION_HEAD.*``) loads with its own config file."""
+    import shlex  # pylint: disable=import-outside-toplevel
+    refs = os.environ.get('GLUONTRAIN_REFERENCES')
+    if not refs:
+        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
+    root = os.path.join(refs, 'Scene-Graph-Benchmark.pytorch')
+    with open(os.path.join(root, 'README.md')) as f:
+        lines = [shlex.split(line) for line in f if '--config-file' in line and 'python' in line]
+    assert len(lines) >= 7
+    for args in lines:
+        at = args.index('--config-file')
+        cfg = load_cfg(os.path.join(root, args[at + 1]), args[at + 2:])
+        assert cfg.DTYPE == 'float16' and cfg.MODEL.BACKBONE.CONV_BODY == 'R-101-FPN'
+        assert cfg.MODEL.RESNETS.NUM_GROUPS == 32
