@@ -6,10 +6,12 @@ problem they find (the first few in full, plus a count).
 """
 import json
 import os
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from .images import image_problem, looks_truncated, one_line, warn_size_mismatch
 from .synthetic import VOC_CLASSES
 
 __all__ = ['DatasetError', 'check_voc', 'check_coco', 'check_vg', 'check_vg_files',
@@ -29,7 +31,8 @@ class DatasetError(ValueError):
     """
 
     def __init__(self, message, problems=None):
-        super().__init__(message)
+        # one_line: a DataLoader worker's copy comes back with the worker's traceback inside
+        super().__init__(one_line(message))
         self.problems = list(problems) if problems else [message]
 
 
@@ -39,9 +42,25 @@ class _Problems:
     def __init__(self, what):
         self.what = what
         self.items = []
+        self.truncated = []
 
     def add(self, msg):
         self.items.append(msg)
+
+    def check_truncated(self, path):
+        """Note ``path`` if it lacks its end marker (warned about by :meth:`warn`)."""
+        if looks_truncated(path):
+            self.truncated.append(path)
+
+    def warn(self):
+        """One warning naming the truncated images: the MXNet / OpenCV readers of the VOC
+        and COCO recipes decode them, as the references do, with the missing part blank."""
+        n = len(self.truncated)
+        if n:
+            warnings.warn('{}: {} image{} look{} truncated (no end marker): {}{}; OpenCV decodes '
+                          'the missing part as blank pixels, as the reference does; restore '
+                          'them.'.format(self.what, n, '' if n == 1 else 's', 's' if n == 1 else '',
+                                         ', '.join(self.truncated[:5]), ', ...' if n > 5 else ''))
 
     def raise_if_any(self):
         if not self.items:
@@ -50,6 +69,9 @@ class _Problems:
         head = '{} problem{} in {}'.format(n, '' if n == 1 else 's', self.what)
         if n > _SHOWN:
             head += ' (first {} shown)'.format(_SHOWN)
+        if n == 1:
+            # one problem, one line: the command line prints it as its one error line
+            raise DatasetError('{}: {}'.format(head, self.items[0]), self.items)
         lines = [head + ':'] + ['  - ' + m for m in self.items[:_SHOWN]]
         if n > _SHOWN:
             lines.append('  ... and {} more.'.format(n - _SHOWN))
@@ -64,19 +86,8 @@ def _missing_root(kind, root, expect):
 
 
 def _image_problem(path):
-    """``None`` if ``path`` is a readable image, else a short reason."""
-    from PIL import Image  # pylint: disable=import-outside-toplevel
-
-    if not os.path.isfile(path):
-        return 'is missing'
-    if os.path.getsize(path) == 0:
-        return 'is empty (0 bytes)'
-    try:
-        with Image.open(path) as im:
-            im.size  # pylint: disable=pointless-statement
-    except Exception as e:  # pylint: disable=broad-except
-        return 'cannot be read as an image ({})'.format(e)
-    return None
+    """``None`` if ``path`` is a readable image (header), else a short reason."""
+    return image_problem(path)
 
 
 def _image_size(path):
@@ -151,6 +162,7 @@ def check_voc(root, splits, classes=None, check_images=True):
                 continue
             n_images += 1
             n_objects += _check_voc_image(report, year_dir, image_id, classes, check_images)
+    report.warn()
     report.raise_if_any()
     return {'images': n_images, 'objects': n_objects}
 
@@ -163,6 +175,8 @@ def _check_voc_image(report, year_dir, image_id, classes, check_images):
         if problem:
             report.add('image {} {}: restore it or remove {!r} from the ImageSets list.'.format(
                 jpg_path, problem, image_id))
+        else:
+            report.check_truncated(jpg_path)
     if not os.path.isfile(xml_path):
         report.add('annotation {} is missing: restore it or remove {!r} from the ImageSets '
                    'list.'.format(xml_path, image_id))
@@ -181,6 +195,10 @@ def _check_voc_image(report, year_dir, image_id, classes, check_images):
     except (TypeError, ValueError):
         report.add('annotation {}: <size><width>/<height> missing or not numbers; add the '
                    'image size.'.format(xml_path))
+        return 0
+    if not (np.isfinite([width, height]).all() and width > 0 and height > 0):
+        report.add('annotation {}: <size> {:g}x{:g} is not a positive finite size; write the '
+                   'image\'s width and height.'.format(xml_path, width, height))
         return 0
     if check_images and os.path.isfile(jpg_path) and not _image_problem(jpg_path):
         actual = _image_size(jpg_path)
@@ -213,6 +231,13 @@ def _check_voc_image(report, year_dir, image_id, classes, check_images):
             broken += 1
             continue
         xmin, ymin, xmax, ymax = box
+        if not np.isfinite(box).all():
+            # float() reads 'nan' and 'inf'; every comparison below would call them 'outside'
+            report.add('{}: box (xmin={:g}, ymin={:g}, xmax={:g}, ymax={:g}) has a non-finite '
+                       'coordinate; write pixel numbers or delete the object.'.format(
+                           where, xmin, ymin, xmax, ymax))
+            broken += 1
+            continue
         # gluoncv's rule on the 0-based box (XML minus 1): 0 <= min < max <= size
         if not (1 <= xmin < xmax <= width + 1 and 1 <= ymin < ymax <= height + 1):
             kind = 'is degenerate' if xmin >= xmax or ymin >= ymax else 'lies outside the image'
@@ -293,7 +318,7 @@ def check_coco(root, split, classes=None, check_images=True):
             report.add('{}: the categories (by id) are not the {} expected classes; gluoncv\'s '
                        'COCODetection needs exactly the 80 COCO categories.'.format(
                            ann_file, len(classes)))
-    images = {}
+    images, unsized = {}, set()
     for img in data['images']:
         lacking = [k for k in ('id', 'file_name', 'width', 'height', 'coco_url') if k not in img]
         if lacking:
@@ -301,6 +326,13 @@ def check_coco(root, split, classes=None, check_images=True):
                 ann_file, img.get('id', img.get('file_name')), lacking))
             continue
         images[img['id']] = img
+        if not all(isinstance(img[k], (int, float)) and np.isfinite(img[k]) and img[k] > 0
+                   for k in ('width', 'height')):
+            report.add('{}: image entry {} has width/height {!r}x{!r}; write the image\'s '
+                       'size in pixels.'.format(ann_file, img['id'], img['width'],
+                                                img['height']))
+            unsized.add(img['id'])
+            continue
         if check_images:
             # gluoncv locates images by the last two parts of coco_url
             path = os.path.join(root, *img['coco_url'].split('/')[-2:])
@@ -308,6 +340,12 @@ def check_coco(root, split, classes=None, check_images=True):
             if problem:
                 report.add('{}: image {} (id {}) {}: restore it or remove the image and its '
                            'annotations.'.format(ann_file, path, img['id'], problem))
+            else:
+                report.check_truncated(path)
+                # the readers tolerate it (boxes are pixels); said, as the VG reader does
+                warn_size_mismatch(path, _image_size(path), (img['width'], img['height']),
+                                   '{} (image id {})'.format(ann_file, img['id']),
+                                   'boxes are clipped to the declared size; fix width/height')
     seen = set()
     for ann in data['annotations']:
         aid = ann.get('id')
@@ -328,14 +366,28 @@ def check_coco(root, split, classes=None, check_images=True):
         if not isinstance(bbox, list) or len(bbox) != 4:
             report.add('{}: bbox must be [x, y, width, height], got {!r}.'.format(where, bbox))
             continue
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bbox):
+            report.add('{}: bbox must hold four numbers [x, y, width, height], got {!r}.'.format(
+                where, bbox))
+            continue
         x, y, w, h = bbox
-        if w <= 0 or h <= 0:
+        if not np.isfinite(bbox).all():
+            # json reads NaN and Infinity; every comparison with NaN is False
+            report.add('{}: bbox {} has a non-finite value; write pixel numbers or drop the '
+                       'annotation.'.format(where, bbox))
+        elif w <= 0 or h <= 0:
             report.add('{}: bbox {} has non-positive width/height; fix or drop the '
                        'annotation.'.format(where, bbox))
+        elif ann.get('image_id') in unsized:
+            continue
         elif x < -1 or y < -1 or x + w > img['width'] + 1 or y + h > img['height'] + 1:
             report.add('{}: bbox [x, y, w, h] = {} reaches outside the {}x{} image by more '
                        'than 1 px; clip it to the image.'.format(
                            where, bbox, img['width'], img['height']))
+    if not data['images']:
+        report.add('{} lists no images: the split is empty; add images, or point '
+                   '--dataset-root at a dataset whose split has some.'.format(ann_file))
+    report.warn()
     report.raise_if_any()
     return {'images': len(images), 'annotations': len(data['annotations'])}
 

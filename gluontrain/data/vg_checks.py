@@ -3,7 +3,8 @@ import os
 
 import numpy as np
 
-from .checks import _GENERATE, DatasetError, _image_problem, _load_json, _missing_root, _Problems
+from .checks import (_GENERATE, _SHOWN, DatasetError, _image_problem, _load_json, _missing_root,
+                     _Problems)
 from .vg import DICTS_NAME, H5_NAME, IMAGE_DATA, IMAGE_DIR
 
 __all__ = ['check_vg', 'check_vg_files', 'SGB_CORRUPTED_IMAGES']
@@ -125,6 +126,11 @@ def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
         report.add('{}: predicates at rows {} are outside 1..{} ({}); fix them.'.format(
             h5_path, bad_pred[:5].tolist(), n_preds, dicts_path))
     boxes = d['boxes_1024']
+    for j in np.flatnonzero(~np.isfinite(boxes.astype(np.float64)).all(1))[:_SHOWN]:
+        # a float h5 can hold NaN / inf; every comparison below lets them through
+        report.add('{}: boxes_1024 row {} ({}) = {} is not finite; write pixel numbers or drop '
+                   'the box.'.format(h5_path, j, _box_owner(d, image_data, j),
+                                     boxes[j].tolist()))
     bad_box = np.flatnonzero((boxes[:, :2] < 0).any(1) | (boxes[:, 2:] <= 0).any(1))
     if len(bad_box):
         report.add('{}: boxes_1024 rows {} have a negative centre or non-positive size; fix '
@@ -139,6 +145,14 @@ def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
                     path, i, image_file, problem))
     report.raise_if_any()
     return {'images': n_img, 'boxes': n_box, 'relationships': n_rel}, image_data
+
+
+def _box_owner(d, image_data, row):
+    """``'image #i (image_id N)'`` of global box ``row``."""
+    for i, (b0, b1) in enumerate(zip(d['img_to_first_box'], d['img_to_last_box'])):
+        if 0 <= b0 <= row <= b1:
+            return 'image #{} (image_id {})'.format(i, image_data[i].get('image_id'))
+    return 'no image'
 
 
 # SGB's load_image_filenames skips these entries of the released image_data.json

@@ -114,7 +114,7 @@ def test_voc_empty_and_broken_jpeg(voc):
     assert jpg + ' is empty (0 bytes)' in voc_error(voc)
     with open(jpg, 'wb') as f:
         f.write(b'not a jpeg at all')
-    assert jpg + ' cannot be read' in voc_error(voc)
+    assert jpg + ' is not an image file:' in voc_error(voc)
 
 
 def test_voc_malformed_xml(voc):
@@ -404,3 +404,69 @@ def test_vg_bad_labels_and_image(vgr):
     msg = vg_error(vgr)
     assert 'labels at rows [2] are outside 1..8' in msg
     assert os.path.join(vgr, vg.IMAGE_DIR, '5.jpg') in msg
+
+
+# ---------------------------------------------------------------- non-finite numbers, sizes
+@pytest.mark.parametrize('value', ['nan', 'inf'])
+def test_voc_non_finite_coordinate_is_named_as_such(voc, value):
+    image_id = first_trainval(voc)
+    path = xml_path(voc, image_id)
+    name = ET.parse(path).getroot().find('object/name').text
+
+    def spoil(r):
+        r.find('object/bndbox/ymin').text = value  # float() reads it
+    edit_xml(path, spoil)
+    msg = voc_error(voc)
+    assert msg.startswith('1 problem')
+    assert re.search(r"{}, object #0 \('{}'\): box \(xmin=\d+, ymin={}, xmax=\d+, ymax=\d+\) has a "
+                     r"non-finite coordinate; write pixel numbers".format(
+                         re.escape(path), name, value), msg)
+    assert 'outside' not in msg
+
+
+@pytest.mark.parametrize('value', [float('nan'), float('inf')])
+def test_coco_non_finite_bbox_is_named(coco, value):
+    path = coco_json(coco)
+    with open(path) as f:
+        ann = json.load(f)['annotations'][3]
+    rewrite(path, lambda d: d['annotations'][3]['bbox'].__setitem__(2, value))
+    msg = coco_error(coco)
+    assert msg.startswith('1 problem')
+    assert re.search(r'{}: annotation id {} \(image {:012d}\.jpg\): bbox \[.*{}.*\] has a '
+                     r'non-finite value; write pixel numbers'.format(
+                         re.escape(path), ann['id'], ann['image_id'], str(value)), msg)
+
+
+def test_coco_bbox_of_strings_is_named(coco):
+    path = coco_json(coco)
+    rewrite(path, lambda d: d['annotations'][0].__setitem__('bbox', ['1', 2, 3, 4]))
+    assert "bbox must hold four numbers [x, y, width, height], got ['1', 2, 3, 4]" in \
+        coco_error(coco)
+
+
+def test_coco_declared_size_contradicting_the_file_warns(coco):
+    path = coco_json(coco)
+    with open(path) as f:
+        img = json.load(f)['images'][0]
+    rewrite(path, lambda d: d['images'][0].__setitem__('height', img['height'] + 9))
+    with pytest.warns(UserWarning, match=r'{} is {}x{} but {} \(image id {}\) says {}x{}; boxes '
+                      r'are clipped to the declared size'.format(
+                          img['file_name'], img['width'], img['height'], re.escape(path),
+                          img['id'], img['width'], img['height'] + 9)):
+        check_coco(coco, 'instances_train2017')
+    rewrite(path, lambda d: d['images'][0].__setitem__('height', 'tall'))
+    assert "image entry {} has width/height {}x'tall'".format(img['id'], img['width']) in \
+        coco_error(coco)
+
+
+def test_vg_non_finite_box_is_named(vgr):
+    path = os.path.join(vgr, vg.H5_NAME)
+    with h5py.File(path, 'a') as f:
+        boxes = f['boxes_1024'][:].astype(np.float64)
+        first = int(f['img_to_first_box'][2])
+        boxes[first, 0] = np.inf
+        del f['boxes_1024']
+        f['boxes_1024'] = boxes
+    with pytest.raises(DatasetError, match=r'{}: boxes_1024 row {} \(image #2 \(image_id 3\)\) = '
+                       r'\[inf, .*\] is not finite'.format(re.escape(path), first)):
+        check_vg(vgr, check_images=False)

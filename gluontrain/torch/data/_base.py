@@ -1,9 +1,11 @@
 """What the VOC and COCO datasets of ssd.pytorch share: the sample form (see the package),
 image reading and the ``pull_item`` protocol."""
-import cv2
 import numpy as np
 import torch
 import torch.utils.data as data
+
+from gluontrain.data.checks import DatasetError
+from gluontrain.data.images import read_bgr
 
 
 def as_target(rows):
@@ -24,19 +26,24 @@ def apply_transform(transform, img, target):
     return img, target.astype(np.float32).reshape(-1, 5)
 
 
-def read_image(path):
-    """The BGR uint8 image ``[H, W, 3]`` at ``path``.
+def read_image(path, context=''):
+    """The BGR uint8 image ``[H, W, 3]`` at ``path`` (``cv2.imread``, as the reference).
+
+    Parameters
+    ----------
+    path : str
+    context : str
+        What refers to the image (dataset file, image id), for the message.
 
     Raises
     ------
     FileNotFoundError
-        When OpenCV cannot read the file (``cv2.imread`` returns None silently).
+        No file (:class:`gluontrain.data.images.ImageMissingError`, one line).
+    ValueError
+        A file OpenCV cannot decode (:class:`gluontrain.data.images.ImageReadError`; OpenCV's
+        ``imread`` returns None silently). Both stay one line from a loader worker.
     """
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
-    if img is None:
-        raise FileNotFoundError('cannot read image {}: the file is missing or not an image'
-                                .format(path))
-    return img
+    return read_bgr(path, context)
 
 
 class PullItemDataset(data.Dataset):
@@ -60,7 +67,14 @@ class PullItemDataset(data.Dataset):
         img = self.pull_image(index)
         height, width, _ = img.shape
         if self.target_transform is not None:
-            target = self.target_transform(target, width, height)
+            try:
+                target = self.target_transform(target, width, height)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                # the reference's int('nan') / missing tag names neither file nor object
+                raise DatasetError('{}: cannot convert its annotation ({}: {}); fix it or '
+                                   'remove the image from the dataset'.format(
+                                       self._image_context(index), type(exc).__name__,
+                                       exc)) from None
         img, target = apply_transform(self.transform, img, target)
         return img, target, height, width
 
@@ -72,4 +86,8 @@ class PullItemDataset(data.Dataset):
         FileNotFoundError
             When the image cannot be read.
         """
-        return read_image(self._image_path(index))
+        return read_image(self._image_path(index), self._image_context(index))
+
+    def _image_context(self, index):
+        """What refers to image ``index`` (subclasses name their annotation file)."""
+        return 'item {} of {}'.format(index, type(self).__name__)

@@ -112,6 +112,7 @@ class COCODetection(PullItemDataset):
         ann_file = os.path.join(root, 'annotations', 'instances_{}.json'.format(image_set))
         if not os.path.isfile(ann_file):
             raise FileNotFoundError('COCO annotation file not found: {}'.format(ann_file))
+        self.ann_file = ann_file
         self.coco = COCO(ann_file)
         # images with at least one annotation, in annotation order (the reference's ids)
         self.ids = list(self.coco.imgToAnns.keys())
@@ -127,6 +128,9 @@ class COCODetection(PullItemDataset):
 
     def _image_path(self, index):
         return os.path.join(self.root, self.coco.loadImgs(self.ids[index])[0]['file_name'])
+
+    def _image_context(self, index):
+        return 'image id {} of {}'.format(self.ids[index], self.ann_file)
 
     def pull_anno(self, index):
         """The image's annotation dicts as ``coco.loadAnns`` returns them (do not modify)."""

@@ -108,6 +108,9 @@ class VOCDetection(PullItemDataset):
     def _image_path(self, index):
         return self._imgpath % self.ids[index]
 
+    def _image_context(self, index):
+        return 'annotation {}'.format(self._annopath % self.ids[index])
+
     def pull_anno(self, index):
         """Returns ``(image id, rows)`` with the target transform at width = height = 1
         (pixel corners minus one), as the reference's ``pull_anno``."""
@@ -152,7 +155,9 @@ class VOCEvalDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         base, image_id = self.ids[index]
-        img = read_image(os.path.join(base, 'JPEGImages', image_id + '.jpg'))
+        img = read_image(os.path.join(base, 'JPEGImages', image_id + '.jpg'),
+                         'annotation {}'.format(os.path.join(base, 'Annotations',
+                                                             image_id + '.xml')))
         h, w = img.shape[:2]
         if self.transform is not None:
             img = self.transform(img)[0]

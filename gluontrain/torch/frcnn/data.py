@@ -15,17 +15,20 @@ original ``(H, W)``), and seamseg's dataset interface (``num_stuff``, ``num_thin
 :func:`detect_format` tells them apart from the folder.
 """
 import json
+import math
 import os
+import warnings
 
 import numpy as np
 import torch.utils.data as data
-from PIL import Image
 
 from gluontrain.data import msgpack
 from gluontrain.data.checks import DatasetError
+from gluontrain.data.images import ImageReadError
+from gluontrain.data.images import ImageMissingError, open_image, warn_size_mismatch
 
 __all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'make_transforms',
-           'make_dataloaders', 'DatasetError']
+           'make_dataloaders', 'DatasetError', 'ImageReadError']
 
 _GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
 
@@ -75,8 +78,8 @@ def _find_image(folder, stem):
     for ext in ('.png', '.jpg'):
         if os.path.exists(os.path.join(folder, stem + ext)):
             return os.path.join(folder, stem + ext)
-    raise FileNotFoundError('Cannot find any image for id {} in {} (.png or .jpg)'.format(
-        stem, folder))
+    raise ImageMissingError('Cannot find any image for id {} in {} (.png or .jpg): restore it '
+                            'or remove the id from the split list'.format(stem, folder))
 
 
 class ISSDataset(data.Dataset):
@@ -127,6 +130,11 @@ class ISSDataset(data.Dataset):
             raise DatasetError('{} lists {} ids that metadata.bin does not describe, e.g. {}'
                                .format(lst_file, len(missing), sorted(missing)[:3]))
         for d in images:
+            size = d.get('size')
+            if not (isinstance(size, (list, tuple)) and len(size) == 2 and all(
+                    isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in size)):
+                raise DatasetError('{}: image {} has size {!r}; it must be the image\'s (height, '
+                                   'width) in pixels'.format(meta_file, d['id'], size))
             if len(d['cat']) != len(d['iscrowd']) or not d['cat']:
                 raise DatasetError('{}: image {} has {} cat and {} iscrowd entries; both must '
                                    'list every instance (instance 0 = void)'.format(
@@ -180,15 +188,33 @@ class ISSDataset(data.Dataset):
     def __len__(self):
         return len(self._images)
 
+    @property
+    def source(self):
+        """The split list file (``lst/<split>.txt``)."""
+        return os.path.join(self._lst_dir, self.split_name + '.txt')
+
     def __getitem__(self, item):
         desc = self._images[item]
-        with Image.open(_find_image(self._img_dir, desc['id'])) as raw:
-            img = raw.convert(mode='RGB')
+        context = 'id {} of {}'.format(desc['id'], self.source)
+        img_file = _find_image(self._img_dir, desc['id'])
+        img = open_image(img_file, context=context)
         msk_file = os.path.join(self._msk_dir, desc['id'] + '.png')
-        msk, i = [Image.open(msk_file)], 1
+        msk_files, i = [msk_file], 1
         while os.path.exists('{}.{}'.format(msk_file, i)):
-            msk.append(Image.open('{}.{}'.format(msk_file, i)))
+            msk_files.append('{}.{}'.format(msk_file, i))
             i += 1
+        msk = [open_image(path, None, context) for path in msk_files]
+        for path, m in zip(msk_files, msk):
+            if m.size != img.size:
+                # seamseg would take boxes from the mask's pixels: wrong boxes, no word
+                raise DatasetError('mask {} is {}x{} but image {} is {}x{} ({}): a mask must '
+                                   'match its image; regenerate it'.format(
+                                       path, m.size[0], m.size[1], img_file, img.size[0],
+                                       img.size[1], context))
+        # seamseg batches by metadata.bin's size; the image's own size is what is trained on
+        warn_size_mismatch(img_file, img.size, desc['size'][::-1],
+                           os.path.join(self.root_dir, 'metadata.bin'),
+                           'images are batched by the declared size; fix "size" (H, W)')
         try:
             rec = self.transform(img, msk, desc['cat'], desc['iscrowd'])
         except ValueError as exc:
@@ -248,11 +274,19 @@ class COCODataset(data.Dataset):
             raise DatasetError('COCO annotation file {} lacks the lists {}'.format(path, missing))
         if not js['categories']:
             raise DatasetError('COCO annotation file {} lists no categories'.format(path))
+        images = {}
         for img in js['images']:
             lacking = [k for k in ('id', 'file_name', 'width', 'height') if k not in img]
             if lacking:
                 raise DatasetError('{}: image entry {} lacks {}; add them'.format(
                     path, img.get('id', img.get('file_name')), lacking))
+            if not all(isinstance(img[k], (int, float)) and not isinstance(img[k], bool)
+                       and math.isfinite(img[k]) and img[k] > 0 for k in ('width', 'height')):
+                raise DatasetError('{}: image entry {} has width/height {!r}x{!r}; write the '
+                                   'image\'s size in pixels'.format(path, img['id'], img['width'],
+                                                                    img['height']))
+            images[img['id']] = img
+        outside = []
         cats = sorted(js['categories'], key=lambda c: c['id'])
         self._cat_to_contiguous = {c['id']: i for i, c in enumerate(cats)}
         self._categories = [c.get('name', str(c['id'])) for c in cats]
@@ -266,14 +300,36 @@ class COCODataset(data.Dataset):
             if ann.get('category_id') not in self._cat_to_contiguous:
                 raise DatasetError('{} has category_id {} which is not in categories'.format(
                     where, ann.get('category_id')))
+            where += ' (image {})'.format(ann.get('image_id'))
             bbox = ann.get('bbox')
-            if not isinstance(bbox, list) or len(bbox) != 4 or bbox[2] <= 0 or bbox[3] <= 0:
+            if not (isinstance(bbox, list) and len(bbox) == 4 and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in bbox)):
+                raise DatasetError('{} has bbox {!r}: it must be four numbers [x, y, width, '
+                                   'height]; fix or drop it'.format(where, bbox))
+            if not all(math.isfinite(v) for v in bbox):
+                # json reads NaN / Infinity; NaN passes every comparison below
+                raise DatasetError('{} has the non-finite bbox {}: write pixel numbers or drop '
+                                   'the annotation'.format(where, bbox))
+            if bbox[2] <= 0 or bbox[3] <= 0:
                 raise DatasetError('{} has bbox {!r}: it must be [x, y, width, height] with '
                                    'positive width and height; fix or drop it'.format(where, bbox))
+            img = images[ann['image_id']]
+            x, y, w, h = bbox
+            if x >= img['width'] or y >= img['height'] or x + w <= 0 or y + h <= 0:
+                outside.append('annotation id {} (image {}, bbox {}, image {}x{})'.format(
+                    ann.get('id'), ann['image_id'], bbox, img['width'], img['height']))
+                continue
             by_image[ann['image_id']].append(ann)
+        if outside:
+            # a box with no pixel in its image cannot be learnt; the rest of the image can
+            warnings.warn('{}: {} box{} wholly outside {} image{}, dropped: {}{}'.format(
+                path, len(outside), '' if len(outside) == 1 else 'es',
+                'its' if len(outside) == 1 else 'their', '' if len(outside) == 1 else 's',
+                '; '.join(outside[:5]), '; ...' if len(outside) > 5 else ''))
         if js['images'] and not any(by_image.values()):
-            raise DatasetError('COCO annotation file {}: no image has a box; nothing to '
-                               'detect'.format(path))
+            raise DatasetError('COCO annotation file {}: no image has a box{}; nothing to '
+                               'detect'.format(path, ' inside it ({} wholly outside)'.format(
+                                   len(outside)) if outside else ''))
         self._images = []
         for img in js['images']:
             anns = by_image[img['id']]
@@ -319,14 +375,20 @@ class COCODataset(data.Dataset):
     def __len__(self):
         return len(self._images)
 
+    @property
+    def source(self):
+        """The annotation file."""
+        return self.annotation_file
+
     def __getitem__(self, item):
         desc = self._images[item]
         path = os.path.join(self.image_dir, desc['file_name'])
-        if not os.path.isfile(path):
-            raise FileNotFoundError('image {} of {} does not exist'.format(
-                path, self.annotation_file))
-        with Image.open(path) as raw:
-            img = raw.convert(mode='RGB')
+        img = open_image(path, context='image id {} of {}'.format(desc['id'],
+                                                                   self.annotation_file))
+        # the boxes are pixels and stay as written; the declared size only batches
+        warn_size_mismatch(path, img.size, desc['size'][::-1],
+                           '{} (image id {})'.format(self.annotation_file, desc['id']),
+                           'its boxes are used as written; fix width/height')
         rec = self.transform.apply_boxes(img, desc['bbx'], desc['cat'], desc['iscrowd'])
         rec['idx'] = desc['id']
         rec['size'] = (img.size[1], img.size[0])
@@ -414,6 +476,12 @@ def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False
     for split_key, size_key, tf, drop_last in (('train_set', 'train_batch_size', train_tf, True),
                                                ('val_set', 'val_batch_size', val_tf, False)):
         dataset = make_dataset(root, dl[split_key], tf)
+        if len(dataset) == 0:
+            # before the batch sampler, whose complaint would be about the batch size
+            raise DatasetError('{} split {!r} of {} has no image ({}): add images to it or set '
+                               '[dataloader] {} to a split that has some'.format(
+                                   split_key.split('_')[0], dl[split_key], root,
+                                   dataset.source, split_key))
         sampler = DistributedARBatchSampler(dataset, _batch_size(dl, size_key), world_size,
                                             rank, drop_last,
                                             reference_shuffle=reference_shuffle)

@@ -1,4 +1,7 @@
 """Datasets, loaders and the mixup-reaches-workers fix."""
+import os
+import re
+
 import numpy as np
 import pytest
 
@@ -70,3 +73,41 @@ def test_missing_dataset_root_names_the_folder(tmp_path):
         get_dataset('voc', args)
     with pytest.raises(ValueError, match='--dataset custom needs --dataset-root'):
         get_dataset('custom', parse_args(['--dataset', 'custom']))
+
+
+def _voc_copy(voc_root, tmp_path):
+    import shutil  # pylint: disable=import-outside-toplevel
+    root = str(tmp_path / 'voc')
+    shutil.copytree(voc_root, root)
+    with open(os.path.join(root, 'VOC2007', 'ImageSets', 'Main', 'trainval.txt')) as f:
+        image_id = f.readline().strip()
+    return root, os.path.join(root, 'VOC2007', 'JPEGImages', image_id + '.jpg')
+
+
+@pytest.mark.parametrize('content, reason', [(b'', 'is empty (0 bytes)'),
+                                             (b'<html>404</html>', 'is not an image file')])
+def test_unreadable_image_is_refused_in_one_line_before_training(voc_root, tmp_path, content,
+                                                                 reason):
+    root, jpg = _voc_copy(voc_root, tmp_path)
+    with open(jpg, 'wb') as f:
+        f.write(content)
+    args = parse_args(['--dataset', 'voc', '--dataset-root', root])
+    with pytest.raises(DatasetError) as e:
+        get_dataset('voc', args)
+    assert str(e.value) == (
+        '1 problem in VOC dataset {}: image {} {}: restore it or remove {!r} from the ImageSets '
+        'list.'.format(root, jpg, reason, os.path.basename(jpg)[:-4]))
+
+
+def test_truncated_image_is_read_as_the_reference_reads_it_with_a_warning(voc_root, tmp_path):
+    root, jpg = _voc_copy(voc_root, tmp_path)
+    with open(jpg, 'rb') as f:
+        data = f.read()
+    with open(jpg, 'wb') as f:
+        f.write(data[:len(data) // 2])
+    args = parse_args(['--dataset', 'voc', '--dataset-root', root])
+    with pytest.warns(UserWarning, match=r'1 image looks truncated \(no end marker\): {}; OpenCV '
+                      r'decodes the missing part as blank pixels'.format(re.escape(jpg))):
+        train_ds, _, _ = get_dataset('voc', args)
+    # gluoncv decodes it without an error, as the reference does
+    assert train_ds[0][0].shape[2] == 3

@@ -5,8 +5,9 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 
-from gluontrain.torch.data import VOCDetection, VOCEvalDataset
+from gluontrain.torch.data import COCODetection, VOCDetection, VOCEvalDataset
 
 
 def xml_rows(path, classes):
@@ -39,3 +40,50 @@ def test_missing_image_names_the_file(voc_root, tmp_path):
         VOCEvalDataset(root)[0]
     with pytest.raises(FileNotFoundError, match=ids[0] + '.jpg'):
         VOCDetection(root, [('2007', 'test')]).pull_image(0)
+
+
+@pytest.mark.parametrize('content, reason', [(b'', 'is empty (0 bytes)'),
+                                             (b'not a jpeg', 'is not an image file OpenCV can '
+                                              'decode')])
+def test_unreadable_image_is_one_line_also_from_a_worker(voc_root, coco_root, tmp_path, content,
+                                                         reason):
+    root = str(tmp_path / 'voc')
+    shutil.copytree(voc_root, root)
+    ds = VOCDetection(root, [('2007', 'test')])
+    path = ds._image_path(1)
+    with open(path, 'wb') as f:
+        f.write(content)
+    xml = os.path.join(root, 'VOC2007', 'Annotations', ds.ids[1][1] + '.xml')
+    expected = ('image {} {} (annotation {}): restore the file (re-encode or re-download it), '
+                'or remove the image from its dataset'.format(path, reason, xml))
+    with pytest.raises(ValueError, match='^' + re.escape(expected) + '$'):
+        ds.pull_image(1)
+    with pytest.raises(ValueError, match='^' + re.escape(expected) + '$'):
+        VOCEvalDataset(root)[1]
+    loader = torch.utils.data.DataLoader(ds, batch_size=1, sampler=[1], num_workers=1,
+                                         collate_fn=lambda b: b)
+    with pytest.raises(ValueError, match='^' + re.escape(expected) + '$'):
+        next(iter(loader))
+    coco = tmp_path / 'coco'
+    shutil.copytree(coco_root, coco)
+    ds = COCODetection(str(coco), 'train2017')
+    path = ds._image_path(0)
+    with open(path, 'wb') as f:
+        f.write(content)
+    with pytest.raises(ValueError, match=r'^image {} {} \(image id {} of .*instances_train2017'
+                       r'\.json\)'.format(re.escape(path), re.escape(reason), ds.ids[0])):
+        ds.pull_item(0)
+
+
+def test_unparsable_voc_coordinate_names_the_annotation(voc_root, tmp_path):
+    root = str(tmp_path / 'voc')
+    shutil.copytree(voc_root, root)
+    ds = VOCDetection(root, [('2007', 'test')])
+    xml = os.path.join(root, 'VOC2007', 'Annotations', ds.ids[0][1] + '.xml')
+    text = open(xml).read()
+    with open(xml, 'w') as f:
+        f.write(re.sub(r'<xmin>\d+</xmin>', '<xmin>nan</xmin>', text, count=1))
+    with pytest.raises(ValueError, match=r"^annotation {}: cannot convert its annotation "
+                       r"\(ValueError: invalid literal for int\(\) with base 10: 'nan'\); fix "
+                       r"it".format(re.escape(xml))):
+        ds.pull_item(0)

@@ -1,10 +1,12 @@
 """ISS and COCO datasets: generator -> dataset round trip, category mapping, bad input."""
 import json
 import os
+import re
 import shutil
 
 import numpy as np
 import pytest
+import torch
 
 from gluontrain.data import msgpack, synthetic
 from gluontrain.torch.frcnn import data as D
@@ -113,7 +115,7 @@ def test_bad_input(tmp_path, coco_root, iss_root):
     js = json.loads(text)
     js['annotations'][0]['bbox'][2] = 0
     ann.write_text(json.dumps(js))
-    with pytest.raises(D.DatasetError, match=r'annotation id \d+ has bbox'):
+    with pytest.raises(D.DatasetError, match=r'annotation id \d+ \(image \d+\) has bbox'):
         D.COCODataset(str(bad), 'train2017', ISSTransform(64, 64))
     del js['images'][0]['height']
     ann.write_text(json.dumps(js))
@@ -129,3 +131,141 @@ def test_bad_input(tmp_path, coco_root, iss_root):
     (broken / 'metadata.bin').write_bytes(b'\x92\x01')
     with pytest.raises(D.DatasetError, match='not a seamseg metadata file'):
         D.ISSDataset(str(broken), 'train', ISSTransform(64, 64))
+
+
+def _spoil(path, how):
+    """Replace the image at ``path`` by a zero-byte, truncated or text file."""
+    data = open(path, 'rb').read()
+    with open(path, 'wb') as f:
+        f.write({'empty': b'', 'truncated': data[:len(data) // 2],
+                 'text': b'not an image\n'}[how])
+
+
+@pytest.mark.parametrize('how, reason', [('empty', r'is empty \(0 bytes\)'),
+                                         ('truncated', r'is truncated \(its data ends early\)'),
+                                         ('text', 'is not an image file')])
+def test_bad_image_file_is_one_line_naming_it(tmp_path, coco_root, iss_root, how, reason):
+    coco = tmp_path / 'coco'
+    shutil.copytree(coco_root, coco)
+    ds = D.COCODataset(str(coco), 'train2017', _identity())
+    path = os.path.join(ds.image_dir, ds._images[1]['file_name'])
+    _spoil(path, how)
+    with pytest.raises(D.ImageReadError) as e:
+        ds[1]
+    msg = str(e.value)
+    assert '\n' not in msg and msg.startswith('image {} '.format(path))
+    assert re.search(reason, msg) and 'image id {} of {}'.format(
+        ds._images[1]['id'], ds.annotation_file) in msg and 'restore the file' in msg
+    iss = tmp_path / 'iss'
+    shutil.copytree(iss_root, iss)
+    ds = D.ISSDataset(str(iss), 'train', _identity())
+    _spoil(str(iss / 'msk' / (ds._images[0]['id'] + '.png')), how)
+    with pytest.raises(D.ImageReadError, match=r'^image .*msk/{}\.png {} \(id {} of .*lst/train'
+                       r'\.txt\)'.format(ds._images[0]['id'], reason, ds._images[0]['id'])):
+        ds[0]
+
+
+def test_bad_image_in_a_loader_worker_is_still_one_line(tmp_path, coco_root):
+    coco = tmp_path / 'coco'
+    shutil.copytree(coco_root, coco)
+    ds = D.COCODataset(str(coco), 'train2017', _identity())
+    path = os.path.join(ds.image_dir, ds._images[0]['file_name'])
+    _spoil(path, 'truncated')
+    loader = torch.utils.data.DataLoader(ds, batch_size=1, num_workers=1,
+                                         collate_fn=lambda b: b)
+    with pytest.raises(ValueError) as e:
+        next(iter(loader))
+    assert isinstance(e.value, D.ImageReadError)
+    assert str(e.value).startswith('image {} is truncated'.format(path))
+    assert '\n' not in str(e.value) and 'Traceback' not in str(e.value)
+
+
+def _coco_json(root):
+    path = os.path.join(root, 'annotations', 'instances_train2017.json')
+    with open(path) as f:
+        return path, json.load(f)
+
+
+@pytest.mark.parametrize('value', [float('nan'), float('inf')])
+def test_coco_non_finite_bbox_is_refused(tmp_path, coco_root, value):
+    root = tmp_path / 'coco'
+    shutil.copytree(coco_root, root)
+    path, js = _coco_json(str(root))
+    ann = js['annotations'][2]
+    ann['bbox'][1] = value
+    with open(path, 'w') as f:
+        json.dump(js, f)  # writes NaN / Infinity, which json.load reads back
+    with pytest.raises(D.DatasetError, match=r'^{}: annotation id {} \(image {}\) has the '
+                       r'non-finite bbox \[.*{}.*\]: write pixel numbers'.format(
+                           re.escape(path), ann['id'], ann['image_id'],
+                           'nan' if value != value else 'inf')):
+        D.COCODataset(str(root), 'train2017', _identity())
+
+
+def test_coco_box_wholly_outside_is_dropped_with_a_warning(tmp_path, coco_root):
+    root = tmp_path / 'coco'
+    shutil.copytree(coco_root, root)
+    path, js = _coco_json(str(root))
+    ann = js['annotations'][0]
+    img = next(i for i in js['images'] if i['id'] == ann['image_id'])
+    ann['bbox'] = [img['width'] + 5.0, 3.0, 10.0, 10.0]
+    with open(path, 'w') as f:
+        json.dump(js, f)
+    with pytest.warns(UserWarning, match=r'1 box wholly outside its image, dropped: annotation '
+                      r'id {} \(image {}'.format(ann['id'], ann['image_id'])):
+        ds = D.COCODataset(str(root), 'train2017', _identity())
+    k = ds.img_ids.index(ann['image_id'])
+    n = sum(a['image_id'] == ann['image_id'] for a in js['annotations'])
+    assert len(ds._images[k]['cat']) == n - 1
+    for a in js['annotations']:  # every box wholly outside: nothing left to detect
+        a['bbox'] = [-50.0, -50.0, 10.0, 10.0]
+    with open(path, 'w') as f:
+        json.dump(js, f)
+    with pytest.warns(UserWarning), pytest.raises(
+            D.DatasetError, match=r'no image has a box inside it \({} wholly outside\)'.format(
+                len(js['annotations']))):
+        D.COCODataset(str(root), 'train2017', _identity())
+
+
+def test_declared_size_contradicting_the_image_warns(tmp_path, coco_root, iss_root):
+    root = tmp_path / 'coco'
+    shutil.copytree(coco_root, root)
+    path, js = _coco_json(str(root))
+    img = js['images'][0]
+    true_size = (img['width'], img['height'])
+    img['width'] += 7
+    with open(path, 'w') as f:
+        json.dump(js, f)
+    ds = D.COCODataset(str(root), 'train2017', _identity())
+    with pytest.warns(UserWarning, match=r'{} is {}x{} but {} \(image id {}\) says {}x{}; its '
+                      r'boxes are used as written'.format(
+                          img['file_name'], true_size[0], true_size[1], re.escape(path),
+                          img['id'], true_size[0] + 7, true_size[1])):
+        ds[ds.img_ids.index(img['id'])]
+    iss = tmp_path / 'iss'
+    shutil.copytree(iss_root, iss)
+    with open(iss / 'metadata.bin', 'rb') as f:
+        meta = msgpack.load(f)
+    desc = meta['images'][0]
+    desc['size'] = [desc['size'][0] + 3, desc['size'][1]]
+    with open(iss / 'metadata.bin', 'wb') as f:
+        msgpack.dump(meta, f)
+    ds = D.ISSDataset(str(iss), 'train', _identity())
+    k = [d['id'] for d in ds._images].index(desc['id'])
+    with pytest.warns(UserWarning, match=r'{}\.jpg is 96x96 but .*metadata.bin says 96x99'
+                      .format(desc['id'])):
+        ds[k]
+
+
+def test_iss_non_finite_size_is_refused(tmp_path, iss_root):
+    iss = tmp_path / 'iss'
+    shutil.copytree(iss_root, iss)
+    with open(iss / 'metadata.bin', 'rb') as f:
+        meta = msgpack.load(f)
+    meta['images'][1]['size'] = [float('nan'), 96]
+    with open(iss / 'metadata.bin', 'wb') as f:
+        msgpack.dump(meta, f)
+    with pytest.raises(D.DatasetError, match=r"^{}: image {} has size \[nan, 96\]; it must be "
+                       r"the image's \(height, width\)".format(
+                           re.escape(str(iss / 'metadata.bin')), meta['images'][1]['id'])):
+        D.ISSDataset(str(iss), 'train', _identity())

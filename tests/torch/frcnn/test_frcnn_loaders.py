@@ -39,3 +39,17 @@ def test_batch_size_must_be_set(coco_root, tmp_path):
                  'val_batch_size = 1\nnum_workers = 0\n')
     with pytest.raises(ValueError, match='no complete batch'):
         D.make_dataloaders(load_config(str(p)), coco_root)
+
+
+def test_empty_split_names_its_file_not_the_batch_size(coco_root, tmp_path):
+    root = tmp_path / 'iss'
+    D_root = str(root)
+    from gluontrain.data import synthetic  # pylint: disable=import-outside-toplevel
+    synthetic.write_iss(D_root, num_train=2, num_val=1, seed=0, image_size=64)
+    (root / 'lst' / 'train.txt').write_text('')
+    p = tmp_path / 'c.ini'
+    p.write_text('[dataloader]\ntrain_set = train\nval_set = val\ntrain_batch_size = 1\n'
+                 'val_batch_size = 1\nnum_workers = 0\n')
+    with pytest.raises(D.DatasetError, match=r"^train split 'train' of .* has no image \(.*lst/"
+                       r"train\.txt\): add images to it or set \[dataloader\] train_set"):
+        D.make_dataloaders(load_config(str(p)), D_root)

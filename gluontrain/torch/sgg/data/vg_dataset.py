@@ -21,7 +21,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ....data.checks import check_vg_files
+from ....data.checks import DatasetError, check_vg_files
+from ....data.images import ImageReadError, image_problem, open_image, warn_size_mismatch
 from ....data.vg import load_graphs
 from ..structures import BoxList
 
@@ -97,8 +98,17 @@ class VGDataset(torch.utils.data.Dataset):
             raise FileNotFoundError('img_dir {} does not exist: point it at the VG_100K folder '
                                     'of <image_id>.jpg files.'.format(img_dir))
         image_data = check_vg_files(roidb_file, dict_file, image_file, img_dir)
-        if split == 'train' and num_val_im > 0:
+        if split in ('train', 'val'):
             usable = _usable_train_images(roidb_file, num_im, filter_empty_rels)
+            if usable == 0:
+                # no num_val_im can help here: say what an image needs to count
+                raise DatasetError(
+                    '{} has no usable train-split image (split == 0{}): the {} split is empty; '
+                    'use a dataset with such images (`python scripts/make_synthetic_data.py vg '
+                    '--root DIR` writes one).'.format(
+                        roidb_file, ', with boxes and relationships' if filter_empty_rels
+                        else ', with boxes', split))
+        if split == 'train' and num_val_im > 0:
             if usable <= num_val_im:
                 raise ValueError(
                     '{} has {} usable train-split images (split == 0{}), and the first '
@@ -111,23 +121,32 @@ class VGDataset(torch.utils.data.Dataset):
              roidb_file, split, num_im, num_val_im=num_val_im,
              filter_empty_rels=filter_empty_rels, filter_non_overlap=self.filter_non_overlap,
              box_scale=BOX_SCALE)
+        if not self.split_mask.any():
+            # an empty loader trains forever on nothing or evaluates nothing: say so now
+            raise DatasetError(
+                'the {} split of {} is empty: no image is left after SGB\'s filters (split == '
+                '{}, with boxes{}{}{}); use a dataset whose {} split has such images.'.format(
+                    split, roidb_file, 2 if split == 'test' else 0,
+                    ', with relationships' if filter_empty_rels else '',
+                    ', with overlapping related boxes' if self.filter_non_overlap else '',
+                    ', within num_im={}'.format(num_im) if num_im > -1 else '', split))
         self.filenames, self.img_info = load_image_filenames(img_dir, image_data,
                                                              np.flatnonzero(self.split_mask))
+        _report_boxes_outside(self, split == 'train')
 
     def __getitem__(self, index):
         if self.custom_eval:
-            img = Image.open(self.custom_files[index]).convert('RGB')
+            img = open_image(self.custom_files[index], context='TEST.CUSTUM_PATH')
             target = torch.LongTensor([-1])
             if self.transforms is not None:
                 img, target = self.transforms(img, target)
             return img, target, index
-        img = Image.open(self.filenames[index]).convert('RGB')
         info = self.img_info[index]
-        if img.size != (info['width'], info['height']):
-            # SGB prints this and goes on; the boxes follow image_data.json's size
-            warnings.warn('{} is {}x{} but {} says {}x{}; its boxes are scaled to the latter.'
-                          .format(self.filenames[index], img.size[0], img.size[1],
-                                  self.image_file, info['width'], info['height']))
+        img = open_image(self.filenames[index], context='image_id {} of {}'.format(
+            info.get('image_id'), self.image_file))
+        # SGB prints this and goes on; the boxes follow image_data.json's size
+        warn_size_mismatch(self.filenames[index], img.size, (info['width'], info['height']),
+                           self.image_file, 'its boxes are scaled to the latter')
         # drawn for every image, as SGB does, so the random stream matches
         flip_img = (random.random() > 0.5) and self.flip_aug and (self.split == 'train')
         target = self.get_groundtruth(index, flip_img=flip_img)
@@ -167,6 +186,10 @@ class VGDataset(torch.utils.data.Dataset):
             raise FileNotFoundError('custom_path {} is neither a folder of images nor a JSON '
                                     'list of image paths (TEST.CUSTUM_PATH).'.format(path))
         for name in files:
+            problem = image_problem(name)
+            if problem:
+                raise ImageReadError('image {} {} (listed by TEST.CUSTUM_PATH {}): restore it '
+                                     'or remove it from there.'.format(name, problem, path))
             with Image.open(name) as img:
                 self.custom_files.append(name)
                 self.img_info.append({'width': int(img.width), 'height': int(img.height)})
@@ -244,10 +267,45 @@ def _usable_train_images(roidb_file, num_im, filter_empty_rels):
     return min(n, num_im) if num_im > -1 else n
 
 
+def _report_boxes_outside(dataset, training):
+    """Warn about boxes with no pixel inside their image (``clip_to_image`` empties them:
+    training drops them, evaluation keeps them degenerate, as SGB); refuse a training image
+    left with no box, which would reach the model as an image with nothing to pool."""
+    outside, empty = [], []
+    for k, boxes in enumerate(dataset.gt_boxes):
+        info = dataset.img_info[k]
+        w, h = info['width'], info['height']
+        b = np.asarray(boxes, np.float64).reshape(-1, 4) / BOX_SCALE * max(w, h)
+        x1, x2 = b[:, 0].clip(0, w - 1), b[:, 2].clip(0, w - 1)
+        y1, y2 = b[:, 1].clip(0, h - 1), b[:, 3].clip(0, h - 1)
+        gone = np.flatnonzero(~((x2 > x1) & (y2 > y1)))
+        row = int(np.flatnonzero(dataset.split_mask)[k])
+        for j in gone:
+            outside.append('image_id {} (h5 row {}) box #{}'.format(info.get('image_id'), row, j))
+        if len(gone) and len(gone) == len(b):
+            empty.append('image_id {} (h5 row {})'.format(info.get('image_id'), row))
+    if training and empty:
+        raise DatasetError('{}: every box of {} training image{} lies outside its image ({}{}), '
+                           'so nothing is left to train on: fix the boxes or image sizes in {}, '
+                           'or drop the image{}.'.format(
+                               dataset.roidb_file, len(empty), '' if len(empty) == 1 else 's',
+                               ', '.join(empty[:5]), ', ...' if len(empty) > 5 else '',
+                               dataset.image_file, '' if len(empty) == 1 else 's'))
+    if outside:
+        warnings.warn('{}: {} box{} of the {} split lie{} wholly outside {} image ({}{}); {}.'
+                      .format(dataset.roidb_file, len(outside), '' if len(outside) == 1 else 'es',
+                              dataset.split, 's' if len(outside) == 1 else '',
+                              'its' if len(outside) == 1 else 'their',
+                              ', '.join(outside[:5]), ', ...' if len(outside) > 5 else '',
+                              'training drops them, as SGB' if training else
+                              'evaluation keeps them clipped to a line, as SGB'))
+
+
 def _require_file(path, what):
     if not os.path.isfile(path):
         raise FileNotFoundError('{} {} does not exist: point it at the file (a generated '
-                                'dataset: `python scripts/make_synthetic_data.py vg DIR`).'
+                                'dataset: `python scripts/make_synthetic_data.py vg --root '
+                                'DIR`).'
                                 .format(what, path))
 
 

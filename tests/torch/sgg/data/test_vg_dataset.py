@@ -1,7 +1,9 @@
 """VGDataset: SGB's splits, filters and targets on hand-built files, the fixed bugs, bad input."""
+import io
 import json
 import os
 import random
+import re
 
 import h5py
 import numpy as np
@@ -266,3 +268,93 @@ def test_same_as_sgb_visual_genome(gen_root):
     assert ref.ind_to_classes == ours.ind_to_classes
     assert ref.ind_to_predicates == ours.ind_to_predicates
     assert ref.categories == ours.categories
+
+
+@pytest.mark.parametrize('content, reason', [(b'', r'is empty \(0 bytes\)'),
+                                             (b'GIF89a\x01', 'cannot be decoded|is not an image'),
+                                             (b'plain text', 'is not an image file')])
+def test_unreadable_image_is_one_line_naming_it(tiny_root, content, reason):
+    files = vg_files(tiny_root)
+    ds = VGDataset('test', **files)
+    with open(ds.filenames[0], 'wb') as f:
+        f.write(content)
+    with pytest.raises(ValueError) as e:
+        ds[0]
+    msg = str(e.value)
+    assert '\n' not in msg and msg.startswith('image {} '.format(ds.filenames[0]))
+    assert re.search(reason, msg) and 'image_id 6 of {}'.format(files['image_file']) in msg
+
+
+def test_truncated_image_in_a_loader_worker_is_one_line(tiny_root):
+    ds = VGDataset('test', **vg_files(tiny_root))
+    buf = io.BytesIO()
+    Image.new('RGB', (512, 256), (200, 10, 10)).save(buf, format='JPEG')
+    with open(ds.filenames[0], 'wb') as f:
+        f.write(buf.getvalue()[:len(buf.getvalue()) // 2])
+    loader = torch.utils.data.DataLoader(ds, num_workers=1, collate_fn=lambda b: b)
+    with pytest.raises(ValueError) as e:
+        next(iter(loader))
+    assert str(e.value) == (
+        'image {} is truncated (its data ends early) (image_id 6 of {}): restore the file '
+        '(re-encode or re-download it), or remove the image from its dataset'.format(
+            ds.filenames[0], ds.image_file))
+
+
+def test_non_finite_h5_box_is_refused_naming_the_image(tiny_root):
+    files = vg_files(tiny_root)
+    with h5py.File(files['roidb_file'], 'a') as f:
+        boxes = f['boxes_1024'][:].astype(np.float32)
+        boxes[4, 2] = np.nan  # box 4 is the second box of image row 1 (image_id 2)
+        del f['boxes_1024']
+        f['boxes_1024'] = boxes
+    with pytest.raises(ValueError, match=r'{}: boxes_1024 row 4 \(image #1 \(image_id 2\)\) = '
+                       r'\[.*nan.*\] is not finite'.format(re.escape(files['roidb_file']))):
+        VGDataset('test', **files)
+
+
+def test_training_image_with_every_box_outside_is_refused(tiny_root):
+    files = vg_files(tiny_root)
+    # the hand-built box 2 of image_id 4 lies right of its image: named, then dropped
+    with pytest.warns(UserWarning, match=r'1 box of the train split lies wholly outside its '
+                      r'image \(image_id 4 \(h5 row 3\) box #2\); training drops them'):
+        VGDataset('train', num_val_im=0, **files)
+    with h5py.File(files['roidb_file'], 'a') as f:
+        boxes = f['boxes_1024'][:]
+        boxes[0:3, 0] += 1100  # every box of image_id 1 moves right of the image
+        f['boxes_1024'][...] = boxes
+    with pytest.raises(ValueError, match=r'every box of 1 training image lies outside its image '
+                       r'\(image_id 1 \(h5 row 0\)\), so nothing is left to train on'):
+        VGDataset('train', num_val_im=0, **files)
+    with pytest.warns(UserWarning, match='evaluation keeps them'):
+        VGDataset('val', num_val_im=0, **files)  # evaluation keeps them, as SGB
+
+
+def test_empty_train_split_does_not_advise_a_negative_num_val_im(tiny_root):
+    files = vg_files(tiny_root)
+    with h5py.File(files['roidb_file'], 'a') as f:
+        f['split'][...] = 2  # every image in the test split
+    with pytest.raises(ValueError) as e:
+        VGDataset('train', num_val_im=2, **files)
+    msg = str(e.value)
+    assert msg.startswith('{} has no usable train-split image (split == 0, with boxes and '
+                          'relationships): the train split is empty'.format(files['roidb_file']))
+    assert 'below 0' not in msg and 'make_synthetic_data.py vg --root DIR' in msg
+
+
+def test_missing_file_hint_gives_the_generator_its_root(tiny_root):
+    files = vg_files(tiny_root)
+    os.remove(files['roidb_file'])
+    with pytest.raises(FileNotFoundError, match='make_synthetic_data.py vg --root DIR'):
+        VGDataset('test', **files)
+
+
+def test_split_left_empty_by_the_filters_is_named(tiny_root):
+    files = vg_files(tiny_root)
+    with h5py.File(files['roidb_file'], 'a') as f:
+        f['img_to_first_rel'][5] = -1  # the only test image with relationships loses them
+        f['img_to_last_rel'][5] = -1
+    with pytest.raises(ValueError, match=r"^the test split of {} is empty: no image is left "
+                       r"after SGB's filters \(split == 2, with boxes, with relationships\)"
+                       .format(re.escape(files['roidb_file']))):
+        VGDataset('test', **files)
+    assert len(VGDataset('test', filter_empty_rels=False, **files)) == 2
