@@ -9,7 +9,8 @@ import math
 import os
 
 __all__ = ['finite_non_negative_float', 'positive_int', 'multiple_of', 'int_list',
-           'resolve_local_rank']
+           'resolve_local_rank', 'path_problem', 'output_dir_problem', 'non_negative_int',
+           'positive_float', 'check_input_file', 'int_at_least']
 
 
 def finite_non_negative_float(text):
@@ -36,7 +37,49 @@ def positive_int(text):
     return value
 
 
-def multiple_of(step, why):
+def non_negative_int(text):
+    """An integer >= 0 (counts and intervals where 0 means "none": workers, log lines,
+    saves, a starting epoch or iteration)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('{!r} is not an integer'.format(text)) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError('{} is negative; give an integer >= 0'.format(text))
+    return value
+
+
+def int_at_least(minimum, why):
+    """A type function for integers >= ``minimum`` whose refusal says why.
+
+    Parameters
+    ----------
+    minimum : int
+    why : str
+        Said after the value, e.g. "would divide by zero (...)".
+    """
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError('{!r} is not an integer'.format(text)) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError('{} {}; give an integer >= {}'.format(
+                text, why, minimum))
+        return value
+    parse.__name__ = 'int_at_least_{}'.format(minimum)
+    return parse
+
+
+def positive_float(text):
+    """A finite float > 0 (width multipliers, scales)."""
+    value = finite_non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError('0 is not > 0; give e.g. 0.25')
+    return value
+
+
+def multiple_of(step, why, maximum=None):
     """A type function for positive integers divisible by ``step``.
 
     Parameters
@@ -44,6 +87,8 @@ def multiple_of(step, why):
     step : int
     why : str
         Said in the refusal, e.g. "YOLOv3's coarsest stride".
+    maximum : int, optional
+        The largest value accepted (image sides: far larger ones run out of memory).
     """
     def parse(text):
         value = positive_int(text)
@@ -52,6 +97,11 @@ def multiple_of(step, why):
             raise argparse.ArgumentTypeError(
                 '{} is not a multiple of {} ({}); use {} or {}'.format(
                     text, step, why, lower, lower + step))
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(
+                '{} is above {} (one {} x {} float image is already {:.1f} GB); use a '
+                'multiple of {} up to {}'.format(text, maximum, maximum, maximum,
+                                                 maximum * maximum * 3 * 4 / 1e9, step, maximum))
         return value
     parse.__name__ = 'multiple_of_{}'.format(step)
     return parse
@@ -96,3 +146,82 @@ def resolve_local_rank(args, parser):
         except ValueError:
             parser.error('LOCAL_RANK={!r} is not an integer (torchrun sets it)'.format(env))
     return args
+
+
+def path_problem(path, want='file'):
+    """What is wrong with ``path`` as an input ``want`` ('file' or 'folder'), or None.
+
+    "does not exist" only when nothing is there: a folder given for a file (or the reverse)
+    says so, since the fix differs (name the file inside it).
+
+    Parameters
+    ----------
+    path : str
+    want : {'file', 'folder'}
+
+    Returns
+    -------
+    str or None
+        e.g. ``'does not exist'``, ``'is a folder, not a file'``.
+    """
+    path = os.path.expanduser(str(path))
+    if want == 'file':
+        if os.path.isfile(path):
+            return None
+        if os.path.isdir(path):
+            return 'is a folder, not a file'
+    else:
+        if os.path.isdir(path):
+            return None
+        if os.path.exists(path):
+            return 'is a file, not a folder'
+    if os.path.exists(path):
+        return 'is not a regular {}'.format(want)
+    return 'does not exist'
+
+
+def check_input_file(path, argument, fix):
+    """Refuse an input file that is missing, or is a folder, in one line.
+
+    Parameters
+    ----------
+    path : str
+    argument : str
+        The option that named it, e.g. ``'--resume'``.
+    fix : str
+        What to pass instead.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``ARGUMENT PATH does not exist; FIX`` (or ``is a folder, not a file``).
+    """
+    problem = path_problem(path)
+    if problem:
+        raise FileNotFoundError('{} {} {}; {}'.format(argument, path, problem, fix))
+
+
+def output_dir_problem(path):
+    """Why ``path`` cannot be the folder a run writes into, or None: an existing file there
+    (``os.makedirs`` would raise ``FileExistsError``), or a file where one of its parent
+    folders should be.
+
+    Parameters
+    ----------
+    path : str
+
+    Returns
+    -------
+    str or None
+    """
+    path = os.path.abspath(os.path.expanduser(str(path)))
+    if os.path.exists(path) and not os.path.isdir(path):
+        return '{} is an existing file, not a folder'.format(path)
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent, last = os.path.dirname(parent), parent
+        if parent == last:
+            break
+    if parent and os.path.exists(parent) and not os.path.isdir(parent):
+        return '{} is an existing file, so no folder can be made under it'.format(parent)
+    return None

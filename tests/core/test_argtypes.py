@@ -60,3 +60,43 @@ def test_resolve_local_rank_flag_then_env_then_zero(monkeypatch):
     monkeypatch.setenv('LOCAL_RANK', 'x')
     with pytest.raises(SystemExit):
         resolve_local_rank(parser.parse_args([]), parser)
+
+
+# ----- issue 21
+
+def test_non_negative_int_and_positive_float():
+    from gluontrain.core.argtypes import non_negative_int, positive_float
+    assert non_negative_int('0') == 0 and positive_float('0.25') == 0.25
+    for fn, text, words in ((non_negative_int, '-1', '-1 is negative; give an integer >= 0'),
+                            (non_negative_int, 'x', "'x' is not an integer"),
+                            (positive_float, '0', '0 is not > 0'),
+                            (positive_float, 'inf', 'inf is not a finite number >= 0')):
+        with pytest.raises(argparse.ArgumentTypeError, match=words):
+            fn(text)
+
+
+def test_path_problem_tells_folder_file_and_missing_apart(tmp_path):
+    from gluontrain.core.argtypes import check_input_file, output_dir_problem, path_problem
+    f = tmp_path / 'f.txt'
+    f.write_text('x')
+    assert path_problem(str(f)) is None and path_problem(str(tmp_path), 'folder') is None
+    assert path_problem(str(tmp_path)) == 'is a folder, not a file'
+    assert path_problem(str(f), 'folder') == 'is a file, not a folder'
+    assert path_problem(str(tmp_path / 'nope')) == 'does not exist'
+    with pytest.raises(FileNotFoundError, match=r'^--resume .* is a folder, not a file; fix$'):
+        check_input_file(str(tmp_path), '--resume', 'fix')
+    assert output_dir_problem(str(tmp_path / 'a' / 'b')) is None
+    assert output_dir_problem(str(f)) == '{} is an existing file, not a folder'.format(f)
+    assert output_dir_problem(str(f / 'a' / 'b')) == \
+        '{} is an existing file, so no folder can be made under it'.format(f)
+
+
+def test_int_at_least_says_why():
+    from gluontrain.core.argtypes import int_at_least
+    parse = int_at_least(1, 'is not an interval')
+    assert parse('3') == 3
+    with pytest.raises(argparse.ArgumentTypeError, match=r'^0 is not an interval; give an '
+                                                         r'integer >= 1$'):
+        parse('0')
+    with pytest.raises(argparse.ArgumentTypeError, match="'x' is not an integer"):
+        parse('x')

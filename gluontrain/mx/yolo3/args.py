@@ -6,8 +6,10 @@ Every argument of the reference keeps its name and default. Added: ``--dataset-r
 ``--preset``.
 """
 import argparse
+import os
 
-from ...core.argtypes import finite_non_negative_float, int_list, multiple_of, positive_int
+from ...core.argtypes import (finite_non_negative_float, int_at_least, int_list, multiple_of,
+                              non_negative_int, output_dir_problem, positive_int)
 from ..context import is_cpu
 
 DATASETS = ('voc', 'coco', 'custom', 'synthetic')
@@ -16,6 +18,8 @@ NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
 OUTPUT_ARGUMENT = '--save-prefix'
 # YOLOv3's coarsest output stride: the input must split into whole 32-pixel cells
 STRIDE = 32
+# the largest --data-shape: larger inputs run out of memory (GluonCV trains at 320-608)
+MAX_DATA_SHAPE = 4096
 
 # The GluonCV model zoo's training commands (scripts/detection/yolo, 8 GPUs); --gpus is left
 # to the machine. VOC: --batch-size 64 -j 16 --log-interval 100 --lr-decay-epoch 160,180
@@ -39,7 +43,8 @@ def build_parser():
     a('--network', type=str, default='darknet53',
       help='Base network name which serves as feature extraction base: {}.'.format(
           ', '.join(NETWORKS)))
-    a('--data-shape', type=multiple_of(STRIDE, "YOLOv3's coarsest stride"), default=416,
+    a('--data-shape', type=multiple_of(STRIDE, "YOLOv3's coarsest stride", MAX_DATA_SHAPE),
+      default=416,
       help='Input data shape for evaluation, use 320, 416, 608... '
            'Training is with random shapes from (320 to 608).')
     a('--batch-size', type=positive_int, default=64, help='Training mini-batch size')
@@ -51,11 +56,11 @@ def build_parser():
            '~/.mxnet/datasets/coco); synthetic: generated there on first use.')
     a('--classes', type=str, default='',
       help='custom dataset: comma-separated class names (default: read from the annotations).')
-    a('--num-workers', '-j', dest='num_workers', type=int, default=4,
+    a('--num-workers', '-j', dest='num_workers', type=non_negative_int, default=4,
       help='Number of data workers.')
     a('--gpus', type=str, default='0',
       help="Training with GPUs, you can specify 1,3 for example. '' trains on the CPU.")
-    a('--cpus', type=int, default=0,
+    a('--cpus', type=non_negative_int, default=0,
       help='Train on N CPU contexts [cpu(0)..cpu(N-1)] through split_and_load (overrides --gpus).')
     a('--epochs', type=positive_int, default=200, help='Training epochs.')
     a('--resume', type=str, default='',
@@ -64,27 +69,38 @@ def build_parser():
            '(the reference behaviour) with the LR schedule moved to --start-epoch.')
     a('--load-weights', type=str, default='',
       help='Initialise the network from a .params file and train from --start-epoch.')
-    a('--start-epoch', type=int, default=0,
+    a('--start-epoch', type=non_negative_int, default=0,
       help='Starting epoch for resuming from weights; a full checkpoint sets it itself.')
     a('--lr', type=finite_non_negative_float, default=0.001, help='Learning rate, default is 0.001')
     a('--lr-mode', type=str, default='step',
       help='learning rate scheduler mode. options are step, poly and cosine.')
-    a('--lr-decay', type=float, default=0.1, help='decay rate of learning rate. default is 0.1.')
-    a('--lr-decay-period', type=int, default=0,
+    a('--lr-decay', type=finite_non_negative_float, default=0.1,
+      help='decay rate of learning rate. default is 0.1.')
+    a('--lr-decay-period', type=non_negative_int, default=0,
       help='interval for periodic learning rate decays. default is 0 to disable.')
     a('--lr-decay-epoch', type=int_list, default='160,180',
       help='epochs at which learning rate decays. default is 160,180.')
-    a('--warmup-lr', type=float, default=0.0,
+    a('--warmup-lr', type=finite_non_negative_float, default=0.0,
       help='starting warmup learning rate. Parsed and unused, as in the reference.')
-    a('--warmup-epochs', type=int, default=0, help='number of warmup epochs.')
-    a('--momentum', type=float, default=0.9, help='SGD momentum, default is 0.9')
-    a('--wd', type=float, default=0.0005, help='Weight decay, default is 5e-4')
-    a('--log-interval', type=int, default=100, help='Logging mini-batch interval.')
+    a('--warmup-epochs', type=non_negative_int, default=0,
+      help='number of warmup epochs.')
+    a('--momentum', type=finite_non_negative_float, default=0.9,
+      help='SGD momentum, default is 0.9')
+    a('--wd', type=finite_non_negative_float, default=0.0005,
+      help='Weight decay, default is 5e-4')
+    a('--log-interval', type=non_negative_int, default=100,
+      help='Logging mini-batch interval (0: no batch log lines, as the reference).')
     a('--save-prefix', type=str, default='', help='Saving parameter prefix')
-    a('--save-interval', type=int, default=10,
-      help='Saving parameters epoch interval, best model will always be saved.')
-    a('--val-interval', type=int, default=1, help='Epoch interval for validation.')
-    a('--seed', type=int, default=233, help='Random seed to be fixed.')
+    a('--save-interval', type=non_negative_int, default=10,
+      help='Saving parameters epoch interval, best model will always be saved (0: only '
+           'the best, as the reference).')
+    a('--val-interval', default=1,
+      type=int_at_least(1, 'is not an interval (the reference validates when (epoch + 1) % '
+                           'val_interval == 0: 0 divides by zero; a value above --epochs '
+                           'never validates)'),
+      help='Epoch interval for validation (the reference divides by it: 0 is refused; a '
+           'value above --epochs never validates).')
+    a('--seed', type=non_negative_int, default=233, help='Random seed to be fixed.')
     a('--num-samples', type=int, default=-1,
       help='Training images. Use -1 to automatically get the number.')
     a('--syncbn', action='store_true', help='Use synchronize BN across devices.')
@@ -93,7 +109,7 @@ def build_parser():
     a('--no-wd', action='store_true',
       help='whether to remove weight decay on bias, and beta/gamma for batchnorm layers.')
     a('--mixup', action='store_true', help='whether to enable mixup.')
-    a('--no-mixup-epochs', type=int, default=20,
+    a('--no-mixup-epochs', type=non_negative_int, default=20,
       help='Disable mixup training if enabled in the last N epochs.')
     a('--reference-mixup', action='store_true',
       help='Reproduce the reference bug: with --num-workers > 0 the workers never see mixup.')
@@ -155,7 +171,8 @@ def check_args(args, ctx, comm=None):
         ``--syncbn`` on several CPU contexts (MXNet's SyncBatchNorm deadlocks at the first
         backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--network``
         not a YOLOv3 base, batch sizes that cannot be split (over the contexts, or over the
-        ``comm.world_size`` Horovod processes).
+        ``comm.world_size`` Horovod processes), a ``--start-epoch`` that trains nothing, a
+        ``--num-samples`` of 0, a ``--save-prefix`` / ``--model-dir`` under an existing file.
     """
     cpu = is_cpu(ctx)
     if args.network not in NETWORKS:
@@ -172,6 +189,19 @@ def check_args(args, ctx, comm=None):
         raise ValueError('--batch-size {} is the global batch of {} Horovod processes and must '
                          'be a multiple of it (each process trains batch_size // {})'.format(
                              args.batch_size, comm.world_size, comm.world_size))
+    if args.num_samples == 0 or args.num_samples < -1:
+        raise ValueError('--num-samples {}: give the number of training images (>= 1), or -1 '
+                         'for all of them'.format(args.num_samples))
+    if args.start_epoch >= args.epochs:
+        raise ValueError('--start-epoch {} is not below --epochs {}, so nothing would be '
+                         'trained; lower --start-epoch or raise --epochs'.format(
+                             args.start_epoch, args.epochs))
+    for name, folder in (('--save-prefix', os.path.dirname(args.save_prefix)),
+                         ('--model-dir', args.model_dir)):
+        problem = output_dir_problem(folder) if folder else None
+        if problem:
+            raise ValueError('{} {}: {}; give a prefix in a folder (it is created if missing)'
+                             .format(name, getattr(args, name[2:].replace('-', '_')), problem))
     if args.batch_size < len(ctx):
         raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
                          .format(args.batch_size, len(ctx)))

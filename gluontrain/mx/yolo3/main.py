@@ -4,6 +4,7 @@ import warnings
 from gluoncv import utils as gutils
 
 from ...core import checkpoint as ckpt_io
+from ...core.argtypes import check_input_file
 from ..context import get_contexts
 from ..distributed import HorovodComm, horovod_contexts, import_horovod, quiet_other_ranks
 from .args import check_args, parse_args
@@ -74,6 +75,11 @@ def main(argv=None):
     else:
         ctx = get_contexts(args.gpus, args.cpus)
     check_args(args, ctx, comm)
+    # a missing or folder --resume / --load-weights fails before the data is read
+    for argument, path in (('--resume', args.resume.strip()),
+                           ('--load-weights', args.load_weights.strip())):
+        if path:
+            check_input_file(path, argument, WEIGHTS_FIX)
     # fix seed for mxnet, numpy and python builtin random generator.
     gutils.random.seed(args.seed)
     args.save_prefix += '_'.join(('yolo3', args.network, args.dataset))
@@ -104,6 +110,7 @@ def main(argv=None):
 def _resume_kind(path):
     """:func:`gluontrain.core.checkpoint.file_kind`, or ``None`` for a file it cannot name
     (which :func:`load_weights` then describes, as it does a PyTorch file)."""
+    check_input_file(path, '--resume', WEIGHTS_FIX)  # a folder is not "does not exist"
     try:
         return ckpt_io.file_kind(path)
     except FileNotFoundError:

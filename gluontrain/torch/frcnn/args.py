@@ -6,7 +6,7 @@ passes neither but sets ``LOCAL_RANK``: all three are accepted here.
 """
 import argparse
 
-from ...core.argtypes import resolve_local_rank
+from ...core.argtypes import non_negative_int, resolve_local_rank
 
 __all__ = ['build_parser', 'parse_args', 'OUTPUT_ARGUMENT']
 
@@ -37,7 +37,7 @@ def build_parser():
                              "'rpn_head' or 'roi_head'. In that case only that part of the "
                              "network will be loaded from the snapshot")
     # gluontrain additions
-    parser.add_argument('--seed', type=int, default=None,
+    parser.add_argument('--seed', type=non_negative_int, default=None,
                         help='Seed Python, NumPy and torch (default: unseeded, as seamseg)')
     parser.add_argument('--tensorboard', type=str, default=None, metavar='DIR',
                         help="TensorBoard folder (needs tensorboardX; default: the log dir "

@@ -9,6 +9,7 @@ import os
 import torch
 
 from ...core import checkpoint as ckpt_io
+from ...core.argtypes import check_input_file, output_dir_problem, path_problem
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.load_report import WeightsLoadError
@@ -21,7 +22,7 @@ from ..step import LossDictStep, seed_all
 from . import log as logging
 from .args import parse_args
 from .coco_eval import category_map
-from .config import config_to_string, load_config
+from .config import check_training_config, config_to_string, load_config
 from .data import make_dataset, make_transforms
 from .engine import (SeamsegLogHook, SeamsegScheduleHook, SeamsegSnapshotHook, forward_fn,
                      unwrap)
@@ -57,9 +58,10 @@ def coco_gt_file(dataset, config, root=None):
     if not path:
         raise ValueError('ISS data needs [dataloader] coco_gt = the COCO json of the '
                          'validation split (seamseg validates with pycocotools)')
-    if not os.path.isfile(path):
-        raise FileNotFoundError('[dataloader] coco_gt = {} does not exist: give the COCO json '
-                                'of the validation split'.format(path))
+    problem = path_problem(path)
+    if problem:
+        raise FileNotFoundError('[dataloader] coco_gt = {} {}: give the COCO json '
+                                'of the validation split'.format(path, problem))
     return path
 
 
@@ -320,7 +322,15 @@ def main(argv=None):
     try:
         if args.seed is not None:
             seed_all(args.seed + _rank_world()[0])
-        load_config(args.config)  # a bad config fails before anything is written
+        # a bad config or output folder fails before anything is written or built
+        check_training_config(load_config(args.config), args.config)
+        problem = output_dir_problem(args.log_dir)
+        if problem:
+            raise ValueError('--log_dir {}: {}; give a folder (it is created if missing)'
+                             .format(args.log_dir, problem))
+        if args.resume:
+            check_input_file(args.resume, '--resume', 'pass the frcnn_last.ckpt or '
+                             'model_last.pth.tar a run wrote in its --log_dir')
         rank, _ = _rank_world()
         if rank == 0:
             logging.init(args.log_dir, 'eval' if args.eval else 'training')

@@ -11,10 +11,17 @@ import argparse
 from ...core.argtypes import resolve_local_rank
 from .config import load_cfg
 
-__all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT']
+__all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT',
+           'RESUME_ADVICE']
 
 #: Where the run writes (the CLI names it when a write fails).
 OUTPUT_ARGUMENT = 'OUTPUT_DIR'
+
+#: How an interrupted run continues, for the CLI's Ctrl-C line (``{path}``: the last
+#: checkpoint). SGB's tools have no ``--resume``: the same command reads
+#: ``OUTPUT_DIR/last_checkpoint`` and continues from the file it names.
+RESUME_ADVICE = ('resume by rerunning the same command (it continues from the checkpoint '
+                 'named in last_checkpoint beside {path})')
 
 
 def build_parser(description="PyTorch Relation Detection Training"):

@@ -26,10 +26,14 @@ Keys that are ours (SGB has no counterpart) are marked "ours" below:
 ``MODEL.DEVICE`` keeps SGB's default ``"cuda"``; the shipped small configs set ``"cpu"``.
 """
 import os
+import re
 
 from yacs.config import CfgNode as CN
 
-__all__ = ['get_cfg', 'load_cfg', 'ConfigError', 'VG_FILES', 'vg_paths']
+from ...core.argtypes import path_problem
+
+__all__ = ['get_cfg', 'load_cfg', 'ConfigError', 'VG_FILES', 'vg_paths', 'check_values',
+           'check_world_size', 'MAX_IMAGE_SIDE']
 
 # SGB paths_catalog.py:115-121 ("VG_stanford_filtered_with_attribute"), relative to DATA_DIR.
 VG_FILES = {
@@ -355,13 +359,16 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
     ------
     ConfigError
         The file is missing or not valid YAML, a key does not exist (naming it and the
-        file), a value has the wrong type, or ``opts`` has an odd length.
+        file), a value has the wrong type or is out of range (:func:`check_values`), or
+        ``opts`` has an odd length.
     """
     cfg = get_cfg()
     if config_file is not None:
-        if not os.path.isfile(config_file):
-            raise ConfigError('config file {} does not exist: pass a yacs .yaml file (the '
-                              'shipped ones are in {})'.format(config_file, CONFIGS_DIR))
+        problem = path_problem(config_file)
+        if problem:
+            raise ConfigError('config file {} {}: pass a yacs .yaml file (the '
+                              'shipped ones are in {})'.format(config_file, problem,
+                                                                CONFIGS_DIR))
         try:
             cfg.merge_from_file(config_file)
         except (KeyError, ValueError, TypeError, AssertionError) as exc:
@@ -381,6 +388,7 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
     if data_dir is not None:
         cfg.DATASETS.DATA_DIR = str(data_dir)
     _check_dtype(cfg, config_file)
+    check_values(cfg, config_file, opts)
     if freeze:
         cfg.freeze()
     return cfg
@@ -400,9 +408,23 @@ def _check_dtype(cfg, config_file):
                               where, cfg.MODEL.DEVICE))
 
 
+_MISMATCH = re.compile(r"Type mismatch \(<class '(\w+)'> vs\. <class '(\w+)'>\) with values "
+                       r"\((.*) vs\. (.*)\) for config key: (\S+)$")
+_KINDS = {'int': 'an integer', 'float': 'a number', 'str': 'text', 'bool': 'True or False',
+          'tuple': 'a tuple', 'list': 'a list'}
+
+
 def _message(exc):
-    msg = exc.args[0] if exc.args else str(exc)
-    return str(msg).replace('\n', ' ')
+    msg = str(exc.args[0] if exc.args else exc).replace('\n', ' ')
+    # yacs: "Type mismatch (<class 'int'> vs. <class 'str'>) with values (200 vs. abc) for
+    # config key: SOLVER.MAX_ITER" -> the key, the value, what it takes
+    match = _MISMATCH.match(msg)
+    if match:
+        want, got, default, value, key = match.groups()
+        return '{} = {} is {}, but {} takes {} (e.g. {})'.format(
+            key, value, _KINDS.get(got, 'a ' + got), key, _KINDS.get(want, 'a ' + want),
+            default)
+    return msg
 
 
 def vg_paths(cfg):
@@ -421,3 +443,8 @@ def vg_paths(cfg):
 
 
 CONFIGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
+
+# the value checks live beside (this module holds SGB's key list); imported last, as they
+# raise this module's ConfigError
+from .config_values import (  # noqa: E402  pylint: disable=wrong-import-position
+    MAX_IMAGE_SIDE, check_values, check_world_size)

@@ -18,21 +18,24 @@ import os
 import torch
 
 from ...core import checkpoint as ckpt_io
+from ...core.argtypes import output_dir_problem
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ..distributed import get_rank, get_world_size, unwrap_model
 from ..step import mixed_precision, seed_all
-from .args import OUTPUT_ARGUMENT, config_from_args, parse_args
+from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
 from .checkpoint import DETECTOR_LOAD_MAPPING, FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
+from .config import check_world_size
 from .inference import iou_types_of
 from .solver import make_lr_scheduler, make_optimizer
 from .train import (PeriodicCheckpointHook, ScheduleHook, SGBLogHook, SGGStep,
                     fix_eval_modules, run_test, run_val)
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
-           'save_params', 'main', 'do_train', 'build_model', 'PREFIX', 'OUTPUT_ARGUMENT']
+           'save_params', 'main', 'do_train', 'build_model', 'PREFIX', 'OUTPUT_ARGUMENT',
+           'RESUME_ADVICE']
 
 #: gluontrain's files in OUTPUT_DIR: ``sgg_metrics.jsonl``, ``sgg_curves.png``, ...
 PREFIX = 'sgg'
@@ -421,9 +424,14 @@ def run(argv=None, mode='relation'):
             args.config_file, cfg.MODEL.RELATION_ON, mode,
             'training (use scripts/pretrain_detector.py for detector configs)'
             if mode == 'relation' else 'pretraining (use scripts/train_relation.py)'))
+    problem = output_dir_problem(cfg.OUTPUT_DIR) if cfg.OUTPUT_DIR else None
+    if problem:
+        raise ValueError('OUTPUT_DIR {}: {}; pass OUTPUT_DIR with a folder (it is created if '
+                         'missing)'.format(cfg.OUTPUT_DIR, problem))
     ctx = get_contexts(cfg, args.local_rank)
     started = init_distributed(args.local_rank, cfg)
     try:
+        check_world_size(cfg, get_world_size())
         rank = get_rank()
         if rank == 0 and cfg.OUTPUT_DIR:
             os.makedirs(cfg.OUTPUT_DIR, exist_ok=True)
@@ -431,12 +439,21 @@ def run(argv=None, mode='relation'):
         logger.info("Using %d processes", get_world_size())
         logger.info(args)
         logger.info("Running with config:\n%s", cfg)
+        if cfg.SOLVER.MAX_ITER == 0:
+            logger.warning("SOLVER.MAX_ITER is 0: nothing is trained%s", "" if args.skip_test
+                           else "; the test runs on the initial weights")
         if rank == 0 and cfg.OUTPUT_DIR:
             ckpt_io.atomic_write(os.path.join(cfg.OUTPUT_DIR, 'config.yml'),
                                  lambda f: f.write(cfg.dump()), mode='w')
         if cfg.SEED >= 0:
             seed_all(cfg.SEED + rank)
         train_ds, val_ds, _ = get_dataset(None, cfg)
+        if mode != 'relation':
+            # the relation model checks its class counts against the statistics; the detector
+            # alone would train a head of the wrong size on the data without a word
+            # pylint: disable-next=import-outside-toplevel
+            from .detector_recipe import check_detector_classes
+            check_detector_classes(cfg, train_ds)
         net, _ = get_net(cfg, ctx)
         train_data, val_data = get_dataloader(net, train_ds, val_ds, None, None, None, cfg)
         state = do_train(cfg, net, train_data, val_data, ctx[0], mode, logger,

@@ -2,8 +2,8 @@
 and gluontrain's additions for the common interface and small CPU runs."""
 import argparse
 
-from ...core.argtypes import (finite_non_negative_float, int_list, positive_int,
-                               resolve_local_rank)
+from ...core.argtypes import (finite_non_negative_float, int_list, non_negative_int,
+                               positive_float, positive_int, resolve_local_rank)
 
 # the argument naming where outputs go, for the CLI's messages about unwritable files
 OUTPUT_ARGUMENT = '--save_folder'
@@ -62,14 +62,17 @@ def build_parser():
       help='A full checkpoint (as *_last.ckpt) to resume exactly, or a state_dict (as .pth) '
            'to load as weights (the reference behaviour) and continue at --start_iter; the '
            "file's content decides, not its name")
-    a('--start_iter', default=0, type=int, help='Resume training at this iter')
-    a('--num_workers', default=4, type=int, help='Number of workers used in dataloading')
+    a('--start_iter', default=0, type=non_negative_int, help='Resume training at this iter')
+    a('--num_workers', default=4, type=non_negative_int,
+      help='Number of workers used in dataloading')
     a('--cuda', default=True, type=str2bool, help='Use CUDA to train model')
     a('--lr', '--learning-rate', default=1e-3, type=finite_non_negative_float,
       help='initial learning rate')
-    a('--momentum', default=0.9, type=float, help='Momentum value for optim')
-    a('--weight_decay', default=5e-4, type=float, help='Weight decay for SGD')
-    a('--gamma', default=0.1, type=float, help='Gamma update for SGD')
+    a('--momentum', default=0.9, type=finite_non_negative_float,
+      help='Momentum value for optim')
+    a('--weight_decay', default=5e-4, type=finite_non_negative_float,
+      help='Weight decay for SGD')
+    a('--gamma', default=0.1, type=finite_non_negative_float, help='Gamma update for SGD')
     a('--visdom', default=False, type=str2bool,
       help='Use visdom for loss visualization (not supported: true only warns; use '
            '--tensorboard)')
@@ -78,20 +81,22 @@ def build_parser():
     a('--max_iter', default=None, type=positive_int, help="Override the config's max_iter")
     a('--lr_steps', default=None, type=int_list,
       help="Override the config's lr_steps, e.g. '80000,100000,120000'")
-    a('--save_interval', default=5000, type=int,
+    a('--save_interval', default=5000, type=non_negative_int,
       help='Save the weights (ssd300_{dataset}_{N}.pth, a state_dict) every N iterations '
-           '(reference: 5000); the full checkpoint *_last.ckpt is written at the end of every '
-           'pass over the data')
-    a('--val_interval', default=0, type=int,
+           '(reference: 5000; 0: none); the full checkpoint *_last.ckpt is written at the end '
+           'of every pass over the data')
+    a('--val_interval', default=0, type=non_negative_int,
       help='VOC07 mAP on the test split every N iterations (0: only after the last one)')
-    a('--log_interval', default=10, type=int, help='Log every N iterations (reference: 10)')
-    a('--width_mult', default=1.0, type=float,
+    a('--log_interval', default=10, type=non_negative_int,
+      help='Log every N iterations (reference: 10; 0: no log lines)')
+    a('--width_mult', default=1.0, type=positive_float,
       help='Divide every VGG/extra/head channel count by 1/width_mult (small CPU runs; '
            'the state_dict keys stay those of ssd.pytorch)')
     a('--batch_norm', default=False, type=str2bool,
       help='VGG16 base with BatchNorm after each conv (for training from scratch with '
            "--basenet ''; its vgg.* keys differ from ssd.pytorch's)")
-    a('--seed', default=None, type=int, help='Seed python, numpy and torch (reference: none)')
+    a('--seed', default=None, type=non_negative_int,
+      help='Seed python, numpy and torch (reference: none)')
     a('--tensorboard', default='', type=str, help='TensorBoard folder (needs tensorboardX)')
     a('--amp', action='store_true',
       help='Mixed precision on CUDA: float16 autocast + GradScaler (the reference trains in '

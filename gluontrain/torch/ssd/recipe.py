@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import torch
 
+from ...core.argtypes import check_input_file, output_dir_problem
 from ...core.voc_eval import VOCEvaluator
 from ...data import checks
 from ..batchify import Pad, Stack, Tuple
@@ -165,6 +166,29 @@ def check_syncbn(args, device):
         raise ValueError('--syncbn: {}'.format(e)) from None
 
 
+def check_args(args):
+    """Refuse, before anything is read or built, an output folder that cannot be made and a
+    ``--start_iter`` past the iteration budget (the reference trains nothing and exits 0).
+
+    Raises
+    ------
+    ValueError
+    """
+    problem = output_dir_problem(args.save_folder)
+    if problem:
+        raise ValueError('--save_folder {}: {}; give a folder (it is created if missing)'
+                         .format(args.save_folder, problem))
+    if args.resume:
+        check_input_file(args.resume, '--resume', 'pass the ssd300_{}_last.ckpt a run wrote in '
+                         'its --save_folder, or a .pth state_dict'.format(args.dataset))
+    max_iter = args.max_iter or args.cfg['max_iter']
+    if args.start_iter >= max_iter:
+        raise ValueError('--start_iter {} is not below the {} iterations to train ({}), so '
+                         'nothing would be trained; lower --start_iter or raise --max_iter'
+                         .format(args.start_iter, max_iter,
+                                 '--max_iter' if args.max_iter else "the config's max_iter"))
+
+
 def main(argv=None):
     """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState.
 
@@ -175,6 +199,7 @@ def main(argv=None):
     """
     from .train import train  # pylint: disable=import-outside-toplevel
     args = parse_args(argv)
+    check_args(args)
     if args.visdom:
         # reference command lines keep working; the curves come from --tensorboard and
         # {prefix}_curves.png instead (docs/faithfulness.md)

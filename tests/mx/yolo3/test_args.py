@@ -59,3 +59,70 @@ def test_horovod_global_batch_must_split_over_the_processes():
         check_args(parse_args(['--horovod', '--batch-size', '6']), [mx.cpu()], comm)
     check_args(parse_args(['--horovod', '--batch-size', '8']), [mx.cpu()], comm)
 
+
+
+# ----- issue 21: impossible values refused while parsing or before anything is built
+
+@pytest.mark.parametrize('argv, message', [
+    (['--batch-size', '0'], 'argument --batch-size: 0 trains nothing'),
+    (['--epochs', '-1'], 'argument --epochs: -1 trains nothing'),
+    # the reference divides by it: (epoch + 1) % val_interval
+    (['--val-interval', '0'], 'argument --val-interval: 0 is not an interval (the reference '
+                              'validates when (epoch + 1) % val_interval == 0: 0 divides by '
+                              'zero; a value above --epochs never validates); give an integer '
+                              '>= 1'),
+    (['--val-interval', '-2'], 'argument --val-interval: -2 is not an interval'),
+    (['--log-interval', '-1'], 'argument --log-interval: -1 is negative; give an integer >= 0'),
+    (['--save-interval', '-10'], 'argument --save-interval: -10 is negative'),
+    (['--num-workers', '-1'], 'argument --num-workers/-j: -1 is negative'),
+    (['--start-epoch', '-3'], 'argument --start-epoch: -3 is negative'),
+    (['--cpus', '-2'], 'argument --cpus: -2 is negative'),
+    (['--warmup-epochs', '-1'], 'argument --warmup-epochs: -1 is negative'),
+    (['--lr-decay-period', '-1'], 'argument --lr-decay-period: -1 is negative'),
+    (['--no-mixup-epochs', '-1'], 'argument --no-mixup-epochs: -1 is negative'),
+    (['--momentum', 'inf'], 'argument --momentum: inf is not a finite number >= 0'),
+    (['--wd', '-0.1'], 'argument --wd: -0.1 is not a finite number >= 0'),
+    (['--lr-decay', 'nan'], 'argument --lr-decay: nan is not a finite number >= 0'),
+    (['--seed', '-1'], 'argument --seed: -1 is negative'),
+    (['--data-shape', '320000'], 'argument --data-shape: 320000 is above 4096 (one 4096 x 4096 '
+                                 'float image is already 0.2 GB); use a multiple of 32 up to '
+                                 '4096'),
+])
+def test_impossible_values_are_one_usage_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        parse_args(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_zero_log_and_save_intervals_keep_the_reference_meaning():
+    # the reference: "if args.log_interval and ...", "if save_interval and ..."
+    args = parse_args(['--log-interval', '0', '--save-interval', '0'])
+    assert (args.log_interval, args.save_interval) == (0, 0)
+
+
+def test_runs_that_train_nothing_are_refused():
+    with pytest.raises(ValueError, match='--start-epoch 5 is not below --epochs 5'):
+        _check(['--start-epoch', '5', '--epochs', '5'], [mx.cpu()])
+    with pytest.raises(ValueError, match='--num-samples 0: give the number of training images'):
+        _check(['--num-samples', '0'], [mx.cpu()])
+    _check(['--num-samples', '-1'], [mx.cpu()])
+
+
+def test_save_prefix_under_an_existing_file_is_one_line(tmp_path):
+    f = tmp_path / 'taken'
+    f.write_text('x')
+    with pytest.raises(ValueError, match=r'--save-prefix .*taken/run_: .*taken is an existing '
+                                         r'file, not a folder'):
+        _check(['--save-prefix', str(f / 'run_')], [mx.cpu()])
+    with pytest.raises(ValueError, match=r'--model-dir .*taken: .*is an existing file'):
+        _check(['--model-dir', str(f)], [mx.cpu()])
+    _check(['--save-prefix', str(tmp_path / 'new' / 'run_')], [mx.cpu()])
+
+
+@pytest.mark.parametrize('flag', ['--resume', '--load-weights'])
+def test_weights_folder_is_refused_before_the_data_is_read(tmp_path, flag):
+    from gluontrain.mx.yolo3.main import main
+    with pytest.raises(FileNotFoundError, match=r'^{} .* is a folder, not a file; pass a '
+                                                r'.params file'.format(flag)):
+        main(['--gpus', '', flag, str(tmp_path), '--dataset-root', str(tmp_path / 'none')])

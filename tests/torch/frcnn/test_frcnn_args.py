@@ -41,3 +41,11 @@ def test_bad_combinations_exit_with_usage(argv, words, capsys):
         parse_args(argv)
     assert exc.value.code == 2
     assert words in capsys.readouterr().err
+
+
+def test_negative_seed_is_a_usage_error(capsys):
+    # numpy refuses it later with a message naming no argument
+    with pytest.raises(SystemExit) as exc:
+        parse_args(['--seed', '-1', 'c', 'd'])
+    assert exc.value.code == 2
+    assert 'argument --seed: -1 is negative; give an integer >= 0' in capsys.readouterr().err

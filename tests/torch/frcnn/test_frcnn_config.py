@@ -139,3 +139,105 @@ def test_unknown_section_and_bad_files(tmp_path):
     dflt.write_text('[DEFAULT]\nlr = 0.1\n')
     with pytest.raises(cfg.ConfigError, match=r'\[DEFAULT\]'):
         cfg.load_config(str(dflt))
+
+
+# ----- values (issue 21): each bad value is one line naming file, section, key, value and
+# what is allowed, when the file is loaded (before any model is built)
+
+@pytest.mark.parametrize('section, line, words', [
+    # seamseg: SyntaxError from ast.literal_eval, naming nothing
+    ('body', 'body_params = {"width_mult": 0.25', r'\[body\] body_params = \{"width_mult": '
+                                                  r'0.25 is not a Python literal'),
+    # seamseg: "could not convert string to float: 'abc'"
+    ('optimizer', 'lr = abc', r"\[optimizer\] lr = abc is not a number; allowed: a number >= 0"),
+    # seamseg: "Not a boolean: maybe"
+    ('dataloader', 'random_flip = maybe', r'\[dataloader\] random_flip = maybe is not a '
+                                          r'boolean; allowed: yes/no'),
+    # seamseg: ZeroDivisionError at the first log line
+    ('general', 'log_interval = 0', r'\[general\] log_interval = 0 is out of range; allowed: '
+                                    r'an integer >= 1'),
+    # seamseg: ZeroDivisionError after the first epoch; refused, with the way to validate rarely
+    ('general', 'val_interval = 0', r'val_interval = 0 is out of range; allowed: an integer '
+                                    r'>= 1 .*for no validation during training, give a value '
+                                    r'above \[scheduler\] epochs'),
+    # seamseg: trains nothing and exits 0
+    ('scheduler', 'epochs = -1', r'\[scheduler\] epochs = -1 is out of range; allowed: an '
+                                 r'integer >= 1 \(0 or fewer trains nothing\)'),
+    # MemoryError at the first batch
+    ('dataloader', 'shortest_size = 100000000', r'shortest_size = 100000000 is out of range; '
+                                                r'allowed: an integer >= 1 and <= 8192'),
+    # reported only after training had started
+    ('dataloader', 'shortest_size = 0', r'shortest_size = 0 is out of range'),
+    ('dataloader', 'num_workers = -2', r'num_workers = -2 is out of range'),
+    ('dataloader', 'train_batch_size = 0', r'train_batch_size = 0 is out of range'),
+    ('body', 'body = resnet19', r"body = resnet19 is not one of the known values \(did you "
+                                r"mean 'resnet18'"),
+    ('body', 'num_frozen = 6', r'num_frozen = 6 is out of range; allowed: an integer >= 0 and '
+                               r'<= 5'),
+    ('rpn', 'nms_threshold = nan', r'nms_threshold = nan is not a finite number'),
+    ('roi', 'roi_size = (14,)', r'roi_size = \(14,\) has the wrong form; allowed: two '
+                                r'positive integers'),
+    ('scheduler', 'burn_in_start = 0', r'burn_in_start = 0 is out of range; allowed: a number '
+                                       r'> 0 and <= 1'),
+    ('optimizer', 'momentum = 1.5', r'momentum = 1.5 is out of range'),
+])
+def test_bad_value_names_file_section_key_value_and_allowed(tmp_path, section, line, words):
+    user = tmp_path / 'bad.ini'
+    user.write_text('[{}]\n{}\n'.format(section, line))
+    with pytest.raises(cfg.ConfigError, match=words) as err:
+        cfg.load_config(str(user))
+    msg = str(err.value)
+    assert msg.startswith(str(user) + ': [' + section + '] ') and '\n' not in msg
+
+
+@pytest.mark.parametrize('lines, words', [
+    ('[rpn]\nfpn_levels = 5\n', r'\[rpn\] fpn_levels = 5 from fpn_min_level 0 needs 5 FPN '
+                                r'levels but \[fpn\] out_strides has 4'),
+    ('[fpn]\ninputs = ["mod2", "mod6"]\n', r'\[fpn\] inputs = \["mod2", "mod6"\] has the wrong'),
+    ('[optimizer]\nmomentum = 0\n', r'\[optimizer\] nesterov = yes needs a momentum above 0'),
+    ('[scheduler]\ntype = step\n', r'\[scheduler\] params = .* lacks step_size for type = step'),
+])
+def test_values_that_disagree_are_refused(tmp_path, lines, words):
+    user = tmp_path / 'cross.ini'
+    user.write_text(lines)
+    with pytest.raises(cfg.ConfigError, match=words):
+        cfg.load_config(str(user))
+
+
+def test_bad_default_names_the_defaults_file(tmp_path):
+    dflt = tmp_path / 'defaults.ini'
+    dflt.write_text(open(cfg.DEFAULTS_FILE).read().replace('log_interval = 10',
+                                                           'log_interval = ten'))
+    user = tmp_path / 'user.ini'
+    user.write_text('[general]\nval_interval = 2\n')
+    with pytest.raises(cfg.ConfigError, match=r'defaults.ini: \[general\] log_interval = ten '
+                                              r'is not an integer'):
+        cfg.load_config(str(user), str(dflt))
+
+
+def test_every_numeric_default_has_a_range():
+    conf = cfg.load_config(None)
+    for (section, key, getter), _ in SEAMSEG_TYPED.items():
+        assert key in cfg.SCHEMA[section], (section, key)
+        check = cfg.SCHEMA[section][key]
+        if getter in ('getint', 'getfloat'):
+            assert 'integer' in check.allowed or 'number' in check.allowed, (section, key)
+            assert '>' in check.allowed, (section, key)  # a lower bound at least
+    assert set(cfg.SCHEMA) == set(conf.sections())
+
+
+def test_training_config_requires_batch_sizes_and_splits(tmp_path):
+    user = tmp_path / 'nobatch.ini'
+    user.write_text('[dataloader]\ntrain_set = train\nval_set = val\nval_batch_size = 1\n')
+    with pytest.raises(cfg.ConfigError, match=r'nobatch.ini: \[dataloader\] train_batch_size '
+                                              r'is not set'):
+        cfg.check_training_config(cfg.load_config(str(user)), str(user))
+    user.write_text('[dataloader]\ntrain_set = train\nval_set = val\nval_batch_size = 1\n'
+                    'train_batch_size = 1\n[body]\nweights = {}\n'.format(tmp_path))
+    with pytest.raises(cfg.ConfigError, match=r'\[body\] weights = .* is a folder, not a file'):
+        cfg.check_training_config(cfg.load_config(str(user)), str(user))
+
+
+def test_a_folder_given_as_the_config_says_so(tmp_path):
+    with pytest.raises(cfg.ConfigError, match='is a folder, not a file'):
+        cfg.load_config(str(tmp_path))

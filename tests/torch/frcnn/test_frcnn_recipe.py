@@ -333,3 +333,85 @@ def test_resume_needs_the_training_state(tmp_path):
         '--resume {0}: the snapshot holds the weights but not the training state (optimizer, '
         'loss_meter missing), so training cannot continue where it stopped; start from its '
         'weights with --pre_train {0} instead'.format(path))
+
+
+# ----- issue 21: configuration and output problems are one error line before anything is
+# written or built
+
+def test_bad_config_value_is_one_error_line_before_anything_is_written(tmp_path, capsys):
+    bad = tmp_path / 'bad.ini'
+    bad.write_text(TINY.replace('log_interval = 2', 'log_interval = 0'))
+    log_dir = tmp_path / 'run'
+    assert cli_main(['train', 'frcnn', '--log_dir', str(log_dir), str(bad),
+                     str(tmp_path / 'data')]) == 1
+    err = capsys.readouterr().err
+    assert err == ('error: {}: [general] log_interval = 0 is out of range; allowed: an integer '
+                   '>= 1 (iterations between log lines; seamseg divides by it)\n'.format(bad))
+    assert not log_dir.exists()
+
+
+def test_log_dir_that_is_a_file_is_one_error_line(tmp_path, config, capsys):
+    taken = tmp_path / 'taken'
+    taken.write_text('x')
+    assert cli_main(['train', 'frcnn', '--log_dir', str(taken), config,
+                     str(tmp_path / 'data')]) == 1
+    assert capsys.readouterr().err == (
+        'error: --log_dir {0}: {0} is an existing file, not a folder; give a folder (it is '
+        'created if missing)\n'.format(taken))
+    assert taken.read_text() == 'x'
+
+
+def test_missing_batch_size_names_the_config_file(tmp_path, capsys):
+    bad = tmp_path / 'nobatch.ini'
+    bad.write_text(TINY.replace('train_batch_size = 4\n', ''))
+    assert cli_main(['train', 'frcnn', '--log_dir', str(tmp_path / 'run'), str(bad),
+                     str(tmp_path / 'data')]) == 1
+    assert capsys.readouterr().err.startswith(
+        'error: {}: [dataloader] train_batch_size is not set; seamseg gives it no default'
+        .format(bad))
+
+
+def test_resume_of_another_body_is_one_line_for_both_checkpoint_kinds(tmp_path, config):
+    # a ResNet-18 run resumed under a ResNet-34 config: torch's "Missing key(s)" dump before
+    from gluontrain.torch.checkpoint import restore_checkpoint, save_checkpoint
+    from gluontrain.torch.frcnn.config import load_config
+    from gluontrain.torch.frcnn.engine import SeamsegLogHook, SeamsegSnapshotHook
+    from gluontrain.torch.frcnn.model import make_model
+    from gluontrain.torch.frcnn.optim import make_optimizer
+    from gluontrain.torch.frcnn.snapshot import save_snapshot
+    r34 = tmp_path / 'r34.ini'
+    r34.write_text(TINY.replace('body = resnet18', 'body = resnet34'))
+    models = {}
+    for name, path in (('r18', config), ('r34', str(r34))):
+        conf = load_config(path)
+        model = make_model(conf, 3, 0)
+        models[name] = (conf, model, make_optimizer(conf, model, 4)[0])
+    conf, m18, o18 = models['r18']
+    ckpt = str(tmp_path / 'frcnn_last.ckpt')
+    save_checkpoint(ckpt, m18, o18, None, 0, 3, 0.0, {}, extra={'hooks': {}})
+    _, m34, o34 = models['r34']
+    with pytest.raises(ValueError) as err:
+        restore_checkpoint(ckpt, m34, o34)
+    assert str(err.value).startswith('--resume {}: loaded '.format(ckpt))
+    assert '96 missing' in str(err.value) and '\n' not in str(err.value)
+    snap = str(tmp_path / 'model_last.pth.tar')
+    log_hook = SeamsegLogHook(o34, (1., 1., 1., 1.), 4, 2, 2, None)
+    save_snapshot(snap, conf, 0, 0., 0., 3, body=m18.body.state_dict(),
+                  rpn_head=m18.rpn_head.state_dict(), roi_head=m18.roi_head.state_dict(),
+                  optimizer=o18.state_dict(),
+                  **{k + '_meter': m.state_dict() for k, m in log_hook.meters.items()})
+    with pytest.raises(ValueError) as err:
+        recipe._resume_snapshot(snap, m34, o34, log_hook,  # noqa: SLF001
+                                SeamsegSnapshotHook(str(tmp_path), m34, o34, '', log_hook))
+    assert str(err.value).startswith('--resume {} [body]: loaded '.format(snap))
+    assert '\n' not in str(err.value)
+
+
+def test_resume_of_a_folder_says_folder_not_missing(tmp_path, config, capsys):
+    folder = tmp_path / 'run'
+    folder.mkdir()
+    assert cli_main(['train', 'frcnn', '--log_dir', str(tmp_path / 'out'), '--resume',
+                     str(folder), config, str(tmp_path / 'data')]) == 1
+    assert capsys.readouterr().err == (
+        'error: --resume {} is a folder, not a file; pass the frcnn_last.ckpt or '
+        'model_last.pth.tar a run wrote in its --log_dir\n'.format(folder))

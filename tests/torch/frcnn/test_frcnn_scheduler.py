@@ -111,9 +111,18 @@ def test_other_types(tmp_path, text, epoch_length, steps, expected):
 
 
 def test_bad_type_and_mode(tmp_path):
+    # the configuration refuses them when it is loaded (issue 21), naming file and key
+    with pytest.raises(ValueError, match=r'\[scheduler\] type = cosine is not one of'):
+        _config(tmp_path, 'type = cosine\n')
+    with pytest.raises(ValueError, match=r'\[scheduler\] update_mode = iter is not one of'):
+        _config(tmp_path, 'update_mode = iter\n')
+    # and so does the scheduler itself for a section built another way
+    conf = _config(tmp_path, '')
+    conf['type'] = 'cosine'
     with pytest.raises(ValueError, match='scheduler type'):
-        S.scheduler_from_config(_config(tmp_path, 'type = cosine\n'), _optimizer(), 1)
+        S.scheduler_from_config(conf, _optimizer(), 1)
+    conf['type'], conf['update_mode'] = 'poly', 'iter'
     with pytest.raises(ValueError, match='update_mode'):
-        S.scheduler_from_config(_config(tmp_path, 'update_mode = iter\n'), _optimizer(), 1)
+        S.scheduler_from_config(conf, _optimizer(), 1)
     with pytest.raises(ValueError, match='increasing'):
         S.MultiStepLR(_optimizer(), [3, 1])

@@ -3,7 +3,8 @@ import os
 
 import pytest
 
-from gluontrain.torch.sgg.config import (ConfigError, VG_FILES, get_cfg, load_cfg, vg_paths)
+from gluontrain.torch.sgg.config import (CONFIGS_DIR, ConfigError, VG_FILES, check_world_size,
+                                         get_cfg, load_cfg, vg_paths)
 
 
 def test_defaults_match_sgb_defaults_py():
@@ -129,3 +130,86 @@ def test_sgb_readme_command_lines_load_unchanged():
         cfg = load_cfg(os.path.join(root, args[at + 1]), args[at + 2:])
         assert cfg.DTYPE == 'float16' and cfg.MODEL.BACKBONE.CONV_BODY == 'R-101-FPN'
         assert cfg.MODEL.RESNETS.NUM_GROUPS == 32
+
+
+# ----- issue 21: values refused when the config is loaded, naming where they came from
+
+CPU = os.path.join(CONFIGS_DIR, 'predcls_motifs_cpu.yaml')
+
+
+@pytest.mark.parametrize('opts, message', [
+    # before: "split_size can only be 0" from torch mid-run
+    (['SOLVER.IMS_PER_BATCH', '0'], 'command-line override: SOLVER.IMS_PER_BATCH = 0 is out of '
+                                    'range; allowed: an integer >= 1 (images per batch over all '
+                                    'processes)'),
+    # before: "__len__() should return >= 0"
+    (['SOLVER.MAX_ITER', '-5'], 'command-line override: SOLVER.MAX_ITER = -5 is out of range; '
+                                'allowed: an integer >= 0 (0 trains nothing: only the test of '
+                                'the initial weights runs)'),
+    # before: silently never (SGB itself divides by zero)
+    (['SOLVER.VAL_PERIOD', '0'], 'command-line override: SOLVER.VAL_PERIOD = 0 is out of range; '
+                                 'allowed: an integer >= 1 (SGB divides by it: iteration % '
+                                 'VAL_PERIOD == 0); for no validation during training pass '
+                                 'SOLVER.TO_VAL False'),
+    (['SOLVER.CHECKPOINT_PERIOD', '0'], 'command-line override: SOLVER.CHECKPOINT_PERIOD = 0 is '
+                                        'out of range; allowed: an integer >= 1 (SGB divides by '
+                                        'it: iteration % CHECKPOINT_PERIOD == 0); a value above '
+                                        'SOLVER.MAX_ITER writes model_final.pth only'),
+    (['INPUT.MIN_SIZE_TRAIN', '(0,)'], 'command-line override: INPUT.MIN_SIZE_TRAIN = (0,) is '
+                                       'out of range; allowed: a tuple of integers from 1 to '
+                                       '8192 (one drawn per image), e.g. (600,)'),
+    (['INPUT.MIN_SIZE_TRAIN', '(100000,)'], 'INPUT.MIN_SIZE_TRAIN = (100000,) is out of range'),
+    (['INPUT.MAX_SIZE_TEST', '0'], 'INPUT.MAX_SIZE_TEST = 0 is out of range; allowed: an '
+                                   'integer >= 1 and <= 8192 (pixels)'),
+    (['TEST.IMS_PER_BATCH', '-1'], 'TEST.IMS_PER_BATCH = -1 is out of range'),
+    (['DATALOADER.NUM_WORKERS', '-1'], 'DATALOADER.NUM_WORKERS = -1 is out of range'),
+    (['MODEL.ROI_BOX_HEAD.NUM_CLASSES', '1'], 'MODEL.ROI_BOX_HEAD.NUM_CLASSES = 1 is out of '
+                                              'range; allowed: an integer >= 2 (background '
+                                              'included)'),
+    (['SOLVER.BASE_LR', 'float("nan")'], 'SOLVER.BASE_LR = '),
+    # yacs' "Type mismatch (<class 'tuple'> vs. <class 'int'>) ..." in words
+    (['INPUT.MIN_SIZE_TRAIN', '600'], 'command-line override: INPUT.MIN_SIZE_TRAIN = 600 is an '
+                                      'integer, but INPUT.MIN_SIZE_TRAIN takes a tuple (e.g. '
+                                      '(192,))'),
+    (['SOLVER.MAX_ITER', 'abc'], 'command-line override: SOLVER.MAX_ITER = abc is text, but '
+                                 'SOLVER.MAX_ITER takes an integer'),
+])
+def test_bad_values_are_one_line_naming_source_key_value_and_allowed(opts, message):
+    with pytest.raises(ConfigError) as err:
+        load_cfg(CPU, opts)
+    msg = str(err.value)
+    assert msg.startswith('command-line override: ') and message in msg and '\n' not in msg
+
+
+def test_bad_value_in_the_file_names_the_file(tmp_path):
+    f = tmp_path / 'x.yaml'
+    f.write_text('SOLVER:\n  CHECKPOINT_PERIOD: 0\n')
+    with pytest.raises(ConfigError, match=r'^config file .*x.yaml: SOLVER.CHECKPOINT_PERIOD = 0 '
+                                          r'is out of range'):
+        load_cfg(str(f))
+
+
+def test_val_period_is_free_when_validation_is_off():
+    # SGB reads VAL_PERIOD only under TO_VAL
+    assert load_cfg(CPU, ['SOLVER.VAL_PERIOD', '0', 'SOLVER.TO_VAL', 'False']).SOLVER.TO_VAL \
+        is False
+
+
+def test_shipped_configs_and_defaults_pass():
+    for name in sorted(os.listdir(CONFIGS_DIR)):
+        load_cfg(os.path.join(CONFIGS_DIR, name))
+    load_cfg(None)
+
+
+def test_batches_must_split_over_the_processes():
+    cfg = load_cfg(CPU, ['SOLVER.IMS_PER_BATCH', '4', 'TEST.IMS_PER_BATCH', '4'])
+    check_world_size(cfg, 2)
+    with pytest.raises(ConfigError, match=r'^SOLVER.IMS_PER_BATCH = 4 must be divisible by the '
+                                          r'number of processes \(3\); pass SOLVER.IMS_PER_BATCH '
+                                          r'3 or 6$'):
+        check_world_size(cfg, 3)
+
+
+def test_a_folder_given_as_the_config_file_says_so(tmp_path):
+    with pytest.raises(ConfigError, match='is a folder, not a file'):
+        load_cfg(str(tmp_path))

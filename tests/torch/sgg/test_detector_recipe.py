@@ -77,3 +77,42 @@ def test_detector_config_refused_by_relation_script(tmp_path):
         detector_recipe.main(['--config-file', os.path.join(CONFIGS_DIR,
                                                             'predcls_motifs_cpu.yaml'),
                               'OUTPUT_DIR', str(tmp_path)])
+
+
+def test_detector_head_of_another_size_than_the_data_is_refused(tmp_path):
+    # SGB's detector tool would train a 151-class head on 8-class data without a word; the
+    # relation stage already refuses the same mismatch
+    root = write_vg(str(tmp_path / 'vg'), num_train=6, num_val=2, seed=1, image_size=(96, 128))
+    with pytest.raises(ValueError) as err:
+        detector_recipe.main(['--config-file', os.path.join(CONFIGS_DIR, 'detector_cpu.yaml'),
+                              '--data-dir', root, 'OUTPUT_DIR', str(tmp_path / 'det'),
+                              'MODEL.ROI_BOX_HEAD.NUM_CLASSES', '151'] + TINY)
+    n = len(detector_recipe.get_dataset(root, detector_recipe._cfg(  # noqa: SLF001
+        detector_recipe.parse_args(['--config-file', os.path.join(CONFIGS_DIR,
+                                                                  'detector_cpu.yaml')]
+                                   + TINY)))[0].ind_to_classes)
+    assert str(err.value) == (
+        'MODEL.ROI_BOX_HEAD.NUM_CLASSES is 151 but the dataset in {} has {} object classes '
+        '(background included); set MODEL.ROI_BOX_HEAD.NUM_CLASSES {}'.format(root, n, n))
+    assert not [f for f in os.listdir(tmp_path / 'det') if f.endswith('.pth')]
+
+
+def test_output_dir_that_is_a_file_is_one_line(tmp_path):
+    taken = tmp_path / 'taken'
+    taken.write_text('x')
+    for main in (detector_recipe.main, recipe.main):
+        config = 'detector_cpu.yaml' if main is detector_recipe.main else 'predcls_motifs_cpu.yaml'
+        with pytest.raises(ValueError, match=r'^OUTPUT_DIR .*taken: .*taken is an existing '
+                                             r'file, not a folder; pass OUTPUT_DIR with a '
+                                             r'folder'):
+            main(['--config-file', os.path.join(CONFIGS_DIR, config), 'OUTPUT_DIR', str(taken)])
+    assert taken.read_text() == 'x'
+
+
+def test_interrupt_advice_is_rerunning_the_command():
+    # SGB's tools have no --resume: the Ctrl-C line must not advise one
+    for module in (recipe, detector_recipe):
+        advice = module.RESUME_ADVICE.format(path='out/model_0000002.pth')
+        assert '--resume' not in advice
+        assert advice == ('resume by rerunning the same command (it continues from the '
+                          'checkpoint named in last_checkpoint beside out/model_0000002.pth)')
