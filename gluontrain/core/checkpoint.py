@@ -200,6 +200,50 @@ def atomic_write(path, write_fn, mode='wb'):
             write_fn(f)
 
 
+def read_text(path):
+    """The text of ``path`` ('' when it does not exist), ending in a newline unless empty:
+    a last line a killed writer left unfinished is completed, so that the next line appended
+    starts on its own line."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return ''
+    return text if not text or text.endswith('\n') else text + '\n'
+
+
+def append_lines(path, lines):
+    """Append ``lines`` (str, each without its newline) to the text file ``path`` atomically:
+    the whole file is rewritten through a staged copy, so a full disk or a kill leaves the
+    old file complete (never a 0-byte file or half a line).
+
+    For small logs (one line per epoch or per new best score); the cost is the file's size.
+
+    Parameters
+    ----------
+    path : str
+    lines : list of str
+    """
+    text = read_text(path) + ''.join(line + '\n' for line in lines)
+    atomic_write(path, lambda f: f.write(text), mode='w')
+
+
+def filter_lines(path, keep):
+    """Rewrite the text file ``path`` atomically with the lines ``keep(line)`` accepts (a
+    missing file is left alone, an unchanged file is not rewritten).
+
+    Returns
+    -------
+    int
+        The number of lines dropped.
+    """
+    lines = read_text(path).splitlines()
+    kept = [line for line in lines if keep(line)]
+    if len(kept) != len(lines):
+        atomic_write(path, lambda f: f.write(''.join(k + '\n' for k in kept)), mode='w')
+    return len(lines) - len(kept)
+
+
 def atomic_save_file(path, save_fn):
     """Let a library writer that only takes a file name (``save_fn(tmp_name)``) write atomically.
 
@@ -229,8 +273,7 @@ def save_best_and_interval(write_weights, best_map, current_map, epoch, save_int
     if current_map > best_map[0]:
         best_map[0] = current_map
         write_weights('{}_best{}'.format(prefix, ext))
-        with open(prefix + '_best_map.log', 'a') as f:
-            f.write('{:04d}:\t{:.4f}\n'.format(epoch, current_map))
+        append_lines(prefix + '_best_map.log', ['{:04d}:\t{:.4f}'.format(epoch, current_map)])
     if save_interval and epoch % save_interval == 0:
         write_weights('{}_{:04d}_{:.4f}{}'.format(prefix, epoch, current_map, ext))
 

@@ -153,7 +153,8 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     if validate_fn is not None:
         hooks.append(ValidationHook(validate_fn, period=val_period or Period(epochs=1)))
     if save_params_fn is not None:
-        hooks.append(BestCheckpointHook(save_params_fn, save_interval, after=best_after))
+        hooks.append(BestCheckpointHook(save_params_fn, save_interval, after=best_after,
+                                        log_path=paths.best_map_log))
     hooks.append(MetricsJSONHook(paths.metrics, meter))
     if plots:
         hooks.append(CurvesHook(paths.curves, meter, history=paths.metrics, title=curves_title))

@@ -9,8 +9,10 @@ import os
 import sys
 import time
 
-from .loop import Hook, Period
+from .loop import Hook, Period, resuming
 from .meters import LossMeter, all_finite
+from .writers import (EventFile, LogFileHandler,  # noqa: F401  (public here too)
+                      TensorBoardHook, jsonable as _jsonable)
 
 LOGGER_NAME = 'gluontrain'
 
@@ -91,7 +93,7 @@ class LogHook(Hook):
             folder = os.path.dirname(self.log_file)
             if folder:
                 os.makedirs(folder, exist_ok=True)
-            self._handlers.append(logging.FileHandler(self.log_file))
+            self._handlers.append(LogFileHandler(self.log_file))
         for h in self._handlers:
             self.logger.addHandler(h)
         # the gluontrain logger owns its handlers; propagating would print every line twice
@@ -132,8 +134,9 @@ class LogHook(Hook):
             self.logger.info('Training stopped: {}'.format(state.stop_reason))
         for h in self._handlers:
             self.logger.removeHandler(h)
+        handlers, self._handlers = self._handlers, []
+        for h in handlers:
             h.close()
-        self._handlers = []
 
 
 class ValidationHook(Hook):
@@ -211,19 +214,29 @@ class BestCheckpointHook(Hook):
         ``'epoch'``: after every epoch with ``state.current`` (0.0 without validation), as
         GluonCV's loop; ``'validation'``: right after each validation, indexed by iteration
         (iteration-based recipes such as SSD).
+    log_path : str, optional
+        The ``{prefix}_best_map.log`` that ``save_fn`` appends to: a run first drops its
+        lines past its start (epochs from the start epoch on, or iterations past the restored
+        one), which it writes again.
     """
     main_process_only = True  # writes weights files; state.best is rank 0's
 
-    def __init__(self, save_fn, save_interval=0, after='epoch'):
+    def __init__(self, save_fn, save_interval=0, after='epoch', log_path=None):
         if after not in ('epoch', 'validation'):
             raise ValueError("BestCheckpointHook(after={!r}): choose 'epoch' or 'validation'"
                              .format(after))
         self.save_fn, self.save_interval, self.after = save_fn, save_interval, after
+        self.log_path = log_path
         self.best_map = [0]
         self._saved_at = -1
 
     def before_train(self, state):
         state.best = self.best_map[0]
+        if self.log_path:
+            # the lines of the epochs (iterations) this run writes again; a fresh run in a
+            # used folder starts the file anew, as the best weights
+            last = state.start_epoch - 1 if self.after == 'epoch' else state.iteration
+            truncate_best_map_log(self.log_path, last)
 
     def _save(self, state, index):
         self.save_fn(self.best_map, state.current, index, self.save_interval)
@@ -258,6 +271,25 @@ class CheckpointHook(Hook):
 
     def after_epoch(self, state):
         state.last_checkpoint = self.save_fn(state)
+
+
+def truncate_best_map_log(path, last_index):
+    """Drop the lines of a ``{prefix}_best_map.log`` (``'{index:04d}:\\t{map:.4f}'``) whose
+    index is past ``last_index`` (atomically; other lines are kept).
+
+    Returns
+    -------
+    int
+        The number of lines dropped.
+    """
+    from .checkpoint import filter_lines  # pylint: disable=import-outside-toplevel
+
+    def keep(line):
+        try:
+            return int(line.split(':', 1)[0]) <= last_index
+        except ValueError:
+            return True  # not a line of ours
+    return filter_lines(path, keep)
 
 
 def _hook_keys(hooks):
@@ -322,9 +354,12 @@ class MetricsJSONHook(Hook):
     """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
     stops inside an epoch adds a line for it marked ``"partial": true``.
 
-    A resumed run (``state.resumed_from``) first drops the rows the interrupted run wrote
-    after the checkpoint (``iteration`` beyond the restored one, and partial rows of the
-    epochs it runs again), so every epoch has one row.
+    A resumed run (:func:`~gluontrain.core.loop.resuming`) first drops the rows the
+    interrupted run wrote after the checkpoint (``iteration`` beyond the restored one, and
+    partial rows of the epochs it runs again), so every epoch has one row; a run that is not
+    resumed drops the rows of the epochs it runs (from its start epoch on). Every row is
+    added by rewriting the file through a staged copy: a kill or a full disk leaves the
+    previous rows, never half a line.
     """
     main_process_only = True  # writes metrics.jsonl
 
@@ -334,8 +369,10 @@ class MetricsJSONHook(Hook):
 
     def before_train(self, state):
         self._last_epoch = None
-        if state.resumed_from:
-            truncate_metrics(self.path, state.iteration, state.start_epoch)
+        # a fresh run in a used folder (or GluonCV's --start-epoch after loading weights)
+        # writes the rows of its epochs anew, as it writes the checkpoint and weights anew
+        truncate_metrics(self.path, state.iteration if resuming(state) else None,
+                         state.start_epoch)
 
     def _write(self, state, partial=False):
         record = {'epoch': state.epoch, 'iteration': state.iteration,
@@ -346,9 +383,9 @@ class MetricsJSONHook(Hook):
             record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
         if partial:
             record['partial'] = True
-        with open(self.path, 'a') as f:
-            f.write(json.dumps(record) + '\n')
-        self._last_epoch = state.epoch
+        from .checkpoint import append_lines  # pylint: disable=import-outside-toplevel
+        self._last_epoch = state.epoch  # one try per epoch, also when the disk is full
+        append_lines(self.path, [json.dumps(record)])
 
     def after_epoch(self, state):
         self._write(state)
@@ -361,41 +398,27 @@ class MetricsJSONHook(Hook):
 def truncate_metrics(path, iteration, start_epoch):
     """Drop the rows of ``path`` (a metrics.jsonl) that a run resuming at ``iteration`` and
     ``start_epoch`` writes again: rows past ``iteration``, and partial rows of epochs from
-    ``start_epoch`` on. The file is rewritten atomically; a missing file is left alone.
+    ``start_epoch`` on (``iteration`` None, a run that restored no position: every row of an
+    epoch from ``start_epoch`` on). The file is rewritten atomically; a missing file is left
+    alone.
 
     Returns
     -------
     int
         The number of rows dropped.
     """
-    from .checkpoint import atomic_write  # pylint: disable=import-outside-toplevel
-    try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return 0
-    kept = []
-    for line in lines:
+    from .checkpoint import filter_lines  # pylint: disable=import-outside-toplevel
+
+    def keep(line):
         try:
             row = json.loads(line)
-            again = (row['iteration'] > iteration
-                     or (row.get('partial') and row['epoch'] >= start_epoch))
+            if iteration is None:
+                return not row['epoch'] >= start_epoch
+            return not (row['iteration'] > iteration
+                        or (row.get('partial') and row['epoch'] >= start_epoch))
         except (ValueError, KeyError, TypeError):
-            again = False  # not ours to judge: keep it
-        if not again:
-            kept.append(line)
-    if len(kept) != len(lines):
-        atomic_write(path, lambda f: f.write(''.join(k + '\n' for k in kept)), mode='w')
-    return len(lines) - len(kept)
-
-
-def _jsonable(value):
-    """Metric values as JSON: floats (NaN as null), or the text COCO's metric returns."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return None if value != value else value
+            return True  # not ours to judge: keep it
+    return filter_lines(path, keep)
 
 
 class NaNGuardHook(Hook):
@@ -466,44 +489,3 @@ class ProgressHook(Hook):
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-
-
-class TensorBoardHook(Hook):
-    """TensorBoard scalars: running losses and lr every ``log_interval`` steps (x = iteration),
-    epoch means and validation metrics every epoch (x = epoch).
-
-    Uses ``tensorboardX`` (optional dependency, ``pip install tensorboardX``), imported when
-    training starts so that the core stays importable without it.
-    """
-    main_process_only = True  # writes event files
-
-    def __init__(self, logdir, meter, log_interval=100):
-        self.logdir, self.meter, self.log_interval = logdir, meter, log_interval
-        self.writer = None
-
-    def before_train(self, state):
-        try:
-            from tensorboardX import SummaryWriter  # pylint: disable=import-outside-toplevel
-        except ImportError as e:
-            raise ImportError('TensorBoard logging needs tensorboardX: pip install tensorboardX'
-                              ) from e
-        self.writer = SummaryWriter(self.logdir)
-
-    def after_batch(self, state):
-        if self.log_interval and not state.iteration % self.log_interval:
-            for name, value in self.meter.running().items():
-                self.writer.add_scalar('train/' + name, value, state.iteration)
-            self.writer.add_scalar('train/lr', state.outputs.get('lr', 0.0), state.iteration)
-
-    def after_epoch(self, state):
-        for name, value in self.meter.epoch().items():
-            self.writer.add_scalar('epoch/' + name, value, state.epoch)
-        for name, value in zip(*state.scores.get('val', ((), ()))):
-            value = _jsonable(value)
-            if isinstance(value, float):
-                self.writer.add_scalar('val/' + name, value, state.epoch)
-
-    def after_train(self, state):
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None

@@ -118,6 +118,14 @@ class TrainState:
         self.should_stop = True
 
 
+def resuming(state):
+    """True when ``state`` continues an earlier run: the recipe restored a checkpoint
+    (``state.resumed_from``) or at least a step count (seamseg's snapshot), so the files of
+    the interrupted run may hold rows past the restored position. (A start epoch alone,
+    GluonCV's ``--start-epoch`` after loading weights, restores no position to cut at.)"""
+    return bool(state.resumed_from) or state.iteration > 0
+
+
 class Hook:
     """Base class: override any of the event methods; each receives the :class:`TrainState`.
 
@@ -208,9 +216,12 @@ def _fire_after_train(hooks, state, unwinding):
             hook.after_train(state)
         except Exception as e:  # pylint: disable=broad-except
             if unwinding:
-                logging.getLogger('gluontrain').error(
-                    '%s.after_train failed while the run was stopping on an earlier failure: '
-                    '%s: %s', type(hook).__name__, type(e).__name__, e)
+                try:  # the log file may be what failed: this line must not raise in turn
+                    logging.getLogger('gluontrain').error(
+                        '%s.after_train failed while the run was stopping on an earlier '
+                        'failure: %s: %s', type(hook).__name__, type(e).__name__, e)
+                except Exception:  # pylint: disable=broad-except
+                    pass
             elif first is None:
                 first = e
     if first is not None:

@@ -187,7 +187,8 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
         The checkpoint (``epoch``, ``best_score``, ``args``, ``extra``, ...); resume at
         ``payload['epoch'] + 1``.
     state : TrainState
-        A loop state with ``iteration`` restored, for :func:`gluontrain.core.loop.run_loop`.
+        A loop state with ``iteration`` restored and ``resumed_from`` / ``last_checkpoint``
+        set to ``path``, for :func:`gluontrain.core.loop.run_loop`.
 
     Raises
     ------
@@ -219,7 +220,9 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
     core_checkpoint.set_rng_states(payload['rng'])
     if 'torch_rng' in payload.get('extra', {}):
         set_torch_rng_states(payload['extra']['torch_rng'])
-    return payload, TrainState(iteration=payload['iteration'])
+    # resumed_from: the hooks drop what the interrupted run wrote past this checkpoint
+    return payload, TrainState(iteration=payload['iteration'], resumed_from=path,
+                               last_checkpoint=path)
 
 
 def save_weights(path, model):
