@@ -15,6 +15,7 @@ import logging
 import os
 from math import log10
 
+from ...core.writers import LogFileHandler
 from .meters import AverageMeter
 
 __all__ = ['LOGGER_NAME', 'init', 'get_logger', 'format_iteration', 'iteration']
@@ -55,7 +56,8 @@ def init(log_dir, name):
     console.setFormatter(logging.Formatter(fmt=CONSOLE_FORMAT[0], datefmt=CONSOLE_FORMAT[1]))
     console.setLevel(logging.DEBUG)
     os.makedirs(log_dir, exist_ok=True)
-    file_handler = logging.FileHandler(os.path.join(log_dir, name + '.log'), mode='w')
+    # a full disk is one error naming the file, not logging's traceback (core.writers)
+    file_handler = LogFileHandler(os.path.join(log_dir, name + '.log'), mode='w')
     file_handler.setFormatter(logging.Formatter(fmt=FILE_FORMAT[0], datefmt=FILE_FORMAT[1]))
     file_handler.setLevel(logging.INFO)
     for h in (console, file_handler):

@@ -285,7 +285,9 @@ def _resume_snapshot(path, model, optimizer, log_hook, snapshot_hook):
         m.load_state_dict(state_dict['{}_meter'.format(k)])
     snapshot_hook.last_score = meta['last_score']
     snapshot_hook.best_score = meta['best_score']
-    return meta['epoch'] + 1, TrainState(iteration=meta['global_step'])
+    state = TrainState(iteration=meta['global_step'])
+    state.resumed_from = path  # the log's 'resumed from' line; rows past it are dropped
+    return meta['epoch'] + 1, state
 
 
 def _samples(model, val_data, paths, device):

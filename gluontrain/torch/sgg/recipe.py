@@ -23,6 +23,7 @@ from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
+from ...core.writers import LogFileHandler
 from ..distributed import get_rank, get_world_size, unwrap_model
 from ..step import mixed_precision, seed_all
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
@@ -398,7 +399,8 @@ def setup_logger(output_dir, rank, name='log.txt'):
     fmt = logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s")
     handlers = [logging.StreamHandler()]
     if output_dir:
-        handlers.append(logging.FileHandler(os.path.join(output_dir, name)))
+        # SGB appends to log.txt; a full disk is one error naming the file (core.writers)
+        handlers.append(LogFileHandler(os.path.join(output_dir, name), mode='a'))
     for h in handlers:
         h.setFormatter(fmt)
         logger.addHandler(h)
