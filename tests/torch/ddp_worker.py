@@ -4,18 +4,24 @@ Trains Linear + BatchNorm + Linear on its own shard (DistributedSampler) with gl
 epochs, then writes ``rank{R}.npz`` (initial and final parameters, buffers, the dataset
 indices this rank saw) and ``rank{R}.json`` (the all-reduced loss, and what SyncBatchNorm does
 on the CPU of a distributed run) into the folder argv[1].
+
+``ddp_worker.py DIR stop`` (test_dist_watchdog.py): rank 1 SIGSTOPs itself after the first
+step, through ``run_job``, so that rank 0 must end the job within ``$GLUONTRAIN_DIST_TIMEOUT``;
+``hang``: rank 1's main thread waits forever instead (a data loader that never returns).
 """
 import json
 import os
+import signal
 import sys
+import threading
 
 import numpy as np
 import torch
 
 from gluontrain.torch.distributed import (all_reduce_mean, barrier, cleanup,
                                           convert_sync_batchnorm, get_world_size,
-                                          init_distributed, is_main_process, unwrap_model,
-                                          wrap_ddp, ShardSampler, TorchComm)
+                                          init_distributed, is_main_process, run_job,
+                                          unwrap_model, wrap_ddp, ShardSampler, TorchComm)
 
 
 class IndexedData(torch.utils.data.Dataset):
@@ -49,7 +55,7 @@ def syncbn_on_cpu():
     return refused, forward_error
 
 
-def main(out_dir):
+def main(out_dir, stop_rank=None, hang=False):
     torch.set_num_threads(1)
     info = init_distributed()
     assert info.world_size == get_world_size() == 2 and info.backend == 'gloo', info
@@ -74,6 +80,11 @@ def main(out_dir):
             optimizer.step()
             seen.extend(int(i) for i in idx)
             losses.append(loss.item())
+            if info.rank == stop_rank:
+                print('rank {} stops'.format(info.rank), flush=True)
+                if hang:
+                    threading.Event().wait()        # a data loader that never returns
+                os.kill(os.getpid(), signal.SIGSTOP)
         if epoch == 0:
             epoch0_seen = list(seen)
     comm = TorchComm()
@@ -104,4 +115,6 @@ def main(out_dir):
 
 
 if __name__ == '__main__':
+    if sys.argv[2:] in (['stop'], ['hang']):
+        sys.exit(run_job(lambda: main(sys.argv[1], stop_rank=1, hang=sys.argv[2] == 'hang')))
     main(sys.argv[1])
