@@ -5,6 +5,7 @@ seamseg's ``scripts/train_detection.py`` ``main`` split as the other recipes.
 read from ``args.config`` wherever it is needed (nothing is written into ``args``).
 """
 import os
+import sys
 
 import torch
 
@@ -17,7 +18,7 @@ from ...core.loop import Period, run_loop
 from ...core.meters import LossMeter
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
-from ..distributed import TorchComm
+from ..distributed import TorchComm, init_process_group, teardown
 from ..step import LossDictStep, seed_all
 from . import log as logging
 from .args import parse_args
@@ -311,7 +312,8 @@ def init_distributed(args):
     backend = 'nccl' if torch.cuda.is_available() else 'gloo'
     if torch.cuda.is_available():
         torch.cuda.set_device(args.local_rank)
-    torch.distributed.init_process_group(backend, init_method='env://')
+    # with a timeout and a watchdog: a stopped rank ends the job in one line
+    init_process_group(backend)
     return True
 
 
@@ -351,4 +353,6 @@ def main(argv=None):
         return train(net, train_data, val_data, eval_metric, ctx, args)
     finally:
         if started:
-            torch.distributed.destroy_process_group()
+            # barrier (after a success), destroy, and a pause for gloo's threads: a rank that
+            # exited at once aborted now and then (SIGABRT, torch.distributed.teardown)
+            teardown(ok=sys.exc_info()[0] is None)

@@ -14,6 +14,7 @@ from ``last_checkpoint`` continues bit-identically.
 """
 import logging
 import os
+import sys
 
 import torch
 
@@ -24,7 +25,8 @@ from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.writers import LogFileHandler
-from ..distributed import get_rank, get_world_size, unwrap_model
+from ..distributed import (get_rank, get_world_size, init_process_group, teardown,
+                           unwrap_model)
 from ..step import mixed_precision, seed_all
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
 from .checkpoint import DETECTOR_LOAD_MAPPING, FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
@@ -283,6 +285,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     periodic.hooks = hooks
 
     state = TrainState()
+    # every rank runs the loop; rank 0 alone speaks for the job (the CLI's final line)
+    state.rank, state.world_size = get_rank(), get_world_size()
     if checkpointer.has_checkpoint():
         extra = checkpointer.load(update_schedule=cfg.SOLVER.UPDATE_SCHEDULE_DURING_LOAD,
                                   restore_scheduler=cfg.SOLVER.RESTORE_SCHEDULER)
@@ -382,7 +386,8 @@ def init_distributed(local_rank, cfg):
     cuda = cfg.MODEL.DEVICE.startswith('cuda')
     if cuda:
         torch.cuda.set_device(local_rank)
-    torch.distributed.init_process_group('nccl' if cuda else 'gloo', init_method='env://')
+    # with a timeout and a watchdog: a stopped rank ends the job in one line
+    init_process_group('nccl' if cuda else 'gloo')
     return True
 
 
@@ -465,7 +470,9 @@ def run(argv=None, mode='relation'):
         return state
     finally:
         if started:
-            torch.distributed.destroy_process_group()
+            # barrier (after a success), destroy, and a pause for gloo's threads: a rank that
+            # exited at once aborted now and then (SIGABRT, torch.distributed.teardown)
+            teardown(ok=sys.exc_info()[0] is None)
 
 
 def zeroshot_triplets(cfg, train_dataset, eval_dataset):
