@@ -3,11 +3,15 @@
 What a user can cause ends in one ``error: ...`` line (exit status 1) or, for Ctrl-C, one
 ``interrupted at ...`` line (exit status 130), never a traceback: bad arguments and data
 (``ValueError``, ``FileNotFoundError``), outputs that cannot be written (``OSError`` of a
-read-only file system, a full disk, missing permissions), a diverged run
-(``FloatingPointError`` from the NaN guard). Anything else is a bug and keeps its traceback.
+read-only file system, a full disk, missing permissions, a file where a folder should be),
+an image file PIL cannot identify, a size that does not fit in memory (``MemoryError``), a
+recipe's ``sys.exit('message')``, a diverged run (``FloatingPointError`` from the NaN guard).
+A Ctrl-C that a library turned into an error of its own (MXNet) is still a Ctrl-C. Anything
+else is a bug and keeps its traceback.
 
 A recipe module may define ``OUTPUT_ARGUMENT`` (e.g. ``'--save-prefix'``), the argument the
-messages about unwritable outputs point to.
+messages about unwritable outputs point to, and ``RESUME_ADVICE`` (``'... {path} ...'``), how
+the Ctrl-C line says to resume when the recipe has no ``--resume``.
 """
 import errno
 import sys
@@ -44,6 +48,9 @@ def oserror_message(error, output_argument=None):
     output_argument : str, optional
         The recipe's output argument, named in the fix.
     """
+    if type(error).__name__ == 'UnidentifiedImageError':  # PIL's; it names the file
+        return '{}: the file is empty or not an image; replace it, or remove it from the ' \
+            'annotations'.format(error)
     elsewhere = 'write the outputs elsewhere{}'.format(
         ' with ' + output_argument if output_argument else '')
     if error.errno == errno.EROFS:
@@ -54,6 +61,16 @@ def oserror_message(error, output_argument=None):
         # reading a dataset can fail this way too, so no "cannot write"
         return '{}: {}; check its permissions, or {}'.format(
             _named_filename(error) or 'a file', error.strerror, elsewhere)
+    elif error.errno == errno.EEXIST:
+        # only creating raises it: a file where an output folder should go
+        return 'cannot create the folder {}: a file of that name exists; remove it, or {}'.format(
+            _named_filename(error) or 'a folder', elsewhere)
+    elif error.errno in (errno.ENOTDIR, errno.EISDIR):
+        # inputs fail this way too (a folder given as a file, a file inside a file)
+        what = ('a part of this path is a file, not a folder' if error.errno == errno.ENOTDIR
+                else 'it is a folder, not a file')
+        return '{}: {}; check the path, or {}'.format(
+            _named_filename(error) or 'a path', what, elsewhere)
     else:
         return None
     where = _named_filename(error) or 'a file'
@@ -67,19 +84,55 @@ def interrupted_state(error):
     return state if isinstance(state, TrainState) else None
 
 
-def interrupt_message(state):
+def interrupt_message(state, advice=None):
     """``interrupted at epoch E, batch B; last checkpoint: PATH; resume with --resume PATH``.
 
     The checkpoint part names ``state.last_checkpoint`` (or ``state.scores['last_checkpoint']``),
     the file the checkpoint hook last wrote; without one, it says there is none yet.
+
+    Parameters
+    ----------
+    state : TrainState or None
+    advice : str, optional
+        How the recipe resumes, with ``{path}`` for the checkpoint (a recipe module's
+        ``RESUME_ADVICE``: the scene-graph tools have no ``--resume`` and resume when the
+        same command runs again); default ``resume with --resume PATH``.
     """
     if state is None:
         return 'interrupted before training started'
     line = 'interrupted at epoch {}, batch {}'.format(state.epoch, state.batch)
     path = getattr(state, 'last_checkpoint', None) or state.scores.get('last_checkpoint')
+    if path and advice:
+        return '{}; last checkpoint: {}; {}'.format(line, path, advice.format(path=path))
     if path:
         return '{}; last checkpoint: {}; resume with --resume {}'.format(line, path, path)
     return line + '; no checkpoint written yet'
+
+
+def _raised_by_ctrl_c(error):
+    """Whether ``error`` was raised while handling a ``KeyboardInterrupt``: MXNet's NDArray
+    assignment catches everything, so a Ctrl-C that lands inside it becomes a ``TypeError``."""
+    seen = set()
+    error = error.__context__
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__context__
+    return False
+
+
+def _run(recipe, argv):
+    """``recipe.main(argv)``; an error that a Ctrl-C turned into another type is re-raised as
+    the ``KeyboardInterrupt`` it was (with the loop's state, when it has one)."""
+    try:
+        return recipe.main(argv)
+    except Exception as e:  # pylint: disable=broad-except
+        if not _raised_by_ctrl_c(e):
+            raise
+        interrupt = KeyboardInterrupt()
+        interrupt.train_state = getattr(e, 'train_state', None)
+        raise interrupt from e
 
 
 def main(argv=None):
@@ -92,9 +145,10 @@ def main(argv=None):
         return 2
     recipe = get_recipe(argv[1])
     try:
-        state = recipe.main(argv[2:])
+        state = _run(recipe, argv[2:])
     except KeyboardInterrupt as e:
-        print(interrupt_message(interrupted_state(e)), file=sys.stderr)
+        print(interrupt_message(interrupted_state(e), getattr(recipe, 'RESUME_ADVICE', None)),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError) as e:
         print('error: {}'.format(e), file=sys.stderr)
@@ -103,6 +157,17 @@ def main(argv=None):
         # the NaN guard's reason says where; the usual cause is a learning rate too high
         print('error: {}; the training diverged: lower --lr (or check the data), and resume '
               'from the last good checkpoint if there is one'.format(e), file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as e:
+        if not isinstance(e.code, str):  # argparse's own exit: its message is printed already
+            raise
+        # sys.exit('message') would print the message without the error: prefix
+        print('error: ' + e.code, file=sys.stderr)
+        return EXIT_ERROR
+    except MemoryError as e:
+        # a size or batch far too large for this machine (a typo: 100000 for 1000)
+        print('error: out of memory{}: lower the image sizes or the batch size given'.format(
+            ' ({})'.format(e) if str(e) else ''), file=sys.stderr)
         return EXIT_ERROR
     except OSError as e:
         message = oserror_message(e, getattr(recipe, 'OUTPUT_ARGUMENT', None))

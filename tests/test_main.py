@@ -339,3 +339,95 @@ def test_kill_at_staging_leaves_no_tmp_after_the_next_run(voc_root, tmp_path):
     # written with the process umask, readable by colleagues as every other file
     ckpt = out / 'yolo3_mobilenet0.25_voc_last.ckpt'
     assert os.stat(ckpt).st_mode & 0o777 == 0o666 & ~_current_umask()
+
+
+def test_oserror_messages_for_a_file_where_a_folder_should_be():
+    """Issue 21: --log_dir / OUTPUT_DIR / --tensorboard naming an existing file used to end in a
+    FileExistsError / NotADirectoryError traceback."""
+    assert oserror_message(OSError(errno.EEXIST, 'File exists', '/o/tb'), '--log_dir') == (
+        'cannot create the folder /o/tb: a file of that name exists; remove it, or write the '
+        'outputs elsewhere with --log_dir')
+    assert oserror_message(OSError(errno.ENOTDIR, 'Not a directory', '/o/f/sub')) == (
+        '/o/f/sub: a part of this path is a file, not a folder; check the path, or write the '
+        'outputs elsewhere')
+    assert oserror_message(OSError(errno.EISDIR, 'Is a directory', '/o/w.pth')).startswith(
+        '/o/w.pth: it is a folder, not a file; ')
+
+
+def test_an_image_pil_cannot_identify_is_one_line():
+    from PIL import UnidentifiedImageError
+    assert oserror_message(UnidentifiedImageError("cannot identify image file '/d/1.jpg'")) == (
+        "cannot identify image file '/d/1.jpg': the file is empty or not an image; replace it, "
+        "or remove it from the annotations")
+
+
+class _Recipe:
+    """A stand-in recipe module for the funnel's tests."""
+    OUTPUT_ARGUMENT = '--out'
+
+    def __init__(self, error, advice=None):
+        self.error = error
+        if advice:
+            self.RESUME_ADVICE = advice
+
+    def main(self, argv):
+        raise self.error
+
+
+@pytest.mark.parametrize('error, line', [
+    (FileExistsError(errno.EEXIST, 'File exists', '/o/taken'),
+     'error: cannot create the folder /o/taken: a file of that name exists; remove it, or write '
+     'the outputs elsewhere with --out'),
+    (MemoryError(), 'error: out of memory: lower the image sizes or the batch size given'),
+])
+def test_the_funnel_turns_generic_failures_into_one_line(monkeypatch, capsys, error, line):
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(error))
+    assert main(['train', 'ssd']) == 1
+    assert capsys.readouterr().err.strip() == line
+
+
+def test_ctrl_c_uses_the_recipes_resume_advice(monkeypatch, capsys):
+    """Issue 21: Ctrl-C on the scene-graph tools advised --resume, an option they lack."""
+    error = KeyboardInterrupt()
+    error.train_state = TrainState(epoch=0, batch=4)
+    error.train_state.last_checkpoint = 'out/model_0000004.pth'
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(
+        error, 'rerun the same command (it reads last_checkpoint beside {path})'))
+    assert main(['train', 'sgg']) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.strip() == (
+        'interrupted at epoch 0, batch 4; last checkpoint: out/model_0000004.pth; rerun the '
+        'same command (it reads last_checkpoint beside out/model_0000004.pth)')
+
+
+def test_ctrl_c_that_a_library_turned_into_another_error_is_still_an_interrupt(monkeypatch,
+                                                                              capsys):
+    """Issue 21: MXNet's NDArray assignment catches everything, so a Ctrl-C landing inside it
+    surfaced as a TypeError traceback instead of the one interrupted line."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except BaseException:  # what mxnet/ndarray/ndarray.py:_prepare_value_nd does
+            raise TypeError('NDArray does not support assignment with non-array-like object')
+    except TypeError as e:
+        error = e
+    error.train_state = TrainState(epoch=0, batch=3)
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(error))
+    assert main(['train', 'yolo3']) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.strip() == (
+        'interrupted at epoch 0, batch 3; no checkpoint written yet')
+    # a TypeError of its own stays a bug, with its traceback
+    monkeypatch.setattr('gluontrain.__main__.get_recipe',
+                        lambda name: _Recipe(TypeError('a bug')))
+    with pytest.raises(TypeError, match='a bug'):
+        main(['train', 'yolo3'])
+
+
+def test_sys_exit_with_a_message_is_one_error_line(monkeypatch, capsys):
+    """``raise SystemExit('--dataset ...')`` printed its text with no ``error:`` prefix."""
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(
+        SystemExit("--dataset 'x' is not supported")))
+    assert main(['train', 'yolo3']) == 1
+    assert capsys.readouterr().err == "error: --dataset 'x' is not supported\n"
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(SystemExit(2)))
+    with pytest.raises(SystemExit):  # argparse's exit keeps its status
+        main(['train', 'yolo3'])
