@@ -5,6 +5,7 @@ import numpy as np
 
 from .checks import (_GENERATE, _SHOWN, DatasetError, _image_problem, _load_json, _missing_root,
                      _Problems)
+from .images import looks_truncated
 from .vg import DICTS_NAME, H5_NAME, IMAGE_DATA, IMAGE_DIR
 
 __all__ = ['check_vg', 'check_vg_files', 'SGB_CORRUPTED_IMAGES']
@@ -140,6 +141,10 @@ def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
         if check_images:
             path = os.path.join(img_dir, '{}.jpg'.format(image_data[i].get('image_id')))
             problem = _image_problem(path)
+            if not problem and looks_truncated(path):
+                # PIL (SGB's reader) refuses it when decoding, which could be hours into the
+                # run when the sampler first draws it: say it now
+                problem = 'is truncated (its data ends early)'
             if problem:
                 report.add('image {} (entry {} of {}) {}: restore it.'.format(
                     path, i, image_file, problem))

@@ -7,6 +7,7 @@ Every argument of the reference keeps its name and default. Added: ``--dataset-r
 """
 import argparse
 import os
+import warnings
 
 from ...core.argtypes import (finite_non_negative_float, int_at_least, int_list, multiple_of,
                               non_negative_int, output_dir_problem, positive_int)
@@ -72,7 +73,9 @@ def build_parser():
     a('--start-epoch', type=non_negative_int, default=0,
       help='Starting epoch for resuming from weights; a full checkpoint sets it itself.')
     a('--lr', type=finite_non_negative_float, default=0.001, help='Learning rate, default is 0.001')
+    # gluoncv's LRScheduler asserts these modes (a bare AssertionError mid-setup): say it here
     a('--lr-mode', type=str, default='step',
+      choices=('constant', 'step', 'linear', 'poly', 'cosine'),
       help='learning rate scheduler mode. options are step, poly and cosine.')
     a('--lr-decay', type=finite_non_negative_float, default=0.1,
       help='decay rate of learning rate. default is 0.1.')
@@ -202,6 +205,14 @@ def check_args(args, ctx, comm=None):
         if problem:
             raise ValueError('{} {}: {}; give a prefix in a folder (it is created if missing)'
                              .format(name, getattr(args, name[2:].replace('-', '_')), problem))
+    # GluonCV's meaning of 0 for these two is "never" (``if args.log_interval and ...``):
+    # kept, and said once so that a typo is never silent
+    for flag, value, meaning in (('--log-interval', args.log_interval, 'no batch log lines'),
+                                 ('--save-interval', args.save_interval,
+                                  'no periodic {prefix}_NNNN_*.params snapshots (the best '
+                                  'weights are still saved)')):
+        if value == 0:
+            warnings.warn('{} 0: {}'.format(flag, meaning), stacklevel=2)
     if args.batch_size < len(ctx):
         raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
                          .format(args.batch_size, len(ctx)))

@@ -24,7 +24,7 @@ from . import log as logging
 from .args import parse_args
 from .coco_eval import category_map
 from .config import check_training_config, config_to_string, load_config
-from .data import make_dataset, make_transforms
+from .data import DatasetError, make_dataset, make_transforms
 from .engine import (SeamsegLogHook, SeamsegScheduleHook, SeamsegSnapshotHook, forward_fn,
                      unwrap)
 from .model import make_model
@@ -97,7 +97,15 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
              _batch_size(dl, 'val_batch_size'))
     workers = dl.getint('num_workers') if num_workers is None else num_workers
     loaders = []
-    for ds, size, drop_last in ((train_dataset, sizes[0], True), (val_dataset, sizes[1], False)):
+    for split, ds, size, drop_last in (('train', train_dataset, sizes[0], True),
+                                       ('val', val_dataset, sizes[1], False)):
+        if len(ds) == 0:
+            # before the batch sampler, whose complaint would be about the batch size (and an
+            # empty val split would end the run after training, dividing by its 0 batches)
+            raise DatasetError('{} split {!r} of {} has no image ({}): add images to it or set '
+                               '[dataloader] {}_set to a split that has some'.format(
+                                   split, dl['{}_set'.format(split)], args.data,
+                                   getattr(ds, 'source', 'its list'), split))
         sampler = DistributedARBatchSampler(ds, size, world, rank, drop_last)
         loaders.append(DataLoader(ds, batch_sampler=sampler, collate_fn=iss_collate_fn,
                                   num_workers=workers, pin_memory=torch.cuda.is_available()))

@@ -325,7 +325,12 @@ class Checkpointer:
         ignore = None
         if is_c2_file(f):
             # DetectronCheckpointer._load_file: a .pkl is a Detectron Caffe2 body
-            state, notes = c2_body_state_dict(f, self.cfg.MODEL.BACKBONE.CONV_BODY)
+            try:
+                state, notes = c2_body_state_dict(f, self.cfg.MODEL.BACKBONE.CONV_BODY)
+            except WeightsLoadError:
+                raise
+            except ValueError as e:  # the config has no C2 loader: name the file too
+                raise WeightsLoadError('{} {}: {}'.format(what, f, e)) from None
             self.logger.info('%s', notes.format())
             groups = self.cfg.MODEL.RESNETS.NUM_GROUPS
             if notes.groups is not None and notes.groups != groups:

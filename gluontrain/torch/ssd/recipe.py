@@ -187,6 +187,13 @@ def check_args(args):
                          'nothing would be trained; lower --start_iter or raise --max_iter'
                          .format(args.start_iter, max_iter,
                                  '--max_iter' if args.max_iter else "the config's max_iter"))
+    # 0 means "never" for these two (documented); said once, so a typo is never silent
+    for flag, value, meaning in (('--save_interval', args.save_interval,
+                                  'no ssd300_*_N.pth weights during training (the *_last.ckpt '
+                                  'is still written at the end of every pass)'),
+                                 ('--log_interval', args.log_interval, 'no log lines')):
+        if value == 0:
+            warnings.warn('{} 0: {}'.format(flag, meaning), stacklevel=2)
 
 
 def main(argv=None):

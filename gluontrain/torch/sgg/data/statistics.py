@@ -10,11 +10,15 @@ import numpy as np
 import torch
 
 from ....core.checkpoint import atomic_save_file
+from ....core.load_report import WeightsLoadError
+from ...weights import read_weights_file
 from .vg_dataset import box_filter
 
 __all__ = ['get_statistics', 'statistics_dict', 'get_dataset_statistics', 'statistics_file']
 
 _LOG = logging.getLogger(__name__)
+#: the recipe's logger (console and OUTPUT_DIR/log.txt): what the user must read goes there
+_RUN_LOG = logging.getLogger('gluontrain.sgg')
 _KEYS = ('fg_matrix', 'pred_dist', 'obj_classes', 'rel_classes', 'att_classes')
 
 
@@ -130,7 +134,18 @@ def get_dataset_statistics(cfg, data_dir=None):
     save_file = statistics_file(cfg)
     stamp = _fingerprint(dataset)
     if os.path.exists(save_file):
-        cached = torch.load(save_file, map_location=torch.device('cpu'))
+        try:
+            cached = read_weights_file(save_file, 'data statistics cache',
+                                       'it is recomputed from the data')
+        except (WeightsLoadError, FileNotFoundError) as e:
+            # a cache is derived data: a torn, foreign or hostile one (never unpickled beyond
+            # tensors) is replaced, with a word
+            _RUN_LOG.warning('%s', e)
+            cached = {}
+        if not isinstance(cached, dict):
+            _RUN_LOG.warning('data statistics cache %s holds a %s, not the statistics; it is '
+                         'recomputed from the data', save_file, type(cached).__name__)
+            cached = {}
         if cached.get('source') == stamp:
             _LOG.info('Loading data statistics from: %s', save_file)
             return {k: cached[k] for k in _KEYS}

@@ -22,7 +22,8 @@ import torch
 from PIL import Image
 
 from ....data.checks import DatasetError, check_vg_files
-from ....data.images import ImageReadError, image_problem, open_image, warn_size_mismatch
+from ....data.images import (ImageReadError, image_problem, looks_truncated, open_image,
+                             warn_size_mismatch)
 from ....data.vg import load_graphs
 from ..structures import BoxList
 
@@ -132,6 +133,7 @@ class VGDataset(torch.utils.data.Dataset):
                     ', within num_im={}'.format(num_im) if num_im > -1 else '', split))
         self.filenames, self.img_info = load_image_filenames(img_dir, image_data,
                                                              np.flatnonzero(self.split_mask))
+        _refuse_truncated(self.filenames, image_file, split)
         _report_boxes_outside(self, split == 'train')
 
     def __getitem__(self, index):
@@ -400,3 +402,18 @@ def box_filter(boxes, must_overlap=False):
     else:
         possible_boxes = np.column_stack(np.where(all_possib))
     return possible_boxes
+
+
+def _refuse_truncated(filenames, image_file, split):
+    """Refuse the split's JPEGs that are cut short, before training: PIL (SGB's reader)
+    refuses one when it decodes it, which may be hours into the run when the sampler first
+    draws it. Reads the first and last bytes of each file only (no decoding)."""
+    bad = [f for f in filenames if looks_truncated(f)]
+    if bad:
+        raise ImageReadError('{} image{} of the {} split {} truncated (no JPEG end marker): {}{} '
+                             '(listed by {}); restore {}, or drop {} from the dataset'.format(
+                                 len(bad), '' if len(bad) == 1 else 's', split,
+                                 'is' if len(bad) == 1 else 'are', ', '.join(bad[:3]),
+                                 ', ...' if len(bad) > 3 else '', image_file,
+                                 'it' if len(bad) == 1 else 'them',
+                                 'it' if len(bad) == 1 else 'them'))
