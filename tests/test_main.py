@@ -431,3 +431,23 @@ def test_sys_exit_with_a_message_is_one_error_line(monkeypatch, capsys):
     monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(SystemExit(2)))
     with pytest.raises(SystemExit):  # argparse's exit keeps its status
         main(['train', 'yolo3'])
+
+
+def test_a_collective_timeout_is_one_line_naming_the_stopped_rank(monkeypatch, capsys):
+    """A gloo collective that timed out because another rank stopped (torch raises a
+    RuntimeError) ends in one line from the watchdog; any other RuntimeError is a bug and
+    keeps its traceback."""
+    from gluontrain.torch import dist_watchdog
+    timeout = dist_watchdog.CollectiveTimeoutError(
+        'rank 1 stopped answering (no heartbeat for 5 s; seen from rank 0); the job ends')
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(
+        RuntimeError('[gloo] Timed out waiting 5000ms for recv operation')))
+    monkeypatch.setattr(dist_watchdog, 'explain_collective_error',
+                        lambda e: str(timeout) if 'Timed out' in str(e) else None)
+    assert main(['train', 'ssd']) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['error: ' + str(timeout)]
+    monkeypatch.setattr('gluontrain.__main__.get_recipe', lambda name: _Recipe(
+        RuntimeError('a bug')))
+    with pytest.raises(RuntimeError, match='a bug'):
+        main(['train', 'ssd'])
