@@ -3,6 +3,9 @@
 They are shared by every test of the session, so tests must not modify them: copy one
 (``shutil.copytree``) before corrupting it.
 """
+import os
+import subprocess
+
 import pytest
 
 from gluontrain.data import synthetic
@@ -32,3 +35,26 @@ def vg_root(tmp_path_factory):
     """A tiny Visual Genome scene-graph dataset: 12 train and 6 test images, 144-192 px."""
     root = tmp_path_factory.mktemp('vg')
     return synthetic.write_vg(str(root), num_train=12, num_val=6, seed=0, image_size=(144, 192))
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``mount(name, options)``: a small tmpfs at ``tmp_path/name`` (a full or read-only disk;
+    root only, skipped otherwise), unmounted after."""
+    mounted = []
+
+    def mount(name, options):
+        path = tmp_path / name
+        path.mkdir()
+        if os.geteuid() != 0:
+            pytest.skip('mounting a small tmpfs needs root')
+        res = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(path)],
+                             capture_output=True, text=True, check=False)
+        if res.returncode:
+            pytest.skip('cannot mount a tmpfs here: ' + res.stderr.strip())
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(['umount', '-l', str(path)], check=False)  # lazy: files may be open

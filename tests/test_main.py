@@ -58,28 +58,6 @@ def _fails(argv, capsys, *names):
     return line
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """``mount(name, options)``: a tmpfs at ``tmp_path/name`` (root only), unmounted after."""
-    mounted = []
-
-    def mount(name, options):
-        path = tmp_path / name
-        path.mkdir()
-        if os.geteuid() != 0:
-            pytest.skip('mounting a small tmpfs needs root')
-        res = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(path)],
-                             capture_output=True, text=True, check=False)
-        if res.returncode:
-            pytest.skip('cannot mount a tmpfs here: ' + res.stderr.strip())
-        mounted.append(path)
-        return path
-
-    yield mount
-    for path in mounted:
-        subprocess.run(['umount', str(path)], check=False)
-
-
 def test_usage_for_unknown_recipe(capsys):
     assert main(['train', 'nope']) == 2
     assert 'usage: gluontrain train {frcnn,sgg,sgg-detector,ssd,yolo3}' in capsys.readouterr().err

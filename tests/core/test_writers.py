@@ -19,29 +19,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FULL = '/dev/full'  # every write fails with ENOSPC
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """``mount(name, options)``: a tmpfs at ``tmp_path/name`` (root only), unmounted after
-    (the pattern of tests/test_main.py)."""
-    mounted = []
-
-    def mount(name, options):
-        path = tmp_path / name
-        path.mkdir()
-        if os.geteuid() != 0:
-            pytest.skip('mounting a small tmpfs needs root')
-        res = subprocess.run(['mount', '-t', 'tmpfs', '-o', options, 'tmpfs', str(path)],
-                             capture_output=True, text=True, check=False)
-        if res.returncode:
-            pytest.skip('cannot mount a tmpfs here: ' + res.stderr.strip())
-        mounted.append(path)
-        return path
-
-    yield mount
-    for path in mounted:
-        subprocess.run(['umount', str(path)], check=False)
-
-
 def _step(batch, state):
     return {'losses': {'Loss': [(1.0 + state.iteration, 1)]}, 'lr': 0.1}
 

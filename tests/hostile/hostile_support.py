@@ -249,10 +249,29 @@ def read_only_dir(path, options='ro,size=64k'):
                          capture_output=True, text=True, check=False)
     if res.returncode:
         pytest.skip('cannot mount a tmpfs here: ' + res.stderr.strip())
-    return lambda: subprocess.run(['umount', path], check=False)
+    # lazy: a log handler of an in-process run may still hold a file open there
+    return lambda: subprocess.run(['umount', '-l', path], check=False)
 
 
 # ------------------------------------------------------------- VOC (SSD and YOLOv3)
+
+def set_attr(case, attr, value):
+    """``setattr(case, attr, value)``, returning ``value`` (for the case tables)."""
+    setattr(case, attr, value)
+    return value
+
+
+def empty_file(path):
+    """Make ``path`` an empty file (an image list or annotation with nothing in it)."""
+    open(path, 'w').close()
+    return path
+
+
+def voc_list(case, split='trainval', year=2007):
+    """``ImageSets/Main/<split>.txt`` of the case's private copy of the VOCdevkit."""
+    return os.path.join(case.copy_data(), 'VOC{}'.format(year), 'ImageSets', 'Main',
+                        split + '.txt')
+
 
 def voc_ids(root, split='trainval', year=2007):
     """The image ids of ``VOC{year}/ImageSets/Main/{split}.txt`` under the VOCdevkit

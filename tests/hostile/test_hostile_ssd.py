@@ -7,9 +7,10 @@ import shutil
 import pytest
 import torch
 
-from hostile_support import (check_refused, check_reported, copy_tree, garbage,
+from hostile_support import (check_refused, check_reported, copy_tree, empty_file, garbage,
                              hostile_torch_file, interrupt_script, read_only_dir, run_main,
-                             run_script, truncate, voc_edit_xml, voc_image, voc_xml, zero_bytes)
+                             run_script, set_attr, truncate, voc_edit_xml, voc_image,
+                             voc_list, voc_xml, zero_bytes)
 
 
 @pytest.fixture(scope='module')
@@ -92,20 +93,6 @@ def _sgg_checkpoint(c):
     return path
 
 
-def _set(c, attr, value):
-    setattr(c, attr, value)
-    return value
-
-
-def _empty(path):
-    open(path, 'w').close()
-    return path
-
-
-def _list(c, split='trainval', year=2007):
-    return os.path.join(c.copy_data(), 'VOC{}'.format(year), 'ImageSets', 'Main', split + '.txt')
-
-
 CASES = {
     # images
     'zero-byte train image': lambda c: [zero_bytes(voc_image(c.copy_data(), 0))],
@@ -124,11 +111,11 @@ CASES = {
                                             '<xmin>9000</xmin>')],
     'unknown class name': lambda c: [voc_edit_xml(c.copy_data(), r'<name>\w+</name>',
                                                   '<name>unicorn</name>')],
-    'empty trainval list': lambda c: [_empty(_list(c))],
-    'empty test list': lambda c: [_empty(_list(c, 'test'))],
-    'trainval list missing': lambda c: [os.remove(_list(c)) or _list(c)],
-    'dataset_root missing': lambda c: [_set(c, 'data', str(c.tmp / 'nowhere'))],
-    'dataset_root is a file': lambda c: [_set(c, 'data', garbage(c.tmp / 'voc.txt'))],
+    'empty trainval list': lambda c: [empty_file(voc_list(c))],
+    'empty test list': lambda c: [empty_file(voc_list(c, 'test'))],
+    'trainval list missing': lambda c: [os.remove(voc_list(c)) or voc_list(c)],
+    'dataset_root missing': lambda c: [set_attr(c, 'data', str(c.tmp / 'nowhere'))],
+    'dataset_root is a file': lambda c: [set_attr(c, 'data', garbage(c.tmp / 'voc.txt'))],
     # arguments
     'batch_size 0': lambda c: [c.arg('--batch_size', 0)],
     'max_iter -1': lambda c: [c.arg('--max_iter', -1)],
@@ -169,8 +156,8 @@ CASES = {
     'basenet missing': lambda c: [c.arg('--basenet', c.file('vgg16_reducedfc.pth')) and
                                   'vgg16_reducedfc.pth'],
     # outputs
-    'save_folder is an existing file': lambda c: [_set(c, 'out', garbage(c.tmp / 'a_file'))],
-    'save_folder below a file': lambda c: [_set(c, 'out', os.path.join(
+    'save_folder is an existing file': lambda c: [set_attr(c, 'out', garbage(c.tmp / 'a_file'))],
+    'save_folder below a file': lambda c: [set_attr(c, 'out', os.path.join(
         garbage(c.tmp / 'b_file'), 'sub'))],
     'tensorboard folder is a file': lambda c: [c.arg('--tensorboard', garbage(c.tmp / 'tb'))
                                                and str(c.tmp / 'tb')],

@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
-from hostile_support import (check_refused, check_reported, copy_tree, garbage,
+from hostile_support import (check_refused, check_reported, copy_tree, empty_file, garbage,
                              hostile_torch_file, interrupt_script, read_only_dir, run_main,
-                             run_script, truncate, voc_edit_xml, voc_image, voc_xml, zero_bytes)
+                             run_script, set_attr, truncate, voc_edit_xml, voc_image,
+                             voc_list, voc_xml, zero_bytes)
 
 PREFIX = 'yolo3_mobilenet0.25_voc'
 
@@ -94,20 +95,6 @@ def _torch_weights(c):
     return path
 
 
-def _set(c, attr, value):
-    setattr(c, attr, value)
-    return value
-
-
-def _empty(path):
-    open(path, 'w').close()
-    return path
-
-
-def _list(c, split='trainval', year=2007):
-    return os.path.join(c.copy_data(), 'VOC{}'.format(year), 'ImageSets', 'Main', split + '.txt')
-
-
 CASES = {
     # images
     'zero-byte train image': lambda c: [zero_bytes(voc_image(c.copy_data(), 0))],
@@ -120,10 +107,10 @@ CASES = {
     'nan box': lambda c: [voc_edit_xml(c.copy_data(), r'<xmin>\d+</xmin>', '<xmin>nan</xmin>')],
     'inverted box': lambda c: [voc_edit_xml(c.copy_data(), r'<xmin>\d+</xmin>',
                                             '<xmin>9000</xmin>')],
-    'empty trainval list': lambda c: [_empty(_list(c))],
-    'empty test list': lambda c: [_empty(_list(c, 'test'))],
-    'dataset-root missing': lambda c: [_set(c, 'data', str(c.tmp / 'nowhere'))],
-    'dataset-root is a file': lambda c: [_set(c, 'data', garbage(c.tmp / 'voc.txt'))],
+    'empty trainval list': lambda c: [empty_file(voc_list(c))],
+    'empty test list': lambda c: [empty_file(voc_list(c, 'test'))],
+    'dataset-root missing': lambda c: [set_attr(c, 'data', str(c.tmp / 'nowhere'))],
+    'dataset-root is a file': lambda c: [set_attr(c, 'data', garbage(c.tmp / 'voc.txt'))],
     # arguments
     'batch-size 0': lambda c: [c.arg('--batch-size', 0)],
     'epochs -1': lambda c: [c.arg('--epochs', -1)],
@@ -153,7 +140,7 @@ CASES = {
     'load-weights a torch pickle': lambda c: [c.arg('--load-weights', _torch_weights(c)) and
                                               'ssd300_VOC.pth'],
     # outputs
-    'save-prefix folder is a file': lambda c: [_set(c, 'out', garbage(c.tmp / 'a_file'))],
+    'save-prefix folder is a file': lambda c: [set_attr(c, 'out', garbage(c.tmp / 'a_file'))],
     'tensorboard folder is a file': lambda c: [c.arg('--tensorboard', garbage(c.tmp / 'tb'))
                                                and str(c.tmp / 'tb')],
 }

@@ -148,12 +148,18 @@ class ResidualBlock(nn.Module):
 
     def forward(self, x):
         layers = self._layers()
+        # each reference's order of the two branches (seamseg: shortcut first, maskrcnn-
+        # benchmark: after conv3): autograd sums the gradients reaching x in that order, and
+        # a different float summation order drifts a training run apart within a few steps
+        residual = self._shortcut(x) if self.naming == 'seamseg' else None
         out = x
         for i, (conv, norm) in enumerate(layers):
             out = norm(conv(out))
             if i < len(layers) - 1 and _activation(norm) is None:
                 out = F.relu(out)
-        return _apply(out + self._shortcut(x), layers[0][1])
+        if residual is None:
+            residual = self._shortcut(x)
+        return _apply(out + residual, layers[0][1])
 
 
 class Stem(nn.Module):

@@ -242,3 +242,28 @@ def test_bad_arguments():
         make_body('resnet18', classes=10)
     with pytest.raises(ValueError, match='resnet51'):
         make_body('resnet51')
+
+
+def test_two_stage_body_gradients_unchanged():
+    """The gradients of the replaced two-stage body, bit for bit (c3d9745, name-seeded weights,
+    one thread): seamseg computes the shortcut before the convolutions, and with the other
+    order autograd sums the gradients in another float order (input gradient off by 3e-5),
+    which drifted the two-stage training run apart at its third step."""
+    grads = os.path.join(os.path.dirname(BEFORE), 'body_grads_c3d9745.npz')
+    norm, _ = make_norm_act('bn')
+    body = make_body('resnet18', norm_act=norm, width_mult=0.25)
+    _fill(body)
+    body.train()
+    x = torch.from_numpy(np.random.RandomState(0).uniform(-1, 1, (2, 3, 64, 64))
+                         .astype(np.float32)).requires_grad_()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        sum(o.square().sum() for o in body(x).values()).backward()
+    finally:
+        torch.set_num_threads(threads)
+    with np.load(grads) as want:
+        assert np.array_equal(want['input'], x.grad.numpy())
+        assert np.array_equal(want['mod1.conv1.weight'], body.mod1.conv1.weight.grad.numpy())
+        assert np.array_equal(want['mod2.block1.convs.conv1.weight'],
+                              body.mod2.block1.convs.conv1.weight.grad.numpy())
