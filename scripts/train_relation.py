@@ -15,33 +15,13 @@ that fills nothing, a seamseg / two-stage (frcnn) snapshot, tensors of other sha
 that does not fill the whole model stop with one "error:" line naming the file and the fix.
 Distributed: torchrun --nproc_per_node N scripts/train_relation.py --config-file ... OPTS
 Same as: gluontrain train sgg [arguments]
-Under torchrun the process group is started here with a timeout ($GLUONTRAIN_DIST_TIMEOUT
+Under torchrun the recipe starts the process group with a timeout ($GLUONTRAIN_DIST_TIMEOUT
 seconds, default 600): a rank that stops ends the job in one line naming it, and the job ends
 with a barrier and a clean tear-down (docs/distributed.md).
 """
-import contextlib
-import io
-import os
 import sys
 
 from gluontrain.__main__ import main
-from gluontrain.torch.distributed import run_job
-
-
-def uses_cuda(argv):
-    """Whether the command line's config trains on CUDA (``MODEL.DEVICE``), which picks the
-    process group's backend; None when it does not parse (``main`` then says why)."""
-    from gluontrain.torch.sgg.args import config_from_args, parse_args
-    if os.environ.get('WORLD_SIZE', '1') in ('', '1') or '-h' in argv or '--help' in argv:
-        return None     # one process: no group to start
-    try:
-        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            cfg = config_from_args(parse_args(argv, 'PyTorch Relation Detection Training'))
-    except (Exception, SystemExit):  # pylint: disable=broad-except
-        return None
-    return cfg.MODEL.DEVICE.startswith('cuda')
-
 
 if __name__ == '__main__':
-    ARGV = sys.argv[1:]
-    sys.exit(run_job(lambda: main(['train', 'sgg'] + ARGV), use_cuda=uses_cuda(ARGV)))
+    sys.exit(main(['train', 'sgg'] + sys.argv[1:]))

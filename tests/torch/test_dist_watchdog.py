@@ -150,7 +150,7 @@ def test_a_stopped_rank_ends_the_job_within_the_timeout_in_one_line(tmp_path, mo
 
 @pytest.mark.slow
 def test_the_scene_graph_script_under_torchrun_ends_with_a_clean_teardown(tmp_path):
-    """scripts/train_relation.py (run_job: timeout, barrier, teardown) on 2 gloo ranks, 4
+    """scripts/train_relation.py (the recipe: timeout, barrier, teardown) on 2 gloo ranks, 4
     iterations. One run cannot show a 1-in-7 abort gone (bench/sgg_torchrun_clean_exit.py runs
     20: 20 of 20 clean, 3 of 20 aborted before); this checks the path end to end."""
     data = tmp_path / 'vg'
