@@ -8,9 +8,9 @@ import argparse
 import math
 import os
 
-__all__ = ['finite_non_negative_float', 'positive_int', 'multiple_of', 'int_list',
-           'resolve_local_rank', 'path_problem', 'output_dir_problem', 'non_negative_int',
-           'positive_float', 'check_input_file', 'int_at_least']
+__all__ = ['finite_non_negative_float', 'positive_int', 'non_negative_int', 'int_at_least',
+           'positive_float', 'multiple_of', 'int_list', 'resolve_local_rank', 'path_problem',
+           'check_input_file', 'output_dir_problem', 'check_output_dir']
 
 
 def finite_non_negative_float(text):
@@ -23,29 +23,6 @@ def finite_non_negative_float(text):
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(
             '{} is not a finite number >= 0; give e.g. 0.001'.format(text))
-    return value
-
-
-def positive_int(text):
-    """An integer >= 1 (epochs, iterations, batch sizes: 0 or fewer would train nothing)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('{!r} is not an integer'.format(text)) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError('{} trains nothing; give an integer >= 1'.format(text))
-    return value
-
-
-def non_negative_int(text):
-    """An integer >= 0 (counts and intervals where 0 means "none": workers, log lines,
-    saves, a starting epoch or iteration)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('{!r} is not an integer'.format(text)) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError('{} is negative; give an integer >= 0'.format(text))
     return value
 
 
@@ -69,6 +46,17 @@ def int_at_least(minimum, why):
         return value
     parse.__name__ = 'int_at_least_{}'.format(minimum)
     return parse
+
+
+positive_int = int_at_least(1, 'trains nothing')
+positive_int.__name__ = 'positive_int'
+positive_int.__doc__ = """An integer >= 1 (epochs, iterations, batch sizes: 0 or fewer would train
+nothing)."""
+
+non_negative_int = int_at_least(0, 'is negative')
+non_negative_int.__name__ = 'non_negative_int'
+non_negative_int.__doc__ = """An integer >= 0 (counts and intervals where 0 means "none":
+workers, log lines, saves, a starting epoch or iteration)."""
 
 
 def positive_float(text):
@@ -225,3 +213,25 @@ def output_dir_problem(path):
     if parent and os.path.exists(parent) and not os.path.isdir(parent):
         return '{} is an existing file, so no folder can be made under it'.format(parent)
     return None
+
+
+def check_output_dir(path, argument, fix='give a folder (it is created if missing)'):
+    """Refuse, before anything is written, an output folder that cannot be made, in one line
+    (the sibling of :func:`check_input_file`).
+
+    Parameters
+    ----------
+    path : str
+    argument : str
+        The option or key that named it, e.g. ``'--log_dir'``, ``'OUTPUT_DIR'``.
+    fix : str
+        What to pass instead.
+
+    Raises
+    ------
+    ValueError
+        ``ARGUMENT PATH: PROBLEM; FIX`` (:func:`output_dir_problem`).
+    """
+    problem = output_dir_problem(path)
+    if problem:
+        raise ValueError('{} {}: {}; {}'.format(argument, path, problem, fix))

@@ -10,7 +10,7 @@ import sys
 import torch
 
 from ...core import checkpoint as ckpt_io
-from ...core.argtypes import check_input_file, output_dir_problem, path_problem
+from ...core.argtypes import check_input_file, check_output_dir, path_problem
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.load_report import WeightsLoadError
@@ -336,10 +336,7 @@ def main(argv=None):
             seed_all(args.seed + _rank_world()[0])
         # a bad config or output folder fails before anything is written or built
         check_training_config(load_config(args.config), args.config)
-        problem = output_dir_problem(args.log_dir)
-        if problem:
-            raise ValueError('--log_dir {}: {}; give a folder (it is created if missing)'
-                             .format(args.log_dir, problem))
+        check_output_dir(args.log_dir, '--log_dir')
         if args.resume:
             check_input_file(args.resume, '--resume', 'pass the frcnn_last.ckpt or '
                              'model_last.pth.tar a run wrote in its --log_dir')

@@ -19,7 +19,7 @@ import sys
 import torch
 
 from ...core import checkpoint as ckpt_io
-from ...core.argtypes import output_dir_problem
+from ...core.argtypes import check_output_dir
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
@@ -431,10 +431,9 @@ def run(argv=None, mode='relation'):
             args.config_file, cfg.MODEL.RELATION_ON, mode,
             'training (use scripts/pretrain_detector.py for detector configs)'
             if mode == 'relation' else 'pretraining (use scripts/train_relation.py)'))
-    problem = output_dir_problem(cfg.OUTPUT_DIR) if cfg.OUTPUT_DIR else None
-    if problem:
-        raise ValueError('OUTPUT_DIR {}: {}; pass OUTPUT_DIR with a folder (it is created if '
-                         'missing)'.format(cfg.OUTPUT_DIR, problem))
+    if cfg.OUTPUT_DIR:
+        check_output_dir(cfg.OUTPUT_DIR, 'OUTPUT_DIR',
+                         'pass OUTPUT_DIR with a folder (it is created if missing)')
     ctx = get_contexts(cfg, args.local_rank)
     started = init_distributed(args.local_rank, cfg)
     try:

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import torch
 
-from ...core.argtypes import check_input_file, output_dir_problem
+from ...core.argtypes import check_input_file, check_output_dir
 from ...core.voc_eval import VOCEvaluator
 from ...data import checks
 from ..batchify import Pad, Stack, Tuple
@@ -174,10 +174,7 @@ def check_args(args):
     ------
     ValueError
     """
-    problem = output_dir_problem(args.save_folder)
-    if problem:
-        raise ValueError('--save_folder {}: {}; give a folder (it is created if missing)'
-                         .format(args.save_folder, problem))
+    check_output_dir(args.save_folder, '--save_folder')
     if args.resume:
         check_input_file(args.resume, '--resume', 'pass the ssd300_{}_last.ckpt a run wrote in '
                          'its --save_folder, or a .pth state_dict'.format(args.dataset))
