@@ -43,7 +43,7 @@ setup(
         'cu112': ['mxnet-cu112==1.9.1'] + GLUONCV_DEPS + NUMPY1,
         # exact pin: a range pulls the registry's newest torch with several GB of CUDA wheels
         'torch': ['torch==2.13.0', 'pycocotools<2.0.8'],
-        'test': ['pytest>=7', 'pytest-timeout', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
+        'test': ['pytest>=7', 'pytest-timeout', 'pytest-xdist>=3.5', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
         'tensorboard': ['tensorboardX'],
         # built from source against the installed mxnet, so install it after the stack and
         # with the flags of docs/distributed.md: HOROVOD_WITH_MXNET=1 HOROVOD_WITH_GLOO=1

@@ -46,10 +46,12 @@ from gluontrain.torch.step import seed_all
 
 %matplotlib inline
 torch.set_num_threads(1)
-WORK = tempfile.mkdtemp(prefix='scene_graph_')
+# a fresh folder made the current one: paths below, and those printed, are relative to it
+os.chdir(tempfile.mkdtemp(prefix='scene_graph_'))
+WORK = '.'
 QUIET = logging.getLogger('notebook')  # SGB's gradient-norm and evaluation logs stay out
 QUIET.setLevel(logging.WARNING)
-print('working folder', WORK)"""),
+print('working folder:', os.path.basename(os.getcwd()))"""),
     ('md', """## 1. Visual Genome data and its graphs
 
 `write_vg` writes SGB's files (`VG-SGG-with-attri.h5`, `VG-SGG-dicts-with-attri.json`,

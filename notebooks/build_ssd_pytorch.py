@@ -44,8 +44,10 @@ from gluontrain.torch.ssd.plots import draw_val_samples
 
 %matplotlib inline
 torch.set_num_threads(1)
-WORK = tempfile.mkdtemp(prefix='ssd_walkthrough_')
-print('working folder', WORK)"""),
+# a fresh folder made the current one: paths below, and those printed, are relative to it
+os.chdir(tempfile.mkdtemp(prefix='ssd_walkthrough_'))
+WORK = '.'
+print('working folder:', os.path.basename(os.getcwd()))"""),
     ('md', """## 1. The data
 
 A generated VOCdevkit (coloured shapes named after five VOC classes) stands in for Pascal VOC.
@@ -55,6 +57,7 @@ the image (VOC's pixels are 1-based)."""),
     ('code', """devkit = synthetic.write_voc(os.path.join(WORK, 'voc'), num_train=40, num_val=12, seed=0,
                              years=(2007, 2012), classes=synthetic.DEFAULT_VOC_CLASSES,
                              image_size=(120, 160), max_objects=3)
+devkit = os.path.relpath(devkit)  # the writers return absolute paths
 raw = VOCDetection(devkit, [('2007', 'trainval'), ('2012', 'trainval')], transform=None)
 # the first image with two or more (non-difficult) objects
 index = next(i for i in range(len(raw)) if len(raw.pull_anno(i)[1]) >= 2)

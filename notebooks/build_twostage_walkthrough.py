@@ -46,15 +46,17 @@ torch.set_num_threads(1)
 random.seed(0)
 torch.manual_seed(0)
 np.random.seed(0)
-WORK = tempfile.mkdtemp(prefix='twostage_walkthrough_')
-print('working folder', WORK)"""),
+# a fresh folder made the current one: paths below, and those printed, are relative to it
+os.chdir(tempfile.mkdtemp(prefix='twostage_walkthrough_'))
+WORK = '.'
+print('working folder:', os.path.basename(os.getcwd()))"""),
     ('md', """## 1. Data and configuration
 
 COCO json + images (what users have; seamseg's own ISS format works the same and is
 recognised from the folder). The shipped config, shortened to 5 epochs; `recipe.get_dataset`
 gives seamseg's `ISSTransform`-ed items: the image normalised, boxes `(y0, x0, y1, x1)`,
 contiguous classes and crowd flags."""),
-    ('code', """root = write_coco(os.path.join(WORK, 'coco'), num_train=60, num_val=16, seed=0)
+    ('code', """root = os.path.relpath(write_coco(os.path.join(WORK, 'coco'), num_train=60, num_val=16, seed=0))
 parser = configparser.ConfigParser()
 parser.read(os.path.join(os.path.dirname(DEFAULTS_FILE), 'synthetic_cpu.ini'))
 parser['scheduler']['epochs'] = '5'

@@ -46,9 +46,11 @@ from gluontrain.mx.yolo3.plots import draw_val_samples
 
 # after the imports: importing gluoncv selects matplotlib's Agg backend
 %matplotlib inline
-WORK = tempfile.mkdtemp(prefix='yolov3_walkthrough_')
+# a fresh folder made the current one: paths below, and those printed, are relative to it
+os.chdir(tempfile.mkdtemp(prefix='yolov3_walkthrough_'))
+WORK = '.'
 gluoncv.utils.random.seed(233)
-print('working folder', WORK)"""),
+print('working folder:', os.path.basename(os.getcwd()))"""),
     ('md', """## 1. Batchify: Tuple, Stack, Pad
 
 A data loader receives a list of samples and must make one batch of each field.
@@ -97,6 +99,7 @@ boxes; with a network it also returns the training targets (section 3)."""),
     ('code', """devkit = synthetic.write_voc(os.path.join(WORK, 'voc'), num_train=48, num_val=16, seed=0,
                              years=(2007, 2012), classes=synthetic.DEFAULT_VOC_CLASSES,
                              image_size=(112, 144), max_objects=4)
+devkit = os.path.relpath(devkit)  # the writers return absolute paths
 train_raw = VOCDetection(root=devkit, splits=[(2007, 'trainval'), (2012, 'trainval')])
 val_raw = VOCDetection(root=devkit, splits=[(2007, 'test')])
 print(len(train_raw), 'training images,', len(val_raw), 'validation images')

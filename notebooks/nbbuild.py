@@ -31,6 +31,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 VOLATILE = [
     # tempfile.mkdtemp folders (the notebooks print their working folder)
     (re.compile(re.escape(tempfile.gettempdir()) + r"/[^\s'\"/]+"), '<TMP>'),
+    (re.compile(r'working folder: \S+'), 'working folder: <TMP>'),
     # wall-clock durations and speeds
     (re.compile(r'(in|cost:?|took|time:?) \d+(\.\d+)? ?(s|sec|seconds)\b'), r'\1 <T> s'),
     (re.compile(r'Training cost: \d+(\.\d+)?'), 'Training cost: <T>'),

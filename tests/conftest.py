@@ -1,10 +1,17 @@
-"""Session-wide fixtures: tiny generated datasets in the real on-disk formats.
+"""Session-wide fixtures (tiny generated datasets in the real on-disk formats) and the suite's
+budget report.
 
-They are shared by every test of the session, so tests must not modify them: copy one
-(``shutil.copytree``) before corrupting it.
+The datasets are shared by every test of a session (one copy per xdist worker), so tests must
+not modify them: copy one (``shutil.copytree``) before corrupting it.
+
+At the end of a run the terminal summary reports (docs/testing.md, "Budget"):
+the live-reference comparisons that did not run and why (their recorded twins did), the 15
+slowest tests, and the total test time of the ``slow`` and the other tests beside the wall time.
 """
+import collections
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -58,3 +65,74 @@ def tmpfs(tmp_path):
     yield mount
     for path in mounted:
         subprocess.run(['umount', '-l', str(path)], check=False)  # lazy: files may be open
+
+
+# ------------------------------------------------------------------------------ budget report
+#: The budget of the whole suite on 2 cores (README command (b), set-up included) and of the
+#: cheap tier ``-m "not slow"`` (docs/testing.md).
+SUITE_BUDGET_S, CHEAP_TIER_BUDGET_S = 15 * 60, 5 * 60
+#: A test over this many seconds (set-up included) is ``slow`` (docs/testing.md).
+SLOW_TEST_S = 10
+_RUN = {'start': None, 'durations': collections.defaultdict(float), 'slow': set(),
+        'live_skips': collections.Counter(), 'live_ran': 0}
+
+
+def pytest_sessionstart(session):  # pylint: disable=unused-argument
+    """Start the wall clock of the run."""
+    _RUN['start'] = time.time()
+
+
+def pytest_runtest_logreport(report):
+    """Add up each test's set-up, call and teardown time, and note the live-reference skips
+    (on the xdist controller, reports arrive from every worker)."""
+    _RUN['durations'][report.nodeid] += report.duration
+    if 'slow' in report.keywords:
+        _RUN['slow'].add(report.nodeid)
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if 'GLUONTRAIN_REFERENCES' in reason:
+            twin = report.nodeid.endswith(('[live]', '-live]'))
+            _RUN['live_skips'][(twin, reason.replace('Skipped: ', '', 1))] += 1
+    elif report.when == 'call' and report.passed and 'live_reference' in report.keywords:
+        _RUN['live_ran'] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The live-reference and budget sections of the terminal summary."""
+    tr = terminalreporter
+    durations = _RUN['durations']
+    if not durations:
+        return
+    skips = _RUN['live_skips']
+    tr.section('live-reference comparisons')
+    if skips:
+        twins = sum(n for (twin, _), n in skips.items() if twin)
+        tr.write_line('%d live-reference test(s) did not run: %d [live] twins of recorded '
+                      'comparisons that did run (tests/fixtures/recorded/), %d live only:'
+                      % (sum(skips.values()), twins, sum(skips.values()) - twins))
+        for (twin, reason), count in sorted(skips.items(), key=lambda kv: (not kv[0][0],
+                                                                          -kv[1])):
+            tr.write_line('  %3d  %s  %s' % (count, 'twin' if twin else 'only', reason))
+    else:
+        tr.write_line('none skipped: %d ran against the references\' own code'
+                      % _RUN['live_ran'])
+    tr.section('budget')
+    wall = time.time() - _RUN['start']
+    total = sum(durations.values())
+    slow = sum(d for k, d in durations.items() if k in _RUN['slow'])
+    tr.write_line('%d tests, %.0f s of test time (slow: %d tests, %.0f s; others %.0f s), '
+                  '%.0f s wall' % (len(durations), total, len(_RUN['slow']), slow,
+                                   total - slow, wall))
+    tr.write_line('budgets on 2 cores: whole suite with set-up %d s, -m "not slow" %d s '
+                  '(docs/testing.md)' % (SUITE_BUDGET_S, CHEAP_TIER_BUDGET_S))
+    tr.write_line('15 slowest (set-up + call + teardown):')
+    for nodeid, dur in sorted(durations.items(), key=lambda kv: -kv[1])[:15]:
+        tr.write_line('  %7.1f s  %s%s' % (dur, nodeid,
+                                          '  [slow]' if nodeid in _RUN['slow'] else ''))
+    heavy = sorted((d, k) for k, d in durations.items()
+                   if d > SLOW_TEST_S and k not in _RUN['slow'])
+    if heavy:
+        tr.write_line('not marked slow but over %d s (mark them, or make them smaller):'
+                      % SLOW_TEST_S)
+        for dur, nodeid in reversed(heavy):
+            tr.write_line('  %7.1f s  %s' % (dur, nodeid))

@@ -1,7 +1,6 @@
 """The collective timeout and the rank watchdog (issue #21): a stopped rank ends a torchrun job
 in one line naming it, within the timeout."""
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -9,6 +8,7 @@ import time
 
 import pytest
 
+from launch import dist_env, torchrun  # tests/launch.py
 from gluontrain.torch import dist_watchdog as wd
 from gluontrain.torch import distributed as gdist
 
@@ -109,12 +109,6 @@ def test_run_job_alone_is_the_function(monkeypatch):
     gdist.teardown()                                    # nothing to leave: no error
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.parametrize('mode, expected', ids=['stop', 'hang'], argvalues=[
     ('stop', 'error: rank 1 stopped answering (no heartbeat for 2 s'),
     ('hang', 'error: rank 1 is alive but stuck outside the collectives')])
@@ -124,16 +118,11 @@ def test_a_stopped_rank_ends_the_job_within_the_timeout_in_one_line(tmp_path, mo
     waited forever (torch's gloo default: 30 minutes); 'stop' then took 39 s (torchrun's 30 s
     SIGTERM grace for a stopped process). Now: one line from rank 0 naming rank 1, and the job
     ends about the timeout after the stop."""
-    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=REPO, GLUONTRAIN_DIST_TIMEOUT='2')
-    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
-        env.pop(name, None)
+    env = dist_env(PYTHONPATH=REPO, GLUONTRAIN_DIST_TIMEOUT='2')
     logs = tmp_path / 'logs'
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
-           '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr', '127.0.0.1',
-           '--master-port', str(_free_port()), '--max-restarts', '0', '--redirects', '3',
-           '--log-dir', str(logs), WORKER, str(tmp_path), mode]
     start = time.time()
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    res = torchrun(WORKER, [tmp_path, mode], timeout=120, env=env,
+                   launcher_args=['--redirects', '3', '--log-dir', str(logs)])
     elapsed = time.time() - start
     assert res.returncode != 0
     stderr0 = next(logs.glob('*/attempt_0/0/stderr.log')).read_text()

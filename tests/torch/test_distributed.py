@@ -1,14 +1,12 @@
 """DDP helpers: a real 2-process torchrun job on gloo, and the single-process fallbacks."""
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
+from launch import torchrun  # tests/launch.py
 from gluontrain.torch import distributed as gdist
 
 torch.set_num_threads(1)
@@ -16,20 +14,8 @@ torch.set_num_threads(1)
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ddp_worker.py')
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def _run_torchrun(out_dir):
-    env = dict(os.environ, OMP_NUM_THREADS='1')
-    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
-        env.pop(name, None)
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
-           '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr', '127.0.0.1',
-           '--master-port', str(_free_port()), '--max-restarts', '0', WORKER, str(out_dir)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+    return torchrun(WORKER, [out_dir], timeout=60)
 
 
 def test_two_ranks_end_with_identical_weights(tmp_path):

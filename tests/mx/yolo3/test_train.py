@@ -117,6 +117,7 @@ def _batch_lines(log, epoch):
             if line.startswith('[Epoch {}]['.format(epoch))]
 
 
+@pytest.mark.slow  # 10-20 s on 2 cores: two short training runs
 def test_resume_equals_the_uninterrupted_run(voc_root, argv_for, monkeypatch):
     # batch 5 over 32 images leaves 2 in the rollover buffer: the checkpoint must carry it;
     # mixup and warm-up make the RNG state and the LR position matter too
@@ -148,6 +149,7 @@ def test_resume_equals_the_uninterrupted_run(voc_root, argv_for, monkeypatch):
         np.testing.assert_array_equal(va.asnumpy(), vb.asnumpy(), err_msg=ka)
 
 
+@pytest.mark.slow  # 10-20 s on 2 cores: two short training runs
 def test_resume_from_params_moves_the_schedule_instead_of_rewarming(voc_root, argv_for):
     base = argv_for(voc_root, '--epochs', '1', sub='base')
     main(base)

@@ -98,6 +98,7 @@ def _refs():
     return refs
 
 
+@pytest.mark.live_reference
 def test_live_reference_command_line_equals_ours_on_voc(data, weights):
     refs = _refs()
     case = RECORDED['cases']['voc']
@@ -106,6 +107,7 @@ def test_live_reference_command_line_equals_ours_on_voc(data, weights):
     _assert_same(theirs, (case['names'], case['values']))  # the fixture is current
 
 
+@pytest.mark.live_reference
 def test_live_reference_validate_equals_ours_on_synthetic(data, weights):
     refs = _refs()
     case = RECORDED['cases']['synthetic']

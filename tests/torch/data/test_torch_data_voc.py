@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from launch import LOADER_CONTEXT, as_list  # tests/launch.py
 from gluontrain.torch.data import COCODetection, VOCDetection, VOCEvalDataset
 
 
@@ -61,7 +62,8 @@ def test_unreadable_image_is_one_line_also_from_a_worker(voc_root, coco_root, tm
     with pytest.raises(ValueError, match='^' + re.escape(expected) + '$'):
         VOCEvalDataset(root)[1]
     loader = torch.utils.data.DataLoader(ds, batch_size=1, sampler=[1], num_workers=1,
-                                         collate_fn=lambda b: b)
+                                         collate_fn=as_list,
+                                         multiprocessing_context=LOADER_CONTEXT)
     with pytest.raises(ValueError, match='^' + re.escape(expected) + '$'):
         next(iter(loader))
     coco = tmp_path / 'coco'

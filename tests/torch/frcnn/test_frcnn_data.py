@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from launch import LOADER_CONTEXT, as_list  # tests/launch.py
 from gluontrain.data import msgpack, synthetic
 from gluontrain.torch.frcnn import data as D
 from gluontrain.torch.frcnn.transform import ISSTransform
@@ -171,8 +172,8 @@ def test_bad_image_in_a_loader_worker_is_still_one_line(tmp_path, coco_root):
     ds = D.COCODataset(str(coco), 'train2017', _identity())
     path = os.path.join(ds.image_dir, ds._images[0]['file_name'])
     _spoil(path, 'truncated')
-    loader = torch.utils.data.DataLoader(ds, batch_size=1, num_workers=1,
-                                         collate_fn=lambda b: b)
+    loader = torch.utils.data.DataLoader(ds, batch_size=1, num_workers=1, collate_fn=as_list,
+                                         multiprocessing_context=LOADER_CONTEXT)
     with pytest.raises(ValueError) as e:
         next(iter(loader))
     assert isinstance(e.value, D.ImageReadError)

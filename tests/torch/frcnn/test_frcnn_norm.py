@@ -3,6 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from launch import dist_env, torchrun  # tests/launch.py
 from gluontrain.torch.frcnn import norm as N
 
 
@@ -63,31 +64,15 @@ def test_syncbn_single_process_is_batchnorm():
     assert torch.allclose(a.running_var, b.running_var)
 
 
-def _free_port():
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def test_syncbn_two_cpu_processes_equal_whole_batch_batchnorm(tmp_path):
     """torchrun, 2 ranks on gloo: outputs, input gradients, summed scale gradients and running
     statistics equal one BatchNormAct over the whole batch."""
     import json
     import os
-    import subprocess
-    import sys
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
-    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=repo)
-    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
-        env.pop(name, None)
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'syncbn_worker.py')
-    res = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
-                          '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr',
-                          '127.0.0.1', '--master-port', str(_free_port()), '--max-restarts',
-                          '0', worker, str(tmp_path)],
-                         capture_output=True, text=True, timeout=120, env=env)
+    res = torchrun(worker, [tmp_path], timeout=120, env=dist_env(PYTHONPATH=repo))
     assert res.returncode == 0, res.stderr[:3000]
     for rank in (0, 1):
         diffs = json.loads((tmp_path / 'rank{}.json'.format(rank)).read_text())

@@ -1,13 +1,19 @@
-"""seamseg's snapshot layout, resume and pre-train loading, with reports of what loaded."""
+"""seamseg's snapshot layout, resume and pre-train loading, with reports of what loaded.
+
+The comparison with seamseg's own snapshot code runs against the recording
+``seamseg_snapshot`` and, with ``GLUONTRAIN_REFERENCES`` set, live (seamseg_snapshot_worker.py
+in a process of its own)."""
 import json
 import logging
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
+from fixtures.recorded import SOURCES, Recorder, references_dir
 from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.torch.frcnn import snapshot as S
 from gluontrain.torch.frcnn.config import load_config
@@ -17,6 +23,8 @@ from gluontrain.torch.frcnn.model import make_model
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'fixtures'))
 from reference_fill import load_key_list  # noqa: E402  pylint: disable=wrong-import-position
+# pylint: disable-next=wrong-import-position
+from seamseg_snapshot_worker import rebuild  # noqa: E402
 
 # seamseg's DetectionNet from its scripts/train_detection.py make_model (default detection.ini,
 # 80 things), recorded by tests/fixtures/make_reference_fixtures.py
@@ -240,24 +248,89 @@ def test_seamseg_snapshot_loads_every_tensor(tmp_path, default_model, records, d
     assert torch.count_nonzero(default_model.roi_head.roi_cls.weight) == 0  # the file's zeros
 
 
-def test_seamseg_own_snapshot_code_live(tmp_path, default_model):
-    """Our snapshot through seamseg's own ``resume_from_snapshot`` (every tensor lands), and
-    seamseg's own ``save_snapshot`` through ours (every tensor lands where it should)."""
-    refs = os.environ.get('GLUONTRAIN_REFERENCES')
-    if not refs or not os.path.isdir(os.path.join(refs, 'seamseg')):
-        pytest.skip('GLUONTRAIN_REFERENCES not set: seamseg\'s snapshot code is not available')
+def _seamseg_worker():
+    """Path of ``seamseg_snapshot_worker.py`` when seamseg and inplace_abn are under
+    ``$GLUONTRAIN_REFERENCES``, else None."""
+    refs = references_dir()
+    if refs is None or not all(os.path.isdir(os.path.join(refs, name))
+                               for name in ('seamseg', 'inplace_abn')):
+        return None
+    return os.path.join(HERE, 'seamseg_snapshot_worker.py')
+
+
+SEAMSEG = Recorder('seamseg_snapshot', _seamseg_worker,
+                   "seamseg's utils/snapshot.py and scripts/train_detection.py")
+#: seamseg's resume of our snapshot of the default model: every tensor lands, module by module.
+EVERY_TENSOR_LANDS = {m: {'equal': n, 'total': n, 'not_in_file': [], 'not_in_model': []}
+                      for m, n in (('body', 366), ('rpn_head', 10), ('roi_head', 16))}
+
+
+def _run_worker(worker, *args):
+    """The JSON line ``seamseg_snapshot_worker.py`` prints."""
+    out = subprocess.run([sys.executable, worker] + list(args), capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _utf8(obj):
+    """``obj`` as UTF-8 JSON bytes (a quarter of ``json_array``'s 4-byte characters)."""
+    return np.frombuffer(json.dumps(obj, sort_keys=True, separators=(',', ':')).encode(),
+                         np.uint8)
+
+
+@SEAMSEG.case
+def snapshot_code(worker):
+    """seamseg's side (:mod:`seamseg_snapshot_worker` without a snapshot to resume): its
+    model's ``(key, shape, dtype)`` per module, what its ``resume_from_snapshot`` loads a
+    snapshot into, and the :func:`~seamseg_snapshot_worker.skeleton` of the file its
+    ``save_snapshot`` writes (marker-filled tensors)."""
+    result = _run_worker(worker)
+    return {'model': _utf8(result['model']), 'written': _utf8(result['written'])}
+
+
+def _our_snapshot(path, model):
+    """Our snapshot of ``model`` with every tensor set to ``-(1000 * (module + 1) + index)``."""
     with torch.no_grad():
         for m, name in enumerate(S.MODULES):
-            for i, value in enumerate(getattr(default_model, name).state_dict().values()):
+            for i, value in enumerate(getattr(model, name).state_dict().values()):
                 value.fill_(-(1000 * (m + 1) + i))
-    ours, theirs = tmp_path / 'ours.pth.tar', tmp_path / 'theirs.pth.tar'
-    S.save_snapshot(str(ours), load_config(None), 0, 0, 0, 0,
-                    **{m: getattr(default_model, m).state_dict() for m in S.MODULES})
-    out = subprocess.run([sys.executable, os.path.join(HERE, 'seamseg_snapshot_worker.py'),
-                          str(ours), str(theirs)], capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {m: {'equal': n, 'total': n, 'not_in_file': [], 'not_in_model': []}
-                      for m, n in (('body', 366), ('rpn_head', 10), ('roi_head', 16))}
+    S.save_snapshot(str(path), load_config(None), 0, 0, 0, 0,
+                    **{m: getattr(model, m).state_dict() for m in S.MODULES})
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_seamseg_own_snapshot_code(tmp_path, default_model, source):
+    """Our snapshot against what seamseg's own ``resume_from_snapshot`` loads (every tensor
+    of its model is in the file, with its shape), and the file seamseg's own
+    ``save_snapshot`` writes through ours (every tensor lands where it should); recorded,
+    and live from seamseg's checkout.
+
+    seamseg's ``_load_pretraining_dict`` loads, with ``strict=False``, each file tensor whose
+    key is the model's and whose shape agrees (the value cast to the model's dtype): those are
+    the ``equal`` ones here, as the live worker counts them after a real resume
+    (test_seamseg_resume_reads_our_snapshot_live)."""
+    ref = SEAMSEG.outputs('snapshot_code', source)
+    seamseg_model = json.loads(ref['model'].tobytes().decode())
+    ours = tmp_path / 'ours.pth.tar'
+    _our_snapshot(ours, default_model)
+    saved = torch.load(str(ours), map_location='cpu', weights_only=True)['state_dict']
+    result = {}
+    for name in S.MODULES:
+        own = {key: tuple(shape) for key, shape, _ in seamseg_model[name]}
+        theirs = saved[name]
+        result[name] = {
+            'equal': sum(1 for k, shape in own.items()
+                         if k in theirs and tuple(theirs[k].shape) == shape),
+            'total': len(own), 'not_in_file': sorted(set(own) - set(theirs)),
+            'not_in_model': sorted(set(theirs) - set(own))}
+    assert result == EVERY_TENSOR_LANDS
+
+    theirs = tmp_path / 'theirs.pth.tar'
+    # every tensor of seamseg's file is one value: a broadcast scalar is the same content
+    torch.save(rebuild(json.loads(ref['written'].tobytes().decode()),
+                       lambda path, shape, dtype, value: torch.full(
+                           (), value, dtype=getattr(torch, dtype.split('.')[-1])).expand(shape)),
+               str(theirs))
     data = S.resume_from_snapshot(default_model, str(theirs))
     assert data['training_meta'] == {'epoch': 3, 'last_score': 0.5, 'best_score': 0.5,
                                      'global_step': 42}
@@ -267,3 +340,16 @@ def test_seamseg_own_snapshot_code_live(tmp_path, default_model):
             len(report.loaded), [], [])
         for i, (key, value) in enumerate(getattr(default_model, name).state_dict().items()):
             assert value.flatten()[0].item() == 1000 * (m + 1) + i, (name, key)
+            assert bool((value == value.flatten()[0]).all()), (name, key)
+
+
+@pytest.mark.live_reference
+def test_seamseg_resume_reads_our_snapshot_live(tmp_path, default_model):
+    """Our snapshot through seamseg's own ``resume_from_snapshot``, run for real: every tensor
+    lands. Live only: its input is our own file, which a recording would freeze; the recorded
+    twin (test_seamseg_own_snapshot_code) checks the same counts against seamseg's recorded
+    model keys and shapes."""
+    worker = SEAMSEG.live()
+    ours = tmp_path / 'ours.pth.tar'
+    _our_snapshot(ours, default_model)
+    assert _run_worker(worker, str(ours))['resume'] == EVERY_TENSOR_LANDS

@@ -1,8 +1,13 @@
-"""SGB's yacs config: key names and defaults as defaults.py, file + opts merging, clear errors."""
+"""SGB's yacs config: key names and defaults as defaults.py, file + opts merging, clear errors.
+
+SGB's README command lines and their config files come from the recording ``sgb_config`` and,
+with ``GLUONTRAIN_REFERENCES`` set, live from SGB's checkout."""
 import os
+import shlex
 
 import pytest
 
+from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array, reference_source
 from gluontrain.torch.sgg.config import (CONFIGS_DIR, ConfigError, VG_FILES, check_world_size,
                                          get_cfg, load_cfg, vg_paths)
 
@@ -113,21 +118,43 @@ def test_dtype_float16_is_accepted_on_cuda():
     assert load_cfg(None, ['MODEL.DEVICE', 'cuda', 'DTYPE', 'float16']).DTYPE == 'float16'
 
 
-def test_sgb_readme_command_lines_load_unchanged():
+SGB_CHECKOUT = 'Scene-Graph-Benchmark.pytorch'
+
+
+def _sgb_readme():
+    """SGB's README.md text, or None without the checkout."""
+    return reference_source(SGB_CHECKOUT, 'README.md')
+
+
+SGB = Recorder('sgb_config', _sgb_readme, "SGB's README.md and configs/")
+
+
+@SGB.case
+def readme_command_lines(readme):
+    """Every ``python ... --config-file ...`` line of SGB's README, split as a shell would,
+    and the text of each config file they name (``{path in the checkout: yaml}``)."""
+    lines = [shlex.split(line) for line in readme.splitlines()
+             if '--config-file' in line and 'python' in line]
+    paths = sorted({args[args.index('--config-file') + 1] for args in lines})
+    return {'lines': json_array(lines),
+            'configs': json_array({p: reference_source(SGB_CHECKOUT, p) for p in paths})}
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_sgb_readme_command_lines_load_unchanged(tmp_path, source):
     """Every ``--config-file ... KEY VALUE ...`` command line of SGB's README (detector
     pretraining, PredCls / SGCls / SGDet training and testing, ``DTYPE "float16"``,
-    ``GLOVE_DIR``, ``MODEL.ROI_RELATION_HEAD.*``) loads with its own config file."""
-    import shlex  # pylint: disable=import-outside-toplevel
-    refs = os.environ.get('GLUONTRAIN_REFERENCES')
-    if not refs:
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
-    root = os.path.join(refs, 'Scene-Graph-Benchmark.pytorch')
-    with open(os.path.join(root, 'README.md')) as f:
-        lines = [shlex.split(line) for line in f if '--config-file' in line and 'python' in line]
+    ``GLOVE_DIR``, ``MODEL.ROI_RELATION_HEAD.*``) loads with its own config file (recorded,
+    and live from SGB's checkout)."""
+    ref = SGB.outputs('readme_command_lines', source)
+    lines, configs = from_json_array(ref['lines']), from_json_array(ref['configs'])
     assert len(lines) >= 7
+    for rel, text in configs.items():   # SGB's files, at their paths in the checkout
+        os.makedirs(os.path.dirname(str(tmp_path / rel)), exist_ok=True)
+        (tmp_path / rel).write_text(text)
     for args in lines:
         at = args.index('--config-file')
-        cfg = load_cfg(os.path.join(root, args[at + 1]), args[at + 2:])
+        cfg = load_cfg(str(tmp_path / args[at + 1]), args[at + 2:])
         assert cfg.DTYPE == 'float16' and cfg.MODEL.BACKBONE.CONV_BODY == 'R-101-FPN'
         assert cfg.MODEL.RESNETS.NUM_GROUPS == 32
 

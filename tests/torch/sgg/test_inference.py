@@ -5,20 +5,26 @@ and the ``TEST.ALLOW_LOAD_FROM_CACHE`` reader (safe; SGB's own files accepted).
 The layout is asserted against SGB's documented one (``vg_eval.py``: ``torch.save({'groundtruths':
 groundtruths, 'predictions': predictions})`` and ``torch.save(result_dict)``, the containers of
 ``sgg_eval.py``'s evaluators, the fields of ``get_groundtruth(evaluation=True)`` and of the
-relation post-processor) and, with ``GLUONTRAIN_REFERENCES`` set, against the files SGB's own
-``do_vg_evaluation`` writes for the same dataset and predictions.
+relation post-processor) and against the files SGB's own ``do_vg_evaluation`` writes for the
+same dataset and predictions: recorded in ``tests/fixtures/recorded/sgb_inference_files.npz``
+(everywhere) and live from the SGB checkout under ``$GLUONTRAIN_REFERENCES``. Regenerate with
+``GLUONTRAIN_REFERENCES=DIR python tests/fixtures/make_recorded_fixtures.py
+sgb_inference_files``.
 """
-import importlib
 import io
+import json
 import logging
 import os
 import shutil
 import sys
+import tempfile
 import types
 
+import numpy as np
 import pytest
 import torch
 
+from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array
 from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.data.vg import write_vg
 from gluontrain.torch.sgg import recipe
@@ -27,6 +33,9 @@ from gluontrain.torch.sgg.inference import (EVAL_RESULTS, RESULT_DICT, accumulat
                                             compute_on_dataset, inference, iou_types_of,
                                             load_cached_predictions)
 from gluontrain.torch.sgg.structures import BoxList
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'evaluation'))
+from sgg_eval_support import installed, load_live_sgb, sgb_workdir  # noqa: E402
 
 TINY = ['SOLVER.IMS_PER_BATCH', '2', 'TEST.IMS_PER_BATCH', '2', 'DATASETS.NUM_VAL_IM', '4',
         'INPUT.MIN_SIZE_TRAIN', '(96,)', 'INPUT.MAX_SIZE_TRAIN', '160',
@@ -68,13 +77,10 @@ def test_accumulate_orders_by_image_index(caplog):
     assert 'not a contiguous set' in caplog.text
 
 
-@pytest.fixture(scope='module')
-def predcls(tmp_path_factory):
-    """A PredCls model (untrained) on generated VG data, its raw predictions, and the files
-    ``inference`` wrote."""
-    root = tmp_path_factory.mktemp('vg')
+def predcls_predictions(root, out):
+    """A PredCls model (untrained, seeded) on generated VG data written in ``root`` and its raw
+    predictions: ``(cfg, val dataset, iou_types, model, loader, predictions)``."""
     write_vg(str(root), num_train=8, num_val=4, seed=1, image_size=(96, 128))
-    out = tmp_path_factory.mktemp('out')
     cfg = load_cfg(os.path.join(CONFIGS_DIR, 'predcls_motifs_cpu.yaml'),
                    TINY + ['OUTPUT_DIR', str(out)], data_dir=str(root))
     torch.manual_seed(0)
@@ -82,6 +88,16 @@ def predcls(tmp_path_factory):
     _, model = recipe.get_net(cfg, [torch.device('cpu')])
     loader = recipe.make_loader(cfg, val, False)
     predictions = accumulate_predictions(compute_on_dataset(model, loader, torch.device('cpu')))
+    return cfg, val, iou_types, model, loader, predictions
+
+
+@pytest.fixture(scope='module')
+def predcls(tmp_path_factory):
+    """A PredCls model (untrained) on generated VG data, its raw predictions, and the files
+    ``inference`` wrote."""
+    out = tmp_path_factory.mktemp('out')
+    cfg, val, iou_types, model, loader, predictions = predcls_predictions(
+        tmp_path_factory.mktemp('vg'), out)
     folder = out / 'inference'
     folder.mkdir()
     score, result = inference(cfg, model, loader, 'VG_val', iou_types, 'cpu',
@@ -238,44 +254,8 @@ def test_sgb_boxlist_pickles_read_as_ours(predcls, tmp_path):
         assert torch.equal(a.get_field('pred_rel_scores'), b.get_field('pred_rel_scores'))
 
 
-# ------------------------------------------------------------------ SGB's own evaluation (live)
-SGB_FILES = ('maskrcnn_benchmark/structures/bounding_box.py',
-             'maskrcnn_benchmark/structures/boxlist_ops.py',
-             'maskrcnn_benchmark/utils/miscellaneous.py', 'maskrcnn_benchmark/utils/comm.py',
-             'maskrcnn_benchmark/data/datasets/evaluation/vg/sgg_eval.py',
-             'maskrcnn_benchmark/data/datasets/evaluation/vg/vg_eval.py',
-             'maskrcnn_benchmark/data/datasets/evaluation/vg/zeroshot_triplet.pytorch')
-# compiled ops and the statistics builder: imported by those files, unused by the evaluation
-SGB_STUBS = {'maskrcnn_benchmark/layers/__init__.py': 'nms = None\n',
-             'maskrcnn_benchmark/data/__init__.py': 'get_dataset_statistics = None\n'}
-
-
-def _sgb_vg_eval(tmpdir):
-    refs = os.environ.get('GLUONTRAIN_REFERENCES')
-    if not refs:
-        pytest.skip('GLUONTRAIN_REFERENCES not set: SGB\'s vg_eval.py is needed')
-    src = os.path.join(refs, 'Scene-Graph-Benchmark.pytorch')
-    if not all(os.path.isfile(os.path.join(src, p)) for p in SGB_FILES):
-        pytest.skip('SGB\'s evaluation sources not found under {}'.format(src))
-    for rel in SGB_FILES:
-        os.makedirs(os.path.dirname(os.path.join(tmpdir, rel)), exist_ok=True)
-        shutil.copy(os.path.join(src, rel), os.path.join(tmpdir, rel))
-    for rel, text in SGB_STUBS.items():
-        os.makedirs(os.path.dirname(os.path.join(tmpdir, rel)), exist_ok=True)
-        with open(os.path.join(tmpdir, rel), 'w') as f:
-            f.write(text)
-    for root, _, files in os.walk(os.path.join(tmpdir, 'maskrcnn_benchmark')):
-        if '__init__.py' not in files:
-            with open(os.path.join(root, '__init__.py'), 'w'):
-                pass
-    for name in [m for m in sys.modules if m.split('.')[0] == 'maskrcnn_benchmark']:
-        del sys.modules[name]
-    sys.path.insert(0, tmpdir)
-    try:
-        return (importlib.import_module('maskrcnn_benchmark.data.datasets.evaluation.vg.vg_eval'),
-                importlib.import_module('maskrcnn_benchmark.structures.bounding_box'))
-    finally:
-        sys.path.remove(tmpdir)
+# -------------------------------------------------- SGB's own evaluation (recorded and live)
+SGB = Recorder('sgb_inference_files', load_live_sgb, "SGB's evaluation source (vg_eval.py)")
 
 
 def _to_sgb(b, cls):
@@ -301,30 +281,67 @@ class _SGBView:
         return _to_sgb(self.dataset.get_groundtruth(index, evaluation, flip_img), self.cls)
 
 
-def test_layout_equals_the_files_of_sgb_do_vg_evaluation(predcls, tmp_path, monkeypatch):
-    vg_eval, bounding_box = _sgb_vg_eval(str(tmp_path / 'sgb'))
-    out = tmp_path / 'sgb_out'
-    out.mkdir()
-    monkeypatch.chdir(tmp_path / 'sgb')   # SGB reads its zero-shot file relative to the cwd
-    preds = [_to_sgb(p, bounding_box.BoxList) for p in predcls.predictions]
-    logger = logging.getLogger('sgb-vg-eval')
-    score = vg_eval.do_vg_evaluation(predcls.cfg, _SGBView(predcls.dataset, bounding_box.BoxList),
-                                     preds, str(out), logger, predcls.iou_types)
-    # SGB's files, read by torch alone (its BoxList importable here)
-    with torch.serialization.safe_globals([bounding_box.BoxList]):
-        theirs = torch.load(str(out / EVAL_RESULTS), weights_only=True)
+def _jsonable(x):
+    """A layout tree as JSON-safe values: dtypes as text, tuples as lists, each dict key as
+    its JSON (so int keys stay apart from str keys)."""
+    if isinstance(x, dict):
+        return {json.dumps(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return str(x) if isinstance(x, torch.dtype) else x
+
+
+def _eval_results_layout(saved):
+    """``{'groundtruths' | 'predictions': [layout of each BoxList]}`` of an eval_results file."""
+    return _jsonable({key: [_boxlist_layout(b) for b in boxes] for key, boxes in saved.items()})
+
+
+@SGB.case
+def sgb_files(sgb):
+    """SGB's do_vg_evaluation on the ``predcls`` fixture's dataset and predictions (rebuilt
+    here from the same seeds): the layout and boxes of its eval_results.pytorch, the layout of
+    its result_dict.pytorch, its score and the eval_results file's bytes (SGB's pickles)."""
+    with tempfile.TemporaryDirectory() as d:
+        cfg, val, iou_types, _, _, predictions = predcls_predictions(
+            os.path.join(d, 'vg'), os.path.join(d, 'out'))
+        # SGB reads its zero-shot file relative to the cwd; its pickles name its BoxList's
+        # module, so its modules are in sys.modules while they are written and read
+        with sgb_workdir() as cwd, installed(sgb.modules):
+            out = os.path.join(cwd, 'sgb_out')
+            os.mkdir(out)
+            cls = sgb.bounding_box.BoxList
+            preds = [_to_sgb(p, cls) for p in predictions]
+            score = sgb.vg_eval.do_vg_evaluation(cfg, _SGBView(val, cls), preds, out,
+                                                 logging.getLogger('sgb-vg-eval'), iou_types)
+            # SGB's files, read by torch alone (its BoxList importable here)
+            with torch.serialization.safe_globals([cls]):
+                theirs = torch.load(os.path.join(out, EVAL_RESULTS), weights_only=True)
+            # SGB's result_dict holds numpy scalars: read as SGB does (a file it just wrote)
+            their_rd = torch.load(os.path.join(out, RESULT_DICT), weights_only=False)
+            with open(os.path.join(out, EVAL_RESULTS), 'rb') as f:
+                data = f.read()
+    return {'eval_results_layout': json_array(_eval_results_layout(theirs)),
+            'bbox': {key: {str(i): b.bbox for i, b in enumerate(boxes)}
+                     for key, boxes in theirs.items()},
+            'result_dict_layout': json_array(_jsonable(_result_layout(their_rd))),
+            'score': np.float64(score), 'eval_results_file': np.frombuffer(data, np.uint8)}
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_layout_equals_the_files_of_sgb_do_vg_evaluation(predcls, tmp_path, source):
+    """Our files against those of SGB's do_vg_evaluation (recorded and live)."""
+    ref = SGB.outputs('sgb_files', source)
     ours = _load(predcls.folder / EVAL_RESULTS)
-    assert set(theirs) == set(ours)
+    # same keys, lengths, BoxList types, sizes, modes, fields (dtype, shape)
+    assert from_json_array(ref['eval_results_layout']) == _eval_results_layout(ours)
     for key in ours:
-        assert len(theirs[key]) == len(ours[key])
-        for a, b in zip(theirs[key], ours[key]):
-            assert _boxlist_layout(a) == _boxlist_layout(b), key
-            assert torch.equal(a.bbox, b.bbox), key
-    # SGB's result_dict holds numpy scalars: read as SGB does (a file it just wrote)
-    their_rd = torch.load(str(out / RESULT_DICT), weights_only=False)
+        for i, b in enumerate(ours[key]):
+            assert torch.equal(torch.from_numpy(ref['bbox/%s/%d' % (key, i)]), b.bbox), key
     our_rd = torch.load(str(predcls.folder / RESULT_DICT), weights_only=True)
-    assert _result_layout(their_rd) == _result_layout(our_rd)
-    assert score == pytest.approx(predcls.score, abs=1e-12)
+    assert from_json_array(ref['result_dict_layout']) == \
+        _jsonable(_result_layout(our_rd))
+    assert float(ref['score']) == pytest.approx(predcls.score, abs=1e-12)
     # and SGB's own file is a cache this recipe reads
-    got = load_cached_predictions(str(out / EVAL_RESULTS), len(preds))
+    (tmp_path / EVAL_RESULTS).write_bytes(ref['eval_results_file'].tobytes())
+    got = load_cached_predictions(str(tmp_path / EVAL_RESULTS), len(ours['predictions']))
     assert all(torch.equal(a.bbox, b.bbox) for a, b in zip(got, ours['predictions']))

@@ -2,7 +2,6 @@
 MAX_DECAY_STEP stop that still writes model_final.pth, the CLI's one-line errors, and a
 2-process torchrun/gloo run."""
 import os
-import socket
 import subprocess
 import sys
 
@@ -10,6 +9,7 @@ import pytest
 import torch
 
 import gluontrain
+from launch import dist_env, torchrun  # tests/launch.py
 from gluontrain.data.vg import write_vg
 from gluontrain.torch.frcnn.snapshot import save_snapshot
 from gluontrain.torch.sgg import recipe
@@ -221,25 +221,13 @@ def test_cli_detector_file_that_fills_nothing_is_refused(vg_root, tmp_path):
         tmp_path / 'foreign.pth') in line and 'pretrain_detector.py' in line
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_two_process_torchrun_gloo(vg_root, tmp_path):
-    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=REPO)
-    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
-        env.pop(name, None)
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
-           '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr', '127.0.0.1',
-           '--master-port', str(_free_port()), '--max-restarts', '0',
-           os.path.join(REPO, 'scripts', 'train_relation.py')] + _argv(
-               vg_root, tmp_path, 'SOLVER.MAX_ITER', '4', 'SOLVER.VAL_PERIOD', '4',
-               'SOLVER.CHECKPOINT_PERIOD', '4')
-    cmd.remove('--skip-test')
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
+    args = _argv(vg_root, tmp_path, 'SOLVER.MAX_ITER', '4', 'SOLVER.VAL_PERIOD', '4',
+                 'SOLVER.CHECKPOINT_PERIOD', '4')
+    args.remove('--skip-test')
+    res = torchrun(os.path.join(REPO, 'scripts', 'train_relation.py'), args, timeout=400,
+                   env=dist_env(PYTHONPATH=REPO))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     final = torch.load(str(tmp_path / 'model_final.pth'), weights_only=True)

@@ -6,14 +6,19 @@ does not); detector files into the relation model (the frozen detector must be f
 Detectron Caffe2 ``.pkl`` bodies as ``MODEL.WEIGHT``.
 
 SGB's layout is built by hand here (a plain dict: the layout is a fact of its
-``Checkpointer.save``); with ``GLUONTRAIN_REFERENCES`` set, SGB's own ``DetectronCheckpointer``
-writes the files (and reads ours), its own ``WarmupMultiStepLR`` gives the scheduler state.
+``Checkpointer.save``); and a file written by SGB's own ``DetectronCheckpointer`` (its own
+``WarmupMultiStepLR`` giving the scheduler state) resumes: from the recording
+``sgb_checkpointer`` (the file's bytes) and, with ``GLUONTRAIN_REFERENCES`` set, live. SGB's
+checkpointer reading a file of ours is live only (test_sgb_checkpointer_reads_our_file).
 """
+import contextlib
+import io
 import json
 import logging
 import os
 import pickle
 import sys
+import tempfile
 import types
 import warnings
 from collections import OrderedDict
@@ -22,6 +27,7 @@ import numpy as np
 import pytest
 import torch
 
+from fixtures.recorded import SOURCES, Recorder, reference_source, source_module
 from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.torch.sgg.checkpoint import (FIX_DETECTOR_CKPT, FIX_WEIGHT, LAST_CHECKPOINT,
                                              Checkpointer)
@@ -233,43 +239,57 @@ def test_detectron_c2_body_pkl_as_model_weight(tmp_path, caplog):
 
 
 # ---------------------------------------------------------------------------------------
-# Scene-Graph-Benchmark's own Checkpointer (live, from GLUONTRAIN_REFERENCES)
+# Scene-Graph-Benchmark's own Checkpointer (recorded, and live from GLUONTRAIN_REFERENCES)
+
+SGB_FILES = {'maskrcnn_benchmark.utils.model_serialization':
+             'maskrcnn_benchmark/utils/model_serialization.py',
+             'maskrcnn_benchmark.utils.checkpoint': 'maskrcnn_benchmark/utils/checkpoint.py',
+             'maskrcnn_benchmark.solver.lr_scheduler': 'maskrcnn_benchmark/solver/lr_scheduler.py'}
+#: Where SGB's ``last_checkpoint`` names the save folder, in the recording.
+OUTPUT_DIR_MARK = '{OUTPUT_DIR}'
+
 
 def _sgb():
     """SGB's ``utils/checkpoint.py`` (with its ``model_serialization``) and
-    ``solver/lr_scheduler.py``; the catalog / URL / Caffe2 helpers it imports are stubbed
-    (unused for ``.pth`` files), as is ``utils/imports`` (``torch._six`` is gone)."""
-    refs = os.environ.get('GLUONTRAIN_REFERENCES')
-    if not refs:
-        pytest.skip('GLUONTRAIN_REFERENCES not set: SGB\'s utils/checkpoint.py is needed')
-    root = os.path.join(refs, 'Scene-Graph-Benchmark.pytorch', 'maskrcnn_benchmark')
-    files = {'maskrcnn_benchmark.utils.model_serialization': 'utils/model_serialization.py',
-             'maskrcnn_benchmark.utils.checkpoint': 'utils/checkpoint.py',
-             'maskrcnn_benchmark.solver.lr_scheduler': 'solver/lr_scheduler.py'}
-    if not all(os.path.isfile(os.path.join(root, p)) for p in files.values()):
-        pytest.skip('SGB\'s checkpoint / solver sources not found under {}'.format(root))
+    ``solver/lr_scheduler.py``, or None without them; the catalog / URL / Caffe2 helpers it
+    imports are stubbed (unused for ``.pth`` files), as is ``utils/imports`` (``torch._six`` is
+    gone). The ``maskrcnn_benchmark*`` entries its imports need are removed from
+    ``sys.modules`` once loaded (other test modules never see them)."""
+    sources = {name: reference_source('Scene-Graph-Benchmark.pytorch', path)
+               for name, path in SGB_FILES.items()}
+    if not all(sources.values()):
+        return None
+    stubs = {}
     for name in ('maskrcnn_benchmark', 'maskrcnn_benchmark.utils', 'maskrcnn_benchmark.solver'):
-        pkg = types.ModuleType(name)
-        pkg.__path__ = []
-        sys.modules[name] = pkg
+        stubs[name] = types.ModuleType(name)
+        stubs[name].__path__ = []
     for name, attr in (('imports', 'import_file'), ('c2_model_loading', 'load_c2_format'),
                        ('model_zoo', 'cache_url')):
-        stub = types.ModuleType('maskrcnn_benchmark.utils.' + name)
-        setattr(stub, attr, None)
-        sys.modules[stub.__name__] = stub
+        stubs['maskrcnn_benchmark.utils.' + name] = types.ModuleType(
+            'maskrcnn_benchmark.utils.' + name)
+        setattr(stubs['maskrcnn_benchmark.utils.' + name], attr, None)
+    names = list(stubs) + list(SGB_FILES)
+    saved = {name: sys.modules[name] for name in names if name in sys.modules}
+    sys.modules.update(stubs)
     mods = {}
-    for name, rel in files.items():
-        mod = types.ModuleType(name)
-        sys.modules[name] = mod
-        with open(os.path.join(root, rel)) as f:
-            exec(compile(f.read(), rel, 'exec'), mod.__dict__)  # pylint: disable=exec-used
-        mods[name.rsplit('.', 1)[-1]] = mod
+    try:
+        for name, src in sources.items():
+            mods[name.rsplit('.', 1)[-1]] = sys.modules[name] = source_module(name, src)
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
     return types.SimpleNamespace(**mods)
 
 
-@pytest.mark.parametrize('relation', [False, True], ids=['detector', 'relation'])
-def test_file_written_by_sgb_checkpointer_resumes(tmp_path, caplog, capsys, relation):
-    sgb = _sgb()
+SGB = Recorder('sgb_checkpointer', _sgb, "SGB's utils/checkpoint.py and solver/lr_scheduler.py")
+KINDS = ['detector', 'relation']
+
+
+def _sgb_save(sgb, relation, out):
+    """Train the tiny model one step (seed 0), step SGB's WarmupMultiStepLR 6 times and let
+    SGB's DetectronCheckpointer save it, DDP-like, as ``out/model_0000006.pth``; returns SGB's
+    scheduler and the trained optimizer."""
     torch.manual_seed(0)
     cfg, model, optimizer = _models(relation)
     _train_one_step(model, optimizer)
@@ -280,13 +300,103 @@ def test_file_written_by_sgb_checkpointer_resumes(tmp_path, caplog, capsys, rela
         warnings.simplefilter('ignore', UserWarning)
         for _ in range(6):
             scheduler.step()
-    out = tmp_path / 'out'
     ddp = torch.nn.DataParallel(model)     # keys with 'module.', as SGB's DDP model saves
     writer = sgb.checkpoint.DetectronCheckpointer(cfg, ddp, optimizer, scheduler, str(out),
                                                   save_to_disk=True, custom_scheduler=relation)
+    with contextlib.redirect_stdout(io.StringIO()):   # SGB's prints
+        writer.save('model_0000006', iteration=6)
+    return scheduler, optimizer
+
+
+def skeleton(value):
+    """``value`` (a loaded checkpoint) as JSON-able data: every container and key with its
+    type (dict, OrderedDict with its ``_metadata``, list, tuple), every number / text as is,
+    every tensor as ``{"tensor": [shape, dtype]}`` (its values are the model's and the
+    optimizer's, rebuilt by :func:`rebuild`)."""
+    if isinstance(value, torch.Tensor):
+        return {'tensor': [list(value.shape), str(value.dtype)]}
+    if isinstance(value, dict):
+        out = {'odict' if isinstance(value, OrderedDict) else 'dict':
+               [[skeleton(k), skeleton(v)] for k, v in value.items()]}
+        if getattr(value, '_metadata', None) is not None:
+            out['meta'] = skeleton(value._metadata)  # pylint: disable=protected-access
+        return out
+    if isinstance(value, (list, tuple)):
+        return {type(value).__name__: [skeleton(v) for v in value]}
+    assert value is None or isinstance(value, (bool, int, float, str)), type(value)
+    return {'value': value}
+
+
+def rebuild(tree, tensor, path=()):
+    """The object of a :func:`skeleton`, ``tensor(path, shape, dtype)`` giving each tensor."""
+    (kind, content), = ((k, v) for k, v in tree.items() if k != 'meta')
+    if kind == 'tensor':
+        return tensor(path, tuple(content[0]), content[1])
+    if kind == 'value':
+        return content
+    if kind in ('list', 'tuple'):
+        items = [rebuild(v, tensor, path + (i,)) for i, v in enumerate(content)]
+        return items if kind == 'list' else tuple(items)
+    out = (OrderedDict if kind == 'odict' else dict)()
+    for k, v in content:
+        key = rebuild(k, tensor)
+        out[key] = rebuild(v, tensor, path + (key,))
+    if 'meta' in tree:
+        out._metadata = rebuild(tree['meta'], tensor)  # pylint: disable=protected-access
+    return out
+
+
+@SGB.case(params=KINDS)
+def sgb_checkpoint(sgb, kind):
+    """What SGB's DetectronCheckpointer writes (:func:`_sgb_save`): the file's
+    :func:`skeleton` as UTF-8 JSON (its tensors are the trained model's and optimizer's: only
+    their shapes and dtypes are recorded, which keeps the recording small; the test fills them
+    from the same seeded training), its ``last_checkpoint`` (the save folder as
+    ``{OUTPUT_DIR}``), and SGB's scheduler after its 6 steps: ``last_epoch``, ``get_last_lr()``
+    and the optimizer's rates."""
+    with tempfile.TemporaryDirectory() as out:
+        scheduler, optimizer = _sgb_save(sgb, kind == 'relation', out)
+        data = torch.load(os.path.join(out, 'model_0000006.pth'), weights_only=True)
+        with open(os.path.join(out, LAST_CHECKPOINT)) as f:
+            last = f.read().replace(out, OUTPUT_DIR_MARK)
+    # UTF-8 bytes, not json_array's 4-byte characters: a quarter of the size
+    tree = json.dumps(skeleton(data), sort_keys=True, separators=(',', ':')).encode()
+    return {'skeleton': np.frombuffer(tree, np.uint8), 'last_checkpoint': last,
+            'last_epoch': scheduler.last_epoch, 'last_lr': scheduler.get_last_lr(),
+            'lrs': [g['lr'] for g in optimizer.param_groups]}
+
+
+def _sgb_file(ref, relation, out):
+    """SGB's file from the case's record, into ``out``: its skeleton with the tensors of the
+    same seeded, trained model and optimizer :func:`_sgb_save` gave SGB; returns them."""
+    torch.manual_seed(0)
+    _, model, optimizer = _models(relation)
+    _train_one_step(model, optimizer)
+    local = {'model': {'module.' + k: v for k, v in model.state_dict().items()},
+             'optimizer': optimizer.state_dict()}
+
+    def tensor(path, shape, dtype):
+        value = local
+        for key in path:
+            value = value[key]
+        assert (tuple(value.shape), str(value.dtype)) == (shape, dtype), path
+        return value
+    data = rebuild(json.loads(ref['skeleton'].tobytes().decode()), tensor)
+    torch.save(data, str(out / 'model_0000006.pth'))
+    (out / LAST_CHECKPOINT).write_text(str(ref['last_checkpoint']).replace(OUTPUT_DIR_MARK,
+                                                                             str(out)))
+    return model, optimizer
+
+
+@pytest.mark.parametrize('source', SOURCES)
+@pytest.mark.parametrize('relation', [False, True], ids=KINDS)
+def test_file_written_by_sgb_checkpointer_resumes(tmp_path, caplog, relation, source):
+    """A file as SGB's own DetectronCheckpointer writes it (its layout recorded, or written
+    live) resumes through ours: every tensor, the momentum, SGB's schedule."""
+    ref = SGB.outputs('sgb_checkpoint[%s]' % KINDS[relation], source)
+    out = tmp_path / 'out'
     out.mkdir()
-    writer.save('model_0000006', iteration=6)
-    capsys.readouterr()
+    model, optimizer = _sgb_file(ref, relation, out)
     raw = torch.load(str(out / 'model_0000006.pth'), weights_only=True)
     assert set(raw) == ({'model', 'optimizer', 'iteration'} | (set() if relation
                                                                  else {'scheduler'}))
@@ -294,7 +404,7 @@ def test_file_written_by_sgb_checkpointer_resumes(tmp_path, caplog, capsys, rela
     expected = {k: v.clone() for k, v in model.state_dict().items()}
 
     torch.manual_seed(1)
-    _, model2, optimizer2 = _models(relation)
+    cfg, model2, optimizer2 = _models(relation)
     scheduler2 = WarmupMultiStepLR(optimizer2, (3, 5), 0.1, warmup_factor=0.1, warmup_iters=4)
     ckpt = Checkpointer(cfg, model2, optimizer2, scheduler2, str(out), logger=_listen(caplog))
     extra = ckpt.load()                    # SGB's last_checkpoint names OUTPUT_DIR/name.pth
@@ -310,19 +420,32 @@ def test_file_written_by_sgb_checkpointer_resumes(tmp_path, caplog, capsys, rela
     if relation:
         assert scheduler2.last_epoch == 0          # SGB's relation files: no scheduler
     else:                                          # SGB's schedule, at SGB's rates
-        assert scheduler2.last_epoch == scheduler.last_epoch == 6
-        assert scheduler2.get_last_lr() == pytest.approx(scheduler.get_last_lr(), rel=1e-12)
+        assert scheduler2.last_epoch == int(ref['last_epoch']) == 6
+        assert scheduler2.get_last_lr() == pytest.approx(ref['last_lr'].tolist(), rel=1e-12)
         assert [g['lr'] for g in optimizer2.param_groups] == pytest.approx(
-            [g['lr'] for g in optimizer.param_groups], rel=1e-12)
+            ref['lrs'].tolist(), rel=1e-12)
 
-    # and SGB's checkpointer reads a file of ours (strict load of the same model)
-    ours = Checkpointer(cfg, model2, optimizer2, scheduler2, str(tmp_path / 'ours'))
+
+@pytest.mark.live_reference
+@pytest.mark.parametrize('relation', [False, True], ids=KINDS)
+def test_sgb_checkpointer_reads_our_file(tmp_path, relation):
+    """SGB's checkpointer reads a file of ours (strict load of the same model). Live only: the
+    input is our own file, so a recording of SGB's reading would freeze our current output
+    instead of checking it; and what SGB's ``load`` does with it (``model_serialization``'s
+    suffix matching) is SGB's code, not a value to record."""
+    sgb = SGB.live()
+    torch.manual_seed(0)
+    cfg, model, optimizer = _models(relation)
+    _train_one_step(model, optimizer)
+    scheduler = WarmupMultiStepLR(optimizer, (3, 5), 0.1, warmup_factor=0.1, warmup_iters=4)
+    expected = {k: v.clone() for k, v in model.state_dict().items()}
+    ours = Checkpointer(cfg, model, optimizer, scheduler, str(tmp_path / 'ours'))
     path = ours.save('model_final', iteration=6)
     torch.manual_seed(2)
     _, model3, _ = _models(relation)
     reader = sgb.checkpoint.DetectronCheckpointer(cfg, model3, save_dir='')
-    rest = reader.load(path, with_optim=False)
-    capsys.readouterr()
+    with contextlib.redirect_stdout(io.StringIO()):   # SGB's prints
+        rest = reader.load(path, with_optim=False)
     assert rest['iteration'] == 6 and _same(model3, expected)
 
 

@@ -1,22 +1,15 @@
-"""SGB's make_optimizer, both LR schedules (hand-computed sequences, and SGB's own classes run
-from the mirror when it is present) and clip_grad_norm."""
+"""SGB's make_optimizer, both LR schedules (hand-computed sequences, and SGB's own classes: their
+recorded outputs everywhere, live from $GLUONTRAIN_REFERENCES when set) and clip_grad_norm."""
 import io
 import logging
-import os
-import subprocess
-import types
 
 import pytest
 import torch
 
+from fixtures.recorded import SOURCES, Recorder, reference_source, source_module
 from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.solver import (WarmupMultiStepLR, WarmupReduceLROnPlateau,
                                          clip_grad_norm, make_lr_scheduler, make_optimizer)
-
-# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
-# (docs/testing.md); '' (tests skip) when it is not set.
-_REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
-MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
 
 
 def _opt(lr=1.0, n=1):
@@ -25,17 +18,49 @@ def _opt(lr=1.0, n=1):
 
 
 def _sgb_lr_scheduler():
-    """SGB's solver/lr_scheduler.py from the bare mirror, or None."""
-    if not os.path.isdir(MIRROR):
-        return None
-    src = subprocess.run(['git', '--git-dir', MIRROR, 'show',
-                          'HEAD:maskrcnn_benchmark/solver/lr_scheduler.py'],
-                         capture_output=True, text=True, check=False).stdout
-    if not src:
-        return None
-    mod = types.ModuleType('sgb_lr_scheduler')
-    exec(compile(src, 'sgb_lr_scheduler.py', 'exec'), mod.__dict__)  # pylint: disable=exec-used
-    return mod
+    """SGB's solver/lr_scheduler.py as a module, or None without it."""
+    src = reference_source('Scene-Graph-Benchmark.pytorch',
+                           'maskrcnn_benchmark/solver/lr_scheduler.py')
+    return source_module('sgb_lr_scheduler', src) if src else None
+
+
+SGB = Recorder('sgb_solver', _sgb_lr_scheduler, "SGB's solver/lr_scheduler.py")
+
+
+def _plateau(opt, cls=None):
+    return (cls or WarmupReduceLROnPlateau)(opt, gamma=0.5, warmup_factor=0.5, warmup_iters=2,
+                                            patience=2, threshold=0.01, cooldown=1)
+
+
+def _multistep_lrs(cls):
+    opt = _opt(0.3, 2)
+    sched = cls(opt, (5, 9), 0.2, 0.1, 7)
+    lrs = []
+    for _ in range(12):
+        lrs.append([g['lr'] for g in opt.param_groups])
+        opt.step()
+        sched.step()
+    return lrs
+
+
+def _plateau_states(cls):
+    opt = _opt()
+    sched = _plateau(opt, cls)
+    states = []
+    for it, m in enumerate(PLATEAU_METRICS * 2, 1):
+        sched.step(m, epoch=it)
+        states.append([opt.param_groups[0]['lr'], sched.stage_count, sched.best,
+                       sched.num_bad_epochs, sched.under_cooldown])
+    return states
+
+
+@SGB.case
+def schedules(sgb):
+    """SGB's two schedules on a fixed sequence: the LRs of both parameter groups for 12 steps
+    of WarmupMultiStepLR, then (lr, stage_count, best, num_bad_epochs, under_cooldown) after
+    each plateau step."""
+    return {'multistep_lrs': _multistep_lrs(sgb.WarmupMultiStepLR),
+            'plateau_states': _plateau_states(sgb.WarmupReduceLROnPlateau)}
 
 
 def test_make_optimizer_groups_as_sgb():
@@ -88,11 +113,6 @@ PLATEAU_METRICS = [None, 0.5, 0.505, 0.4, 0.3, 0.3, 0.3, 0.9, None]
 PLATEAU_LRS = [0.75, 0.75, 1.0, 1.0, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25]
 
 
-def _plateau(opt):
-    return WarmupReduceLROnPlateau(opt, gamma=0.5, warmup_factor=0.5, warmup_iters=2,
-                                   patience=2, threshold=0.01, cooldown=1)
-
-
 def test_warmup_plateau_hand_computed():
     opt = _opt()
     sched = _plateau(opt)
@@ -105,30 +125,11 @@ def test_warmup_plateau_hand_computed():
     assert sched.stage_count == 2
 
 
-def test_schedules_equal_sgb_source():
-    sgb = _sgb_lr_scheduler()
-    if sgb is None:
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
-    ours_opt, ref_opt = _opt(0.3, 2), _opt(0.3, 2)
-    ours = WarmupMultiStepLR(ours_opt, (5, 9), 0.2, 0.1, 7)
-    ref = sgb.WarmupMultiStepLR(ref_opt, (5, 9), 0.2, 0.1, 7)
-    for _ in range(12):
-        assert [g['lr'] for g in ours_opt.param_groups] == \
-            pytest.approx([g['lr'] for g in ref_opt.param_groups], rel=0, abs=0)
-        ours_opt.step()
-        ref_opt.step()
-        ours.step()
-        ref.step()
-    ours_opt, ref_opt = _opt(), _opt()
-    ours, ref = _plateau(ours_opt), sgb.WarmupReduceLROnPlateau(
-        ref_opt, gamma=0.5, warmup_factor=0.5, warmup_iters=2, patience=2, threshold=0.01,
-        cooldown=1)
-    for it, m in enumerate(PLATEAU_METRICS * 2, 1):
-        ours.step(m, epoch=it)
-        ref.step(m, epoch=it)
-        assert ours_opt.param_groups[0]['lr'] == ref_opt.param_groups[0]['lr']
-        assert (ours.stage_count, ours.best, ours.num_bad_epochs, ours.under_cooldown) == \
-            (ref.stage_count, ref.best, ref.num_bad_epochs, ref.under_cooldown)
+@pytest.mark.parametrize('source', SOURCES)
+def test_schedules_equal_sgb_source(source):
+    ref = SGB.outputs('schedules', source)
+    assert _multistep_lrs(WarmupMultiStepLR) == ref['multistep_lrs'].tolist()  # exactly
+    assert _plateau_states(WarmupReduceLROnPlateau) == ref['plateau_states'].tolist()
 
 
 @pytest.mark.parametrize('kind', ['multistep', 'plateau'])

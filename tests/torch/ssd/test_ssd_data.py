@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from launch import LOADER_CONTEXT  # tests/launch.py
 from gluontrain.torch import data as D
 from gluontrain.torch.ssd.data import detection_collate, ssd_batchify_fn
 from gluontrain.torch.ssd.augmentations import BaseTransform, SSDAugmentation
@@ -171,8 +172,8 @@ def test_ssd_data_collate_on_dataloader(voc_root, coco_root, workers):
     coco = D.COCODetection(coco_root, 'val2017', transform=BaseTransform(64, MEAN))
     for ds in (voc, coco):
         samples = [ds[i] for i in range(4)]
-        loader = DataLoader(ds, batch_size=4, num_workers=workers,
-                            collate_fn=detection_collate)
+        loader = DataLoader(ds, batch_size=4, num_workers=workers, collate_fn=detection_collate,
+                            multiprocessing_context=LOADER_CONTEXT if workers else None)
         imgs, targets = next(iter(loader))
         assert imgs.shape == (4, 3, 64, 64)
         assert torch.equal(imgs, torch.stack([s[0] for s in samples]))

@@ -4,14 +4,12 @@ resumed equals the uninterrupted one; 2 processes against 1 with the same global
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
+from launch import dist_env, torchrun  # tests/launch.py
 from gluontrain.data import synthetic
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -27,12 +25,6 @@ def tiny_voc(tmp_path_factory):
                                classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(128, 160))
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def _argv(root, folder, batch_size, *extra):
     return ['--dataset_root', root, '--basenet', '', '--cuda', 'false', '--batch_size',
             str(batch_size), '--num_workers', '0', '--width_mult', '0.125', '--seed', '0',
@@ -41,13 +33,8 @@ def _argv(root, folder, batch_size, *extra):
 
 
 def _torchrun(program, args, env_extra=None, timeout=300):
-    env = dict(os.environ, OMP_NUM_THREADS='1', PYTHONPATH=REPO, **(env_extra or {}))
-    for name in ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT'):
-        env.pop(name, None)
-    cmd = [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '1',
-           '--nproc_per_node', '2', '--rdzv-backend', 'static', '--master-addr', '127.0.0.1',
-           '--master-port', str(_free_port()), '--max-restarts', '0', program] + list(args)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    env = dist_env(PYTHONPATH=REPO, **(env_extra or {}))
+    return torchrun(program, args, timeout=timeout, env=env)
 
 
 def _ok(res):

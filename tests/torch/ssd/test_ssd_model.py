@@ -303,6 +303,7 @@ def test_outputs_equal_the_reference_s_with_the_same_weights(reference_filled):
     _assert_same_outputs(_our_outputs(reference_filled[0]), reference)
 
 
+@pytest.mark.live_reference
 def test_outputs_equal_the_live_reference(reference_filled, tmp_path):
     refs = os.environ.get('GLUONTRAIN_REFERENCES')
     if not refs or not os.path.isdir(os.path.join(refs, 'ssd.pytorch')):

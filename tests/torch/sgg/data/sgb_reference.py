@@ -1,97 +1,117 @@
-"""Scene-Graph-Benchmark's own data code, run from the bare mirror when it is present.
+"""Scene-Graph-Benchmark's own data code, run from the bare mirror when it is present: the live
+handle of the ``sgb_data_*`` recordings (``tests/fixtures/recorded.py``).
 
 Loads ``maskrcnn_benchmark/structures/bounding_box.py``, ``boxlist_ops.py`` (its compiled
-``nms`` import stubbed, unused here), ``data/datasets/visual_genome.py`` and
-``data/transforms/transforms.py`` (torchvision's functional API replaced by PIL/torch equivalents
-only where torchvision is missing) as modules. Two source edits, both the bugs gluontrain fixes:
-the ``len == 108073`` asserts are removed, and ``get_VG_statistics``'s fixed
-``num_val_im=5000`` reads the module global ``NUM_VAL_IM``.
+``nms`` import stubbed, unused here), ``data/datasets/visual_genome.py``,
+``data/transforms/transforms.py`` (torchvision's functional API stubbed where torchvision is
+missing: only ``get_size`` is compared) and the three ``data/samplers`` files as modules. Two
+source edits, both the bugs gluontrain fixes: the ``len == 108073`` asserts are removed, and
+``get_VG_statistics``'s fixed ``num_val_im=5000`` reads the module global ``NUM_VAL_IM``.
+
+The ``maskrcnn_benchmark*`` entries (and any stub) put in ``sys.modules`` for the modules'
+imports are removed again once all are loaded: the modules keep what they imported, and other
+test modules of the same process never see SGB's package.
 """
-import os
-import subprocess
 import sys
+import tempfile
 import types
 
-# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
-# (docs/testing.md); '' (tests skip) when it is not set.
-_REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
-MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
+from fixtures.recorded import reference_source, source_module
+
+from gluontrain.data import vg
+
+CHECKOUT = 'Scene-Graph-Benchmark.pytorch'
+#: ``handle attribute -> (module name, SGB file)``, in load order (later ones import earlier).
+FILES = {
+    'bounding_box': ('maskrcnn_benchmark.structures.bounding_box',
+                     'maskrcnn_benchmark/structures/bounding_box.py'),
+    'boxlist_ops': ('maskrcnn_benchmark.structures.boxlist_ops',
+                    'maskrcnn_benchmark/structures/boxlist_ops.py'),
+    'visual_genome': ('maskrcnn_benchmark.data.datasets.visual_genome',
+                      'maskrcnn_benchmark/data/datasets/visual_genome.py'),
+    'transforms': ('sgb_transforms', 'maskrcnn_benchmark/data/transforms/transforms.py'),
+    'grouped': ('sgb_grouped', 'maskrcnn_benchmark/data/samplers/grouped_batch_sampler.py'),
+    'iteration': ('sgb_iteration',
+                  'maskrcnn_benchmark/data/samplers/iteration_based_batch_sampler.py'),
+    'distributed': ('sgb_distributed', 'maskrcnn_benchmark/data/samplers/distributed.py'),
+}
+_CACHE = {}
 
 
-def _source(path):
-    out = subprocess.run(['git', '--git-dir', MIRROR, 'show', 'HEAD:' + path],
-                         capture_output=True, text=True, check=False)
-    return out.stdout or None
+def _edit(attr, src):
+    """The two bug edits of ``visual_genome.py`` and ``boxlist_ops``' relative import."""
+    if attr == 'boxlist_ops':
+        return src.replace('from .bounding_box import',
+                           'from maskrcnn_benchmark.structures.bounding_box import')
+    if attr == 'visual_genome':
+        for line in ('    assert len(fns) == 108073\n', '    assert len(img_info) == 108073\n'):
+            assert line in src
+            src = src.replace(line, '')
+        assert 'num_val_im=5000, ' in src
+        src = src.replace('num_val_im=5000, ', 'num_val_im=NUM_VAL_IM, ')
+    return src
 
 
-def _module(name, src):
-    mod = types.ModuleType(name)
-    mod.__file__ = name
-    sys.modules[name] = mod
-    exec(compile(src, name, 'exec'), mod.__dict__)  # pylint: disable=exec-used
-    return mod
+def _stubs():
+    """``{name: module}`` standing in for what the files import but the comparisons never
+    run: SGB's package nodes, its compiled ``nms``, and torchvision / scipy when missing."""
+    stubs = {}
+    for pkg in ('maskrcnn_benchmark', 'maskrcnn_benchmark.structures',
+                'maskrcnn_benchmark.data', 'maskrcnn_benchmark.data.datasets'):
+        stubs[pkg] = types.ModuleType(pkg)
+        stubs[pkg].__path__ = []
+    stubs['maskrcnn_benchmark.layers'] = types.ModuleType('maskrcnn_benchmark.layers')
+    stubs['maskrcnn_benchmark.layers'].nms = None
+    try:
+        import scipy.linalg  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
+    except ImportError:
+        stubs['scipy'] = types.ModuleType('scipy')
+        stubs['scipy.linalg'] = types.ModuleType('scipy.linalg')
+    try:
+        import torchvision  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
+    except ImportError:
+        tv = types.ModuleType('torchvision')
+        tv.transforms = types.ModuleType('torchvision.transforms')
+        tv.transforms.functional = types.ModuleType('torchvision.transforms.functional')
+        stubs.update({'torchvision': tv, 'torchvision.transforms': tv.transforms,
+                      'torchvision.transforms.functional': tv.transforms.functional})
+    return stubs
 
 
 def load():
-    """SGB's ``visual_genome`` module, or None without the mirror."""
-    if not os.path.isdir(MIRROR):
-        return None
-    if 'maskrcnn_benchmark.data.datasets.visual_genome' in sys.modules:
-        return sys.modules['maskrcnn_benchmark.data.datasets.visual_genome']
-    sources = {p: _source(p) for p in (
-        'maskrcnn_benchmark/structures/bounding_box.py',
-        'maskrcnn_benchmark/structures/boxlist_ops.py',
-        'maskrcnn_benchmark/data/datasets/visual_genome.py')}
+    """SGB's data modules as a namespace (attributes as :data:`FILES`), or None without the
+    mirror; loaded once per process."""
+    if 'handle' in _CACHE:
+        return _CACHE['handle']
+    sources = {attr: reference_source(CHECKOUT, path) for attr, (_, path) in FILES.items()}
     if not all(sources.values()):
+        _CACHE['handle'] = None
         return None
-    for pkg in ('maskrcnn_benchmark', 'maskrcnn_benchmark.structures',
-                'maskrcnn_benchmark.data', 'maskrcnn_benchmark.data.datasets'):
-        mod = types.ModuleType(pkg)
-        mod.__path__ = []
-        sys.modules.setdefault(pkg, mod)
-    layers = types.ModuleType('maskrcnn_benchmark.layers')
-    layers.nms = None
-    sys.modules.setdefault('maskrcnn_benchmark.layers', layers)
-    if 'scipy' not in sys.modules:
-        try:
-            import scipy.linalg  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
-        except ImportError:
-            sys.modules['scipy'] = types.ModuleType('scipy')
-            sys.modules['scipy.linalg'] = types.ModuleType('scipy.linalg')
-    _module('maskrcnn_benchmark.structures.bounding_box',
-            sources['maskrcnn_benchmark/structures/bounding_box.py'])
-    ops = sources['maskrcnn_benchmark/structures/boxlist_ops.py'].replace(
-        'from .bounding_box import', 'from maskrcnn_benchmark.structures.bounding_box import')
-    _module('maskrcnn_benchmark.structures.boxlist_ops', ops)
-    src = sources['maskrcnn_benchmark/data/datasets/visual_genome.py']
-    for line in ('    assert len(fns) == 108073\n', '    assert len(img_info) == 108073\n'):
-        assert line in src
-        src = src.replace(line, '')
-    assert 'num_val_im=5000, ' in src
-    src = src.replace('num_val_im=5000, ', 'num_val_im=NUM_VAL_IM, ')
-    mod = _module('maskrcnn_benchmark.data.datasets.visual_genome', src)
-    mod.NUM_VAL_IM = 5000
-    return mod
+    stubs = _stubs()
+    names = list(stubs) + [name for name, _ in FILES.values()]
+    saved = {name: sys.modules[name] for name in names if name in sys.modules}
+    sys.modules.update({name: mod for name, mod in stubs.items()
+                        if name.startswith('maskrcnn_benchmark') or name not in saved})
+    mods = {}
+    try:
+        for attr, (name, _) in FILES.items():
+            mods[attr] = source_module(name, _edit(attr, sources[attr]))
+            if name.startswith('maskrcnn_benchmark.'):
+                sys.modules[name] = mods[attr]  # imported by the next files
+    finally:  # nothing of SGB's (nor a stub) stays in sys.modules
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved)
+    mods['visual_genome'].NUM_VAL_IM = 5000
+    _CACHE['handle'] = types.SimpleNamespace(**mods)
+    return _CACHE['handle']
 
 
-def load_file(path, name):
-    """Another SGB source file as module ``name`` (after :func:`load`), or None.
+def generated_vg():
+    """A fresh copy of the ``gen_root`` fixture's generated dataset (``conftest.py``: the same
+    generator, seed and sizes), in a temporary folder; returns the folder object (its
+    ``.name`` is the root; the folder goes when the object is dropped)."""
+    tmp = tempfile.TemporaryDirectory(prefix='sgb-vg-')
+    vg.write_vg(tmp.name, num_train=16, num_val=6, seed=0, image_size=(40, 90))
+    return tmp
 
-    ``data/transforms/transforms.py`` gets a torchvision stub when torchvision is missing
-    (only ``get_size`` and the samplers are compared; nothing calls the stub).
-    """
-    if load() is None:
-        return None
-    src = _source(path)
-    if src is None:
-        return None
-    if 'torchvision' in src:
-        try:
-            import torchvision  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
-        except ImportError:
-            tv = types.ModuleType('torchvision')
-            tv.transforms = types.ModuleType('torchvision.transforms')
-            tv.transforms.functional = types.ModuleType('torchvision.transforms.functional')
-            sys.modules.update({'torchvision': tv, 'torchvision.transforms': tv.transforms,
-                                'torchvision.transforms.functional': tv.transforms.functional})
-    return _module(name, src)

@@ -1,4 +1,7 @@
-"""Batching, samplers and make_data_loader: padding, grouping, iterations, resume, shards."""
+"""Batching, samplers and make_data_loader: padding, grouping, iterations, resume, shards.
+
+The comparisons with SGB's samplers run against the recording ``sgb_data_build`` and, with
+``GLUONTRAIN_REFERENCES`` set, live against SGB's source."""
 import json
 import os
 
@@ -6,6 +9,7 @@ import pytest
 import torch
 from torch.utils.data import SequentialSampler
 
+from fixtures.recorded import SOURCES, Recorder, flatten, from_json_array, json_array
 from gluontrain.torch.sgg.data import ImageList, make_data_loader, to_image_list
 from gluontrain.torch.sgg.data.build import dataset_args, make_batch_data_sampler
 from gluontrain.torch.sgg.data.collate import BatchCollator
@@ -14,8 +18,14 @@ from gluontrain.torch.sgg.data.samplers import (DistributedSampler, GroupedBatch
                                                 SeededRandomSampler)
 from gluontrain.torch.sgg.structures import BoxList
 
-from . import sgb_reference
-from .conftest import data_cfg
+try:
+    from . import sgb_reference
+    from .conftest import data_cfg
+except ImportError:  # imported outside the package by tests/fixtures/make_recorded_fixtures.py
+    import sgb_reference  # pylint: disable=import-error
+    from conftest import data_cfg  # pylint: disable=import-error
+
+SGB = Recorder('sgb_data_build', sgb_reference.load, "SGB's data/samplers")
 
 
 def test_to_image_list_pads_to_size_divisibility():
@@ -181,41 +191,74 @@ def test_two_training_datasets_are_concatenated(gen_root, tmp_path):
     assert len(list(loader)) == 7
 
 
-def test_samplers_same_as_sgb():
-    grouped = sgb_reference.load_file(
-        'maskrcnn_benchmark/data/samplers/grouped_batch_sampler.py', 'sgb_grouped')
-    iteration = sgb_reference.load_file(
-        'maskrcnn_benchmark/data/samplers/iteration_based_batch_sampler.py', 'sgb_iteration')
-    dist = sgb_reference.load_file('maskrcnn_benchmark/data/samplers/distributed.py',
-                                   'sgb_distributed')
-    if grouped is None or iteration is None or dist is None:
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
+def _sampler_inputs():
+    """``(n, batch, group_ids)`` of the sampler comparison: a random grouping (seed 0) with
+    every group well filled (SGB fails when a rank's share misses a group, see
+    test_grouped_sampler_with_a_group_missing_from_the_share)."""
     g = torch.Generator().manual_seed(0)
-    for n, batch in ((23, 4), (50, 3), (31, 8)):
-        # a random grouping with every group well filled: SGB fails when a rank's share
-        # misses a group (see the next test)
-        group_ids = [i % 3 for i in torch.randperm(n, generator=g).tolist()]
+    return [(n, batch, [i % 3 for i in torch.randperm(n, generator=g).tolist()])
+            for n, batch in ((23, 4), (50, 3), (31, 8))]
+
+
+def _batches(make_sampler):
+    """``{'n{n}/rank{r}/...': batches}`` of ``make_sampler(n, batch, group_ids, rank)``, which
+    returns the ``(iteration_based, grouped_sequential)`` pair of batch samplers."""
+    out = {}
+    for n, batch, group_ids in _sampler_inputs():
         for rank in range(2):
-            # the distributed order (seed 0 = SGB's) through both batchers
-            ref_s = dist.DistributedSampler(range(n), num_replicas=2, rank=rank)
-            ours_s = DistributedSampler(range(n), 2, rank, seed=0)
-            ref = iteration.IterationBasedBatchSampler(
-                grouped.GroupedBatchSampler(ref_s, group_ids, batch), 40, start_iter=5)
-            ours = IterationBasedBatchSampler(GroupedBatchSampler(ours_s, group_ids, batch), 40,
-                                              start_iter=5, exact_resume=False)
-            assert list(ref) == list(ours)
-            ref = grouped.GroupedBatchSampler(SequentialSampler(range(n)), group_ids, batch,
-                                              drop_uneven=True)
-            assert list(ref) == list(GroupedBatchSampler(SequentialSampler(range(n)), group_ids,
-                                                         batch, drop_uneven=True))
+            iterated, sequential = make_sampler(n, batch, group_ids, rank)
+            out['n%d/rank%d' % (n, rank)] = {'iteration': json_array(list(iterated)),
+                                              'sequential': json_array(list(sequential))}
+    return out
 
 
-def test_grouped_sampler_with_a_group_missing_from_the_share():
-    """maskrcnn-benchmark raises IndexError when a group has no sampled index."""
+@SGB.case
+def samplers(sgb):
+    """SGB's batches: its DistributedSampler (seed 0 + epoch) through its GroupedBatchSampler
+    and IterationBasedBatchSampler (40 iterations from 5), and its GroupedBatchSampler with
+    ``drop_uneven`` over the sequential order."""
+    def make(n, batch, group_ids, rank):
+        share = sgb.distributed.DistributedSampler(range(n), num_replicas=2, rank=rank)
+        return (sgb.iteration.IterationBasedBatchSampler(
+            sgb.grouped.GroupedBatchSampler(share, group_ids, batch), 40, start_iter=5),
+                sgb.grouped.GroupedBatchSampler(SequentialSampler(range(n)), group_ids, batch,
+                                                drop_uneven=True))
+    return _batches(make)
+
+
+@SGB.case
+def missing_group(sgb):
+    """What SGB's GroupedBatchSampler raises over a share without group 1 (the exception's
+    class name; '' when none)."""
+    share = DistributedSampler(range(4), 2, 0, shuffle=False)
+    try:
+        list(sgb.grouped.GroupedBatchSampler(share, [0, 0, 1, 1], 2))
+    except Exception as err:  # pylint: disable=broad-except
+        return {'raises': type(err).__name__}
+    return {'raises': ''}
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_samplers_same_as_sgb(source):
+    """Our samplers against SGB's, batch for batch (recorded, and live from the mirror)."""
+    ref = SGB.outputs('samplers', source)
+
+    def make(n, batch, group_ids, rank):
+        share = DistributedSampler(range(n), 2, rank, seed=0)
+        return (IterationBasedBatchSampler(GroupedBatchSampler(share, group_ids, batch), 40,
+                                           start_iter=5, exact_resume=False),
+                GroupedBatchSampler(SequentialSampler(range(n)), group_ids, batch,
+                                    drop_uneven=True))
+    ours = flatten(_batches(make))
+    assert sorted(ours) == sorted(ref) and len(ours) == 12
+    for key, value in ours.items():
+        assert from_json_array(value) == from_json_array(ref[key]), key
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_grouped_sampler_with_a_group_missing_from_the_share(source):
+    """maskrcnn-benchmark raises IndexError when a group has no sampled index (recorded, and
+    live from the mirror); ours batches what the share holds."""
     share = DistributedSampler(range(4), 2, 0, shuffle=False)  # indices 0, 1: group 0 only
     assert list(GroupedBatchSampler(share, [0, 0, 1, 1], 2)) == [[0, 1]]
-    grouped = sgb_reference.load_file(
-        'maskrcnn_benchmark/data/samplers/grouped_batch_sampler.py', 'sgb_grouped')
-    if grouped is not None:
-        with pytest.raises(IndexError):
-            list(grouped.GroupedBatchSampler(share, [0, 0, 1, 1], 2))
+    assert str(SGB.outputs('missing_group', source)['raises']) == 'IndexError'

@@ -1,15 +1,26 @@
-"""get_statistics / statistics_dict / get_dataset_statistics on the hand-built dataset."""
+"""get_statistics / statistics_dict / get_dataset_statistics on the hand-built dataset.
+
+The comparison with SGB's statistics runs against the recording ``sgb_data_statistics`` and,
+with ``GLUONTRAIN_REFERENCES`` set, live against SGB's source."""
 import os
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
+from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array
 from gluontrain.torch.sgg.data import VGDataset, get_dataset_statistics, get_statistics
 from gluontrain.torch.sgg.data.statistics import statistics_dict, statistics_file
 
-from . import sgb_reference
-from .conftest import NEAR, ON, A, B, C, data_cfg, vg_files
+try:
+    from . import sgb_reference
+    from .conftest import NEAR, ON, A, B, C, data_cfg, vg_files
+except ImportError:  # imported outside the package by tests/fixtures/make_recorded_fixtures.py
+    import sgb_reference  # pylint: disable=import-error
+    from conftest import NEAR, ON, A, B, C, data_cfg, vg_files  # pylint: disable=import-error
+
+SGB = Recorder('sgb_data_statistics', sgb_reference.load, "SGB's data/datasets/visual_genome.py")
 
 
 @pytest.fixture
@@ -99,29 +110,48 @@ def test_needs_one_training_dataset(tiny_root, tmp_path):
         get_dataset_statistics(cfg)
 
 
-@pytest.mark.filterwarnings('ignore::DeprecationWarning')  # SGB's np.float/np.bool
-def test_same_as_sgb_statistics(gen_root, capsys):
-    """SGB's get_VG_statistics and VGDataset.get_statistics from the mirror, with its fixed
-    num_val_im=5000 set to the dataset's 4."""
-    sgb = sgb_reference.load()
-    if sgb is None:
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
-    files = vg_files(gen_root)
-    sgb.NUM_VAL_IM = 4
+@SGB.case
+def statistics(sgb):
+    """SGB's ``get_VG_statistics`` (fg, bg; both ``must_overlap``) and ``VGDataset('test')
+    .get_statistics()`` on the ``gen_root`` dataset, its fixed num_val_im=5000 set to 4."""
+    tmp = sgb_reference.generated_vg()
+    files = vg_files(tmp.name)
+    vgm = sgb.visual_genome
+    vgm.NUM_VAL_IM = 4
+    out = {}
     try:
-        for must_overlap in (True, False):
-            fg, bg = sgb.get_VG_statistics(must_overlap=must_overlap, **files)
-            ours = VGDataset('train', num_val_im=4, filter_duplicate_rels=False, **files)
-            fg2, bg2 = get_statistics(ours, must_overlap=must_overlap)
-            np.testing.assert_array_equal(fg, fg2)
-            np.testing.assert_array_equal(bg, bg2)
-            assert fg.sum() > 20 and bg.sum() > fg[:, :, 1:].sum() / 2
-        ref = sgb.VGDataset('test', num_val_im=4, **files).get_statistics()
+        with warnings.catch_warnings():  # SGB's np.float/np.bool
+            warnings.simplefilter('ignore', DeprecationWarning)
+            for must_overlap in (True, False):
+                fg, bg = vgm.get_VG_statistics(must_overlap=must_overlap, **files)
+                out['overlap%d' % must_overlap] = {'fg': fg, 'bg': bg}
+            ref = vgm.VGDataset('test', num_val_im=4, **files).get_statistics()
     finally:
-        sgb.NUM_VAL_IM = 5000
-    ours = VGDataset('test', num_val_im=4, **files).get_statistics()
-    assert torch.equal(ref['fg_matrix'], ours['fg_matrix'])
-    assert torch.equal(ref['pred_dist'], ours['pred_dist'])
+        vgm.NUM_VAL_IM = 5000
+        tmp.cleanup()
+    out['dataset'] = {'fg_matrix': ref['fg_matrix'], 'pred_dist': ref['pred_dist']}
     for k in ('obj_classes', 'rel_classes', 'att_classes'):
-        assert ref[k] == ours[k]
+        out['dataset'][k] = json_array(ref[k])
+    return out
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_same_as_sgb_statistics(gen_root, capsys, source):
+    """Ours against SGB's get_VG_statistics and VGDataset.get_statistics (recorded, and live
+    from the mirror, with its fixed num_val_im=5000 set to the dataset's 4)."""
+    ref = SGB.outputs('statistics', source)
     capsys.readouterr()  # SGB's tqdm bars
+    files = vg_files(gen_root)
+    for must_overlap in (True, False):
+        fg, bg = (ref['overlap%d/%s' % (must_overlap, k)] for k in ('fg', 'bg'))
+        ours = VGDataset('train', num_val_im=4, filter_duplicate_rels=False, **files)
+        fg2, bg2 = get_statistics(ours, must_overlap=must_overlap)
+        assert fg.dtype == fg2.dtype and bg.dtype == bg2.dtype
+        np.testing.assert_array_equal(fg, fg2)
+        np.testing.assert_array_equal(bg, bg2)
+        assert fg.sum() > 20 and bg.sum() > fg[:, :, 1:].sum() / 2
+    ours = VGDataset('test', num_val_im=4, **files).get_statistics()
+    for k in ('fg_matrix', 'pred_dist'):
+        assert torch.equal(torch.from_numpy(ref['dataset/' + k]), ours[k]), k
+    for k in ('obj_classes', 'rel_classes', 'att_classes'):
+        assert from_json_array(ref['dataset/' + k]) == ours[k]

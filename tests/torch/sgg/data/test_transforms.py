@@ -1,4 +1,7 @@
-"""maskrcnn-benchmark's transforms: resize arithmetic, flips, BGR-255 normalisation."""
+"""maskrcnn-benchmark's transforms: resize arithmetic, flips, BGR-255 normalisation.
+
+``get_size`` is compared with SGB's against the recording ``sgb_data_transforms`` and, with
+``GLUONTRAIN_REFERENCES`` set, live against SGB's source."""
 import random
 
 import numpy as np
@@ -6,11 +9,17 @@ import pytest
 import torch
 from PIL import Image
 
+from fixtures.recorded import SOURCES, Recorder
 from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.data import transforms as T
 from gluontrain.torch.sgg.structures import BoxList
 
-from . import sgb_reference
+try:
+    from . import sgb_reference
+except ImportError:  # imported outside the package by tests/fixtures/make_recorded_fixtures.py
+    import sgb_reference  # pylint: disable=import-error
+
+SGB = Recorder('sgb_data_transforms', sgb_reference.load, "SGB's data/transforms")
 
 
 @pytest.mark.parametrize('size,want', [
@@ -103,18 +112,37 @@ def test_color_jitter_factor_range():
     assert len(values) > 5 and min(values) >= 50 and max(values) <= 150
 
 
-def test_get_size_same_as_sgb():
-    sgb = sgb_reference.load_file('maskrcnn_benchmark/data/transforms/transforms.py',
-                                  'sgb_transforms')
-    if sgb is None:
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
+#: ``(min_size, max_size)`` of the get_size comparison.
+GET_SIZE_SETTINGS = (((600,), 1000), ((480, 512, 600), 1000), ((800,), 1333), ((64,), 100),
+                     ((600,), None))
+
+
+def _get_sizes(resize_class):
+    """``get_size`` of ``resize_class(min_size, max_size)`` for each of
+    :data:`GET_SIZE_SETTINGS` on 300 random (w, h) (NumPy seed 0), Python's ``random`` seeded
+    with the call's number before each call (the drawn ``min_size``); shape (5, 300, 2)."""
     rng = np.random.default_rng(0)
-    for min_size, max_size in (((600,), 1000), ((480, 512, 600), 1000), ((800,), 1333),
-                               ((64,), 100), ((600,), None)):
-        ref, ours = sgb.Resize(min_size, max_size), T.Resize(min_size, max_size)
+    out, call = [], 0
+    for min_size, max_size in GET_SIZE_SETTINGS:
+        resize, sizes = resize_class(min_size, max_size), []
         for _ in range(300):
             size = tuple(int(v) for v in rng.integers(20, 2000, 2))
-            state = random.getstate()
-            want = ref.get_size(size)
-            random.setstate(state)
-            assert ours.get_size(size) == want, (size, min_size, max_size)
+            random.seed(call)
+            call += 1
+            sizes.append(resize.get_size(size))
+        out.append(sizes)
+    return np.array(out, np.int64)
+
+
+@SGB.case
+def get_size(sgb):
+    """SGB's ``Resize.get_size`` on the sizes of :func:`_get_sizes`."""
+    return {'sizes': _get_sizes(sgb.transforms.Resize)}
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_get_size_same_as_sgb(source):
+    """Our get_size against SGB's, size for size, the same ``random`` state before each call
+    (recorded, and live from the mirror)."""
+    want = SGB.outputs('get_size', source)['sizes']
+    np.testing.assert_array_equal(_get_sizes(T.Resize), want)

@@ -1,9 +1,13 @@
-"""VGDataset: SGB's splits, filters and targets on hand-built files, the fixed bugs, bad input."""
+"""VGDataset: SGB's splits, filters and targets on hand-built files, the fixed bugs, bad input.
+
+The comparison with SGB's VGDataset runs against the recording ``sgb_data_vg_dataset`` and,
+with ``GLUONTRAIN_REFERENCES`` set, live against SGB's source."""
 import io
 import json
 import os
 import random
 import re
+import warnings
 
 import h5py
 import numpy as np
@@ -11,12 +15,21 @@ import pytest
 import torch
 from PIL import Image
 
+from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array
+from launch import LOADER_CONTEXT, as_list  # tests/launch.py
 from gluontrain.data import vg
 from gluontrain.torch.sgg.data import VGDataset
 from gluontrain.torch.sgg.data.vg_dataset import box_filter
 
-from . import sgb_reference
-from .conftest import NEAR, ON, A, B, C, TINY, vg_files, write_tiny
+try:
+    from . import sgb_reference
+    from .conftest import NEAR, ON, A, B, C, TINY, vg_files, write_tiny
+except ImportError:  # imported outside the package by tests/fixtures/make_recorded_fixtures.py
+    import sgb_reference  # pylint: disable=import-error
+    from conftest import (NEAR, ON, A, B, C, TINY, vg_files,  # pylint: disable=import-error
+                          write_tiny)
+
+SGB = Recorder('sgb_data_vg_dataset', sgb_reference.load, "SGB's data/datasets/visual_genome.py")
 
 
 def ids(ds):
@@ -240,34 +253,92 @@ def test_bad_split_name(tiny_root):
         VGDataset('training', **vg_files(tiny_root))
 
 
-@pytest.mark.filterwarnings('ignore::DeprecationWarning')  # SGB's np.float/np.bool
-def test_same_as_sgb_visual_genome(gen_root):
-    """SGB's VGDataset from the mirror (its 108073 asserts removed) on the same files: same
-    images per split, same targets for every (evaluation, flip_img) under the same seeds."""
-    sgb = sgb_reference.load()
-    if sgb is None:
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
+def _targets(dataset):
+    """``{'{i}/{evaluation}{flip}': {'bbox', 'fields', 'field': {...}}}`` of every
+    ``get_groundtruth(i, evaluation, flip)``, NumPy and Python ``random`` seeded with ``i``
+    before each call (the random predicate kept of duplicate pairs)."""
+    out = {}
+    for i in range(len(dataset)):
+        for evaluation in (False, True):
+            for flip in (False, True):
+                np.random.seed(i)
+                random.seed(i)
+                target = dataset.get_groundtruth(i, evaluation, flip)
+                out['%d/%d%d' % (i, evaluation, flip)] = {
+                    'bbox': target.bbox, 'fields': json_array(target.fields()),
+                    'field': {k: target.get_field(k) for k in target.fields()}}
+    return out
+
+
+def _describe(dataset, img_dir):
+    """What the comparison reads off a VGDataset: file names (relative to ``img_dir``),
+    img_info and every target."""
+    return {'filenames': json_array([os.path.relpath(f, img_dir) for f in dataset.filenames]),
+            'img_info': json_array(dataset.img_info), 'targets': _targets(dataset)}
+
+
+@SGB.case
+def visual_genome(sgb):
+    """SGB's VGDataset (its 108073 asserts removed) on the ``gen_root`` dataset: each split's
+    files, img_info and targets (:func:`_targets`), and the vocabularies."""
+    tmp = sgb_reference.generated_vg()
+    files = vg_files(tmp.name)
+    out = {}
+    try:
+        with warnings.catch_warnings():  # SGB's np.float/np.bool
+            warnings.simplefilter('ignore', DeprecationWarning)
+            for split in ('train', 'val', 'test'):
+                ref = sgb.visual_genome.VGDataset(split, num_val_im=4, **files)
+                out[split] = _describe(ref, files['img_dir'])
+    finally:
+        tmp.cleanup()
+    for k in ('ind_to_classes', 'ind_to_predicates', 'categories'):
+        out[k] = json_array(getattr(ref, k))
+    return out
+
+
+def _same_tensor(arr, tensor):
+    """A recorded array equals a tensor: dtype, shape and values."""
+    ref = torch.from_numpy(np.asarray(arr))
+    return ref.dtype == tensor.dtype and torch.equal(ref, tensor)
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_same_as_sgb_visual_genome(gen_root, source):
+    """SGB's VGDataset (its 108073 asserts removed) on the same files: same images per split,
+    same targets for every (evaluation, flip_img) under the same seeds (recorded, and live
+    from the mirror)."""
+    ref = SGB.outputs('visual_genome', source)
     files = vg_files(gen_root)
     for split in ('train', 'val', 'test'):
-        ref, ours = sgb.VGDataset(split, num_val_im=4, **files), VGDataset(split, num_val_im=4,
-                                                                           **files)
-        assert ref.filenames == ours.filenames and len(ours) > 0
-        assert ref.img_info == ours.img_info
-        for i in range(len(ours)):
-            for evaluation in (False, True):
-                for flip in (False, True):
-                    np.random.seed(i)
-                    random.seed(i)
-                    a = ref.get_groundtruth(i, evaluation, flip)
-                    np.random.seed(i)
-                    random.seed(i)
-                    b = ours.get_groundtruth(i, evaluation, flip)
-                    assert torch.equal(a.bbox, b.bbox) and a.fields() == b.fields()
-                    for k in a.fields():
-                        assert torch.equal(a.get_field(k), b.get_field(k)), k
-    assert ref.ind_to_classes == ours.ind_to_classes
-    assert ref.ind_to_predicates == ours.ind_to_predicates
-    assert ref.categories == ours.categories
+        ours = VGDataset(split, num_val_im=4, **files)
+        mine = _describe(ours, files['img_dir'])
+        assert len(ours) > 0
+        for k in ('filenames', 'img_info'):
+            assert from_json_array(ref[split + '/' + k]) == \
+                from_json_array(mine[k]), (split, k)
+        theirs = {k[len(split) + 9:]: v for k, v in ref.items()
+                  if k.startswith(split + '/targets/')}
+        got = {k: v for k, v in flatten_targets(mine['targets']).items()}
+        assert sorted(theirs) == sorted(got), split
+        for k, v in got.items():
+            if k.endswith('/fields'):
+                assert from_json_array(theirs[k]) == from_json_array(v), k
+            else:
+                assert _same_tensor(theirs[k], v), (split, k)
+    for k in ('ind_to_classes', 'ind_to_predicates', 'categories'):
+        assert from_json_array(ref[k]) == json.loads(json.dumps(getattr(ours, k))), k
+
+
+def flatten_targets(targets):
+    """``{key: tensor or text}`` of :func:`_targets` with '/'-joined keys (tensors kept)."""
+    out = {}
+    for key, target in targets.items():
+        out[key + '/bbox'] = target['bbox']
+        out[key + '/fields'] = target['fields']
+        for name, value in target['field'].items():
+            out['%s/field/%s' % (key, name)] = value
+    return out
 
 
 @pytest.mark.parametrize('content, reason', [(b'', r'is empty \(0 bytes\)'),
@@ -291,7 +362,8 @@ def test_truncated_image_in_a_loader_worker_is_one_line(tiny_root):
     Image.new('RGB', (512, 256), (200, 10, 10)).save(buf, format='JPEG')
     with open(ds.filenames[0], 'wb') as f:
         f.write(buf.getvalue()[:len(buf.getvalue()) // 2])
-    loader = torch.utils.data.DataLoader(ds, num_workers=1, collate_fn=lambda b: b)
+    loader = torch.utils.data.DataLoader(ds, num_workers=1, collate_fn=as_list,
+                                         multiprocessing_context=LOADER_CONTEXT)
     with pytest.raises(ValueError) as e:
         next(iter(loader))
     assert str(e.value) == (

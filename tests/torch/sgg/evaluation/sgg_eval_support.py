@@ -1,26 +1,44 @@
 """Test support for the scene-graph evaluation: a tiny fake VGDataset, prediction builders,
-and a loader for Scene-Graph-Benchmark's OWN evaluation code (reference numbers).
+and a loader for Scene-Graph-Benchmark's OWN evaluation code (reference outputs).
 
-``load_sgb(tmpdir)`` writes SGB's ``sgg_eval.py``, ``vg_eval.py``, ``bounding_box.py``,
-``boxlist_ops.py``, ``miscellaneous.py`` and ``comm.py`` from the bare mirror
-(``SGB_MIRROR``, ``git show HEAD:<path>``) into ``tmpdir`` at run time, with empty stubs for
-the compiled parts they import (``maskrcnn_benchmark.layers``, ``.data``), and imports them.
-Nothing of SGB is stored in this repository; without the mirror the cross-check tests skip
-and the hand-computed tests still run. ``python sgg_eval_support.py`` prints the SGB numbers
-quoted in test_vg_eval.py.
+``load_sgb_modules(tmpdir)`` writes SGB's ``sgg_eval.py``, ``vg_eval.py``, ``bounding_box.py``,
+``boxlist_ops.py``, ``miscellaneous.py`` and ``comm.py`` from the checkout under
+``$GLUONTRAIN_REFERENCES`` (``SGB_MIRROR``, ``git show HEAD:<path>``) into ``tmpdir`` at run
+time, with empty stubs for the compiled parts they import (``maskrcnn_benchmark.layers``,
+``.data``), imports them and takes them out of ``sys.modules`` again (``installed`` puts them
+back for code that pickles SGB's classes). ``load_live_sgb`` is the ``load_live`` of the
+recorders of test_vg_eval.py and test_inference.py (``fixtures.recorded``): their comparisons
+run against SGB's outputs recorded in ``tests/fixtures/recorded/`` everywhere and against SGB's
+code itself when the checkout is there. Nothing of SGB's source is stored in this repository.
+``python sgg_eval_support.py`` checks that SGB's evaluation loads.
 """
+import atexit
+import contextlib
+import functools
 import importlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import types
 
 import numpy as np
 import torch
 
 from gluontrain.torch.sgg.structures import BoxList
 
-# The git directory of a Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
-# (docs/testing.md); '' (tests skip) when it is not set.
+# bench/sgg_bench.py imports this module, then test_vg_eval.py (which imports
+# fixtures.recorded), with only this folder on sys.path: make tests/ reachable there too
+# (appended, and a no-op under pytest, where tests/ is already on sys.path)
+_TESTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+if not any(os.path.abspath(p) == _TESTS for p in sys.path if p):
+    sys.path.append(_TESTS)
+
+# The git directory of the Scene-Graph-Benchmark checkout under $GLUONTRAIN_REFERENCES
+# (docs/testing.md; as fixtures.recorded.references_dir, which bench/sgg_bench.py cannot
+# import); '' when it is not set. A module global: bench/sgg_bench.py points it elsewhere.
 _REFS = os.environ.get('GLUONTRAIN_REFERENCES', '')
 SGB_MIRROR = os.path.join(_REFS, 'Scene-Graph-Benchmark.pytorch', '.git') if _REFS else ''
 SGB_FILES = ('maskrcnn_benchmark/data/datasets/evaluation/vg/sgg_eval.py',
@@ -39,28 +57,70 @@ PREDICATES = ['__background__', 'on', 'has', 'near', 'wearing']
 
 def sgb_available():
     """Whether the SGB mirror can be read with git."""
-    return os.path.isdir(SGB_MIRROR) and subprocess.run(
+    return bool(SGB_MIRROR) and os.path.isdir(SGB_MIRROR) and subprocess.run(
         ['git', '--git-dir', SGB_MIRROR, 'cat-file', '-e', 'HEAD:' + SGB_FILES[0]],
         capture_output=True, check=False).returncode == 0
 
 
-def _show(path):
+def sgb_bytes(path):
+    """Bytes of ``path`` at HEAD of the SGB mirror (binary files too: ``reference_source``
+    reads text)."""
     return subprocess.run(['git', '--git-dir', SGB_MIRROR, 'show', 'HEAD:' + path],
                           capture_output=True, check=True).stdout
 
 
-def load_sgb(tmpdir, zeroshot=None):
-    """Import SGB's ``sgg_eval`` and ``vg_eval`` modules from a copy written in ``tmpdir``.
+_show = sgb_bytes   # the old name
 
-    ``zeroshot`` (Z, 3) replaces SGB's ``zeroshot_triplet.pytorch`` there (its
-    ``do_vg_evaluation`` reads that relative path: call it with ``tmpdir`` as cwd).
+
+def _sgb_entries():
+    return {n: m for n, m in sys.modules.items() if n.split('.')[0] == 'maskrcnn_benchmark'}
+
+
+@contextlib.contextmanager
+def installed(modules):
+    """Put ``modules`` (name -> module) in ``sys.modules`` for the ``with`` block (pickle
+    finds SGB's classes by module name), then restore the entries found before.
+
+    Parameters
+    ----------
+    modules : dict of str to module
+        Typically ``load_sgb_modules(...).modules``.
+    """
+    saved = _sgb_entries()
+    for name in saved:
+        del sys.modules[name]
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name in _sgb_entries():
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def load_sgb_modules(tmpdir):
+    """Import SGB's evaluation modules from a copy written in ``tmpdir``.
+
+    ``sys.modules`` and ``sys.path`` are left as found: other ``maskrcnn_benchmark``
+    packages (maskrcnn-benchmark's, imported by other test modules) are not disturbed.
+
+    Parameters
+    ----------
+    tmpdir : str
+        Empty folder that outlives the modules.
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``sgg_eval``, ``vg_eval``, ``bounding_box`` (modules), ``modules`` (every
+        ``maskrcnn_benchmark*`` module imported, for :func:`installed`) and ``dir``.
     """
     tmpdir = str(tmpdir)
     for path in SGB_FILES:
         full = os.path.join(tmpdir, path)
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, 'wb') as f:
-            f.write(_show(path))
+            f.write(sgb_bytes(path))
     for path, text in STUBS.items():
         os.makedirs(os.path.dirname(os.path.join(tmpdir, path)), exist_ok=True)
         with open(os.path.join(tmpdir, path), 'w') as f:
@@ -69,21 +129,65 @@ def load_sgb(tmpdir, zeroshot=None):
     for root, _, files in os.walk(pkg):
         if '__init__.py' not in files:
             open(os.path.join(root, '__init__.py'), 'w').close()
-    zs = os.path.join(tmpdir, SGB_ZEROSHOT)
+    with installed({}):
+        sys.path.insert(0, tmpdir)
+        try:
+            base = 'maskrcnn_benchmark.data.datasets.evaluation.vg.'
+            importlib.invalidate_caches()
+            out = types.SimpleNamespace(
+                sgg_eval=importlib.import_module(base + 'sgg_eval'),
+                vg_eval=importlib.import_module(base + 'vg_eval'),
+                bounding_box=importlib.import_module('maskrcnn_benchmark.structures.bounding_box'),
+                modules=_sgb_entries(), dir=tmpdir)
+        finally:
+            sys.path.remove(tmpdir)
+    return out
+
+
+def write_zeroshot(folder, zeroshot=None):
+    """Write the zero-shot file SGB's ``do_vg_evaluation`` reads (a path relative to the
+    cwd) under ``folder``: ``zeroshot`` (Z, 3) as SGB's format, or SGB's shipped file."""
+    zs = os.path.join(str(folder), SGB_ZEROSHOT)
+    os.makedirs(os.path.dirname(zs), exist_ok=True)
     if zeroshot is None:
         with open(zs, 'wb') as f:
-            f.write(_show(SGB_ZEROSHOT))
+            f.write(sgb_bytes(SGB_ZEROSHOT))
     else:
         torch.save(torch.as_tensor(np.asarray(zeroshot, np.int64).reshape(-1, 3)), zs)
-    for name in [m for m in sys.modules if m.split('.')[0] == 'maskrcnn_benchmark']:
-        del sys.modules[name]
-    sys.path.insert(0, tmpdir)
+
+
+@contextlib.contextmanager
+def sgb_workdir(zeroshot=None):
+    """A temporary cwd holding SGB's zero-shot file (see :func:`write_zeroshot`) for the
+    ``with`` block; yields its path, removed afterwards."""
+    cwd, folder = os.getcwd(), tempfile.mkdtemp(prefix='sgb-cwd-')
     try:
-        base = 'maskrcnn_benchmark.data.datasets.evaluation.vg.'
-        return (importlib.import_module(base + 'sgg_eval'),
-                importlib.import_module(base + 'vg_eval'))
+        write_zeroshot(folder, zeroshot)
+        os.chdir(folder)
+        yield folder
     finally:
-        sys.path.remove(tmpdir)
+        os.chdir(cwd)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def load_sgb(tmpdir, zeroshot=None):
+    """SGB's ``sgg_eval`` and ``vg_eval`` modules from a copy written in ``tmpdir``, with
+    ``zeroshot`` (Z, 3; default SGB's shipped file) as the zero-shot file there (call
+    ``do_vg_evaluation`` with ``tmpdir`` as cwd)."""
+    sgb = load_sgb_modules(tmpdir)
+    write_zeroshot(tmpdir, zeroshot)
+    return sgb.sgg_eval, sgb.vg_eval
+
+
+@functools.lru_cache(maxsize=None)
+def load_live_sgb():
+    """SGB's evaluation (:func:`load_sgb_modules`, in a temporary folder removed at exit),
+    or None without the checkout: the ``load_live`` of the recorders."""
+    if not sgb_available():
+        return None
+    tmpdir = tempfile.mkdtemp(prefix='sgb-eval-')
+    atexit.register(shutil.rmtree, tmpdir, True)
+    return load_sgb_modules(tmpdir)
 
 
 class FakeVG:
@@ -180,7 +284,6 @@ def random_case(seed, num_images=6, mode='sgdet', num_classes=len(CLASSES),
 
 
 if __name__ == '__main__':
-    import tempfile
     with tempfile.TemporaryDirectory() as d:
         sgg, _ = load_sgb(d)
         print('SGB sgg_eval loaded from', SGB_MIRROR, [c for c in dir(sgg) if c.startswith('SG')])

@@ -1,4 +1,14 @@
-"""Zero-shot triplet file: computed from a train/eval dataset pair, saved and loaded as SGB's."""
+"""Zero-shot triplet file: computed from a train/eval dataset pair, saved and loaded as SGB's.
+
+``test_loads_sgbs_shipped_file`` reads SGB's shipped ``zeroshot_triplet.pytorch`` twice: as
+recorded in ``tests/fixtures/recorded/sgb_zeroshot.npz`` (the file's bytes, its sha256 and
+the sha256 of the array SGB's vg_eval.py loads from it; everywhere) and live from the SGB
+checkout under ``$GLUONTRAIN_REFERENCES``. Regenerate with
+``GLUONTRAIN_REFERENCES=DIR python tests/fixtures/make_recorded_fixtures.py sgb_zeroshot``.
+"""
+import hashlib
+import io
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +18,30 @@ from gluontrain.torch.sgg.evaluation.zeroshot import (compute_zeroshot_triplets,
                                                       load_or_compute_zeroshot_triplets,
                                                       load_zeroshot_triplets,
                                                       save_zeroshot_triplets)
-from sgg_eval_support import SGB_ZEROSHOT, FakeVG, _show, sgb_available
+from fixtures.recorded import SOURCES, Recorder
+from sgg_eval_support import SGB_ZEROSHOT, FakeVG, sgb_available, sgb_bytes
+
+# sha256 of SGB's zeroshot_triplet.pytorch (HEAD of its checkout when recorded)
+SGB_ZEROSHOT_SHA256 = '3ab7a6a815da643902115adeb96f188bfe963938b31d74fa7719c764b98fb88a'
+
+
+def _sgb_zeroshot_file():
+    """Bytes of SGB's shipped zero-shot file, or None without the checkout."""
+    return sgb_bytes(SGB_ZEROSHOT) if sgb_available() else None
+
+
+SGB = Recorder('sgb_zeroshot', _sgb_zeroshot_file, "SGB's zeroshot_triplet.pytorch")
+
+
+@SGB.case
+def shipped_file(data):
+    """SGB's zeroshot_triplet.pytorch: its bytes and sha256, and the shape and sha256 of the
+    int64 array SGB's vg_eval.py reads from it (``torch.load(...).long().numpy()``)."""
+    arr = np.ascontiguousarray(
+        torch.load(io.BytesIO(data), map_location=torch.device('cpu')).long().numpy())
+    return {'file': np.frombuffer(data, np.uint8), 'sha256': hashlib.sha256(data).hexdigest(),
+            'sgb_array/shape': np.array(arr.shape, np.int64),
+            'sgb_array/sha256': hashlib.sha256(arr.tobytes()).hexdigest()}
 
 BOX = [[0, 0, 9, 9], [20, 20, 39, 39], [0, 0, 4, 4]]
 TRAIN = FakeVG([
@@ -51,15 +84,22 @@ def test_bad_files_are_clear_errors(tmp_path):
         load_zeroshot_triplets(str(tmp_path / 'bad.pytorch'))
 
 
-@pytest.mark.skipif(not sgb_available(),
-                    reason="GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
-def test_loads_sgbs_shipped_file(tmp_path):
+@pytest.mark.parametrize('source', SOURCES)
+def test_loads_sgbs_shipped_file(tmp_path, source):
+    """Our loader on SGB's own file (recorded bytes, or live from the checkout) gives the
+    array SGB's vg_eval.py reads, bit for bit."""
+    ref = SGB.outputs('shipped_file', source)
+    data = ref['file'].tobytes()
+    assert hashlib.sha256(data).hexdigest() == str(ref['sha256']) == SGB_ZEROSHOT_SHA256
     path = tmp_path / 'zeroshot_triplet.pytorch'
-    path.write_bytes(_show(SGB_ZEROSHOT))
+    path.write_bytes(data)
     zs = load_zeroshot_triplets(str(path))
     # VG150: 5971 (sub_class, obj_class, predicate) rows, predicates up to 50, classes to 150
     assert zs.shape == (5971, 3) and zs[:, 2].max() == 50 and zs[:, :2].max() == 150
     assert zs[0].tolist() == [1, 1, 33]
+    assert zs.dtype == np.int64 and list(zs.shape) == ref['sgb_array/shape'].tolist()
+    assert hashlib.sha256(np.ascontiguousarray(zs).tobytes()).hexdigest() == \
+        str(ref['sgb_array/sha256'])
 
 
 class RandomDedupVG(FakeVG):

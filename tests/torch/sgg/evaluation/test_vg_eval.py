@@ -1,11 +1,15 @@
 """do_vg_evaluation: detection AP, the relation block, outputs, and equality with SGB's own code.
 
-Reference numbers marked "SGB" were obtained by running Scene-Graph-Benchmark's
-``maskrcnn_benchmark/data/datasets/evaluation/vg/vg_eval.py`` (mirror HEAD, loaded by
-``sgg_eval_support.load_sgb``: SGB's files written to a temp dir at run time, compiled
-imports stubbed) on the same fake dataset and predictions (``random_case(1, 10, mode,
-scale=1.5)``, zero-shot rows ``ZS``); with the mirror present the tests below recompute them
-and compare the whole ``result_dict`` and printed block.
+The equality tests run twice: against SGB's outputs recorded in
+``tests/fixtures/recorded/sgb_vg_eval.npz`` (everywhere, CI included) and live against
+Scene-Graph-Benchmark's ``maskrcnn_benchmark/data/datasets/evaluation/vg/vg_eval.py`` and
+``sgg_eval.py`` (checkout HEAD under ``$GLUONTRAIN_REFERENCES``, loaded by
+``sgg_eval_support.load_live_sgb``: SGB's files written to a temp dir at run time, compiled
+imports stubbed). Both compare the whole ``result_dict``, the returned score and the printed
+block, on the same fake dataset and predictions (``random_case(seed, 10, mode, scale=1.5)``,
+zero-shot rows ``ZS``). Regenerate the recording with
+``GLUONTRAIN_REFERENCES=DIR python tests/fixtures/make_recorded_fixtures.py sgb_vg_eval``.
+Numbers marked "SGB" in ``SGB_NUMBERS`` were obtained the same way for seed 1.
 """
 import contextlib
 import io
@@ -18,11 +22,12 @@ import pytest
 import torch
 from yacs.config import CfgNode as CN
 
+from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array
 from gluontrain.torch.sgg.evaluation import do_vg_evaluation, eval_mode, save_zeroshot_triplets
 from gluontrain.torch.sgg.evaluation.vg_eval import (build_evaluators, evaluate_detection,
                                                      evaluate_relation_of_one_image)
-from sgg_eval_support import (PREDICATES, FakeVG, load_sgb, make_prediction, random_case,
-                              sgb_available)
+from sgg_eval_support import (PREDICATES, FakeVG, load_live_sgb, make_prediction, random_case,
+                              sgb_workdir)
 from test_sgg_eval import (ZEROSHOT, case_duplicates, case_iou_boundary, case_truncation)
 
 ZS = np.array([[1, 2, 1], [1, 3, 4], [2, 1, 3], [3, 4, 2], [5, 5, 1], [4, 1, 2], [2, 5, 3]])
@@ -32,9 +37,11 @@ SGB_NUMBERS = {
     'sgcls': (0.11833333333333333, 0.20982142857142858, 0.39666666666666667, 0.5496),
     'sgdet': (0.125, 0.125, 0.20833333333333331, 0.3378),
 }
-needs_sgb = pytest.mark.skipif(
-    not sgb_available(),
-    reason="GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
+MODES = ['predcls', 'sgcls', 'sgdet']
+SEEDS = [0, 1, 2]
+HAND_MODES = ['predcls', 'sgdet', 'phrdet']
+
+SGB = Recorder('sgb_vg_eval', load_live_sgb, "SGB's evaluation source (vg_eval.py, sgg_eval.py)")
 
 
 def cfg_for(mode, iou=0.5):
@@ -62,9 +69,11 @@ def capture(name):
 
 
 def plain(x):
-    """Nested lists/dicts of numbers as python floats, nan as the text 'nan' (comparable)."""
+    """Nested lists/dicts of numbers as python floats, nan as the text 'nan' (comparable), in
+    a JSON-safe form: each dict key written as its JSON (``20`` -> ``'20'``, ``'a'`` ->
+    ``'"a"'``) so that a recorded tree keeps int keys apart from str keys."""
     if isinstance(x, dict):
-        return {k: plain(v) for k, v in x.items()}
+        return {json.dumps(k): plain(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [plain(v) for v in x]
     return 'nan' if np.isnan(x) else float(x)
@@ -73,15 +82,6 @@ def plain(x):
 def block(text):
     """The evaluation block (from the first rule line), without pycocotools' table."""
     return text[text.index('\n' + '=' * 100):]
-
-
-@pytest.fixture(scope='module')
-def sgb(tmp_path_factory):
-    if not sgb_available():
-        pytest.skip("GLUONTRAIN_REFERENCES not set: needs SGB's source (docs/testing.md)")
-    d = tmp_path_factory.mktemp('sgb')
-    _, vg = load_sgb(d, zeroshot=ZS)
-    return d, vg
 
 
 def run_ours(mode, ds, preds, out, **kw):
@@ -113,68 +113,86 @@ def test_recorded_sgb_numbers(mode, tmp_path):
         assert 'Detection evaluation mAp=1.0000\n' in text and score == r100
 
 
-@needs_sgb
-@pytest.mark.parametrize('mode', ['predcls', 'sgcls', 'sgdet'])
-@pytest.mark.parametrize('seed', [0, 1, 2])
-def test_equal_to_sgb_do_vg_evaluation(sgb, mode, seed, tmp_path):
-    """Same score, same result_dict, same printed block as SGB's do_vg_evaluation."""
-    d, vg = sgb
-    ds, preds = random_case(seed, num_images=10, mode=mode, scale=1.5)
+@SGB.case(params=['%d-%s' % (seed, mode) for seed in SEEDS for mode in MODES])
+def do_vg_evaluation_outputs(sgb, param):
+    """SGB's do_vg_evaluation on ``random_case(seed, 10, mode, scale=1.5)`` with ``ZS``: its
+    returned score, printed block and the result_dict it saved (``plain``, as JSON)."""
+    seed, mode = param.split('-')
+    ds, preds = random_case(int(seed), num_images=10, mode=mode, scale=1.5)
     logger, buf = capture('sgb')
-    (tmp_path / 'ref').mkdir()
-    cwd = os.getcwd()
-    os.chdir(d)   # SGB reads its zero-shot file from a path relative to the cwd
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            ref = vg.do_vg_evaluation(cfg_for(mode), ds, list(preds), str(tmp_path / 'ref'),
-                                      logger, ('bbox', 'relations'))
-    finally:
-        os.chdir(cwd)
-    ref_rd = torch.load(str(tmp_path / 'ref' / 'result_dict.pytorch'), weights_only=False)
-    (tmp_path / 'ours').mkdir()
-    score, rd, text = run_ours(mode, ds, preds, tmp_path / 'ours',
-                               skip_images_without_predictions=True, coco_ids_from_zero=True)
-    assert score == ref
-    assert block(text) == block(buf.getvalue())
-    assert plain(rd) == plain(ref_rd)
+    # SGB reads its zero-shot file from a path relative to the cwd
+    with sgb_workdir(ZS) as d, contextlib.redirect_stdout(io.StringIO()):
+        out = os.path.join(d, 'ref')
+        os.mkdir(out)
+        score = sgb.vg_eval.do_vg_evaluation(cfg_for(mode), ds, list(preds), out, logger,
+                                             ('bbox', 'relations'))
+        rd = torch.load(os.path.join(out, 'result_dict.pytorch'), weights_only=False)
+    return {'score': np.float64(score), 'block': block(buf.getvalue()),
+            'result_dict': json_array(plain(rd))}
 
 
-@needs_sgb
-@pytest.mark.parametrize('mode', ['predcls', 'sgdet', 'phrdet'])
-def test_hand_cases_equal_sgb(sgb, mode):
-    """The hand cases of test_sgg_eval through SGB's evaluate_relation_of_one_image."""
-    _, vg = sgb
+@pytest.mark.parametrize('source', SOURCES)
+@pytest.mark.parametrize('mode', MODES)
+@pytest.mark.parametrize('seed', SEEDS)
+def test_equal_to_sgb_do_vg_evaluation(seed, mode, source, tmp_path):
+    """Same score, same result_dict, same printed block as SGB's do_vg_evaluation (recorded
+    and live)."""
+    ref = SGB.outputs('do_vg_evaluation_outputs[%d-%s]' % (seed, mode), source)
+    ds, preds = random_case(seed, num_images=10, mode=mode, scale=1.5)
+    score, rd, text = run_ours(mode, ds, preds, tmp_path, skip_images_without_predictions=True,
+                               coco_ids_from_zero=True)
+    assert score == float(ref['score'])
+    assert block(text) == str(ref['block'])
+    assert plain(rd) == from_json_array(ref['result_dict'])
+
+
+def hand_cases_result(mode, impl=None):
+    """The hand cases of test_sgg_eval through ``evaluate_relation_of_one_image`` of ``impl``
+    (SGB's vg_eval module) or ours (None): ``(result_dict, printed strings)``."""
     cases = [case_duplicates(), case_truncation()]
     if mode != 'predcls':   # its pairs index 3 predicted boxes, PredCls has the 2 GT boxes
         cases.append(case_iou_boundary())
     ds = FakeVG([g for g, _ in cases])
     gts = [ds.get_groundtruth(i, evaluation=True) for i in range(len(ds))]
-    results = []
-    for impl in (vg, None):
-        rd = {}
-        if impl is None:
-            ev = build_evaluators(rd, mode, len(PREDICATES), PREDICATES)
-            one = evaluate_relation_of_one_image
-        else:
-            ev = {name: cls(rd) for name, cls in (
-                ('eval_recall', impl.SGRecall), ('eval_nog_recall', impl.SGNoGraphConstraintRecall),
-                ('eval_zeroshot_recall', impl.SGZeroShotRecall),
-                ('eval_ng_zeroshot_recall', impl.SGNGZeroShotRecall),
-                ('eval_pair_accuracy', impl.SGPairAccuracy))}
-            ev['eval_mean_recall'] = impl.SGMeanRecall(rd, len(PREDICATES), PREDICATES, True)
-            ev['eval_ng_mean_recall'] = impl.SGNGMeanRecall(rd, len(PREDICATES), PREDICATES, True)
-            for e in ev.values():
-                e.register_container(mode)
-            one = impl.evaluate_relation_of_one_image
-        glob = {'zeroshot_triplet': ZEROSHOT, 'mode': mode, 'iou_thres': 0.5}
-        for gt, (_, pred) in zip(gts, cases):
-            one(gt, pred, glob, ev)
-        ev['eval_mean_recall'].calculate_mean_recall(mode)
-        ev['eval_ng_mean_recall'].calculate_mean_recall(mode)
-        results.append((rd, ''.join(ev[n].generate_print_string(mode) for n in ev)))
-    (ref, ref_text), (ours, text) = results
-    assert text == ref_text
-    assert plain(ours) == plain(ref)
+    rd = {}
+    if impl is None:
+        ev = build_evaluators(rd, mode, len(PREDICATES), PREDICATES)
+        one = evaluate_relation_of_one_image
+    else:
+        ev = {name: cls(rd) for name, cls in (
+            ('eval_recall', impl.SGRecall), ('eval_nog_recall', impl.SGNoGraphConstraintRecall),
+            ('eval_zeroshot_recall', impl.SGZeroShotRecall),
+            ('eval_ng_zeroshot_recall', impl.SGNGZeroShotRecall),
+            ('eval_pair_accuracy', impl.SGPairAccuracy))}
+        ev['eval_mean_recall'] = impl.SGMeanRecall(rd, len(PREDICATES), PREDICATES, True)
+        ev['eval_ng_mean_recall'] = impl.SGNGMeanRecall(rd, len(PREDICATES), PREDICATES, True)
+        for e in ev.values():
+            e.register_container(mode)
+        one = impl.evaluate_relation_of_one_image
+    glob = {'zeroshot_triplet': ZEROSHOT, 'mode': mode, 'iou_thres': 0.5}
+    for gt, (_, pred) in zip(gts, cases):
+        one(gt, pred, glob, ev)
+    ev['eval_mean_recall'].calculate_mean_recall(mode)
+    ev['eval_ng_mean_recall'].calculate_mean_recall(mode)
+    return rd, ''.join(ev[n].generate_print_string(mode) for n in ev)
+
+
+@SGB.case(params=HAND_MODES)
+def hand_cases(sgb, mode):
+    """SGB's evaluators on the hand cases: result_dict (``plain``, as JSON) and printed text."""
+    rd, text = hand_cases_result(mode, sgb.vg_eval)
+    return {'result_dict': json_array(plain(rd)), 'text': text}
+
+
+@pytest.mark.parametrize('source', SOURCES)
+@pytest.mark.parametrize('mode', HAND_MODES)
+def test_hand_cases_equal_sgb(mode, source):
+    """The hand cases of test_sgg_eval through SGB's evaluate_relation_of_one_image (recorded
+    and live)."""
+    ref = SGB.outputs('hand_cases[%s]' % mode, source)
+    ours, text = hand_cases_result(mode)
+    assert text == str(ref['text'])
+    assert plain(ours) == from_json_array(ref['result_dict'])
 
 
 def test_detection_ap_by_hand():

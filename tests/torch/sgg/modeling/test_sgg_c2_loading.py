@@ -322,6 +322,7 @@ def _reference_modules():
     return gen, roots
 
 
+@pytest.mark.live_reference
 def test_values_equal_the_live_reference_loader(tmp_path):
     """maskrcnn-benchmark's own ``load_c2_format`` + ``align_and_update_state_dicts`` on a
     Python-2-style R-50 file put the same tensors under the same body keys as ours."""

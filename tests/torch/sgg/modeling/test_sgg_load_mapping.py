@@ -1,15 +1,17 @@
 """SGB's checkpoint alignment: mapping, longest-suffix matching, the load and its report
-(loaded N of M, the keys left unfilled grouped, one line per mapping), refusals; and, with
-``GLUONTRAIN_REFERENCES`` set, the same model state as SGB's own ``load_state_dict``."""
+(loaded N of M, the keys left unfilled grouped, one line per mapping), refusals; and the same
+model state as SGB's own ``load_state_dict``, against the committed recording
+(``tests/fixtures/recorded/sgb_load_mapping.npz``, everywhere) and live against SGB's source
+when ``$GLUONTRAIN_REFERENCES`` has it."""
+import hashlib
 import logging
-import os
-import sys
-import types
 from collections import OrderedDict
 
+import numpy as np
 import pytest
 import torch
 
+from fixtures.recorded import SOURCES, Recorder, reference_source, source_module
 from sgg_model_helpers import TinyPredictor, tiny_cfg
 from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.torch.sgg.modeling import build_detector, build_relation_model
@@ -156,41 +158,82 @@ def test_nothing_loaded_or_partial_strict_load_is_refused():
 
 
 def _sgb_model_serialization():
-    """SGB's ``utils/model_serialization.py`` from ``GLUONTRAIN_REFERENCES`` (its
-    ``import_file`` import stubbed: it is only used for the catalog)."""
-    refs = os.environ.get('GLUONTRAIN_REFERENCES')
-    if not refs:
-        pytest.skip('GLUONTRAIN_REFERENCES not set: SGB\'s model_serialization.py is needed')
-    path = os.path.join(refs, 'Scene-Graph-Benchmark.pytorch', 'maskrcnn_benchmark', 'utils',
-                        'model_serialization.py')
-    if not os.path.isfile(path):
-        pytest.skip('{} not found'.format(path))
-    for name in ('maskrcnn_benchmark', 'maskrcnn_benchmark.utils'):
-        pkg = types.ModuleType(name)
-        pkg.__path__ = []
-        sys.modules.setdefault(name, pkg)
-    imports = types.ModuleType('maskrcnn_benchmark.utils.imports')
-    imports.import_file = None
-    sys.modules['maskrcnn_benchmark.utils.imports'] = imports
-    mod = types.ModuleType('maskrcnn_benchmark.utils.model_serialization')
-    with open(path) as f:
-        exec(compile(f.read(), path, 'exec'), mod.__dict__)  # pylint: disable=exec-used
-    return mod
+    """SGB's ``utils/model_serialization.py`` as a module, or None without it; its
+    ``import_file`` import (only used for the catalog) is replaced by ``None`` in the source,
+    so that no ``maskrcnn_benchmark`` module is put in ``sys.modules``."""
+    src = reference_source('Scene-Graph-Benchmark.pytorch',
+                           'maskrcnn_benchmark/utils/model_serialization.py')
+    stub = 'from maskrcnn_benchmark.utils.imports import import_file'
+    if not src or stub not in src:
+        return None
+    return source_module('sgb_model_serialization', src.replace(stub, 'import_file = None'))
 
 
-def test_same_state_as_sgb_load_state_dict():
-    sgb = _sgb_model_serialization()
+SGB = Recorder('sgb_load_mapping', _sgb_model_serialization,
+               "SGB's utils/model_serialization.py")
+
+
+def _digest(t):
+    """SHA-256 of a tensor's dtype, shape and bytes: equal digests <=> equal tensors, so the
+    recording need not hold the whole state (3 MB)."""
+    t = t.detach().cpu().contiguous()
+    head = '%s%s' % (t.dtype, tuple(t.shape))
+    return hashlib.sha256(head.encode() + t.numpy().tobytes()).digest()
+
+
+def _digests(state):
+    """``(keys as newline-joined UTF-8 bytes, (len, 32) uint8 digests)`` of a state dict."""
+    keys = np.frombuffer('\n'.join(state).encode(), np.uint8)
+    return keys, np.array([np.frombuffer(_digest(v), np.uint8) for v in state.values()])
+
+
+def _inputs_digest(model, ckpt):
+    """One digest of the inputs SGB saw (the model's state and the checkpoint, keys and
+    values), so that a change of the models built here fails as such."""
+    h = hashlib.sha256()
+    for state in (model.state_dict(), ckpt):
+        for k, v in state.items():
+            h.update(k.encode() + _digest(v))
+    return np.frombuffer(h.digest(), np.uint8)
+
+
+def _load_inputs():
+    """The relation model to fill and the detector's DDP-saved (``module.``) checkpoint."""
     det, model = _det_and_relation()
+    ckpt = OrderedDict(('module.' + k, v) for k, v in det.state_dict().items())
+    return model, ckpt
+
+
+@SGB.case
+def sgb_load_state_dict(sgb):
+    """Digest of every tensor of the relation model's state after SGB's ``load_state_dict``
+    of the detector checkpoint with the relation load mapping, and a digest of the inputs."""
+    model, ckpt = _load_inputs()
     _, ref = _det_and_relation(seed=1)
     ref.load_state_dict(model.state_dict())
-    initial = {k: v.clone() for k, v in model.state_dict().items()}
-    ckpt = OrderedDict(('module.' + k, v) for k, v in det.state_dict().items())
+    inputs = _inputs_digest(model, ckpt)
     sgb.load_state_dict(ref, ckpt, dict(RELATION_LOAD_MAPPING))
+    keys, digests = _digests(ref.state_dict())
+    return {'keys': keys, 'state': digests, 'inputs': inputs}
+
+
+@pytest.mark.parametrize('source', SOURCES)
+def test_same_state_as_sgb_load_state_dict(source):
+    """The same model state as SGB's own ``load_state_dict`` (recorded as per-tensor SHA-256
+    digests, so equal digests mean ``torch.equal`` tensors), against the recording and live."""
+    ref = SGB.outputs('sgb_load_state_dict', source)
+    model, ckpt = _load_inputs()
+    assert np.array_equal(ref['inputs'], _inputs_digest(model, ckpt)), \
+        'the models built by _det_and_relation changed: regenerate sgb_load_mapping'
+    keys = list(model.state_dict())
+    initial = dict(zip(keys, _digests(model.state_dict())[1]))
     report = load_state_dict_with_mapping(model, ckpt, RELATION_LOAD_MAPPING)
-    want, got = ref.state_dict(), model.state_dict()
-    assert all(torch.equal(want[k], got[k]) for k in want)
+    want = dict(zip(ref['keys'].tobytes().decode().split('\n'), ref['state']))
+    got = dict(zip(keys, _digests(model.state_dict())[1]))
+    assert sorted(want) == sorted(got)
+    assert all(np.array_equal(want[k], got[k]) for k in want)
     # what the report calls missing is what SGB left at its initial values
-    assert report.missing and all(torch.equal(want[k], initial[k]) for k in report.missing)
+    assert report.missing and all(np.array_equal(want[k], initial[k]) for k in report.missing)
     assert not any(k.startswith('roi_heads.box.') for k in report.missing)
 
 

@@ -163,6 +163,7 @@ def _need_refs():
                     'yaml files needs their checkouts (docs/testing.md)')
 
 
+@pytest.mark.live_reference
 @pytest.mark.parametrize('name', [n for n, (f, _) in sorted(CONFIG_OPTS.items()) if f])
 def test_opts_are_the_reference_configs(name):
     """The keys above are the reference yaml's, and the yaml builds the same model unchanged."""
@@ -182,6 +183,7 @@ def test_opts_are_the_reference_configs(name):
     _assert_layout(model, _fixture(name))
 
 
+@pytest.mark.live_reference
 def test_relation_opts_are_the_reference_config():
     _need_refs()
     path = os.path.join(REFS, 'Scene-Graph-Benchmark.pytorch/configs/'
