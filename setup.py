@@ -41,8 +41,11 @@ setup(
         # without gluoncv itself, see GLUONCV_DEPS
         'mxnet': ['mxnet==1.9.1'] + GLUONCV_DEPS + NUMPY1,
         'cu112': ['mxnet-cu112==1.9.1'] + GLUONCV_DEPS + NUMPY1,
-        # exact pin: a range pulls the registry's newest torch with several GB of CUDA wheels
-        'torch': ['torch==2.13.0', 'pycocotools<2.0.8'],
+        # exact pin: a range pulls the registry's newest torch with several GB of CUDA wheels;
+        # the rest is what the PyTorch recipes import (SGB's yacs configs, OpenCV for SSD's
+        # augmentations, matplotlib for the curves); with the mxnet extra, NUMPY1 bounds them
+        'torch': ['torch==2.13.0', 'pycocotools', 'yacs', 'matplotlib',
+                  'opencv-python-headless'],
         'test': ['pytest>=7', 'pytest-timeout', 'pytest-xdist>=3.5', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
         'tensorboard': ['tensorboardX'],
         # built from source against the installed mxnet, so install it after the stack and

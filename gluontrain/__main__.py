@@ -17,7 +17,7 @@ import errno
 import sys
 
 from .core.loop import TrainState
-from .registry import get_recipe, list_recipes
+from .registry import get_recipe, list_recipes, recipe_summary
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C'd program
@@ -135,13 +135,26 @@ def _run(recipe, argv):
         raise interrupt from e
 
 
+def _usage(with_recipes):
+    lines = ['usage: gluontrain train RECIPE [recipe arguments]',
+             '       gluontrain train RECIPE --help    (that recipe\'s arguments)']
+    if with_recipes:
+        width = max(len(n) for n in list_recipes())
+        lines += ['', 'recipes:'] + ['  {:<{}}  {}'.format(n, width, recipe_summary(n))
+                                     for n in list_recipes()]
+    return '\n'.join(lines)
+
+
 def main(argv=None):
     """Run ``train <recipe> ...``; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (['-h'], ['--help']):
+        print(_usage(with_recipes=True))
+        return 0
     if len(argv) < 2 or argv[0] != 'train' or argv[1] not in list_recipes():
-        print('usage: gluontrain train {{{}}} [recipe arguments]\n'
-              '       gluontrain train yolo3 --help'.format(','.join(list_recipes())),
-              file=sys.stderr)
+        print(_usage(with_recipes=True), file=sys.stderr)
+        if len(argv) >= 2 and argv[0] == 'train':
+            print('error: unknown recipe {!r}'.format(argv[1]), file=sys.stderr)
         return 2
     recipe = get_recipe(argv[1])
     try:

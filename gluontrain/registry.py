@@ -13,11 +13,30 @@ CONTRACT = ('parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', '
 _RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'ssd': 'gluontrain.torch.ssd',
             'frcnn': 'gluontrain.torch.frcnn', 'sgg': 'gluontrain.torch.sgg.recipe',
             'sgg-detector': 'gluontrain.torch.sgg.detector_recipe'}
+# one line each for ``gluontrain --help`` (read without importing the recipes: MXNet and
+# PyTorch load in seconds, and a machine may have only one of them)
+_SUMMARIES = {
+    'yolo3': "YOLOv3 on MXNet, GluonCV's train_yolo3.py (scripts/train_yolov3.py)",
+    'ssd': "SSD300 on PyTorch, ssd.pytorch's train.py (scripts/train_ssd.py)",
+    'frcnn': "seamseg's two-stage detector on PyTorch, its train_detection.py with .ini "
+             "configs (scripts/train_detection.py)",
+    'sgg': "Scene-Graph-Benchmark's relation training on PyTorch, yacs configs "
+           "(scripts/train_relation.py)",
+    'sgg-detector': "Scene-Graph-Benchmark's detector pre-training on PyTorch "
+                    "(scripts/pretrain_detector.py)",
+}
 
 
-def register_recipe(name, module):
-    """Register ``module`` (a dotted path) under ``name``; re-registering replaces it."""
+def register_recipe(name, module, summary=''):
+    """Register ``module`` (a dotted path) under ``name``, with a one-line ``summary`` for
+    ``gluontrain --help``; re-registering replaces it."""
     _RECIPES[name] = module
+    _SUMMARIES[name] = summary
+
+
+def recipe_summary(name):
+    """The one-line description of recipe ``name`` ('' when it has none)."""
+    return _SUMMARIES.get(name, '')
 
 
 def list_recipes():

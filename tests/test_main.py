@@ -16,6 +16,7 @@ import pytest
 
 from gluontrain.__main__ import (EXIT_INTERRUPTED, interrupt_message, main, oserror_message)
 from gluontrain.core.loop import TrainState
+from gluontrain.registry import list_recipes, recipe_summary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NTHREADS='1',
@@ -60,7 +61,25 @@ def _fails(argv, capsys, *names):
 
 def test_usage_for_unknown_recipe(capsys):
     assert main(['train', 'nope']) == 2
-    assert 'usage: gluontrain train {frcnn,sgg,sgg-detector,ssd,yolo3}' in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith('usage: gluontrain train RECIPE [recipe arguments]')
+    assert err.rstrip().endswith("error: unknown recipe 'nope'")
+
+
+def test_help_lists_every_recipe_in_one_line_without_importing_a_framework():
+    code = ('import sys; from gluontrain.__main__ import main; rc = main(["--help"]); '
+            'print("imported:", sorted(m for m in ("mxnet", "torch") if m in sys.modules)); '
+            'sys.exit(rc)')
+    res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=False, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == 'usage: gluontrain train RECIPE [recipe arguments]'
+    listed = [line.split()[0] for line in lines[lines.index('recipes:') + 1:-1]]
+    assert listed == list_recipes() == ['frcnn', 'sgg', 'sgg-detector', 'ssd', 'yolo3']
+    for name in listed:
+        assert recipe_summary(name) and 'scripts/' in recipe_summary(name)
+    assert lines[-1] == 'imported: []'
 
 
 def test_bad_input_exits_1_with_a_message(capsys, tmp_path):

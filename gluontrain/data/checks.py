@@ -12,10 +12,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .images import image_problem, looks_truncated, one_line, warn_size_mismatch
-from .synthetic import VOC_CLASSES
+from .classes import VOC_CLASSES
 
-__all__ = ['DatasetError', 'check_voc', 'check_coco', 'check_vg', 'check_vg_files',
-           'SGB_CORRUPTED_IMAGES']
+# the Visual Genome checks are in vg_checks.py
+__all__ = ['DatasetError', 'check_voc', 'check_coco']
 
 _GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
 _SHOWN = 10
@@ -391,8 +391,3 @@ def check_coco(root, split, classes=None, check_images=True):
     report.raise_if_any()
     return {'images': len(images), 'annotations': len(data['annotations'])}
 
-
-# the VG checks live in their own module, re-exported here; imported last: they use the
-# helpers above
-# pylint: disable=wrong-import-position
-from .vg_checks import SGB_CORRUPTED_IMAGES, check_vg, check_vg_files  # noqa: E402,F401

@@ -17,6 +17,7 @@ import numpy as np
 from . import shapes
 from ._io import file_lock, install, save_jpeg, staging_dir, write_json
 from .coco import COCO_CATEGORIES, DEFAULT_COCO_CATEGORIES, write_coco
+from .classes import VOC_CLASSES
 from .iss import write_iss
 from .vg import write_vg
 
@@ -24,10 +25,6 @@ __all__ = ['VOC_CLASSES', 'COCO_CATEGORIES', 'DEFAULT_VOC_CLASSES', 'DEFAULT_COC
            'DEFAULT_VOC_PARAMS', 'MARKER', 'write_voc', 'write_coco', 'write_vg', 'write_iss',
            'generate',
            'default_voc_root']
-
-VOC_CLASSES = ('aeroplane', 'bicycle', 'bird', 'boat', 'bottle', 'bus', 'car', 'cat', 'chair',
-               'cow', 'diningtable', 'dog', 'horse', 'motorbike', 'person', 'pottedplant',
-               'sheep', 'sofa', 'train', 'tvmonitor')
 
 # Five classes drawn as a red circle, green square, blue triangle, yellow diamond and
 # magenta cross: different in both shape and colour, so a tiny detector separates them early.

@@ -23,15 +23,12 @@ import numpy as np
 
 from . import shapes
 from ._io import install, save_jpeg, staging_dir, write_json
+from .vg_checks import DICTS_NAME, H5_NAME, IMAGE_DATA, IMAGE_DIR, check_vg
 
 __all__ = ['OBJECT_CLASSES', 'PREDICATES', 'ATTRIBUTES', 'H5_NAME', 'DICTS_NAME', 'IMAGE_DATA',
            'IMAGE_DIR', 'predicate', 'encode_box', 'write_vg', 'load_vg', 'load_vg_vocab',
            'load_graphs']
 
-H5_NAME = 'VG-SGG-with-attri.h5'
-DICTS_NAME = 'VG-SGG-dicts-with-attri.json'
-IMAGE_DATA = 'image_data.json'
-IMAGE_DIR = 'VG_100K'
 
 # Vocabularies are indexed 1.. in sorted order, as the original preprocessing does.
 OBJECT_CLASSES = tuple(sorted(shapes.SHAPES))
@@ -403,12 +400,9 @@ def load_vg(root, split='train', num_val_im=0, filter_empty_rels=True, filter_no
     Raises
     ------
     gluontrain.data.checks.DatasetError
-        When the files are missing or inconsistent (:func:`~gluontrain.data.checks.check_vg`),
+        When the files are missing or inconsistent (:func:`~gluontrain.data.vg_checks.check_vg`),
         naming the file and the fix.
     """
-    # here, not at the top: checks imports this module
-    from .checks import check_vg  # pylint: disable=import-outside-toplevel
-
     if split not in ('train', 'val', 'test'):
         raise ValueError("split must be 'train', 'val' or 'test', got {!r}".format(split))
     # index ranges the slicing below would silently misread (last < first gives no boxes);
@@ -439,7 +433,7 @@ def load_graphs(roidb_file, split, num_im=-1, num_val_im=0, filter_empty_rels=Tr
     Parameters
     ----------
     roidb_file : str
-        ``VG-SGG-with-attri.h5`` (validate it first: ``checks.check_vg_files``).
+        ``VG-SGG-with-attri.h5`` (validate it first: ``vg_checks.check_vg_files``).
     split : {'train', 'val', 'test'}
         ``test`` is ``split == 2``; ``train``/``val`` share ``split == 0``.
     num_im : int

@@ -1,4 +1,4 @@
-"""Validation of the Visual Genome scene-graph files (re-exported by :mod:`.checks`)."""
+"""Validation of the Visual Genome scene-graph files, and their names (SGB's)."""
 import os
 
 import numpy as np
@@ -6,9 +6,15 @@ import numpy as np
 from .checks import (_GENERATE, _SHOWN, DatasetError, _image_problem, _load_json, _missing_root,
                      _Problems)
 from .images import looks_truncated
-from .vg import DICTS_NAME, H5_NAME, IMAGE_DATA, IMAGE_DIR
 
-__all__ = ['check_vg', 'check_vg_files', 'SGB_CORRUPTED_IMAGES']
+__all__ = ['check_vg', 'check_vg_files', 'SGB_CORRUPTED_IMAGES', 'H5_NAME', 'DICTS_NAME',
+           'IMAGE_DATA', 'IMAGE_DIR']
+
+# the files of SGB's datasets/vg folder
+H5_NAME = 'VG-SGG-with-attri.h5'
+DICTS_NAME = 'VG-SGG-dicts-with-attri.json'
+IMAGE_DATA = 'image_data.json'
+IMAGE_DIR = 'VG_100K'
 
 
 def check_vg(root, check_images=True):

@@ -31,6 +31,8 @@ import re
 from yacs.config import CfgNode as CN
 
 from ...core.argtypes import path_problem
+# the value checks and ConfigError live beside (this module holds SGB's key list)
+from .config_values import ConfigError, MAX_IMAGE_SIDE, check_values, check_world_size
 
 __all__ = ['get_cfg', 'load_cfg', 'ConfigError', 'VG_FILES', 'vg_paths', 'check_values',
            'check_world_size', 'MAX_IMAGE_SIDE']
@@ -42,10 +44,6 @@ VG_FILES = {
     'dict_file': 'VG-SGG-dicts-with-attri.json',
     'image_file': 'image_data.json',
 }
-
-
-class ConfigError(ValueError):
-    """A config file is missing or malformed, or names a key SGB's config does not have."""
 
 
 _C = CN()
@@ -443,8 +441,3 @@ def vg_paths(cfg):
 
 
 CONFIGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')
-
-# the value checks live beside (this module holds SGB's key list); imported last, as they
-# raise this module's ConfigError
-from .config_values import (  # noqa: E402  pylint: disable=wrong-import-position
-    MAX_IMAGE_SIDE, check_values, check_world_size)

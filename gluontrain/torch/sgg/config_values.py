@@ -6,9 +6,12 @@ division by zero in SGB, silently "never" before) or run out of memory on (``INP
 one line naming where it came from (the config file or the command-line override), the key,
 the value and what is allowed.
 """
-from .config import ConfigError
+__all__ = ['ConfigError', 'MAX_IMAGE_SIDE', 'VALUE_CHECKS', 'check_values', 'check_world_size',
+           'check_detector_classes']
 
-__all__ = ['MAX_IMAGE_SIDE', 'VALUE_CHECKS', 'check_values', 'check_world_size']
+
+class ConfigError(ValueError):
+    """A config file is missing or malformed, or names a key SGB's config does not have."""
 
 
 #: The largest image side the INPUT sizes accept: one 8192 x 8192 float image is 0.8 GB
@@ -129,3 +132,29 @@ def check_world_size(cfg, world_size):
             raise ConfigError('{} = {} must be divisible by the number of processes ({}); '
                               'pass {} {} or {}'.format(key, ims, world_size, key, lower,
                                                         lower + world_size))
+
+
+def check_detector_classes(cfg, train_dataset):
+    """``MODEL.ROI_BOX_HEAD.NUM_CLASSES`` must equal the dataset's object classes (background
+    included), as the relation stage requires; SGB's detector tool trains a head of another
+    size silently.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    train_dataset : VGDataset (or a ConcatDataset of them)
+
+    Raises
+    ------
+    ValueError
+    """
+    base = getattr(train_dataset, 'datasets', [train_dataset])[0]
+    names = getattr(base, 'ind_to_classes', None)
+    if names is None:
+        return
+    have = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
+    if have != len(names):
+        raise ValueError('MODEL.ROI_BOX_HEAD.NUM_CLASSES is {} but the dataset in {} has {} '
+                         'object classes (background included); set '
+                         'MODEL.ROI_BOX_HEAD.NUM_CLASSES {}'.format(
+                             have, cfg.DATASETS.DATA_DIR, len(names), len(names)))

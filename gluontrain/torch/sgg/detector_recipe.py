@@ -8,6 +8,7 @@ Same contract functions as :mod:`.recipe`; ``train``/``main`` run the detector t
 validation).
 """
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, parse_args
+from .config_values import check_detector_classes
 from .recipe import (get_dataloader, get_dataset, get_net, save_params, validate, _cfg,
                      do_train, run)
 
@@ -25,32 +26,6 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     cfg = _cfg(args)
     return do_train(cfg, net, train_data, val_data, ctx[0], 'detector',
                     header=[str(args), cfg.dump()])
-
-
-def check_detector_classes(cfg, train_dataset):
-    """``MODEL.ROI_BOX_HEAD.NUM_CLASSES`` must equal the dataset's object classes (background
-    included), as the relation stage requires; SGB's detector tool trains a head of another
-    size silently.
-
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-    train_dataset : VGDataset (or a ConcatDataset of them)
-
-    Raises
-    ------
-    ValueError
-    """
-    base = getattr(train_dataset, 'datasets', [train_dataset])[0]
-    names = getattr(base, 'ind_to_classes', None)
-    if names is None:
-        return
-    have = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-    if have != len(names):
-        raise ValueError('MODEL.ROI_BOX_HEAD.NUM_CLASSES is {} but the dataset in {} has {} '
-                         'object classes (background included); set '
-                         'MODEL.ROI_BOX_HEAD.NUM_CLASSES {}'.format(
-                             have, cfg.DATASETS.DATA_DIR, len(names), len(names)))
 
 
 def main(argv=None):

@@ -31,6 +31,7 @@ from ..step import mixed_precision, seed_all
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
 from .checkpoint import DETECTOR_LOAD_MAPPING, FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
 from .config import check_world_size
+from .config_values import check_detector_classes
 from .inference import iou_types_of
 from .solver import make_lr_scheduler, make_optimizer
 from .train import (PeriodicCheckpointHook, ScheduleHook, SGBLogHook, SGGStep,
@@ -457,8 +458,6 @@ def run(argv=None, mode='relation'):
         if mode != 'relation':
             # the relation model checks its class counts against the statistics; the detector
             # alone would train a head of the wrong size on the data without a word
-            # pylint: disable-next=import-outside-toplevel
-            from .detector_recipe import check_detector_classes
             check_detector_classes(cfg, train_ds)
         net, _ = get_net(cfg, ctx)
         train_data, val_data = get_dataloader(net, train_ds, val_ds, None, None, None, cfg)

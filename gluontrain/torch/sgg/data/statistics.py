@@ -1,18 +1,20 @@
-"""Predicate frequency statistics of the training split (SGB's ``get_VG_statistics``,
-``VGDataset.get_statistics`` and ``get_dataset_statistics``), cached in the output folder.
+"""SGB's ``get_dataset_statistics``: the training split's predicate frequency statistics
+(computed by :func:`~gluontrain.torch.sgg.data.vg_dataset.statistics_dict`, SGB's
+``get_VG_statistics``, which lives beside the dataset as in SGB's ``visual_genome.py``), cached
+in the output folder.
 
 The statistics feed ``FrequencyBias`` (``pred_dist``) and the predictors' class lists.
 """
 import logging
 import os
 
-import numpy as np
 import torch
 
 from ....core.checkpoint import atomic_save_file
 from ....core.load_report import WeightsLoadError
 from ...weights import read_weights_file
-from .vg_dataset import box_filter
+from .build import build_dataset
+from .vg_dataset import get_statistics, statistics_dict
 
 __all__ = ['get_statistics', 'statistics_dict', 'get_dataset_statistics', 'statistics_file']
 
@@ -20,74 +22,6 @@ _LOG = logging.getLogger(__name__)
 #: the recipe's logger (console and OUTPUT_DIR/log.txt): what the user must read goes there
 _RUN_LOG = logging.getLogger('gluontrain.sgg')
 _KEYS = ('fg_matrix', 'pred_dist', 'obj_classes', 'rel_classes', 'att_classes')
-
-
-def get_statistics(train_data, must_overlap=True):
-    """Count subject-object-predicate triplets and candidate pairs (SGB's ``get_VG_statistics``).
-
-    Parameters
-    ----------
-    train_data : VGDataset
-        The training split as SGB builds it for statistics (``filter_duplicate_rels=False``;
-        ``VGDataset.training_split()``).
-    must_overlap : bool
-        Background pairs are the ordered pairs of boxes that intersect (exclusive edges), or
-        every ordered pair of an image where none do; all ordered pairs when False.
-
-    Returns
-    -------
-    fg_matrix : numpy.ndarray
-        ``(C, C, P)`` int64, ``fg[s, o, p]`` = annotated relations with subject class ``s``,
-        object class ``o`` and predicate ``p`` (duplicates counted).
-    bg_matrix : numpy.ndarray
-        ``(C, C)`` int64 counts of candidate pairs by class (annotated or not).
-    """
-    num_obj_classes = len(train_data.ind_to_classes)
-    num_rel_classes = len(train_data.ind_to_predicates)
-    fg_matrix = np.zeros((num_obj_classes, num_obj_classes, num_rel_classes), dtype=np.int64)
-    bg_matrix = np.zeros((num_obj_classes, num_obj_classes), dtype=np.int64)
-    for ex_ind in range(len(train_data.gt_classes)):
-        gt_classes = train_data.gt_classes[ex_ind]
-        gt_relations = train_data.relationships[ex_ind]
-        gt_boxes = train_data.gt_boxes[ex_ind]
-        o1o2 = gt_classes[gt_relations[:, :2]]
-        np.add.at(fg_matrix, (o1o2[:, 0], o1o2[:, 1], gt_relations[:, 2]), 1)
-        pairs = np.array(box_filter(gt_boxes, must_overlap=must_overlap), dtype=int)
-        o1o2_total = gt_classes[pairs].reshape(-1, 2)
-        np.add.at(bg_matrix, (o1o2_total[:, 0], o1o2_total[:, 1]), 1)
-    return fg_matrix, bg_matrix
-
-
-def statistics_dict(train_data, must_overlap=True):
-    """SGB's statistics dict from the training split.
-
-    ``bg_matrix + 1`` becomes predicate 0 of ``fg_matrix`` and
-    ``pred_dist = log(fg / sum_p fg + 1e-3)``.
-
-    Parameters
-    ----------
-    train_data : VGDataset
-        See :func:`get_statistics`.
-    must_overlap : bool
-        See :func:`get_statistics`.
-
-    Returns
-    -------
-    dict
-        ``fg_matrix`` (int64 tensor ``(C, C, P)``, background column filled), ``pred_dist``
-        (float32 tensor ``(C, C, P)``), ``obj_classes``, ``rel_classes``, ``att_classes``
-        (lists of names, ``'__background__'`` first).
-    """
-    fg_matrix, bg_matrix = get_statistics(train_data, must_overlap=must_overlap)
-    eps = 1e-3
-    bg_matrix += 1
-    fg_matrix[:, :, 0] = bg_matrix
-    pred_dist = np.log(fg_matrix / fg_matrix.sum(2)[:, :, None] + eps)
-    return {'fg_matrix': torch.from_numpy(fg_matrix),
-            'pred_dist': torch.from_numpy(pred_dist).float(),
-            'obj_classes': list(train_data.ind_to_classes),
-            'rel_classes': list(train_data.ind_to_predicates),
-            'att_classes': list(train_data.ind_to_attributes)}
 
 
 def statistics_file(cfg):
@@ -124,8 +58,6 @@ def get_dataset_statistics(cfg, data_dir=None):
     from (path, size, mtime, ``num_val_im``) and is recomputed when they differ; it is written
     through a staged file, so an interrupted run leaves no truncated cache.
     """
-    from .build import build_dataset  # pylint: disable=import-outside-toplevel
-
     if len(cfg.DATASETS.TRAIN) != 1:
         raise ValueError('DATASETS.TRAIN must name exactly one dataset for the statistics, got '
                          '{}'.format(list(cfg.DATASETS.TRAIN)))

@@ -2,7 +2,7 @@
 
 Same arguments, defaults, splits, filters and random draws as
 ``maskrcnn_benchmark/data/datasets/visual_genome.py``; the h5 is read by
-:func:`gluontrain.data.vg.load_graphs` after :func:`gluontrain.data.checks.check_vg_files`
+:func:`gluontrain.data.vg.load_graphs` after :func:`gluontrain.data.vg_checks.check_vg_files`
 validated the three files. Fixed (see docs/faithfulness.md, "Scene-graph data"):
 
 - h5 rows and ``image_data.json`` entries are paired by position and checked to align (SGB
@@ -21,14 +21,15 @@ import numpy as np
 import torch
 from PIL import Image
 
-from ....data.checks import DatasetError, check_vg_files
+from ....data.checks import DatasetError
+from ....data.vg_checks import check_vg_files
 from ....data.images import (ImageReadError, image_problem, looks_truncated, open_image,
                              warn_size_mismatch)
 from ....data.vg import load_graphs
 from ..structures import BoxList
 
 __all__ = ['BOX_SCALE', 'VGDataset', 'load_info', 'load_image_filenames', 'box_filter',
-           'bbox_overlaps']
+           'bbox_overlaps', 'get_statistics', 'statistics_dict']
 
 BOX_SCALE = 1024  # the scale of the h5's boxes_1024
 
@@ -166,7 +167,6 @@ class VGDataset(torch.utils.data.Dataset):
         dict
             See :func:`gluontrain.torch.sgg.data.statistics.statistics_dict`.
         """
-        from .statistics import statistics_dict  # pylint: disable=import-outside-toplevel
         return statistics_dict(self.training_split())
 
     def training_split(self):
@@ -350,7 +350,7 @@ def load_image_filenames(img_dir, image_data, rows=None):
     img_dir : str
         Folder of ``<image_id>.jpg``.
     image_data : list of dict
-        Entries aligned with the h5 rows (``checks.check_vg_files``).
+        Entries aligned with the h5 rows (``vg_checks.check_vg_files``).
     rows : sequence of int, optional
         The rows to return (default all).
 
@@ -402,6 +402,74 @@ def box_filter(boxes, must_overlap=False):
     else:
         possible_boxes = np.column_stack(np.where(all_possib))
     return possible_boxes
+
+
+def get_statistics(train_data, must_overlap=True):
+    """Count subject-object-predicate triplets and candidate pairs (SGB's ``get_VG_statistics``).
+
+    Parameters
+    ----------
+    train_data : VGDataset
+        The training split as SGB builds it for statistics (``filter_duplicate_rels=False``;
+        ``VGDataset.training_split()``).
+    must_overlap : bool
+        Background pairs are the ordered pairs of boxes that intersect (exclusive edges), or
+        every ordered pair of an image where none do; all ordered pairs when False.
+
+    Returns
+    -------
+    fg_matrix : numpy.ndarray
+        ``(C, C, P)`` int64, ``fg[s, o, p]`` = annotated relations with subject class ``s``,
+        object class ``o`` and predicate ``p`` (duplicates counted).
+    bg_matrix : numpy.ndarray
+        ``(C, C)`` int64 counts of candidate pairs by class (annotated or not).
+    """
+    num_obj_classes = len(train_data.ind_to_classes)
+    num_rel_classes = len(train_data.ind_to_predicates)
+    fg_matrix = np.zeros((num_obj_classes, num_obj_classes, num_rel_classes), dtype=np.int64)
+    bg_matrix = np.zeros((num_obj_classes, num_obj_classes), dtype=np.int64)
+    for ex_ind in range(len(train_data.gt_classes)):
+        gt_classes = train_data.gt_classes[ex_ind]
+        gt_relations = train_data.relationships[ex_ind]
+        gt_boxes = train_data.gt_boxes[ex_ind]
+        o1o2 = gt_classes[gt_relations[:, :2]]
+        np.add.at(fg_matrix, (o1o2[:, 0], o1o2[:, 1], gt_relations[:, 2]), 1)
+        pairs = np.array(box_filter(gt_boxes, must_overlap=must_overlap), dtype=int)
+        o1o2_total = gt_classes[pairs].reshape(-1, 2)
+        np.add.at(bg_matrix, (o1o2_total[:, 0], o1o2_total[:, 1]), 1)
+    return fg_matrix, bg_matrix
+
+
+def statistics_dict(train_data, must_overlap=True):
+    """SGB's statistics dict from the training split.
+
+    ``bg_matrix + 1`` becomes predicate 0 of ``fg_matrix`` and
+    ``pred_dist = log(fg / sum_p fg + 1e-3)``.
+
+    Parameters
+    ----------
+    train_data : VGDataset
+        See :func:`get_statistics`.
+    must_overlap : bool
+        See :func:`get_statistics`.
+
+    Returns
+    -------
+    dict
+        ``fg_matrix`` (int64 tensor ``(C, C, P)``, background column filled), ``pred_dist``
+        (float32 tensor ``(C, C, P)``), ``obj_classes``, ``rel_classes``, ``att_classes``
+        (lists of names, ``'__background__'`` first).
+    """
+    fg_matrix, bg_matrix = get_statistics(train_data, must_overlap=must_overlap)
+    eps = 1e-3
+    bg_matrix += 1
+    fg_matrix[:, :, 0] = bg_matrix
+    pred_dist = np.log(fg_matrix / fg_matrix.sum(2)[:, :, None] + eps)
+    return {'fg_matrix': torch.from_numpy(fg_matrix),
+            'pred_dist': torch.from_numpy(pred_dist).float(),
+            'obj_classes': list(train_data.ind_to_classes),
+            'rel_classes': list(train_data.ind_to_predicates),
+            'att_classes': list(train_data.ind_to_attributes)}
 
 
 def _refuse_truncated(filenames, image_file, split):
