@@ -20,14 +20,12 @@ import mxnet as mx
 
 from ...core import checkpoint as ckpt_io
 from ...core.load_report import WeightsLoadError, check, compare, group_keys, guess_origin
+from ...core.yolo3_layout import ZOO_DATASETS as _ZOO_DATASETS
+from ...core.yolo3_layout import describe
+from ...core.yolo3_layout import describe_text as _describe_text
 
 __all__ = ['read_params', 'target_shapes', 'describe', 'compare_params', 'load_params',
            'load_base', 'sha1_of']
-
-# first convolution's output channels -> GluonCV's mobilenet multiplier
-_MOBILENET_WIDTHS = {32: '1.0', 24: '0.75', 16: '0.5', 8: '0.25'}
-_ZOO_DATASETS = {20: 'voc', 80: 'coco'}
-
 
 # ------------------------------------------------------------------ reading a file
 class _Stub:
@@ -179,50 +177,6 @@ def target_shapes(net, data_shape=64):
         # not a network of image input: unknown dimensions stay 0 (matched as wildcards)
         return shapes
     return {k: tuple(inferred.get(p.name) or shapes[k]) for k, p in params.items()}
-
-
-def _base_network(shapes, prefix):
-    first = shapes.get(prefix + '0.0.weight')
-    if first is not None and len(first) == 4 and first[1] == 3:
-        return 'darknet53'
-    first = shapes.get(prefix + '0.weight')
-    if first is not None and len(first) == 4 and first[1] == 3:
-        width = _MOBILENET_WIDTHS.get(first[0])
-        return 'mobilenet' + width if width else None
-    return None
-
-
-def describe(shapes):
-    """What a ``{key: shape}`` set is: ``(base, classes)`` of a GluonCV YOLOv3, ``(base,
-    None)`` of a GluonCV ImageNet classifier (``features.*``, ``output.*``), else ``None``.
-
-    Parameters
-    ----------
-    shapes : dict
-
-    Returns
-    -------
-    tuple or None
-        E.g. ``('darknet53', 20)``; ``base`` is ``None`` when unknown.
-    """
-    pred = shapes.get('yolo_outputs.0.prediction.bias')
-    if pred is not None and len(pred) == 1 and pred[0] % 3 == 0:
-        return _base_network(shapes, 'stages.0.'), pred[0] // 3 - 5
-    if 'output.weight' in shapes:
-        base = _base_network(shapes, 'features.')
-        if base:
-            return base, None
-    return None
-
-
-def _describe_text(found, origin='GluonCV '):
-    base, classes = found
-    if classes is None:
-        return ('a {}{} ImageNet classifier (features.*, output.*: the base a YOLOv3 starts '
-                'from, not a detector)'.format(origin, base))
-    name = 'yolo3_{}_{}'.format(base or '?', _ZOO_DATASETS.get(classes, 'custom'))
-    return 'a {}YOLOv3 {} with {} classes (as {})'.format(origin, base or 'of unknown base',
-                                                         classes, name)
 
 
 def _counts(report):

@@ -6,7 +6,7 @@
   seamseg's ``(y0, x0, y1, x1)`` both work.
 - :mod:`.nms` -- exact greedy NMS (block-vectorised), per-group :func:`batched_nms`
   (``>`` or ``>=`` suppression, ssd.pytorch's or seamseg's IoU rounding), ssd.pytorch's
-  :func:`ssd_nms` / :func:`batched_ssd_nms`.
+  :func:`ssd_nms` / :func:`batched_ssd_nms`, MXNet's :func:`box_nms`.
 - :mod:`.roi` -- seamseg's :func:`roi_sampling`, maskrcnn-benchmark's :func:`roi_align`,
   :func:`fpn_levels` and their multi-level poolers.
 - :mod:`.anchors` -- seamseg's anchors (:func:`base_anchors`, :func:`grid_anchors`,
@@ -20,13 +20,13 @@ from .boxes import (ENCODE_EPS, SCALE_CLIP, box_area, box_intersection, box_ioa,
 from .losses import smooth_l1
 from .matching import (NEGATIVE, VOID, match_anchors, match_proposals, sample_proposals,
                        subsample_anchors)
-from .nms import batched_nms, batched_ssd_nms, nms, ssd_nms
+from .nms import batched_nms, batched_ssd_nms, box_nms, nms, ssd_nms
 from .roi import (fpn_levels, multilevel_roi_align, multilevel_roi_sampling, roi_align,
                   roi_sampling)
 
 __all__ = ['ENCODE_EPS', 'SCALE_CLIP', 'box_area', 'box_intersection', 'box_ioa', 'box_iou',
            'center_to_corners', 'corners_to_center', 'decode', 'encode',
-           'nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms',
+           'nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms',
            'roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align',
            'base_anchors', 'grid_anchors', 'fpn_anchors',

@@ -20,6 +20,10 @@ reference's own loop:
 - ``'seamseg'`` (seamseg's ``src/nms/nms_cpu.cpp``): areas ``max(w, 0) * max(h, 0)``,
   ``inter / ((area_i + area_j) - inter)``; a NaN IoU does not suppress (``nan >= thr`` is
   false). seamseg suppresses at ``IoU >= thr``: pass ``suppress_equal=True``.
+- ``'mxnet'`` (MXNet's ``contrib.box_nms``, ``nms_impl`` of ``bounding_box-common.h``): the
+  same arithmetic as ``'seamseg'`` (areas ``0`` when a side is negative, ``inter / ((area_ref
+  + area_pos) - inter)``, a NaN IoU does not suppress), suppression at ``IoU > thr``.
+  :func:`box_nms` is the whole operator on top of it.
 
 :func:`batched_nms` runs NMS per class (or per image x class) in one pass: pairs of
 different groups never suppress each other, which is exactly a loop of per-group NMS (the
@@ -31,15 +35,17 @@ import torch
 
 from .boxes import box_area, box_intersection
 
-__all__ = ['nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms']
+__all__ = ['nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms']
 
-_REFERENCES = ('ssd', 'seamseg')
+_REFERENCES = ('ssd', 'seamseg', 'mxnet')
+# references whose IoU is seamseg's rounding (clamped areas, NaN never suppresses)
+_UNION_FIRST = ('seamseg', 'mxnet')
 
 
 def _pairwise_iou(box_a, box_b, plus_one=False, reference='ssd'):
     """IoU of ``box_a[..., i]`` (the higher-scoring box) with ``box_b[..., j]``: ``(..., A, B)``."""
     inter = box_intersection(box_a, box_b, plus_one)
-    if reference == 'seamseg':
+    if reference in _UNION_FIRST:
         union = torch.add(_clamped_area(box_a, plus_one)[..., :, None],
                           _clamped_area(box_b, plus_one)[..., None, :])
         return inter.div_(union.sub_(inter))
@@ -54,7 +60,7 @@ def _clamped_area(boxes, plus_one):
 
 
 def _suppresses(iou, threshold, suppress_equal, reference='ssd'):
-    if reference == 'seamseg':  # a NaN IoU compares false: no suppression, as the C++ loop
+    if reference in _UNION_FIRST:  # a NaN IoU compares false: no suppression, as the C++ loop
         return torch.ge(iou, threshold) if suppress_equal else torch.gt(iou, threshold)
     # Written as "not below" so that a NaN IoU (two zero-area boxes: 0 / 0) suppresses, as in
     # ssd.pytorch, which keeps only candidates with ``IoU.le(overlap)``.
@@ -163,7 +169,7 @@ def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one
         Candidates resolved together; only speed and memory depend on it.
     max_output : int, optional
         Keep at most this many boxes (seamseg's ``n_max``; the greedy pass stops there).
-    reference : {'ssd', 'seamseg'}, default 'ssd'
+    reference : {'ssd', 'seamseg', 'mxnet'}, default 'ssd'
         IoU rounding and NaN rule of that reference's loop (module docstring).
 
     Returns
@@ -176,7 +182,7 @@ def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one
 
 
 def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus_one=False,
-                block_size=512, max_output=None, reference='ssd'):
+                block_size=512, max_output=None, reference='ssd', top_k=None):
     """Exact greedy NMS within each group (class, or image x class) in one pass.
 
     Equal to running :func:`nms` on every group and merging the kept boxes by descending
@@ -199,13 +205,16 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
     max_output : int, optional
         Keep at most this many boxes over all groups, the highest-scoring ones (seamseg's
         "top 100" after class-wise NMS).
+    top_k : int, optional
+        Only the ``top_k`` highest-scoring boxes over all groups are candidates (MXNet's
+        ``box_nms`` ``topk``: one sort of every class's boxes, then per-class suppression).
 
     Returns
     -------
     torch.Tensor
         int64 indices of the kept boxes, by descending score (empty for empty input).
     """
-    return _nms_by_score(boxes, scores, groups.long(), iou_threshold, None, suppress_equal,
+    return _nms_by_score(boxes, scores, groups.long(), iou_threshold, top_k, suppress_equal,
                          plus_one, block_size, max_output, reference)
 
 
@@ -291,3 +300,56 @@ def batched_ssd_nms(boxes, scores, valid, overlap=0.5, top_k=200, chunk=256):
         iou = _pairwise_iou(flat_cand[sl], flat_cand[sl])
         keep[sl] = _greedy_resolve(_suppresses(iou, overlap, False), flat_alive[sl])
     return order, keep.view(alive.shape), cand
+
+
+def box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_start=2, score_index=1,
+            id_index=-1, force_suppress=False, background_id=-1):
+    """MXNet's ``contrib.box_nms`` (corner boxes, CPU semantics of MXNet 1.x).
+
+    Per batch entry: rows with ``score > valid_thresh`` (and, with ``id_index >= 0``, an id
+    other than ``background_id``) are sorted by descending score (stable: equal scores keep
+    their row order, as MXNet's ``std::stable_sort``); the first ``topk`` of them go through
+    greedy NMS (``IoU > overlap_thresh`` suppresses, only within a class unless
+    ``force_suppress`` or ``id_index < 0``; class ids compared as ``int``); the survivors are
+    written first, in that order, and every other row is ``-1``. ``topk == 0`` returns the
+    input unchanged, as MXNet does.
+
+    Parameters
+    ----------
+    data : torch.Tensor
+        ``(..., N, K)`` rows; leading dimensions are batch entries.
+    overlap_thresh, valid_thresh : float
+    topk : int, default -1
+        Candidates per batch entry (-1: all).
+    coord_start, score_index, id_index : int
+        Columns of ``x1`` (then ``y1, x2, y2``), of the score and of the class id (-1: none).
+    force_suppress : bool
+        Suppress across classes.
+    background_id : int, default -1
+        Rows of this id are dropped before NMS (with ``id_index >= 0``).
+
+    Returns
+    -------
+    torch.Tensor
+        Same shape and dtype as ``data``.
+    """
+    num_elem = data.shape[-2]
+    k = num_elem if topk < 0 else min(num_elem, topk)
+    if k < 1:
+        return data.clone()
+    rows = data.reshape(-1, num_elem, data.shape[-1])
+    out = torch.full_like(rows, -1)
+    for b in range(rows.shape[0]):
+        scores = rows[b, :, score_index]
+        valid = scores > valid_thresh
+        if id_index >= 0:
+            valid &= rows[b, :, id_index] != background_id
+        idx = valid.nonzero()[:, 0]
+        boxes = rows[b, idx, coord_start:coord_start + 4]
+        if id_index >= 0 and not force_suppress:
+            kept = batched_nms(boxes, scores[idx], rows[b, idx, id_index].long(),
+                               overlap_thresh, reference='mxnet', top_k=k)
+        else:
+            kept = nms(boxes, scores[idx], overlap_thresh, top_k=k, reference='mxnet')
+        out[b, :kept.numel()] = rows[b, idx[kept]]
+    return out.reshape(data.shape)

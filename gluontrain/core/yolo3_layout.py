@@ -1,0 +1,71 @@
+"""What a GluonCV YOLOv3 ``.params`` layout is, from its names and shapes alone (numpy only).
+
+Shared by the MXNet and the PyTorch YOLOv3 loaders, which both name a file that does not fit
+("it looks like a GluonCV YOLOv3 darknet53 with 80 classes") instead of listing keys.
+Names are ``save_parameters``' (``stages.0.0.weight``, ``yolo_outputs.0.prediction.bias``).
+"""
+
+__all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text']
+
+#: first convolution's output channels -> GluonCV's mobilenet multiplier
+MOBILENET_WIDTHS = {32: '1.0', 24: '0.75', 16: '0.5', 8: '0.25'}
+#: class count -> the zoo dataset of that many classes
+ZOO_DATASETS = {20: 'voc', 80: 'coco'}
+
+
+def _base_network(shapes, prefix):
+    first = shapes.get(prefix + '0.0.weight')
+    if first is not None and len(first) == 4 and first[1] == 3:
+        return 'darknet53'
+    first = shapes.get(prefix + '0.weight')
+    if first is not None and len(first) == 4 and first[1] == 3:
+        width = MOBILENET_WIDTHS.get(first[0])
+        return 'mobilenet' + width if width else None
+    return None
+
+
+def describe(shapes):
+    """What a ``{key: shape}`` set is: ``(base, classes)`` of a GluonCV YOLOv3, ``(base,
+    None)`` of a GluonCV ImageNet classifier (``features.*``, ``output.*``), else ``None``.
+
+    Parameters
+    ----------
+    shapes : dict
+
+    Returns
+    -------
+    tuple or None
+        E.g. ``('darknet53', 20)``; ``base`` is ``None`` when unknown.
+    """
+    pred = shapes.get('yolo_outputs.0.prediction.bias')
+    if pred is not None and len(pred) == 1 and pred[0] % 3 == 0:
+        return _base_network(shapes, 'stages.0.'), pred[0] // 3 - 5
+    if 'output.weight' in shapes:
+        base = _base_network(shapes, 'features.')
+        if base:
+            return base, None
+    return None
+
+
+def describe_text(found, origin='GluonCV '):
+    """Words for a :func:`describe` result: ``'a GluonCV YOLOv3 darknet53 with 20 classes (as
+    yolo3_darknet53_voc)'`` or ``'a GluonCV mobilenet1.0 ImageNet classifier (...)'``.
+
+    Parameters
+    ----------
+    found : tuple
+        ``(base, classes)``.
+    origin : str
+        Prefix of the kind (``''`` for the network being loaded).
+
+    Returns
+    -------
+    str
+    """
+    base, classes = found
+    if classes is None:
+        return ('a {}{} ImageNet classifier (features.*, output.*: the base a YOLOv3 starts '
+                'from, not a detector)'.format(origin, base))
+    name = 'yolo3_{}_{}'.format(base or '?', ZOO_DATASETS.get(classes, 'custom'))
+    return 'a {}YOLOv3 {} with {} classes (as {})'.format(origin, base or 'of unknown base',
+                                                         classes, name)

@@ -1,0 +1,356 @@
+"""GluonCV's YOLOv3 in PyTorch: the same layers, the same parameter layout, the same outputs.
+
+The modules mirror gluoncv's ``model_zoo/yolo`` (``darknet.py``, ``yolo3.py``) and
+``model_zoo/mobilenet.py`` block for block, so that a state_dict key is gluoncv's
+``save_parameters`` name with BatchNorm's ``gamma`` / ``beta`` spelled ``weight`` / ``bias``
+(:mod:`.weights`): ``stages.0.2.body.1.0.weight``, ``yolo_outputs.0.anchors``... The
+ImageNet bases are cut into three stages where gluoncv cuts them (darknet53
+``features[:15] / [15:24] / [24:]``, mobilenet ``[:33] / [33:69] / [69:-2]``).
+
+BatchNorm is Gluon's: ``epsilon=1e-5``, ``momentum=0.9`` (Gluon's ``running = m * running +
+(1 - m) * batch``, which is PyTorch's ``momentum=0.1``). Inference decodes each head as
+``YOLOOutputV3`` does and runs MXNet's ``box_nms`` (:func:`gluontrain.torch.ops.box_nms`)
+with the network's ``nms_thresh`` / ``nms_topk`` / ``post_nms``, ``valid_thresh=0.01``,
+per class.
+"""
+import collections
+
+import numpy as np
+import torch
+from torch import nn
+
+from ...data.classes import VOC_CLASSES
+from ...data.coco import COCO_CATEGORIES
+from ..ops import box_nms
+
+__all__ = ['YOLOV3', 'YOLODetectionBlockV3', 'YOLOOutputV3', 'DarknetBasicBlockV3',
+           'darknet53_features', 'mobilenet_features', 'get_yolov3', 'build_yolov3',
+           'NETWORKS', 'VOC_CLASSES', 'COCO_CLASSES', 'ANCHORS', 'STRIDES', 'BN_EPS', 'BN_MOMENTUM',
+           'TrainOutputs']
+
+#: Gluon's BatchNorm defaults as GluonCV uses them (momentum 0.9 in Gluon's convention)
+BN_EPS, BN_MOMENTUM = 1e-5, 0.1
+#: GluonCV's YOLOv3 anchors (shallow to deep) and strides
+ANCHORS = ((10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119), (116, 90, 156, 198, 373, 326))
+STRIDES = (8, 16, 32)
+#: COCO's 80 classes in GluonCV's order (``COCODetection.CLASSES``: by category id)
+COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
+
+
+def _bn(channels):
+    return nn.BatchNorm2d(channels, eps=BN_EPS, momentum=BN_MOMENTUM)
+
+
+def conv_bn_leaky(in_channels, channels, kernel, padding, stride):
+    """GluonCV darknet's ``_conv2d`` cell: conv (no bias), BatchNorm, LeakyReLU(0.1)."""
+    return nn.Sequential(nn.Conv2d(in_channels, channels, kernel, stride, padding, bias=False),
+                         _bn(channels), nn.LeakyReLU(0.1))
+
+
+class DarknetBasicBlockV3(nn.Module):
+    """1x1 reduce to ``channel``, 3x3 back to ``2 * channel``, plus the input."""
+
+    def __init__(self, channel):
+        super().__init__()
+        self.body = nn.Sequential(conv_bn_leaky(channel * 2, channel, 1, 0, 1),
+                                  conv_bn_leaky(channel, channel * 2, 3, 1, 1))
+
+    def forward(self, x):  # pylint: disable=missing-function-docstring
+        return self.body(x) + x
+
+
+def darknet53_features():
+    """GluonCV's ``DarknetV3`` ``features`` for 53 layers, as a list of modules (and the
+    output channels of each)."""
+    layers, channels = (1, 2, 8, 8, 4), (32, 64, 128, 256, 512, 1024)
+    mods, outs = [conv_bn_leaky(3, channels[0], 3, 1, 1)], [channels[0]]
+    for count, channel, previous in zip(layers, channels[1:], channels):
+        mods.append(conv_bn_leaky(previous, channel, 3, 1, 2))  # stride-2 downsample
+        outs.append(channel)
+        for _ in range(count):
+            mods.append(DarknetBasicBlockV3(channel // 2))
+            outs.append(channel)
+    return mods, outs
+
+
+def _conv_bn_relu(mods, outs, in_channels, channels, kernel=1, stride=1, pad=0, groups=1):
+    # GluonCV mobilenet's _add_conv: three entries of `features` (conv, bn, relu)
+    mods += [nn.Conv2d(in_channels, channels, kernel, stride, pad, groups=groups, bias=False),
+             _bn(channels), nn.ReLU()]
+    outs += [channels] * 3
+
+
+def mobilenet_features(multiplier):
+    """GluonCV's ``MobileNet(multiplier)`` ``features`` without the pooling and flatten."""
+    mods, outs = [], []
+    _conv_bn_relu(mods, outs, 3, int(32 * multiplier), 3, 2, 1)
+    dw_channels = [int(x * multiplier) for x in [32, 64] + [128] * 2 + [256] * 2 + [512] * 6
+                   + [1024]]
+    channels = [int(x * multiplier) for x in [64] + [128] * 2 + [256] * 2 + [512] * 6
+                + [1024] * 2]
+    strides = [1, 2] * 3 + [1] * 5 + [2, 1]
+    for dwc, c, s in zip(dw_channels, channels, strides):
+        _conv_bn_relu(mods, outs, dwc, dwc, 3, s, 1, groups=dwc)
+        _conv_bn_relu(mods, outs, dwc, c)
+    return mods, outs
+
+
+#: base network -> (features builder, stage cut points, detection block widths deep first),
+#: as gluoncv's ``yolo3_<network>_*`` functions build them
+NETWORKS = {
+    'darknet53': (darknet53_features, (15, 24), (512, 256, 128)),
+    'mobilenet1.0': (lambda: mobilenet_features(1.0), (33, 69), (512, 256, 128)),
+    'mobilenet0.25': (lambda: mobilenet_features(0.25), (33, 69), (256, 128, 128)),
+}
+
+
+class YOLODetectionBlockV3(nn.Module):
+    """Five alternating 1x1 / 3x3 cells (``body``, the route) and a 3x3 ``tip``."""
+
+    def __init__(self, in_channels, channel):
+        super().__init__()
+        cells, previous = [], in_channels
+        for _ in range(2):
+            cells += [conv_bn_leaky(previous, channel, 1, 0, 1),
+                      conv_bn_leaky(channel, channel * 2, 3, 1, 1)]
+            previous = channel * 2
+        cells.append(conv_bn_leaky(previous, channel, 1, 0, 1))
+        self.body = nn.Sequential(*cells)
+        self.tip = conv_bn_leaky(channel, channel * 2, 3, 1, 1)
+
+    def forward(self, x):  # pylint: disable=missing-function-docstring
+        route = self.body(x)
+        return route, self.tip(route)
+
+
+class YOLOOutputV3(nn.Module):
+    """One head: a 1x1 prediction conv, its anchors and the grid offsets (both saved, as in
+    GluonCV: ``anchors`` ``(1, 1, A, 2)``, ``offsets`` ``(1, 1, 128, 128, 2)`` of ``(x, y)``)."""
+
+    def __init__(self, in_channels, num_class, anchors, stride, alloc_size=(128, 128)):
+        super().__init__()
+        anchors = np.asarray(anchors, dtype=np.float32).reshape(1, 1, -1, 2)
+        self.num_class, self.stride = num_class, stride
+        self.num_pred, self.num_anchors = 5 + num_class, anchors.shape[2]
+        self.register_buffer('anchors', torch.from_numpy(anchors))
+        grid_x, grid_y = np.meshgrid(np.arange(alloc_size[1]), np.arange(alloc_size[0]))
+        offsets = np.stack([grid_x, grid_y], -1)[None, None].astype(np.float32)
+        self.register_buffer('offsets', torch.from_numpy(offsets))
+        self.prediction = nn.Conv2d(in_channels, self.num_pred * self.num_anchors, 1)
+
+    def decode(self, pred):
+        """GluonCV's decoding of one head's prediction map ``(B, A * (5 + C), H, W)``.
+
+        Returns
+        -------
+        dict
+            ``bbox`` ``(B, H*W, A, 4)`` corner boxes in input pixels, ``raw_centers``,
+            ``raw_scales`` ``(B, H*W, A, 2)``, ``objness`` ``(B, H*W, A, 1)``,
+            ``class_pred`` ``(B, H*W, A, C)`` (logits), ``class_score`` (sigmoid(class) x
+            sigmoid(objectness)), ``offsets`` ``(1, H*W, 1, 2)``.
+        """
+        b, _, h, w = pred.shape
+        pred = pred.reshape(b, self.num_pred * self.num_anchors, h * w).transpose(1, 2)
+        pred = pred.reshape(b, h * w, self.num_anchors, self.num_pred)
+        raw_centers, raw_scales = pred[..., 0:2], pred[..., 2:4]
+        objness, class_pred = pred[..., 4:5], pred[..., 5:]
+        offsets = self.offsets[:, :, :h, :w, :].reshape(1, -1, 1, 2)
+        centers = (torch.sigmoid(raw_centers) + offsets) * self.stride
+        scales = torch.exp(raw_scales) * self.anchors
+        class_score = torch.sigmoid(class_pred) * torch.sigmoid(objness)
+        wh = scales / 2.0
+        bbox = torch.cat([centers - wh, centers + wh], dim=-1)
+        return {'bbox': bbox, 'raw_centers': raw_centers, 'raw_scales': raw_scales,
+                'objness': objness, 'class_pred': class_pred, 'class_score': class_score,
+                'offsets': offsets}
+
+    def detections(self, decoded):
+        """``(B, C * H*W * A, 6)`` rows ``(class id, score, x1, y1, x2, y2)`` in GluonCV's order
+        (class-major, then cell, then anchor), which decides ``box_nms``'s tie order."""
+        bbox, score = decoded['bbox'], decoded['class_score']
+        b, cells, anchors, classes = score.shape
+        ids = torch.arange(classes, dtype=score.dtype, device=score.device)
+        ids = ids.reshape(1, classes, 1, 1, 1).expand(b, classes, cells, anchors, 1)
+        scores = score.permute(0, 3, 1, 2)[..., None]
+        boxes = bbox[:, None].expand(b, classes, cells, anchors, 4)
+        return torch.cat([ids, scores, boxes], dim=-1).reshape(b, -1, 6)
+
+    def forward(self, x):  # pylint: disable=missing-function-docstring
+        return self.prediction(x)
+
+
+#: what the network returns in training mode: per anchor, over the three heads (deep first)
+TrainOutputs = collections.namedtuple(
+    'TrainOutputs', ['box_preds', 'raw_centers', 'raw_scales', 'objness', 'class_pred',
+                     'anchors', 'offsets', 'feat_sizes'])
+
+
+def _upsample(x, stride=2):
+    # GluonCV repeats each pixel along width then height
+    return x.repeat_interleave(stride, dim=-1).repeat_interleave(stride, dim=-2)
+
+
+class YOLOV3(nn.Module):
+    """GluonCV's ``YOLOV3``: staged base, detection blocks, transitions, outputs.
+
+    Parameters
+    ----------
+    stages : list of nn.Module
+        The base network cut in three (shallow to deep).
+    stage_channels : list of int
+        Output channels of each stage.
+    channels : sequence of int
+        Detection block widths, deep first (GluonCV's ``[512, 256, 128]``).
+    anchors : sequence
+        Anchors of each scale, shallow first (reversed, as in GluonCV).
+    strides : sequence of int
+        Shallow first.
+    classes : sequence of str
+    nms_thresh, nms_topk, post_nms
+        As GluonCV's ``set_nms`` (defaults 0.45, 400, 100).
+    """
+
+    def __init__(self, stages, stage_channels, channels, anchors, strides, classes,
+                 nms_thresh=0.45, nms_topk=400, post_nms=100):
+        super().__init__()
+        self.classes = list(classes)
+        self.nms_thresh, self.nms_topk, self.post_nms = nms_thresh, nms_topk, post_nms
+        self.stages = nn.ModuleList(stages)
+        self.transitions = nn.ModuleList()
+        self.yolo_blocks = nn.ModuleList()
+        self.yolo_outputs = nn.ModuleList()
+        routes = stage_channels[::-1]
+        in_channels = routes[0]
+        for i, (channel, anchor, stride) in enumerate(zip(channels, anchors[::-1],
+                                                          strides[::-1])):
+            self.yolo_blocks.append(YOLODetectionBlockV3(in_channels, channel))
+            self.yolo_outputs.append(YOLOOutputV3(channel * 2, len(self.classes), anchor,
+                                                  stride))
+            if i > 0:
+                self.transitions.append(conv_bn_leaky(channels[i - 1], channel, 1, 0, 1))
+            if i + 1 < len(channels):
+                in_channels = channels[i + 1] + routes[i + 1]
+
+    @property
+    def num_class(self):
+        """Number of (foreground) classes."""
+        return len(self.classes)
+
+    def set_nms(self, nms_thresh=0.45, nms_topk=400, post_nms=100):
+        """GluonCV's ``set_nms``: a threshold outside (0, 1) disables NMS (every row is
+        returned), ``post_nms <= 0`` keeps every row NMS leaves."""
+        self.nms_thresh, self.nms_topk, self.post_nms = nms_thresh, nms_topk, post_nms
+
+    def predictions(self, x):
+        """The prediction maps of the three heads, deep first: ``[(B, A * (5 + C), H, W)]``."""
+        routes = []
+        for stage in self.stages:
+            x = stage(x)
+            routes.append(x)
+        preds = []
+        for i, (block, output) in enumerate(zip(self.yolo_blocks, self.yolo_outputs)):
+            x, tip = block(x)
+            preds.append(output(tip))
+            if i >= len(routes) - 1:
+                break
+            x = _upsample(self.transitions[i](x))
+            route = routes[::-1][i + 1]
+            x = torch.cat([x[:, :, :route.shape[2], :route.shape[3]], route], dim=1)
+        return preds
+
+    def detections(self, x):
+        """All decoded rows ``(B, N, 6)`` before NMS (GluonCV's ``result`` before ``box_nms``)."""
+        preds = self.predictions(x)
+        return torch.cat([out.detections(out.decode(p))
+                          for out, p in zip(self.yolo_outputs, preds)], dim=1)
+
+    def nms(self, result):
+        """GluonCV's post-processing of ``detections``: ``(ids, scores, bboxes)``."""
+        if 0 < self.nms_thresh < 1:
+            result = box_nms(result, overlap_thresh=self.nms_thresh, valid_thresh=0.01,
+                             topk=self.nms_topk, id_index=0, score_index=1, coord_start=2,
+                             force_suppress=False)
+            if self.post_nms > 0:
+                result = result[:, :self.post_nms]
+        return result[..., 0:1], result[..., 1:2], result[..., 2:]
+
+    def train_outputs(self, x):
+        """What GluonCV's network returns in training mode outside ``autograd.record`` (the
+        input of its target generator), each concatenated over the heads, deep first."""
+        preds = self.predictions(x)
+        parts = collections.defaultdict(list)
+        for out, p in zip(self.yolo_outputs, preds):
+            dec = out.decode(p)
+            b = p.shape[0]
+            parts['box_preds'].append(dec['bbox'].reshape(b, -1, 4))
+            for key in ('raw_centers', 'raw_scales', 'objness', 'class_pred'):
+                parts[key].append(dec[key].reshape(b, -1, dec[key].shape[-1]))
+            parts['anchors'].append(out.anchors)
+            parts['offsets'].append(dec['offsets'])
+            parts['feat_sizes'].append(tuple(p.shape[2:]))
+        cat = {k: torch.cat(parts[k], dim=1) for k in ('box_preds', 'raw_centers', 'raw_scales',
+                                                        'objness', 'class_pred')}
+        return TrainOutputs(anchors=parts['anchors'], offsets=parts['offsets'],
+                            feat_sizes=parts['feat_sizes'], **cat)
+
+    def forward(self, x):
+        """Eval mode: ``(ids, scores, bboxes)`` as GluonCV's; training mode:
+        :class:`TrainOutputs` (the loss comes with the recipe)."""
+        if self.training:
+            return self.train_outputs(x)
+        return self.nms(self.detections(x))
+
+
+def build_yolov3(network, classes, **kwargs):
+    """GluonCV's ``yolo3_<network>_*`` for ``classes`` (random initialisation of PyTorch).
+
+    Parameters
+    ----------
+    network : {'darknet53', 'mobilenet1.0', 'mobilenet0.25'}
+    classes : sequence of str
+    **kwargs
+        ``nms_thresh``, ``nms_topk``, ``post_nms``.
+
+    Returns
+    -------
+    YOLOV3
+    """
+    if network not in NETWORKS:
+        raise ValueError('unknown YOLOv3 network {!r}; choose one of {}'.format(
+            network, ', '.join(NETWORKS)))
+    features, cuts, channels = NETWORKS[network]
+    mods, outs = features()
+    bounds = (0,) + cuts + (len(mods),)
+    stages = [nn.Sequential(*mods[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return YOLOV3(stages, [outs[b - 1] for b in bounds[1:]], channels, ANCHORS, STRIDES,
+                  classes, **kwargs)
+
+
+def get_yolov3(name, classes=None, **kwargs):
+    """A zoo name (``'yolo3_darknet53_voc'``, ``'yolo3_mobilenet0.25_custom'``...) as
+    ``gluoncv.model_zoo.get_model(name, pretrained=False, pretrained_base=False)`` builds it.
+
+    Parameters
+    ----------
+    name : str
+    classes : sequence of str, optional
+        Required for ``_custom``; default VOC's / COCO's for ``_voc`` / ``_coco``.
+    **kwargs
+        ``nms_thresh``, ``nms_topk``, ``post_nms``.
+
+    Returns
+    -------
+    YOLOV3
+    """
+    parts = name.split('_')
+    if len(parts) != 3 or parts[0] != 'yolo3':
+        raise ValueError('{!r} is not a YOLOv3 zoo name (yolo3_<network>_<voc|custom>)'
+                         .format(name))
+    dataset = parts[2]
+    defaults = {'voc': VOC_CLASSES, 'coco': COCO_CLASSES}
+    if classes is None and dataset in defaults:
+        classes = defaults[dataset]
+    elif classes is None or dataset not in ('custom',) + tuple(defaults):
+        raise ValueError('{}: pass classes= (the zoo network of dataset {!r} is not built '
+                         'here)'.format(name, dataset))
+    return build_yolov3(parts[1], classes, **kwargs)
