@@ -1,8 +1,9 @@
 """Per-group NMS against a per-class loop, and seamseg's NMS against its C++ loop written out."""
+import numpy as np
 import pytest
 import torch
 
-from gluontrain.torch.ops import batched_nms, nms
+from gluontrain.torch.ops import batched_nms, box_nms, nms
 
 
 def seamseg_nms_loop(boxes, scores, thr, n_max=-1):
@@ -102,3 +103,49 @@ def test_seamseg_suppresses_at_equal_iou_and_keeps_empty_pairs():
 def test_unknown_reference_is_refused():
     with pytest.raises(ValueError, match='reference'):
         nms(torch.zeros(1, 4), torch.ones(1), 0.5, reference='torchvision')
+
+
+# ------------------------------------------------------------------ MXNet's box_nms
+def _rows(*rows):
+    return torch.tensor([list(r) for r in rows], dtype=torch.float32)[None]
+
+
+def test_box_nms_hand_computed_per_class_topk_and_padding():
+    """Rows (id, score, x1, y1, x2, y2). IoU of boxes 0 and 1 is 50/150 = 1/3."""
+    data = _rows((0, .9, 0, 0, 10, 10), (0, .8, 5, 0, 15, 10), (1, .7, 0, 0, 10, 10),
+                 (0, .005, 0, 0, 1, 1), (0, .8, 20, 20, 30, 30))
+    out = box_nms(data, overlap_thresh=0.3, valid_thresh=0.01, topk=-1, id_index=0)
+    # row 1 suppressed by row 0 (same class, 1/3 > 0.3); row 2 is another class; row 3 is
+    # below valid_thresh; equal scores .8 keep their row order (row 1 before row 4)
+    expect = _rows((0, .9, 0, 0, 10, 10), (0, .8, 20, 20, 30, 30), (1, .7, 0, 0, 10, 10),
+                   (-1,) * 6, (-1,) * 6)
+    torch.testing.assert_close(out, expect)
+    # IoU exactly 1/3 at threshold 1/3 (as float32) is kept: suppression is strictly above
+    kept = box_nms(data, overlap_thresh=1 / 3, valid_thresh=0.01, id_index=0)
+    assert kept[0, :4, 1].tolist() == pytest.approx([.9, .8, .8, .7])
+    # force_suppress: the class-1 box goes too; topk 2 keeps only the two best candidates
+    forced = box_nms(data, 0.3, 0.01, id_index=0, force_suppress=True)
+    assert forced[0, :, 1].tolist() == pytest.approx([.9, .8, -1, -1, -1])
+    top2 = box_nms(data, 0.3, 0.01, topk=2, id_index=0)
+    assert top2[0, :, 1].tolist() == pytest.approx([.9, -1, -1, -1, -1])
+    assert torch.equal(box_nms(data, 0.3, 0.01, topk=0, id_index=0), data)  # MXNet: as is
+
+
+def test_box_nms_equals_mxnet_on_random_rows_with_ties():
+    mx = pytest.importorskip('mxnet')
+    rng = np.random.RandomState(0)
+    for trial in range(60):
+        n = rng.randint(1, 50)
+        ids = rng.randint(0, 3, n).astype('f4')
+        scores = (rng.choice([0.005, 0.2, 0.5, 0.9], n) if trial % 2 else rng.rand(n)).astype('f4')
+        xy = rng.randint(0, 20, (n, 2)).astype('f4')
+        wh = rng.randint(-2, 15, (n, 2)).astype('f4')
+        data = np.concatenate([ids[:, None], scores[:, None], xy, xy + wh], 1)[None]
+        for force in (False, True):
+            for topk in (-1, 5):
+                thr = (0.3, 0.5, 1 / 3)[trial % 3]
+                ref = mx.nd.contrib.box_nms(
+                    mx.nd.array(data), overlap_thresh=thr, valid_thresh=0.01, topk=topk,
+                    id_index=0, score_index=1, coord_start=2, force_suppress=force).asnumpy()
+                got = box_nms(torch.from_numpy(data), thr, 0.01, topk, 2, 1, 0, force)
+                np.testing.assert_array_equal(got.numpy(), ref)

@@ -154,6 +154,7 @@ def test_gluon_arrays_are_the_state_without_num_batches_tracked(small_file):
 
 
 # ------------------------------------------------------------------ into GluonCV itself
+@pytest.mark.slow
 @needs_gluoncv
 def test_live_round_trip_torch_params_load_into_gluoncv_with_the_same_outputs(small_file):
     from fixtures.make_yolo3_torch_fixtures import run_gluoncv  # pylint: disable=import-outside-toplevel
