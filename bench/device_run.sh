@@ -11,8 +11,9 @@ mkdir -p "$OUT"
 exec > >(tee "$OUT/device_run.log") 2>&1
 export PYTHONPATH=$PWD
 if ls .whl/*.whl > /dev/null 2>&1; then
+    site=$(mktemp -d)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+        --target "$site" .whl/*.whl && export PYTHONPATH=$site:$PWD
 fi
 nvidia-smi
 python3 - <<'PY'

@@ -325,8 +325,10 @@ def markdown(results):
     if tests:
         lines += ['', 'Tests with CUDA branches ({}): {} (exit {}, {:.0f}s)'.format(
             ', '.join(tests['files']), tests['summary'], tests['rc'], tests['seconds'])]
-    lines += ['', 'Sections: ' + '; '.join('{} {}'.format(k, v.splitlines()[0])
-                                          for k, v in results.get('sections', {}).items()),
+    lines += ['', 'Sections: ' + '; '.join(
+        '{} {}'.format(k, v if v.startswith('ok') or not v.strip() else
+                       'FAILED: ' + v.strip().splitlines()[-1])
+        for k, v in results.get('sections', {}).items()),
               'Total wall time {:.0f}s.'.format(results.get('elapsed_s', 0)), '']
     return '\n'.join(lines)
 
