@@ -20,9 +20,15 @@ def free_port():
 
 
 def dist_env(**extra):
-    """``os.environ`` with one OpenMP thread, ``extra`` added and the distributed variables of
-    any outer job removed."""
-    env = dict(os.environ, OMP_NUM_THREADS='1', **extra)
+    """``os.environ`` with one OpenMP thread, no GPU, ``extra`` added and the distributed
+    variables of any outer job removed.
+
+    The multi-process tests are written for gloo on the CPU (what CI has): on a machine with
+    one GPU, ``init_distributed`` would bind rank 1 to a ``cuda:1`` that does not exist and
+    refuse it (measured on a lent H100), so the GPU is hidden unless ``extra`` says otherwise.
+    """
+    env = dict(os.environ, OMP_NUM_THREADS='1', CUDA_VISIBLE_DEVICES='')
+    env.update(extra)
     for name in DIST_VARIABLES:
         env.pop(name, None)
     return env
