@@ -13,6 +13,7 @@ A recipe module may define ``OUTPUT_ARGUMENT`` (e.g. ``'--save-prefix'``), the a
 messages about unwritable outputs point to, and ``RESUME_ADVICE`` (``'... {path} ...'``), how
 the Ctrl-C line says to resume when the recipe has no ``--resume``.
 """
+import contextlib
 import errno
 import sys
 
@@ -135,6 +136,23 @@ def _run(recipe, argv):
         raise interrupt from e
 
 
+@contextlib.contextmanager
+def _program_name(name):
+    """``sys.argv[0]`` set to ``name`` inside the block (restored after), so that a recipe's
+    argparse usage and ``--help`` name the command that was typed (``gluontrain train ssd``)
+    rather than the console script; ``None`` leaves it alone (the ``scripts/`` files call
+    :func:`main` with their own name in ``sys.argv[0]``)."""
+    if name is None or not sys.argv:
+        yield
+        return
+    saved = sys.argv[0]
+    sys.argv[0] = name
+    try:
+        yield
+    finally:
+        sys.argv[0] = saved
+
+
 def _usage(with_recipes):
     lines = ['usage: gluontrain train RECIPE [recipe arguments]',
              '       gluontrain train RECIPE --help    (that recipe\'s arguments)']
@@ -146,7 +164,15 @@ def _usage(with_recipes):
 
 
 def main(argv=None):
-    """Run ``train <recipe> ...``; returns the process exit status."""
+    """Run ``train <recipe> ...``; returns the process exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``['train', RECIPE, ...]``; default ``sys.argv[1:]``, and then the recipe's usage
+        and ``--help`` name the program ``gluontrain train RECIPE``.
+    """
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (['-h'], ['--help']):
         print(_usage(with_recipes=True))
@@ -158,7 +184,8 @@ def main(argv=None):
         return 2
     recipe = get_recipe(argv[1])
     try:
-        state = _run(recipe, argv[2:])
+        with _program_name('gluontrain train ' + argv[1] if from_command_line else None):
+            state = _run(recipe, argv[2:])
     except KeyboardInterrupt as e:
         print(interrupt_message(interrupted_state(e), getattr(recipe, 'RESUME_ADVICE', None)),
               file=sys.stderr)

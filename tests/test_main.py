@@ -82,6 +82,29 @@ def test_help_lists_every_recipe_in_one_line_without_importing_a_framework():
     assert lines[-1] == 'imported: []'
 
 
+@pytest.mark.parametrize('recipe,argument', [
+    ('yolo3', '--network'), ('ssd', '--dataset_root'), ('frcnn', '--log_dir'),
+    ('sgg', '--config-file'), ('sgg-detector', '--config-file')])
+def test_recipe_help_is_that_recipe_s_arguments_under_the_command_typed(recipe, argument,
+                                                                         capsys, monkeypatch):
+    assert sorted(list_recipes()) == ['frcnn', 'sgg', 'sgg-detector', 'ssd', 'yolo3']
+    monkeypatch.setattr(sys, 'argv', ['/venv/bin/gluontrain', 'train', recipe, '--help'])
+    with pytest.raises(SystemExit) as info:
+        main()  # argv from sys.argv, as the console script runs it
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith('usage: gluontrain train {} [-h]'.format(recipe)), out[:200]
+    assert argument in out
+    assert sys.argv[0] == '/venv/bin/gluontrain'  # restored
+
+
+def test_scripts_keep_their_own_name_in_the_usage(capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', ['scripts/train_ssd.py', '--help'])
+    with pytest.raises(SystemExit):
+        main(['train', 'ssd', '--help'])  # what scripts/train_ssd.py does
+    assert capsys.readouterr().out.startswith('usage: train_ssd.py [-h]')
+
+
 def test_bad_input_exits_1_with_a_message(capsys, tmp_path):
     code = main(['train', 'yolo3', '--gpus', '', '--network', 'mobilenet0.25',
                  '--no-pretrained-base', '--dataset-root', str(tmp_path / 'missing')])
