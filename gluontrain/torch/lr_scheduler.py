@@ -15,12 +15,48 @@ optimizer's lr is ``schedule(n + 1)``, the rate of the next update. So the k-th
 
 uses exactly the lr that GluonCV's script uses at its k-th update, and ``schedule(0)`` (the
 first value of a linear warm-up from 0) is never used, as in GluonCV.
+
+:func:`optimizer_setter` and :func:`base_lrs` are the PyTorch side of the core's
+:class:`~gluontrain.core.lr_scheduler.Schedule` (every recipe's schedule).
 """
 import torch
 
-from ..core.loop import Hook
+from ..core.lr_scheduler import ScheduleHook
 
-__all__ = ['GluonLRScheduler', 'LRSchedulerHook']
+__all__ = ['GluonLRScheduler', 'LRSchedulerHook', 'optimizer_setter', 'base_lrs']
+
+
+def optimizer_setter(optimizer):
+    """``set_lrs(lrs)`` writing one rate per param group of ``optimizer`` (a tensor lr, as
+    capturable optimizers hold, is filled in place)."""
+    def set_lrs(lrs):
+        for group, lr in zip(optimizer.param_groups, lrs):
+            if isinstance(group['lr'], torch.Tensor):
+                group['lr'].fill_(lr)
+            else:
+                group['lr'] = lr
+    return set_lrs
+
+
+def base_lrs(optimizer, resuming=False):
+    """The base rate of every param group, PyTorch's ``initial_lr`` (set from ``lr`` on a new
+    run; a resumed optimizer must already hold it).
+
+    Raises
+    ------
+    TypeError
+        ``optimizer`` is not a ``torch.optim.Optimizer``.
+    KeyError
+        ``resuming`` and a group lacks ``initial_lr``.
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError('{} is not an Optimizer'.format(type(optimizer).__name__))
+    for i, group in enumerate(optimizer.param_groups):
+        if resuming and 'initial_lr' not in group:
+            raise KeyError("param 'initial_lr' is not specified in param_groups[{}] when "
+                           "resuming an optimizer".format(i))
+        group.setdefault('initial_lr', group['lr'])
+    return [group['initial_lr'] for group in optimizer.param_groups]
 
 
 class GluonLRScheduler(torch.optim.lr_scheduler.LRScheduler):
@@ -83,12 +119,7 @@ class GluonLRScheduler(torch.optim.lr_scheduler.LRScheduler):
         return [lr * group.get('lr_mult', 1.0) for group in self.optimizer.param_groups]
 
     def _apply_lrs(self):
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            if isinstance(group['lr'], torch.Tensor):
-                # a tensor lr (capturable optimizers) is updated in place, as torch's own do
-                group['lr'].fill_(lr)
-            else:
-                group['lr'] = lr
+        optimizer_setter(self.optimizer)(self.get_lr())
         self._last_lr = [group['lr'].clone() if isinstance(group['lr'], torch.Tensor)
                          else group['lr'] for group in self.optimizer.param_groups]
 
@@ -109,8 +140,9 @@ class GluonLRScheduler(torch.optim.lr_scheduler.LRScheduler):
         self._apply_lrs()
 
 
-class LRSchedulerHook(Hook):
-    """Steps a PyTorch lr scheduler after every batch of :func:`gluontrain.core.loop.run_loop`.
+class LRSchedulerHook(ScheduleHook):
+    """Steps a PyTorch lr scheduler after every batch of :func:`gluontrain.core.loop.run_loop`
+    (the core's :class:`~gluontrain.core.lr_scheduler.ScheduleHook` at ``'after_batch'``).
 
     Parameters
     ----------
@@ -123,6 +155,7 @@ class LRSchedulerHook(Hook):
     """
 
     def __init__(self, scheduler, check_resume=True):
+        super().__init__(scheduler, 'after_batch')
         self.scheduler = scheduler
         self.check_resume = check_resume
 
@@ -133,6 +166,3 @@ class LRSchedulerHook(Hook):
                 'the lr scheduler has done {} updates but the loop resumes at iteration {}; '
                 'restore the scheduler state (gluontrain.torch.checkpoint.restore_checkpoint) '
                 'or build it with begin_update={}'.format(done, state.iteration, state.iteration))
-
-    def after_batch(self, state):
-        self.scheduler.step()
