@@ -92,18 +92,8 @@ class BurnInLR(LambdaLR):
 
 
 def poly_factor(count, gamma):
-    """seamseg's poly factor ``it -> (1 - it / count) ** gamma``.
-
-    Parameters
-    ----------
-    count : int
-        Total steps (``epochs * batches per epoch`` in batch mode).
-    gamma : float
-
-    Returns
-    -------
-    callable
-    """
+    """seamseg's poly factor, the callable ``it -> (1 - it / count) ** gamma`` (``count``: total
+    steps, ``epochs * batches per epoch`` in batch mode)."""
     return partial(factors.poly_factor, count=count, gamma=gamma)
 
 

@@ -20,6 +20,7 @@ from ...core.distributed import RankStateHook, SetEpochHook
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.lr_scheduler import Schedule, ScheduleHook, step_factor
 from ...core.meters import LossMeter
+from ...core.writers import save_best_and_interval
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
 from ..distributed import TorchComm, convert_sync_batchnorm, wrap_ddp
@@ -109,8 +110,8 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV-style weights files for the common interface: ``{prefix}_best.pth`` when the
     score beats ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
     ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` (here: iterations)."""
-    ckpt_io.save_best_and_interval(lambda path: save_weights(path, net), best_map, current_map,
-                                   epoch, save_interval, prefix, '.pth')
+    save_best_and_interval(lambda path: save_weights(path, net), best_map, current_map,
+                           epoch, save_interval, prefix, '.pth')
 
 
 def validate(net, val_data, ctx, eval_metric, comm=None):
