@@ -7,6 +7,7 @@ to disk, then renamed over the target, so a reader sees either the old file or t
 """
 import contextlib
 import errno
+import io
 import os
 import pickle
 import random
@@ -200,50 +201,6 @@ def atomic_write(path, write_fn, mode='wb'):
             write_fn(f)
 
 
-def read_text(path):
-    """The text of ``path`` ('' when it does not exist), ending in a newline unless empty:
-    a last line a killed writer left unfinished is completed, so that the next line appended
-    starts on its own line."""
-    try:
-        with open(path) as f:
-            text = f.read()
-    except FileNotFoundError:
-        return ''
-    return text if not text or text.endswith('\n') else text + '\n'
-
-
-def append_lines(path, lines):
-    """Append ``lines`` (str, each without its newline) to the text file ``path`` atomically:
-    the whole file is rewritten through a staged copy, so a full disk or a kill leaves the
-    old file complete (never a 0-byte file or half a line).
-
-    For small logs (one line per epoch or per new best score); the cost is the file's size.
-
-    Parameters
-    ----------
-    path : str
-    lines : list of str
-    """
-    text = read_text(path) + ''.join(line + '\n' for line in lines)
-    atomic_write(path, lambda f: f.write(text), mode='w')
-
-
-def filter_lines(path, keep):
-    """Rewrite the text file ``path`` atomically with the lines ``keep(line)`` accepts (a
-    missing file is left alone, an unchanged file is not rewritten).
-
-    Returns
-    -------
-    int
-        The number of lines dropped.
-    """
-    lines = read_text(path).splitlines()
-    kept = [line for line in lines if keep(line)]
-    if len(kept) != len(lines):
-        atomic_write(path, lambda f: f.write(''.join(k + '\n' for k in kept)), mode='w')
-    return len(lines) - len(kept)
-
-
 def atomic_save_file(path, save_fn):
     """Let a library writer that only takes a file name (``save_fn(tmp_name)``) write atomically.
 
@@ -251,31 +208,6 @@ def atomic_save_file(path, save_fn):
     """
     with _staged(path) as tmp:
         save_fn(tmp)
-
-
-def save_best_and_interval(write_weights, best_map, current_map, epoch, save_interval, prefix,
-                           ext):
-    """GluonCV's ``save_params`` policy, for any backend.
-
-    ``{prefix}_best{ext}`` is written when ``current_map`` beats ``best_map[0]`` (a one-element
-    list updated in place, starting at 0, so a score of 0 never saves a best) and a line
-    ``'{epoch:04d}:\\t{map:.4f}'`` is appended to ``{prefix}_best_map.log``;
-    ``{prefix}_{epoch:04d}_{map:.4f}{ext}`` is written every ``save_interval`` (0 included).
-
-    Parameters
-    ----------
-    write_weights : callable
-        ``write_weights(path)`` writes the weights to ``path`` atomically.
-    ext : str
-        ``'.params'`` (MXNet) or ``'.pth'`` (PyTorch).
-    """
-    current_map = float(current_map)
-    if current_map > best_map[0]:
-        best_map[0] = current_map
-        write_weights('{}_best{}'.format(prefix, ext))
-        append_lines(prefix + '_best_map.log', ['{:04d}:\t{:.4f}'.format(epoch, current_map)])
-    if save_interval and epoch % save_interval == 0:
-        write_weights('{}_{:04d}_{:.4f}{}'.format(prefix, epoch, current_map, ext))
 
 
 def get_rng_states():
@@ -354,6 +286,23 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
 def _restricted_load(f, path):
     return _RestrictedUnpickler(f, path).load()
+
+
+def dumps_state(obj):
+    """Plain data (RNG states, hooks' state) as pickle bytes, for a reference's file that
+    carries gluontrain's state in one entry (SGB's ``.pth``); read back by :func:`loads_state`."""
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def loads_state(blob, path):
+    """Read :func:`dumps_state`'s bytes with the checkpoint's restricted unpickler.
+
+    Raises
+    ------
+    RefusedPickle
+        The bytes reference a global a checkpoint never holds (``path`` is named).
+    """
+    return _restricted_load(io.BytesIO(bytes(blob)), path)
 
 
 CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS = 'checkpoint', 'mxnet-params', 'torch-weights'

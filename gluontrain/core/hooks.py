@@ -282,7 +282,7 @@ def truncate_best_map_log(path, last_index):
     int
         The number of lines dropped.
     """
-    from .checkpoint import filter_lines  # pylint: disable=import-outside-toplevel
+    from .writers import filter_lines  # pylint: disable=import-outside-toplevel
 
     def keep(line):
         try:
@@ -383,7 +383,7 @@ class MetricsJSONHook(Hook):
             record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
         if partial:
             record['partial'] = True
-        from .checkpoint import append_lines  # pylint: disable=import-outside-toplevel
+        from .writers import append_lines  # pylint: disable=import-outside-toplevel
         self._last_epoch = state.epoch  # one try per epoch, also when the disk is full
         append_lines(self.path, [json.dumps(record)])
 
@@ -407,7 +407,7 @@ def truncate_metrics(path, iteration, start_epoch):
     int
         The number of rows dropped.
     """
-    from .checkpoint import filter_lines  # pylint: disable=import-outside-toplevel
+    from .writers import filter_lines  # pylint: disable=import-outside-toplevel
 
     def keep(line):
         try:

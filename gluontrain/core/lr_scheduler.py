@@ -1,18 +1,28 @@
-"""GluonCV's learning-rate schedules without MXNet: the same numbers, as plain Python.
+"""Every recipe's learning-rate schedule, framework-free: pure factors, one schedule, one hook.
 
-:class:`LRScheduler` and :class:`LRSequential` reproduce ``gluoncv.utils.LRScheduler`` and
-``gluoncv.utils.LRSequential`` (GluonCV 0.10.5) update for update, in the same floating-point
-arithmetic, so a PyTorch recipe (see :mod:`gluontrain.torch.lr_scheduler`) follows exactly the
-learning-rate curve of the GluonCV script it ports. Only the standard library is used.
+- :class:`LRScheduler` and :class:`LRSequential` reproduce ``gluoncv.utils.LRScheduler`` and
+  ``gluoncv.utils.LRSequential`` (GluonCV 0.10.5) update for update, in the same floating-point
+  arithmetic (a pure function of the update count: to resume, call it with the restored count).
+- The factors of the other references, pure functions of the iteration (or epoch):
+  :func:`step_factor` (ssd.pytorch's ``lr_steps``, seamseg's ``multistep``, SGB's
+  milestones), :func:`period_factor`, :func:`linear_factor`, :func:`poly_factor`,
+  :func:`burn_in_factor` (seamseg), :func:`warmup_factor` (SGB), and :class:`PlateauDecay`
+  (SGB's plateau decay, the one schedule with state).
+- :class:`Schedule` (detectron2's ``LRMultiplier``): every parameter group's rate is its base
+  rate times ``factor(index)``, written through a backend setter; :class:`ScheduleHook`
+  (detectron2's ``LRScheduler`` hook) steps it at one event of the loop. Every recipe's
+  schedule is a :class:`Schedule` driven by a :class:`ScheduleHook`.
 
-A schedule is a pure function of the update count: ``schedule(num_update)`` depends on nothing
-but its constructor arguments and ``num_update``. There is therefore no ``state_dict`` /
-``load_state_dict``; to resume, call it with the restored update count.
+Only the standard library is used.
 """
 import warnings
 from math import cos, pi
 
-__all__ = ['LRScheduler', 'LRSequential']
+from .loop import Hook
+
+__all__ = ['LRScheduler', 'LRSequential', 'step_factor', 'period_factor', 'linear_factor',
+           'poly_factor', 'burn_in_factor', 'warmup_factor', 'PlateauDecay', 'Schedule',
+           'ScheduleHook']
 
 MODES = ('constant', 'step', 'linear', 'poly', 'cosine')
 
@@ -216,3 +226,195 @@ class LRSequential:
 
     def __repr__(self):
         return 'LRSequential({!r})'.format(self.schedulers)
+
+
+def step_factor(iteration, steps, gamma):
+    """``gamma ** #{s in steps: s <= iteration}``: ssd.pytorch's ``lr_steps`` (counted, so
+    that a resumed run needs no crossing count), seamseg's ``multistep`` and SGB's milestones
+    (their ``bisect_right`` of the sorted steps)."""
+    return gamma ** sum(1 for s in steps if s <= iteration)
+
+
+def period_factor(iteration, step_size, gamma):
+    """``gamma ** (iteration // step_size)``: seamseg's (PyTorch 1.0's) ``StepLR``."""
+    return gamma ** (iteration // step_size)
+
+
+def linear_factor(iteration, start, end, count):
+    """``iteration * (end - start) / count + start``: seamseg's ``linear`` schedule."""
+    return iteration * (float(end - start) / count) + start
+
+
+def poly_factor(iteration, count, gamma):
+    """``(1 - iteration / count) ** gamma``: seamseg's ``poly`` schedule."""
+    return (1 - float(iteration) / count) ** gamma
+
+
+def burn_in_factor(iteration, steps, start):
+    """seamseg's burn-in, linear from ``start`` at 0 to 1 at ``steps`` (``None`` after it)."""
+    if iteration > steps:
+        return None
+    return iteration * ((1. - start) / steps) + start
+
+
+def warmup_factor(iteration, iters, factor, method):
+    """SGB's warm-up: linear from ``factor`` to 1 over ``iters`` (``'linear'``) or ``factor``
+    throughout (``'constant'``); 1 from ``iters`` on."""
+    if iteration >= iters:
+        return 1
+    if method == "constant":
+        return factor
+    alpha = float(iteration) / iters
+    return factor * (1 - alpha) + alpha
+
+
+class PlateauDecay:
+    """SGB's plateau decay: ``gamma ** stage_count``, ``stage_count`` raised when the validation
+    score has not improved by more than ``threshold`` for ``patience`` validations (none counted
+    during ``cooldown`` after a decay). Its attributes are its state.
+
+    Parameters
+    ----------
+    gamma : float
+    patience, cooldown : int
+    threshold : float
+    """
+
+    def __init__(self, gamma=0.5, patience=2, threshold=1e-4, cooldown=1):
+        self.gamma = gamma
+        self.patience, self.threshold, self.cooldown = patience, threshold, cooldown
+        self.stage_count = 0
+        self.best = -1e12
+        self.num_bad_epochs = 0
+        self.under_cooldown = self.cooldown
+
+    def record(self, metric):
+        """Count one validation score (higher is better); True when it triggered a decay."""
+        if float(metric) > self.best + self.threshold:
+            self.best = float(metric)
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.under_cooldown > 0:
+            self.under_cooldown -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs < self.patience:
+            return False
+        self.stage_count += 1
+        self.under_cooldown = self.cooldown
+        self.num_bad_epochs = 0
+        return True
+
+    def decay(self):
+        """The factor of the decays so far."""
+        return self.gamma ** self.stage_count
+
+
+def _scaled(base, factor):
+    # a tuple of factors is applied left to right, as the reference writes the product
+    # (base * warmup * decay rounds differently from base * (warmup * decay))
+    for f in (factor if isinstance(factor, tuple) else (factor,)):
+        base = base * f
+    return base
+
+
+class Schedule:
+    """One rate per parameter group: ``base_lrs[g] * factor(last_epoch)`` (detectron2's
+    ``LRMultiplier``), written through ``set_lrs`` at every :meth:`step`.
+
+    Subclasses override :meth:`factor`, or pass it. The state (:meth:`state_dict`) is every
+    attribute but the setter, the factor and the names in ``_not_state``.
+
+    Parameters
+    ----------
+    base_lrs : list of float
+        One base rate per parameter group.
+    set_lrs : callable
+        ``set_lrs(lrs)`` writes the rates into the backend's optimizer (e.g.
+        :func:`gluontrain.torch.lr_scheduler.optimizer_setter`).
+    factor : callable, optional
+        ``factor(index) -> float`` (or a tuple of floats, multiplied in order).
+    last_epoch : int, default -1
+        The index of the last :meth:`step` (-1: none yet).
+    """
+
+    _not_state = ()
+
+    def __init__(self, base_lrs, set_lrs, factor=None, last_epoch=-1):
+        self.base_lrs = list(base_lrs)
+        self.set_lrs = set_lrs
+        if factor is not None:
+            self.factor = factor
+        self.last_epoch = last_epoch
+
+    def factor(self, index):
+        """The multiplier of the base rates at ``index``."""
+        raise NotImplementedError
+
+    def get_lr(self):
+        """The rates at ``last_epoch``, one per parameter group."""
+        factor = self.factor(self.last_epoch)
+        return [_scaled(base, factor) for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Set ``last_epoch`` (default: one more) and write its rates."""
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        self._apply()
+
+    def _apply(self):
+        self._last_lr = self.get_lr()
+        self.set_lrs(self._last_lr)
+
+    def get_last_lr(self):
+        """The rates the last step set, one per parameter group."""
+        return list(self._last_lr)
+
+    def state_dict(self):
+        """Every attribute but the setter and factor (plain numbers and lists)."""
+        skip = ('set_lrs', 'factor') + self._not_state
+        return {k: (list(v) if isinstance(v, tuple) else v)
+                for k, v in self.__dict__.items() if k not in skip}
+
+    def load_state_dict(self, state_dict):
+        """Restore :meth:`state_dict` and write the rates again."""
+        self.__dict__.update(state_dict)
+        self._apply()
+
+
+class ScheduleHook(Hook):
+    """Steps a schedule at one event of :func:`gluontrain.core.loop.run_loop` (detectron2's
+    ``LRScheduler`` hook); every recipe's learning rate is set by one.
+
+    Parameters
+    ----------
+    schedule : object
+        Anything with ``step(*args)``: a :class:`Schedule`, or a PyTorch lr scheduler.
+    event : str, default 'before_batch'
+        ``'before_batch'`` (the rate of a step is set before it), ``'after_batch'``
+        (``optimizer.step()`` then ``scheduler.step()``, PyTorch's order) or ``'before_epoch'``.
+    args : callable, optional
+        ``args(state) -> tuple`` given to ``schedule.step``; default ``()`` (one more step).
+    """
+
+    def __init__(self, schedule, event='before_batch', args=None):
+        if event not in ('before_batch', 'after_batch', 'before_epoch'):
+            raise ValueError('ScheduleHook event must be before_batch, after_batch or '
+                             'before_epoch, got {!r}'.format(event))
+        self.schedule, self.event = schedule, event
+        self.args = args or (lambda state: ())
+
+    def step(self, state):
+        """Step the schedule for ``state`` (at the hook's event)."""
+        self.schedule.step(*self.args(state))
+
+    def before_epoch(self, state):
+        if self.event == 'before_epoch':
+            self.step(state)
+
+    def before_batch(self, state):
+        if self.event == 'before_batch':
+            self.step(state)
+
+    def after_batch(self, state):
+        if self.event == 'after_batch':
+            self.step(state)

@@ -1,5 +1,7 @@
 """Writers of a run's outputs that never fail after the loop has ended: the text log's file
-handler, TensorBoard event files written in the loop's thread, and the TensorBoard hook.
+handler, TensorBoard event files written in the loop's thread, and the TensorBoard hook; the
+small row files (metrics, best-score log) rewritten atomically, and GluonCV's best/interval
+weights policy (:func:`save_best_and_interval`) over :mod:`.checkpoint`'s atomic writes.
 
 A write that fails (a full disk) raises an ``OSError`` naming the file inside the training
 loop, where the CLI turns it into one ``error:`` line; the files are closed as the loop
@@ -10,6 +12,7 @@ import os
 import sys
 import time
 
+from .checkpoint import atomic_write
 from .loop import Hook, resuming
 
 
@@ -190,3 +193,72 @@ class TensorBoardHook(Hook):
         writer, self.writer = self.writer, None
         if writer is not None:
             writer.close()
+
+
+def read_text(path):
+    """The text of ``path`` ('' when it does not exist), ending in a newline unless empty:
+    a last line a killed writer left unfinished is completed, so that the next line appended
+    starts on its own line."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return ''
+    return text if not text or text.endswith('\n') else text + '\n'
+
+
+def append_lines(path, lines):
+    """Append ``lines`` (str, each without its newline) to the text file ``path`` atomically:
+    the whole file is rewritten through a staged copy, so a full disk or a kill leaves the
+    old file complete (never a 0-byte file or half a line).
+
+    For small logs (one line per epoch or per new best score); the cost is the file's size.
+
+    Parameters
+    ----------
+    path : str
+    lines : list of str
+    """
+    text = read_text(path) + ''.join(line + '\n' for line in lines)
+    atomic_write(path, lambda f: f.write(text), mode='w')
+
+
+def filter_lines(path, keep):
+    """Rewrite the text file ``path`` atomically with the lines ``keep(line)`` accepts (a
+    missing file is left alone, an unchanged file is not rewritten).
+
+    Returns
+    -------
+    int
+        The number of lines dropped.
+    """
+    lines = read_text(path).splitlines()
+    kept = [line for line in lines if keep(line)]
+    if len(kept) != len(lines):
+        atomic_write(path, lambda f: f.write(''.join(k + '\n' for k in kept)), mode='w')
+    return len(lines) - len(kept)
+
+
+def save_best_and_interval(write_weights, best_map, current_map, epoch, save_interval, prefix,
+                           ext):
+    """GluonCV's ``save_params`` policy, for any backend.
+
+    ``{prefix}_best{ext}`` is written when ``current_map`` beats ``best_map[0]`` (a one-element
+    list updated in place, starting at 0, so a score of 0 never saves a best) and a line
+    ``'{epoch:04d}:\\t{map:.4f}'`` is appended to ``{prefix}_best_map.log``;
+    ``{prefix}_{epoch:04d}_{map:.4f}{ext}`` is written every ``save_interval`` (0 included).
+
+    Parameters
+    ----------
+    write_weights : callable
+        ``write_weights(path)`` writes the weights to ``path`` atomically.
+    ext : str
+        ``'.params'`` (MXNet) or ``'.pth'`` (PyTorch).
+    """
+    current_map = float(current_map)
+    if current_map > best_map[0]:
+        best_map[0] = current_map
+        write_weights('{}_best{}'.format(prefix, ext))
+        append_lines(prefix + '_best_map.log', ['{:04d}:\t{:.4f}'.format(epoch, current_map)])
+    if save_interval and epoch % save_interval == 0:
+        write_weights('{}_{:04d}_{:.4f}{}'.format(prefix, epoch, current_map, ext))

@@ -28,7 +28,7 @@ from .weights import apply_report, compare_state_dict
 
 __all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
            'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states',
-           'WeightsMismatchError']
+           'WeightsMismatchError', 'save_file', 'get_all_rng_states', 'set_all_rng_states']
 
 
 def _to_bytes(obj):
@@ -118,6 +118,31 @@ def set_torch_rng_states(states):
                                                                 torch.cuda.device_count()))
         torch.cuda.set_rng_state_all([torch.from_numpy(np.asarray(s, dtype=np.uint8))
                                       for s in cuda])
+
+
+def get_all_rng_states():
+    """``{'rng': Python's and numpy's, 'torch_rng': torch's}`` generator states."""
+    return {'rng': core_checkpoint.get_rng_states(), 'torch_rng': get_torch_rng_states()}
+
+
+def set_all_rng_states(states):
+    """Restore what :func:`get_all_rng_states` returned."""
+    core_checkpoint.set_rng_states(states['rng'])
+    set_torch_rng_states(states['torch_rng'])
+
+
+def save_file(path, data):
+    """``torch.save(data)`` to ``path`` atomically: every PyTorch file of a reference's layout
+    (seamseg's snapshot, SGB's ``.pth``, ssd.pytorch's and GluonCV-style weights) is written
+    through it.
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    core_checkpoint.atomic_save_file(path, lambda tmp: torch.save(data, tmp))
+    return path
 
 
 def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_score, args,
@@ -228,8 +253,7 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
 def save_weights(path, model):
     """Write the model's ``state_dict`` alone with ``torch.save``, atomically (the PyTorch
     counterpart of ``net.save_parameters``)."""
-    state_dict = _unwrap(model).state_dict()
-    return core_checkpoint.atomic_save_file(path, lambda tmp: torch.save(state_dict, tmp))
+    return save_file(path, _unwrap(model).state_dict())
 
 
 def load_weights(path, model, strict=True, map_location='cpu'):

@@ -15,16 +15,54 @@ optimizer's lr is ``schedule(n + 1)``, the rate of the next update. So the k-th
 
 uses exactly the lr that GluonCV's script uses at its k-th update, and ``schedule(0)`` (the
 first value of a linear warm-up from 0) is never used, as in GluonCV.
+
+:func:`optimizer_setter` and :func:`base_lrs` are the PyTorch side of the core's
+:class:`~gluontrain.core.lr_scheduler.Schedule` (every recipe's schedule).
 """
 import torch
 
-from ..core.loop import Hook
+from ..core.lr_scheduler import Schedule, ScheduleHook
 
-__all__ = ['GluonLRScheduler', 'LRSchedulerHook']
+__all__ = ['GluonLRScheduler', 'LRSchedulerHook', 'optimizer_setter', 'base_lrs']
 
 
-class GluonLRScheduler(torch.optim.lr_scheduler.LRScheduler):
-    """A ``torch.optim.lr_scheduler.LRScheduler`` that follows a GluonCV-style schedule.
+def optimizer_setter(optimizer):
+    """``set_lrs(lrs)`` writing one rate per param group of ``optimizer`` (a tensor lr, as
+    capturable optimizers hold, is filled in place)."""
+    def set_lrs(lrs):
+        for group, lr in zip(optimizer.param_groups, lrs):
+            if isinstance(group['lr'], torch.Tensor):
+                group['lr'].fill_(lr)
+            else:
+                group['lr'] = lr
+    return set_lrs
+
+
+def base_lrs(optimizer, resuming=False):
+    """The base rate of every param group, PyTorch's ``initial_lr`` (set from ``lr`` on a new
+    run; a resumed optimizer must already hold it).
+
+    Raises
+    ------
+    TypeError
+        ``optimizer`` is not a ``torch.optim.Optimizer``.
+    KeyError
+        ``resuming`` and a group lacks ``initial_lr``.
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError('{} is not an Optimizer'.format(type(optimizer).__name__))
+    for i, group in enumerate(optimizer.param_groups):
+        if resuming and 'initial_lr' not in group:
+            raise KeyError("param 'initial_lr' is not specified in param_groups[{}] when "
+                           "resuming an optimizer".format(i))
+        group.setdefault('initial_lr', group['lr'])
+    return [group['initial_lr'] for group in optimizer.param_groups]
+
+
+class GluonLRScheduler(Schedule):
+    """A PyTorch lr scheduler (``step()``, ``state_dict()``) that follows a GluonCV-style
+    schedule: the core's :class:`~gluontrain.core.lr_scheduler.Schedule` with factor
+    ``schedule(num_update + 1)`` and base rate ``lr_mult``.
 
     Parameters
     ----------
@@ -43,9 +81,9 @@ class GluonLRScheduler(torch.optim.lr_scheduler.LRScheduler):
     with an ``'lr_mult'`` entry scales the rate as Gluon's ``Parameter.lr_mult`` does. The lr
     the optimizer was built with is ignored, as Gluon ignores it when a schedule is given.
 
-    ``state_dict()`` holds the update count (``last_epoch``, named so by PyTorch) and the
-    current rates; ``load_state_dict`` of a fresh scheduler built on the same schedule
-    continues at the same update.
+    ``state_dict()`` holds the update count (``last_epoch``) and the current rates;
+    ``load_state_dict`` of a fresh scheduler built on the same schedule continues at the same
+    update.
 
     Examples
     --------
@@ -59,58 +97,32 @@ class GluonLRScheduler(torch.optim.lr_scheduler.LRScheduler):
     True
     """
 
+    _not_state = ('optimizer', 'schedule')
+
     def __init__(self, optimizer, schedule, begin_update=0):
         if not callable(schedule):
             raise TypeError('schedule must be callable as schedule(num_update), got {}'
                             .format(type(schedule).__name__))
         if begin_update < 0:
             raise ValueError('begin_update must be >= 0, got {}'.format(begin_update))
-        self.schedule = schedule
-        # the base class steps once, from last_epoch -1 to 0 updates done
-        super().__init__(optimizer, last_epoch=-1)
-        if begin_update:
-            self.last_epoch = int(begin_update)
-            self._apply_lrs()
+        self.optimizer, self.schedule = optimizer, schedule
+        super().__init__([group.get('lr_mult', 1.0) for group in optimizer.param_groups],
+                         optimizer_setter(optimizer), last_epoch=int(begin_update))
+        self._apply()
 
     @property
     def num_update(self):
         """Number of updates done (``scheduler.step()`` calls plus ``begin_update``)."""
         return self.last_epoch
 
-    def get_lr(self):
-        """Rates for the next update, ``num_update + 1``, one per param group."""
-        lr = self.schedule(self.last_epoch + 1)
-        return [lr * group.get('lr_mult', 1.0) for group in self.optimizer.param_groups]
-
-    def _apply_lrs(self):
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            if isinstance(group['lr'], torch.Tensor):
-                # a tensor lr (capturable optimizers) is updated in place, as torch's own do
-                group['lr'].fill_(lr)
-            else:
-                group['lr'] = lr
-        self._last_lr = [group['lr'].clone() if isinstance(group['lr'], torch.Tensor)
-                         else group['lr'] for group in self.optimizer.param_groups]
-
-    def state_dict(self):
-        """The scheduler's state without the optimizer and the schedule (configuration)."""
-        return {key: value for key, value in self.__dict__.items()
-                if key not in ('optimizer', 'schedule')}
-
-    def load_state_dict(self, state_dict):
-        """Continue at the update count in ``state_dict`` and set the optimizer's rates.
-
-        The rates are recomputed from this scheduler's schedule, so a resumed optimizer
-        always gets the schedule's lr for its next update.
-        """
-        state = {key: value for key, value in state_dict.items()
-                 if key not in ('optimizer', 'schedule')}
-        self.__dict__.update(state)
-        self._apply_lrs()
+    def factor(self, index):
+        """The rate of the next update, ``schedule(index + 1)``."""
+        return self.schedule(index + 1)
 
 
-class LRSchedulerHook(Hook):
-    """Steps a PyTorch lr scheduler after every batch of :func:`gluontrain.core.loop.run_loop`.
+class LRSchedulerHook(ScheduleHook):
+    """Steps a PyTorch lr scheduler after every batch of :func:`gluontrain.core.loop.run_loop`
+    (the core's :class:`~gluontrain.core.lr_scheduler.ScheduleHook` at ``'after_batch'``).
 
     Parameters
     ----------
@@ -123,6 +135,7 @@ class LRSchedulerHook(Hook):
     """
 
     def __init__(self, scheduler, check_resume=True):
+        super().__init__(scheduler, 'after_batch')
         self.scheduler = scheduler
         self.check_resume = check_resume
 
@@ -133,6 +146,3 @@ class LRSchedulerHook(Hook):
                 'the lr scheduler has done {} updates but the loop resumes at iteration {}; '
                 'restore the scheduler state (gluontrain.torch.checkpoint.restore_checkpoint) '
                 'or build it with begin_update={}'.format(done, state.iteration, state.iteration))
-
-    def after_batch(self, state):
-        self.scheduler.step()

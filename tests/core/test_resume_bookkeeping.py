@@ -8,6 +8,7 @@ import pickle
 import pytest
 
 from gluontrain.core import checkpoint as ckpt
+from gluontrain.core import writers
 from gluontrain.core.defaults import RunPaths, build_hooks
 from gluontrain.core.hooks import restore_hooks_state, truncate_best_map_log, truncate_metrics
 from gluontrain.core.loop import Hook, Period, TrainState, run_loop
@@ -51,7 +52,7 @@ class _Run:
         paths = self.paths
 
         def save_params(best, current, index, interval):
-            ckpt.save_best_and_interval(
+            writers.save_best_and_interval(
                 lambda p: ckpt.atomic_write(p, lambda f: pickle.dump(self.model, f)), best,
                 current, index, interval, paths.prefix, '.w')
 
@@ -153,7 +154,7 @@ def test_truncate_metrics_completes_a_line_a_kill_cut(tmp_path):
     # the cut line is not ours to judge; what follows starts on a line of its own
     assert truncate_metrics(str(path), 3, 1) == 1
     assert path.read_text() == '{"epoch": 0, "iteration": 3}\n{"epoch": 2, "itera\n'
-    ckpt.append_lines(str(path), ['{"epoch": 1, "iteration": 6}'])
+    writers.append_lines(str(path), ['{"epoch": 1, "iteration": 6}'])
     assert path.read_text().splitlines()[-1] == '{"epoch": 1, "iteration": 6}'
 
 

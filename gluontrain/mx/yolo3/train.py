@@ -19,6 +19,7 @@ from ...core.hooks import get_logger, restore_hooks_state
 from ...core.distributed import SetEpochHook
 from ...core.loop import Hook, Period, TrainState, run_loop
 from ...core.meters import LossMeter
+from ...core.writers import save_best_and_interval
 from .. import blobs
 from .data import mixup_dataset
 from .plots import raw_val_dataset, val_samples_hook
@@ -41,7 +42,7 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkp
     """
     if checkpoint_dir:
         prefix = os.path.join(checkpoint_dir, prefix)
-    ckpt_io.save_best_and_interval(
+    save_best_and_interval(
         lambda path: ckpt_io.atomic_save_file(path, net.save_parameters),
         best_map, current_map, epoch, save_interval, prefix, '.params')
 

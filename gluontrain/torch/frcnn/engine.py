@@ -18,6 +18,7 @@ import torch
 
 from ...core.hooks import get_logger as core_logger
 from ...core.loop import Hook
+from ...core.lr_scheduler import ScheduleHook
 from . import log as logging
 from .meters import AverageMeter
 from .model import NETWORK_INPUTS
@@ -44,7 +45,7 @@ def forward_fn(model, device):
     return forward
 
 
-class SeamsegScheduleHook(Hook):
+class SeamsegScheduleHook(ScheduleHook):
     """Epoch set-up and the learning rate, as seamseg's ``main``/``train``.
 
     ``before_epoch``: model in train mode, ``batch_sampler.set_epoch(epoch)``, and in epoch
@@ -55,18 +56,17 @@ class SeamsegScheduleHook(Hook):
     """
 
     def __init__(self, model, scheduler, batch_sampler, batch_update):
+        if batch_update:
+            super().__init__(scheduler, 'before_batch', lambda state: (state.iteration + 1,))
+        else:
+            super().__init__(scheduler, 'before_epoch', lambda state: (state.epoch,))
         self.model, self.scheduler = model, scheduler
         self.batch_sampler, self.batch_update = batch_sampler, batch_update
 
     def before_epoch(self, state):
         self.model.train()
         self.batch_sampler.set_epoch(state.epoch)
-        if not self.batch_update:
-            self.scheduler.step(state.epoch)
-
-    def before_batch(self, state):
-        if self.batch_update:
-            self.scheduler.step(state.iteration + 1)
+        super().before_epoch(state)
 
 
 class SeamsegLogHook(Hook):

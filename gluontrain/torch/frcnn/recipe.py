@@ -16,6 +16,7 @@ from ...core.hooks import restore_hooks_state
 from ...core.load_report import WeightsLoadError
 from ...core.loop import Period, run_loop
 from ...core.meters import LossMeter
+from ...core.writers import save_best_and_interval
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
 from ..distributed import TorchComm, init_process_group, teardown
@@ -154,8 +155,8 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV-style weights files: ``{prefix}_best.pth`` when ``current_map`` beats
     ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
     ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` epochs."""
-    ckpt_io.save_best_and_interval(lambda path: save_weights(path, unwrap(net)), best_map,
-                                   current_map, epoch, save_interval, prefix, '.pth')
+    save_best_and_interval(lambda path: save_weights(path, unwrap(net)), best_map,
+                           current_map, epoch, save_interval, prefix, '.pth')
 
 
 def _summary(args):

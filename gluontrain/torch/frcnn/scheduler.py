@@ -16,100 +16,55 @@ an uninterrupted run, and at ``base(0)`` (the full base rate) on the first step 
 advanced first, so the rate is a function of ``global_step`` alone; ``reference_lag=True``
 restores seamseg's order (docs/faithfulness.md).
 """
-from bisect import bisect_right
+from functools import partial
+
+from ...core import lr_scheduler as factors
+from ...core.lr_scheduler import Schedule
+from ..lr_scheduler import base_lrs, optimizer_setter
 
 __all__ = ['LambdaLR', 'StepLR', 'MultiStepLR', 'BurnInLR', 'scheduler_from_config',
            'poly_factor']
 
 
-class _Scheduler:
-    def __init__(self, optimizer, last_epoch=-1):
+class LambdaLR(Schedule):
+    """seamseg's scheduler: ``lr = base_lr * lr_lambda(last_epoch)`` (the core's
+    :class:`~gluontrain.core.lr_scheduler.Schedule` on the optimizer's ``initial_lr``).
+
+    Construction writes the rates of ``last_epoch + 1`` and leaves ``last_epoch`` as given;
+    a ``last_epoch`` other than -1 needs ``initial_lr`` in every group (a resumed optimizer).
+    """
+
+    _not_state = ('optimizer', 'base')
+
+    def __init__(self, optimizer, lr_lambda=None, last_epoch=-1):
         self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault('initial_lr', group['lr'])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if 'initial_lr' not in group:
-                    raise KeyError("param 'initial_lr' is not specified in param_groups[{}] "
-                                   "when resuming an optimizer".format(i))
-        self.base_lrs = [group['initial_lr'] for group in optimizer.param_groups]
+        super().__init__(base_lrs(optimizer, resuming=last_epoch != -1),
+                         optimizer_setter(optimizer), lr_lambda, last_epoch)
         self.step(last_epoch + 1)
         self.last_epoch = last_epoch
 
-    def get_lr(self):
-        """Learning rate of every parameter group at ``last_epoch``."""
-        raise NotImplementedError
 
-    def step(self, epoch=None):
-        """Set ``last_epoch`` (default: +1) and write the learning rates."""
-        if epoch is None:
-            epoch = self.last_epoch + 1
-        self.last_epoch = epoch
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group['lr'] = lr
-
-    def state_dict(self):
-        """Plain attributes (seamseg does not snapshot the scheduler: it is a function of
-        ``global_step``)."""
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ('optimizer', 'lr_lambdas', 'base')}
-
-    def load_state_dict(self, state_dict):
-        """Restore :meth:`state_dict`."""
-        self.__dict__.update(state_dict)
-
-
-class LambdaLR(_Scheduler):
-    """``lr = base_lr * lr_lambda(last_epoch)``."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError('Expected {} lr_lambdas, but got {}'.format(
-                    len(optimizer.param_groups), len(lr_lambda)))
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        self.last_epoch = last_epoch
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
-
-
-class StepLR(_Scheduler):
+def StepLR(optimizer, step_size, gamma=0.1, last_epoch=-1):  # pylint: disable=invalid-name
     """``lr = base_lr * gamma ** (last_epoch // step_size)``."""
-
-    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
-        self.step_size, self.gamma = step_size, gamma
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+    return LambdaLR(optimizer, partial(factors.period_factor, step_size=step_size, gamma=gamma),
+                    last_epoch)
 
 
-class MultiStepLR(_Scheduler):
+def MultiStepLR(optimizer, milestones, gamma=0.1, last_epoch=-1):  # pylint: disable=invalid-name
     """``lr = base_lr * gamma ** bisect_right(milestones, last_epoch)``."""
-
-    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
-        if list(milestones) != sorted(milestones):
-            raise ValueError('Milestones should be a list of increasing integers. Got {}'
-                             .format(milestones))
-        self.milestones, self.gamma = list(milestones), gamma
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self):
-        return [b * self.gamma ** bisect_right(self.milestones, self.last_epoch)
-                for b in self.base_lrs]
+    if list(milestones) != sorted(milestones):
+        raise ValueError('Milestones should be a list of increasing integers. Got {}'
+                         .format(milestones))
+    return LambdaLR(optimizer, partial(factors.step_factor, steps=list(milestones), gamma=gamma),
+                    last_epoch)
 
 
-class BurnInLR(_Scheduler):
+class BurnInLR(LambdaLR):
     """Linear burn-in from ``start * base_lr`` to ``base_lr`` over ``steps``, then ``base``.
 
     Parameters
     ----------
-    base : scheduler
+    base : LambdaLR
     steps : int
     start : float
     reference_lag : bool
@@ -119,7 +74,7 @@ class BurnInLR(_Scheduler):
     def __init__(self, base, steps, start, reference_lag=False):
         self.base, self.steps, self.start = base, steps, start
         self.reference_lag = reference_lag
-        super().__init__(base.optimizer, base.last_epoch)
+        super().__init__(base.optimizer, last_epoch=base.last_epoch)
 
     def step(self, epoch=None):
         if self.reference_lag:
@@ -131,30 +86,15 @@ class BurnInLR(_Scheduler):
         self.base.last_epoch = epoch
         super().step(epoch)
 
-    def get_lr(self):
-        beta = self.start
-        alpha = (1. - beta) / self.steps
-        if self.last_epoch <= self.steps:
-            return [b * (self.last_epoch * alpha + beta) for b in self.base_lrs]
-        return self.base.get_lr()
+    def factor(self, index):
+        burn = factors.burn_in_factor(index, self.steps, self.start)
+        return self.base.factor(self.base.last_epoch) if burn is None else burn
 
 
 def poly_factor(count, gamma):
-    """seamseg's poly factor ``it -> (1 - it / count) ** gamma``.
-
-    Parameters
-    ----------
-    count : int
-        Total steps (``epochs * batches per epoch`` in batch mode).
-    gamma : float
-
-    Returns
-    -------
-    callable
-    """
-    def factor(it):
-        return (1 - float(it) / count) ** gamma
-    return factor
+    """seamseg's poly factor, the callable ``it -> (1 - it / count) ** gamma`` (``count``: total
+    steps, ``epochs * batches per epoch`` in batch mode)."""
+    return partial(factors.poly_factor, count=count, gamma=gamma)
 
 
 def scheduler_from_config(scheduler_config, optimizer, epoch_length, reference_lag=False):
@@ -187,9 +127,8 @@ def scheduler_from_config(scheduler_config, optimizer, epoch_length, reference_l
     count = epoch_length * scheduler_config.getint('epochs') if mode == 'batch' \
         else scheduler_config.getint('epochs')
     if kind == 'linear':
-        beta = float(params['from'])
-        alpha = float(params['to'] - beta) / count
-        scheduler = LambdaLR(optimizer, lambda it: it * alpha + beta)
+        scheduler = LambdaLR(optimizer, partial(factors.linear_factor, start=float(params['from']),
+                                                end=params['to'], count=count))
     elif kind == 'step':
         scheduler = StepLR(optimizer, params['step_size'], params['gamma'])
     elif kind == 'poly':

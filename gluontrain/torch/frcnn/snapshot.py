@@ -18,11 +18,10 @@ error naming the file.
 import os
 import shutil
 
-import torch
-
 from gluontrain.core.checkpoint import atomic_save_file
 from gluontrain.core.load_report import WeightsLoadError, check, guess_origin
 
+from ..checkpoint import save_file
 from ..weights import (apply_report, compare_state_dict, load_state_dict_reported,
                        read_weights_file)
 from .config import config_to_string
@@ -66,7 +65,7 @@ def save_snapshot(file, config, epoch, last_score, best_score, global_step, **st
             'state_dict': dict(state_dicts),
             'training_meta': {'epoch': epoch, 'last_score': last_score,
                               'best_score': best_score, 'global_step': global_step}}
-    atomic_save_file(file, lambda tmp: torch.save(data, tmp))
+    save_file(file, data)
 
 
 def load_snapshot(file, what='--resume'):

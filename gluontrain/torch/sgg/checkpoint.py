@@ -33,16 +33,14 @@ Differences (docs/faithfulness.md, "Scene-Graph-Benchmark"):
 - A ``.pkl`` is a Detectron Caffe2 body, as SGB's ``DetectronCheckpointer._load_file``
   (:mod:`.modeling.c2_loading`); ``catalog://`` and URLs are not resolved (no download).
 """
-import io
 import logging
 import os
-import pickle
 
 import torch
 
 from ...core import checkpoint as core_ckpt
 from ...core.load_report import WeightsLoadError, guess_origin
-from ..checkpoint import get_torch_rng_states, set_torch_rng_states
+from ..checkpoint import get_all_rng_states, save_file as save_torch_file, set_all_rng_states
 from ..distributed import unwrap_model
 from ..weights import read_weights_file
 from .modeling.c2_loading import c2_body_state_dict, is_c2_file
@@ -231,13 +229,12 @@ class Checkpointer:
         if self.scheduler is not None:
             data['scheduler'] = self.scheduler.state_dict()
         data.update(kwargs)
-        extra = {'rng': core_ckpt.get_rng_states(), 'torch_rng': get_torch_rng_states(),
-                 'hooks': hooks_state or {}}
-        data['gluontrain'] = pickle.dumps(extra, protocol=pickle.HIGHEST_PROTOCOL)
+        data['gluontrain'] = core_ckpt.dumps_state(dict(get_all_rng_states(),
+                                                        hooks=hooks_state or {}))
         save_file = os.path.join(self.save_dir, "{}.pth".format(name))
         self.logger.info("Saving checkpoint to %s", save_file)
         os.makedirs(self.save_dir, exist_ok=True)
-        core_ckpt.atomic_save_file(save_file, lambda tmp: torch.save(data, tmp))
+        save_torch_file(save_file, data)
         self.tag_last_checkpoint(save_file)
         return save_file
 
@@ -379,8 +376,7 @@ class Checkpointer:
                     "states and the meters start afresh, so this resume is not bit-identical "
                     "to an uninterrupted run", f)
             if restore_rng and 'rng' in extra:
-                core_ckpt.set_rng_states(extra['rng'])
-                set_torch_rng_states(extra['torch_rng'])
+                set_all_rng_states(extra)
             result['hooks'] = extra.get('hooks', {})
         checkpoint.pop('optimizer', None)
         checkpoint.pop('scheduler', None)
@@ -392,8 +388,7 @@ class Checkpointer:
         if blob is None:
             return {}
         try:
-            # pylint: disable-next=protected-access
-            return core_ckpt._restricted_load(io.BytesIO(bytes(blob)), path)
+            return core_ckpt.loads_state(blob, path)
         except WeightsLoadError:
             raise
         except Exception as exc:  # a torn or foreign blob: one line, never a traceback

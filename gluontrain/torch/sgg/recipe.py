@@ -24,7 +24,7 @@ from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
-from ...core.writers import LogFileHandler
+from ...core.writers import LogFileHandler, save_best_and_interval
 from ..distributed import (get_rank, get_world_size, init_process_group, teardown,
                            unwrap_model)
 from ..step import mixed_precision, seed_all
@@ -202,8 +202,8 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV-style weights files: ``{prefix}_best.pth`` when ``current_map`` beats
     ``best_map[0]`` and ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval``."""
     from ..checkpoint import save_weights  # pylint: disable=import-outside-toplevel
-    ckpt_io.save_best_and_interval(lambda path: save_weights(path, unwrap_model(net)),
-                                   best_map, current_map, epoch, save_interval, prefix, '.pth')
+    save_best_and_interval(lambda path: save_weights(path, unwrap_model(net)),
+                           best_map, current_map, epoch, save_interval, prefix, '.pth')
 
 
 def _slow_heads(cfg):

@@ -16,9 +16,11 @@ either scheduler (``custom_scheduler=True``), so a resumed run restarts the warm
 its decays; here both schedulers have a picklable ``state_dict`` that the recipe checkpoints.
 """
 import logging
-from bisect import bisect_right
 
 import torch
+
+from ...core.lr_scheduler import PlateauDecay, Schedule, step_factor, warmup_factor
+from ..lr_scheduler import base_lrs, optimizer_setter
 
 __all__ = ['make_optimizer', 'make_lr_scheduler', 'WarmupMultiStepLR',
            'WarmupReduceLROnPlateau', 'clip_grad_norm', 'SCHEDULES']
@@ -75,61 +77,19 @@ def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_
     return torch.optim.SGD(params, lr=solver.BASE_LR, momentum=solver.MOMENTUM)
 
 
-def _warmup(last_epoch, warmup_iters, warmup_factor, warmup_method):
-    if last_epoch >= warmup_iters:
-        return 1
-    if warmup_method == "constant":
-        return warmup_factor
-    alpha = float(last_epoch) / warmup_iters
-    return warmup_factor * (1 - alpha) + alpha
-
-
 def _check_method(warmup_method):
     if warmup_method not in ("constant", "linear"):
         raise ValueError("SOLVER.WARMUP_METHOD must be 'constant' or 'linear', got {!r}"
                          .format(warmup_method))
 
 
-class _Schedule:
-    """State handling shared by both schedules (everything but the optimizer is state)."""
-
-    _not_state = ('optimizer', 'logger')
-
-    def _init_base_lrs(self, optimizer):
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError('{} is not an Optimizer'.format(type(optimizer).__name__))
-        self.optimizer = optimizer
-        for group in optimizer.param_groups:
-            group.setdefault('initial_lr', group['lr'])
-        self.base_lrs = [group['initial_lr'] for group in optimizer.param_groups]
-
-    def _apply(self):
-        self._last_lr = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, self._last_lr):
-            group['lr'] = lr
-
-    def get_last_lr(self):
-        """The rates the last step set, one per param group."""
-        return list(self._last_lr)
-
-    def state_dict(self):
-        """Every attribute but the optimizer and the logger (plain numbers and lists)."""
-        return {k: (list(v) if isinstance(v, tuple) else v)
-                for k, v in self.__dict__.items() if k not in self._not_state}
-
-    def load_state_dict(self, state_dict):
-        """Restore :meth:`state_dict` and re-apply the rates to the optimizer."""
-        self.__dict__.update(state_dict)
-        self._apply()
-
-
-class WarmupMultiStepLR(_Schedule):
+class WarmupMultiStepLR(Schedule):
     """SGB's ``WarmupMultiStepLR``: ``base_lr * warmup * gamma ** bisect_right(milestones,
     last_epoch)``, ``warmup`` linear from ``warmup_factor`` to 1 over ``warmup_iters``.
 
     Construction applies ``last_epoch = 0``; each :meth:`step` (called once per iteration,
     after ``optimizer.step()``) advances it by one, so iteration ``i`` (1-based) trains at the
-    rate of ``last_epoch = i - 1``.
+    rate of ``last_epoch = i - 1``. Its state is every attribute but the optimizer.
 
     Parameters
     ----------
@@ -141,6 +101,8 @@ class WarmupMultiStepLR(_Schedule):
     warmup_method : {'linear', 'constant'}
     """
 
+    _not_state = ('optimizer', 'logger')
+
     def __init__(self, optimizer, milestones, gamma=0.1, warmup_factor=1.0 / 3,
                  warmup_iters=500, warmup_method="linear"):
         if list(milestones) != sorted(milestones):
@@ -149,27 +111,19 @@ class WarmupMultiStepLR(_Schedule):
         self.milestones = list(milestones)
         self.gamma, self.warmup_factor = gamma, warmup_factor
         self.warmup_iters, self.warmup_method = warmup_iters, warmup_method
-        self._init_base_lrs(optimizer)
-        self.last_epoch = -1
+        self.optimizer = optimizer
+        super().__init__(base_lrs(optimizer), optimizer_setter(optimizer))
         self.step()
 
-    def get_lr(self):
-        """The rates at ``last_epoch``."""
-        factor = _warmup(self.last_epoch, self.warmup_iters, self.warmup_factor,
-                         self.warmup_method)
-        decay = self.gamma ** bisect_right(self.milestones, self.last_epoch)
-        return [base_lr * factor * decay for base_lr in self.base_lrs]
-
-    def step(self, epoch=None):
-        """Advance ``last_epoch`` by one (or set it to ``epoch``) and apply the rates."""
-        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
-        self._apply()
+    def factor(self, index):
+        """``(warmup, decay)`` at ``index``, multiplied in SGB's order."""
+        return (warmup_factor(index, self.warmup_iters, self.warmup_factor, self.warmup_method),
+                step_factor(index, self.milestones, self.gamma))
 
 
-class WarmupReduceLROnPlateau(_Schedule):
+class WarmupReduceLROnPlateau(Schedule, PlateauDecay):
     """SGB's ``WarmupReduceLROnPlateau``: the warmup of :class:`WarmupMultiStepLR` times
-    ``gamma ** stage_count``, ``stage_count`` raised when the validation metric has not
-    improved by more than ``threshold`` for ``patience`` validations (after ``cooldown``).
+    ``gamma ** stage_count`` (:class:`~gluontrain.core.lr_scheduler.PlateauDecay`).
 
     relation_train_net calls ``step(val_result, epoch=iteration)`` after every iteration,
     ``val_result`` None except after a validation, and stops training once
@@ -189,32 +143,28 @@ class WarmupReduceLROnPlateau(_Schedule):
     logger : logging.Logger, optional
     """
 
+    _not_state = ('optimizer', 'logger')
+
     def __init__(self, optimizer, gamma=0.5, warmup_factor=1.0 / 3, warmup_iters=500,
                  warmup_method="linear", last_epoch=-1, patience=2, threshold=1e-4,
                  cooldown=1, logger=None):
         _check_method(warmup_method)
-        self.gamma, self.warmup_factor = gamma, warmup_factor
+        self.gamma, self.warmup_factor = gamma, warmup_factor  # SGB's attribute order
         self.warmup_iters, self.warmup_method = warmup_iters, warmup_method
-        self.patience, self.threshold, self.cooldown = patience, threshold, cooldown
-        self.stage_count = 0
-        self.best = -1e12
-        self.num_bad_epochs = 0
-        self.under_cooldown = self.cooldown
+        PlateauDecay.__init__(self, gamma, patience, threshold, cooldown)
         self.logger = logger
-        self._init_base_lrs(optimizer)
-        if last_epoch == -1:
-            last_epoch = 0
-        self.last_epoch = last_epoch
+        self.optimizer = optimizer
+        Schedule.__init__(self, base_lrs(optimizer), optimizer_setter(optimizer),
+                          last_epoch=0 if last_epoch == -1 else last_epoch)
         # SGB: self.step(last_epoch), i.e. metrics=0 and epoch=None (lr_scheduler.py:106)
-        self.step(last_epoch)
+        self.step(self.last_epoch)
 
-    def get_lr(self):
-        """The rates at ``last_epoch`` and ``stage_count``."""
-        factor = _warmup(self.last_epoch, self.warmup_iters, self.warmup_factor,
-                         self.warmup_method)
-        return [base_lr * factor * self.gamma ** self.stage_count for base_lr in self.base_lrs]
+    def factor(self, index):
+        """``(warmup, decay)`` at ``index`` and ``stage_count``, multiplied in SGB's order."""
+        return (warmup_factor(index, self.warmup_iters, self.warmup_factor, self.warmup_method),
+                self.decay())
 
-    def step(self, metrics, epoch=None):
+    def step(self, metrics, epoch=None):  # pylint: disable=arguments-renamed
         """Record one iteration (and a validation result when ``metrics`` is not None).
 
         Parameters
@@ -225,21 +175,9 @@ class WarmupReduceLROnPlateau(_Schedule):
             The iteration; default ``last_epoch + 1``.
         """
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
-        if metrics is not None:
-            if float(metrics) > self.best + self.threshold:
-                self.best = float(metrics)
-                self.num_bad_epochs = 0
-            else:
-                self.num_bad_epochs += 1
-            if self.under_cooldown > 0:
-                self.under_cooldown -= 1
-                self.num_bad_epochs = 0
-            if self.num_bad_epochs >= self.patience:
-                _logger(self.logger).info(
-                    "Trigger Schedule Decay, RL has been reduced by factor %s", self.gamma)
-                self.stage_count += 1
-                self.under_cooldown = self.cooldown
-                self.num_bad_epochs = 0
+        if metrics is not None and self.record(metrics):
+            _logger(self.logger).info(
+                "Trigger Schedule Decay, RL has been reduced by factor %s", self.gamma)
         self._apply()
 
 

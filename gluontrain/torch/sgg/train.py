@@ -30,6 +30,7 @@ import torch
 
 from ...core.hooks import hooks_state_dict
 from ...core.loop import Hook
+from ...core.lr_scheduler import ScheduleHook as CoreScheduleHook
 from ..distributed import all_reduce_mean, get_rank, get_world_size, is_distributed
 from .inference import inference, iou_types_of
 from .modeling.model import fix_eval_modules
@@ -116,8 +117,9 @@ class SGGStep:
                 'lr': self.optimizer.param_groups[-1]['lr'], 'batch_size': len(targets)}
 
 
-class ScheduleHook(Hook):
-    """SGB's scheduler calls.
+class ScheduleHook(CoreScheduleHook):
+    """SGB's scheduler calls, on the core's
+    :class:`~gluontrain.core.lr_scheduler.ScheduleHook`.
 
     ``WarmupMultiStepLR``: ``step()`` after every iteration (relation) or before it
     (detector, ``before=True``). ``WarmupReduceLROnPlateau``: ``step(val_result,
@@ -126,28 +128,25 @@ class ScheduleHook(Hook):
     """
 
     def __init__(self, scheduler, cfg, before=False, logger=None):
-        self.scheduler, self.cfg, self.before = scheduler, cfg, before
         self.plateau = cfg.SOLVER.SCHEDULE.TYPE == "WarmupReduceLROnPlateau"
+        if self.plateau:
+            super().__init__(scheduler, 'after_batch', lambda state: (
+                state.current if state.val_iteration == state.iteration else None,
+                state.iteration))
+        else:
+            super().__init__(scheduler, 'before_batch' if before else 'after_batch')
+        self.scheduler, self.cfg, self.before = scheduler, cfg, before
         self.logger = logger or _LOG
         self.decay_stopped = False
 
-    def before_batch(self, state):
-        if self.before and not self.plateau:
-            self.scheduler.step()
-
     def after_batch(self, state):
-        if self.before and not self.plateau:
-            return
-        if self.plateau:
-            val = state.current if state.val_iteration == state.iteration else None
-            self.scheduler.step(val, epoch=state.iteration)
-            if self.scheduler.stage_count >= self.cfg.SOLVER.SCHEDULE.MAX_DECAY_STEP:
-                self.logger.info("Trigger MAX_DECAY_STEP at iteration %d.", state.iteration)
-                self.decay_stopped = True
-                state.stop('MAX_DECAY_STEP {} reached at iteration {}'.format(
-                    self.cfg.SOLVER.SCHEDULE.MAX_DECAY_STEP, state.iteration))
-        else:
-            self.scheduler.step()
+        super().after_batch(state)
+        if self.plateau and \
+                self.scheduler.stage_count >= self.cfg.SOLVER.SCHEDULE.MAX_DECAY_STEP:
+            self.logger.info("Trigger MAX_DECAY_STEP at iteration %d.", state.iteration)
+            self.decay_stopped = True
+            state.stop('MAX_DECAY_STEP {} reached at iteration {}'.format(
+                self.cfg.SOLVER.SCHEDULE.MAX_DECAY_STEP, state.iteration))
 
 
 class PeriodicCheckpointHook(Hook):

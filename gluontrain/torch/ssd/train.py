@@ -5,10 +5,11 @@ ssd.pytorch trains by iterations: ``max_iter`` steps over a batch iterator, the 
 10 (``gamma``) when the iteration index reaches each of ``lr_steps``, weights saved every 5000
 iterations. Here the loop runs passes over the DataLoader (re-created each pass: the
 reference never re-creates its iterator and dies with StopIteration after one epoch) with
-the loop's own iteration budget (``run_loop(max_iter=...)``); :class:`SSDIterationHook` does
-the LR steps, the reference's log line and its periodic saves.
+the loop's own iteration budget (``run_loop(max_iter=...)``); :func:`ssd_schedule_hook` does
+the LR steps, :class:`SSDIterationLogHook` the reference's log line and its periodic saves.
 """
 import os
+from functools import partial
 
 import torch
 
@@ -17,10 +18,13 @@ from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import get_logger, hooks_state_dict, restore_hooks_state
 from ...core.distributed import RankStateHook, SetEpochHook
 from ...core.loop import Hook, Period, TrainState, run_loop
+from ...core.lr_scheduler import Schedule, ScheduleHook, step_factor
 from ...core.meters import LossMeter
+from ...core.writers import save_best_and_interval
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
 from ..distributed import TorchComm, convert_sync_batchnorm, wrap_ddp
+from ..lr_scheduler import optimizer_setter
 from ..passes import PassPositionHook, preserved_rng
 from ..step import LossDictStep, mixed_precision, to_device
 from .detection import detections_in_pixels
@@ -67,28 +71,21 @@ def lr_at(iteration, base_lr, gamma, lr_steps):
     """ssd.pytorch's rate for the step with 0-based index ``iteration``.
 
     The reference increments ``step_index`` when ``iteration in lr_steps`` *before* that
-    step, so the rate is ``base_lr * gamma ** #{s in lr_steps: s <= iteration}``. Computing it
-    from the iteration (instead of counting crossings) keeps it right after a resume, where
-    the reference restarts ``step_index`` at 0.
+    step, so the rate is ``base_lr * gamma ** #{s in lr_steps: s <= iteration}``
+    (:func:`~gluontrain.core.lr_scheduler.step_factor`). Computing it from the iteration
+    (instead of counting crossings) keeps it right after a resume, where the reference
+    restarts ``step_index`` at 0.
     """
-    return base_lr * gamma ** sum(1 for s in lr_steps if s <= iteration)
+    return base_lr * step_factor(iteration, lr_steps, gamma)
 
 
-class SSDIterationHook(Hook):
-    """Iteration-based work of ssd.pytorch's loop: the LR steps (every rank), and, through
-    :class:`SSDIterationLogHook`, the reference's ``iter N || Loss: x ||`` line and periodic
-    saves (the budget itself is ``run_loop``'s ``max_iter``, validation a
-    :class:`~gluontrain.core.hooks.ValidationHook` by iterations).
-    """
-
-    def __init__(self, optimizer, base_lr, gamma, lr_steps):
-        self.optimizer, self.base_lr, self.gamma = optimizer, base_lr, gamma
-        self.lr_steps = list(lr_steps)
-
-    def before_batch(self, state):
-        lr = lr_at(state.iteration, self.base_lr, self.gamma, self.lr_steps)
-        for group in self.optimizer.param_groups:
-            group['lr'] = lr
+def ssd_schedule_hook(optimizer, base_lr, gamma, lr_steps):
+    """ssd.pytorch's LR steps (every rank): before step ``state.iteration`` every param group
+    gets :func:`lr_at` (the core's :class:`~gluontrain.core.lr_scheduler.ScheduleHook` over a
+    :class:`~gluontrain.core.lr_scheduler.Schedule` of base ``base_lr``)."""
+    schedule = Schedule([base_lr] * len(optimizer.param_groups), optimizer_setter(optimizer),
+                        partial(step_factor, steps=list(lr_steps), gamma=gamma))
+    return ScheduleHook(schedule, 'before_batch', lambda state: (state.iteration,))
 
 
 class SSDIterationLogHook(Hook):
@@ -113,8 +110,8 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV-style weights files for the common interface: ``{prefix}_best.pth`` when the
     score beats ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
     ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` (here: iterations)."""
-    ckpt_io.save_best_and_interval(lambda path: save_weights(path, net), best_map, current_map,
-                                   epoch, save_interval, prefix, '.pth')
+    save_best_and_interval(lambda path: save_weights(path, net), best_map, current_map,
+                           epoch, save_interval, prefix, '.pth')
 
 
 def validate(net, val_data, ctx, eval_metric, comm=None):
@@ -246,7 +243,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     if comm.world_size > 1:
         recipe_hooks.append(SetEpochHook(batch_sampler))
     recipe_hooks += [
-        SSDIterationHook(optimizer, args.lr, args.gamma, lr_steps),
+        ssd_schedule_hook(optimizer, args.lr, args.gamma, lr_steps),
         # the reference's periodic file (it names every dataset 'COCO'; here its own name)
         SSDIterationLogHook(args.log_interval, args.save_interval, lambda index: save_weights(
             '{}_{}.pth'.format(paths.prefix, index), net))]
