@@ -1,6 +1,6 @@
 """Time the two-stage detector's inference pieces against seamseg's loops, one run.
 
-- predictions: :func:`gluontrain.torch.frcnn.algos.predict` (seamseg's ``PredictionGenerator``
+- predictions: :func:`gluontrain.torch.twostage.algos.predict` (seamseg's ``PredictionGenerator``
   structure: a loop over classes, each filtered and passed to NMS, then the top
   ``max_predictions``) vs the same with one :func:`gluontrain.torch.ops.batched_nms` over all
   classes: why ``predict`` loops over classes;
@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
-from gluontrain.torch.frcnn import algos  # noqa: E402
+from gluontrain.torch.twostage import algos  # noqa: E402
 from gluontrain.torch.frcnn.config import DEFAULTS_FILE, load_config  # noqa: E402
 from gluontrain.torch.frcnn.model import make_model  # noqa: E402
 from gluontrain.torch.ops import batched_nms, decode  # noqa: E402

@@ -36,9 +36,10 @@ from IPython.display import Image, display
 
 from gluontrain.core.plots import read_metrics
 from gluontrain.data.coco import write_coco
-from gluontrain.torch.frcnn import algos, recipe
+from gluontrain.torch.frcnn import recipe
 from gluontrain.torch.frcnn.config import DEFAULTS_FILE
-from gluontrain.torch.frcnn.model import prepare_inputs
+from gluontrain.torch.twostage import algos
+from gluontrain.torch.twostage.seamseg import prepare_inputs
 
 %matplotlib inline
 torch.set_num_threads(1)

@@ -3,7 +3,7 @@
 maskrcnn-benchmark builds its body from ``FrozenBatchNorm2d`` (``StemWithFixedBatchNorm`` /
 ``BottleneckWithFixedBatchNorm``, the default) or ``GroupNorm`` (``StemWithGN`` /
 ``BottleneckWithGN``, sized by ``MODEL.GROUP_NORM``), each followed by a separate ReLU. The
-seamseg norms that carry their own activation live in :mod:`gluontrain.torch.frcnn.norm`.
+seamseg norms that carry their own activation live in :mod:`gluontrain.torch.twostage.norm`.
 """
 import torch
 import torch.nn as nn

@@ -11,11 +11,10 @@ Modules (import the one you need):
 - :mod:`.coco_eval` -- COCO box AP of the validation (pycocotools), seamseg's traps fixed;
 - :mod:`.transform` -- ``ISSTransform``, boxes from instance masks, ``iss_collate_fn``;
 - :mod:`.sampler` -- the aspect-ratio batch samplers, deterministic per epoch;
-- :mod:`.norm` -- norm + activation layers for every ``normalization_mode``;
 - :mod:`.body` -- the ResNet body with seamseg's module names, torchvision weight mapping;
-- :mod:`.heads` -- FPN, the shared RPN head and the FPN ROI head;
-- :mod:`.model` -- assembly from the config, seamseg's forward (losses, predictions);
-- :mod:`.algos` -- targets, losses, proposals and predictions on :mod:`gluontrain.torch.ops`;
+- :mod:`.model` -- assembly from the config of the seamseg flavour of
+  :mod:`gluontrain.torch.twostage` (FPN, RPN and ROI heads, seamseg's forward and algorithms,
+  norm + activation layers for every ``normalization_mode``);
 - :mod:`.train` -- seamseg's ``train``/``validate`` loops with the seed's signature
   (``from gluontrain.torch.frcnn.train import train``), for users who drive it as seamseg;
 - :mod:`.recipe`, :mod:`.engine`, :mod:`.plots` -- the contract's functions on the common loop

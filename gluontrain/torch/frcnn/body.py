@@ -6,7 +6,7 @@ snapshots load unchanged; seamseg leaves the body at PyTorch's default initialis
 gluontrain adds ``width_mult`` (a ``body_params`` entry) for CPU-sized runs.
 """
 from ..backbone import make_resnet
-from .norm import BatchNormAct
+from ..twostage.norm import BatchNormAct
 
 __all__ = ['NETS', 'make_body']
 
@@ -22,7 +22,7 @@ def make_body(name, norm_act=BatchNormAct, **body_params):
     name : str
         A key of :data:`NETS`.
     norm_act : callable
-        A seamseg norm-act factory (:mod:`gluontrain.torch.frcnn.norm`).
+        A seamseg norm-act factory (:mod:`gluontrain.torch.twostage.norm`).
     **body_params
         ``dilation``, ``width_mult``.
 

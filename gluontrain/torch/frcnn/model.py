@@ -1,235 +1,19 @@
-"""The detector assembled from the configuration, as seamseg's ``make_model``.
-
-``DetectionNet`` holds seamseg's three snapshot modules, ``body`` (``FPNBody``: ResNet +
-FPN), ``rpn_head`` and ``roi_head``. :meth:`DetectionNet.forward` is seamseg's
-``DetectionNet.forward`` (losses and predictions, :mod:`.algos`);
-:meth:`DetectionNet.head_outputs` runs the network up to the raw head outputs.
+"""The detector assembled from the configuration, as seamseg's ``make_model``: the seamseg
+flavour of :mod:`gluontrain.torch.twostage` (``seamseg.DetectionNet``) built from ``[body]``,
+``[fpn]``, ``[rpn]`` and ``[roi]``.
 """
-from collections import OrderedDict
-
-import torch
-import torch.nn as nn
-
-from . import algos
-
 from ..backbone import freeze_stages, load_body_weights
+from ..twostage import algos
+from ..twostage.box_head import ROIBoxHead
+from ..twostage.fpn import FPN, FPNBody
+from ..twostage.norm import norm_act_from_config
+from ..twostage.rpn import RPNHead
+from ..twostage.seamseg import DetectionNet
 from .body import make_body
-from .heads import FPN, FPNBody, FPNROIHead, RPNHead, flatten_rpn_outputs
-from .norm import norm_act_from_config
 
-__all__ = ['DetectionNet', 'make_model', 'pad_images', 'prepare_inputs',
-           'NETWORK_INPUTS']
+__all__ = ['make_model', 'NETWORK_INPUTS']
 
 NETWORK_INPUTS = ('img', 'cat', 'iscrowd', 'bbx')
-
-
-def pad_images(images, pad_value=0.):
-    """seamseg's ``pad_packed_images``: pad to the largest height and width of the batch,
-    top-left aligned, no size snapping.
-
-    Parameters
-    ----------
-    images : sequence of torch.Tensor
-        ``(C, H_i, W_i)`` each.
-    pad_value : float
-
-    Returns
-    -------
-    padded : torch.Tensor
-        ``(N, C, max H, max W)``.
-    valid_size : list of (int, int)
-        ``(H_i, W_i)`` per image.
-    """
-    if len(images) == 0:
-        raise ValueError('pad_images needs at least one image')
-    chans = {int(img.shape[0]) for img in images}
-    if len(chans) != 1 or any(img.dim() != 3 for img in images):
-        raise ValueError('pad_images needs (C, H, W) tensors with one C, got shapes {}'.format(
-            [tuple(img.shape) for img in images]))
-    h = max(int(img.shape[1]) for img in images)
-    w = max(int(img.shape[2]) for img in images)
-    out = images[0].new_full((len(images), chans.pop(), h, w), pad_value)
-    sizes = []
-    for i, img in enumerate(images):
-        out[i, :, :img.shape[1], :img.shape[2]] = img
-        sizes.append((int(img.shape[1]), int(img.shape[2])))
-    return out, sizes
-
-
-def prepare_inputs(cat, iscrowd, bbx, num_stuff):
-    """seamseg's ``DetectionNet._prepare_inputs``: per image, the ground truth of the
-    detector and the crowd regions it treats as void.
-
-    Things are ``num_stuff <= cat != 255``. Per image: ``cat`` and ``bbx`` of the non-crowd
-    things (``None`` when there are none) and the boxes of the crowd things (``None`` when
-    there are none). seamseg computes ``thing & ~iscrowd`` on uint8 (``~1 = 254``, correct only
-    by way of the ``& 1``) and returns an empty crowd tensor when only stuff is crowd; here the
-    masks are boolean and that case is ``None``.
-
-    Parameters
-    ----------
-    cat, iscrowd, bbx : sequence of torch.Tensor
-        Per image: ``(K,)`` classes, ``(K,)`` crowd flags, ``(K, 4)`` boxes.
-    num_stuff : int
-
-    Returns
-    -------
-    tuple of list
-        ``(cat, crowd_bbx, bbx)`` per image, entries a tensor or ``None``.
-    """
-    cat_out, crowd_out, bbx_out = [], [], []
-    for cat_i, crowd_i, bbx_i in zip(cat, iscrowd, bbx):
-        thing = (cat_i >= num_stuff) & (cat_i != 255)
-        crowd_i = crowd_i.bool()
-        valid = thing & ~crowd_i
-        if valid.any():
-            cat_out.append(cat_i[valid])
-            bbx_out.append(bbx_i[valid])
-        else:
-            cat_out.append(None)
-            bbx_out.append(None)
-        crowd_thing = crowd_i & thing
-        crowd_out.append(bbx_i[crowd_thing] if crowd_thing.any() else None)
-    return cat_out, crowd_out, bbx_out
-
-
-class DetectionNet(nn.Module):
-    """``body`` + ``rpn_head`` + ``roi_head`` (seamseg's module and snapshot names).
-
-    Parameters
-    ----------
-    body : FPNBody
-    rpn_head : RPNHead
-    roi_head : FPNROIHead
-    classes : dict
-        ``{'total', 'stuff', 'thing'}``.
-    rpn_levels : (int, int)
-        ``(fpn_min_level, fpn_levels)`` of ``[rpn]``.
-    rpn_settings : algos.RPNSettings, optional
-        Default: seamseg's defaults.
-    roi_settings : algos.ROISettings, optional
-        Default: seamseg's defaults.
-    """
-
-    def __init__(self, body, rpn_head, roi_head, classes, rpn_levels=(0, 4), rpn_settings=None,
-                 roi_settings=None):
-        super().__init__()
-        self.num_stuff = classes['stuff']
-        self.classes = dict(classes)
-        self.rpn_levels = tuple(rpn_levels)
-        self.rpn_settings = rpn_settings or algos.RPNSettings()
-        self.roi_settings = roi_settings or algos.ROISettings()
-        self.body = body
-        self.rpn_head = rpn_head
-        self.roi_head = roi_head
-
-    def forward(self, img, cat=None, iscrowd=None, bbx=None, do_loss=False, do_prediction=True):
-        """seamseg's ``DetectionNet.forward``.
-
-        With ``do_loss``: anchor targets and the RPN losses, proposals (train or val counts
-        by ``self.training``), sampled ROIs with the ground truth prepended and the ROI
-        losses. With ``do_prediction``: detections of the proposals (those of the loss pass
-        when ``do_loss``, else the RPN's inference). Random draws use torch's (anchors) and
-        NumPy's (ROIs) global generators, as seamseg.
-
-        Parameters
-        ----------
-        img : torch.Tensor or sequence of torch.Tensor
-            ``(N, 3, H, W)`` or the images to pad.
-        cat, iscrowd, bbx : sequence of torch.Tensor, optional
-            Per image classes, crowd flags and ``(y0, x0, y1, x1)`` boxes (needed with
-            ``do_loss``).
-        do_loss, do_prediction : bool
-
-        Returns
-        -------
-        losses : OrderedDict
-            ``obj_loss, bbx_loss, roi_cls_loss, roi_bbx_loss`` (0-d tensors, ``None``
-            without ``do_loss``).
-        pred : OrderedDict
-            ``bbx_pred, cls_pred, obj_pred``: per image lists (``None`` entries for images
-            without detections; the values ``None`` without ``do_prediction``).
-        """
-        out = self.head_outputs(img)
-        feats, valid_size, img_size = out['features'], out['valid_size'], out['img_size']
-        obj_logits, bbx_logits = out['obj_logits'], out['bbx_logits']
-        rpn, roi = self.rpn_settings, self.roi_settings
-        losses = OrderedDict((k, None) for k in
-                             ('obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss'))
-        pred = OrderedDict((k, None) for k in ('bbx_pred', 'cls_pred', 'obj_pred'))
-        if not (do_loss or do_prediction):
-            return losses, pred
-        with torch.no_grad():
-            anchors = algos.image_anchors(out['level_sizes'], rpn, bbx_logits.dtype,
-                                          bbx_logits.device)
-            proposals = algos.generate_proposals(obj_logits, bbx_logits, anchors, valid_size,
-                                                 rpn, self.training)
-        if do_loss:
-            cat, crowd, bbx = prepare_inputs(cat, iscrowd, bbx, self.num_stuff)
-            with torch.no_grad():
-                obj_lbl, bbx_lbl = algos.rpn_targets(anchors, bbx, crowd, valid_size, rpn)
-            losses['obj_loss'], losses['bbx_loss'] = algos.rpn_loss(
-                obj_logits, bbx_logits, obj_lbl, bbx_lbl, rpn.sigma)
-            losses['roi_cls_loss'], losses['roi_bbx_loss'] = self._roi_losses(
-                feats, proposals, bbx, cat, crowd, img_size)
-        if do_prediction:
-            pred.update(zip(pred, self._predict(feats, proposals, valid_size, img_size)))
-        return losses, pred
-
-    def _roi_losses(self, feats, proposals, bbx, cat, crowd, img_size):
-        roi = self.roi_settings
-        rois = None
-        # seamseg skips the ROI head when no image has a proposal (ground truth alone is
-        # not enough), with a zero loss that keeps the graph connected
-        if any(p is not None for p in proposals):
-            with torch.no_grad():
-                rois, rois_idx, cls_lbl, bbx_lbl = algos.roi_targets(
-                    proposals, bbx, cat, crowd, self.num_stuff, roi)
-        if rois is None:
-            zero = sum(f.sum() for f in feats[roi.min_level:roi.min_level + roi.levels]) * 0
-            return zero, zero
-        cls_logits, bbx_logits = self.roi_head(
-            algos.roi_features(feats, rois, rois_idx, img_size, roi))
-        return algos.roi_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, roi.sigma)
-
-    def _predict(self, feats, proposals, valid_size, img_size):
-        none = [None] * len(valid_size)
-        kept = [(p, i) for i, p in enumerate(proposals) if p is not None]
-        if not kept:
-            return none, list(none), list(none)
-        rois = torch.cat([p for p, _ in kept])
-        rois_idx = torch.cat([torch.full((p.shape[0],), i, dtype=torch.long,
-                                         device=p.device) for p, i in kept])
-        cls_logits, bbx_logits = self.roi_head(
-            algos.roi_features(feats, rois, rois_idx, img_size, self.roi_settings))
-        return algos.predict(cls_logits, bbx_logits, rois, rois_idx, valid_size,
-                             self.roi_settings)
-
-    def head_outputs(self, img):
-        """Raw outputs of the body and the RPN head.
-
-        Parameters
-        ----------
-        img : torch.Tensor or sequence of torch.Tensor
-            A padded ``(N, 3, H, W)`` batch, or the images to pad (:func:`pad_images`).
-
-        Returns
-        -------
-        dict
-            ``features`` (FPN outputs, finest first), ``obj_logits (N, A_total)``,
-            ``bbx_logits (N, A_total, 4)``, ``level_sizes`` (per RPN level), ``valid_size``
-            (per image), ``img_size`` (padded ``(H, W)``).
-        """
-        if isinstance(img, torch.Tensor):
-            valid_size = [tuple(img.shape[-2:])] * img.shape[0]
-        else:
-            img, valid_size = pad_images(img)
-        features = self.body(img)
-        lo, n = self.rpn_levels
-        obj, bbx, sizes = flatten_rpn_outputs(self.rpn_head, features[lo:lo + n])
-        return {'features': features, 'obj_logits': obj, 'bbx_logits': bbx,
-                'level_sizes': sizes, 'valid_size': valid_size,
-                'img_size': tuple(img.shape[-2:])}
 
 
 def make_model(config, num_thing, num_stuff=0):
@@ -280,8 +64,8 @@ def make_model(config, num_thing, num_stuff=0):
     rpn_head = RPNHead(fpn_config.getint('out_channels'),
                        len(rpn_config.getstruct('anchor_ratios')), 1,
                        rpn_config.getint('hidden_channels'), norm_dynamic)
-    roi_head = FPNROIHead(fpn_config.getint('out_channels'), classes,
-                          roi_config.getstruct('roi_size'), norm_act=norm_dynamic)
+    roi_head = ROIBoxHead.seamseg(fpn_config.getint('out_channels'), classes,
+                                  roi_config.getstruct('roi_size'), norm_act=norm_dynamic)
     return DetectionNet(body, rpn_head, roi_head, classes,
                         (rpn_config.getint('fpn_min_level'), rpn_config.getint('fpn_levels')),
                         algos.RPNSettings.from_config(rpn_config, fpn_config),

@@ -7,7 +7,7 @@ fall in a group. ``SGD(momentum, nesterov)``; then the scheduler over ``epoch_le
 """
 import torch
 
-from .norm import NORM_LAYERS, OTHER_LAYERS
+from ..twostage.norm import NORM_LAYERS, OTHER_LAYERS
 from .scheduler import scheduler_from_config
 
 __all__ = ['parameter_groups', 'make_optimizer', 'current_lr']

@@ -9,17 +9,18 @@
   :func:`ssd_nms` / :func:`batched_ssd_nms`, MXNet's :func:`box_nms`.
 - :mod:`.roi` -- seamseg's :func:`roi_sampling`, maskrcnn-benchmark's :func:`roi_align`,
   :func:`fpn_levels` and their multi-level poolers.
-- :mod:`.anchors` -- seamseg's anchors (:func:`base_anchors`, :func:`grid_anchors`,
-  :func:`fpn_anchors`).
-- :mod:`.matching` -- anchor / proposal matching with void labels and balanced sampling.
+- :mod:`.anchors` -- seamseg's anchors (:func:`base_anchors`, :func:`fpn_anchors`) and
+  maskrcnn-benchmark's (:func:`generate_anchors`), :func:`grid_anchors` in either layout.
+- :mod:`.matching` -- anchor / proposal matching with void labels and balanced sampling
+  (seamseg's), maskrcnn-benchmark's :func:`match_by_iou` and :func:`balanced_sample`.
 - :mod:`.losses` -- :func:`smooth_l1` with seamseg's sigma.
 """
-from .anchors import base_anchors, fpn_anchors, grid_anchors
+from .anchors import base_anchors, fpn_anchors, generate_anchors, grid_anchors
 from .boxes import (ENCODE_EPS, SCALE_CLIP, box_area, box_intersection, box_ioa, box_iou,
                     center_to_corners, corners_to_center, decode, encode)
 from .losses import smooth_l1
-from .matching import (NEGATIVE, VOID, match_anchors, match_proposals, sample_proposals,
-                       subsample_anchors)
+from .matching import (NEGATIVE, VOID, balanced_sample, match_anchors, match_by_iou,
+                       match_proposals, sample_proposals, subsample_anchors)
 from .nms import batched_nms, batched_ssd_nms, box_nms, nms, ssd_nms
 from .roi import (fpn_levels, multilevel_roi_align, multilevel_roi_sampling, roi_align,
                   roi_sampling)
@@ -29,6 +30,6 @@ __all__ = ['ENCODE_EPS', 'SCALE_CLIP', 'box_area', 'box_intersection', 'box_ioa'
            'nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms',
            'roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align',
-           'base_anchors', 'grid_anchors', 'fpn_anchors',
+           'base_anchors', 'generate_anchors', 'grid_anchors', 'fpn_anchors',
            'VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',
-           'sample_proposals', 'smooth_l1']
+           'sample_proposals', 'match_by_iou', 'balanced_sample', 'smooth_l1']

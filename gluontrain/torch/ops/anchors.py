@@ -1,10 +1,18 @@
-"""Anchor generation as seamseg's ``RPNAlgo._base_anchors`` / ``_shifted_anchors``
-(``seamseg/algos/rpn.py``) and ``RPNAlgoFPN`` (``seamseg/algos/fpn.py``)."""
+"""Anchor generation of both two-stage flavours.
+
+- seamseg's ``RPNAlgo._base_anchors`` / ``_shifted_anchors`` (``seamseg/algos/rpn.py``) and
+  ``RPNAlgoFPN`` (``seamseg/algos/fpn.py``): :func:`base_anchors`, :func:`fpn_anchors`,
+  ``(y0, x0, y1, x1)`` layout;
+- maskrcnn-benchmark's ``generate_anchors`` (one size per level, ``np.round`` of the ratio
+  sides, ``+1`` pixel convention): :func:`generate_anchors`, ``(x0, y0, x1, y1)`` layout;
+- :func:`grid_anchors` shifts either over a feature map (``layout``).
+"""
 import math
 
+import numpy as np
 import torch
 
-__all__ = ['base_anchors', 'grid_anchors', 'fpn_anchors']
+__all__ = ['base_anchors', 'generate_anchors', 'grid_anchors', 'fpn_anchors']
 
 
 def base_anchors(stride, scales=(8.,), ratios=(1., .5, 2.)):
@@ -37,7 +45,48 @@ def base_anchors(stride, scales=(8.,), ratios=(1., .5, 2.)):
     return out
 
 
-def grid_anchors(base, stride, height, width, dtype=torch.float32, device='cpu'):
+def _mkanchors(ws, hs, x_ctr, y_ctr):
+    ws, hs = ws[:, None], hs[:, None]
+    return np.hstack((x_ctr - 0.5 * (ws - 1), y_ctr - 0.5 * (hs - 1),
+                      x_ctr + 0.5 * (ws - 1), y_ctr + 0.5 * (hs - 1)))
+
+
+def _whctrs(anchor):
+    w, h = anchor[2] - anchor[0] + 1, anchor[3] - anchor[1] + 1
+    return w, h, anchor[0] + 0.5 * (w - 1), anchor[1] + 0.5 * (h - 1)
+
+
+def generate_anchors(stride, sizes, aspect_ratios):
+    """maskrcnn-benchmark's ``generate_anchors``: the cell anchors of one level.
+
+    Parameters
+    ----------
+    stride : int
+    sizes : sequence of float
+    aspect_ratios : sequence of float
+        Height / width.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(len(ratios) * len(sizes), 4)`` float32 ``xyxy`` anchors of the cell at the origin
+        (``+1`` convention).
+    """
+    anchor = np.array([1, 1, stride, stride], dtype=np.float64) - 1
+    w, h, x_ctr, y_ctr = _whctrs(anchor)
+    ratios = np.asarray(aspect_ratios, dtype=np.float64)
+    ws = np.round(np.sqrt(w * h / ratios))
+    hs = np.round(ws * ratios)
+    by_ratio = _mkanchors(ws, hs, x_ctr, y_ctr)
+    scales = np.asarray(sizes, dtype=np.float64) / stride
+    out = []
+    for a in by_ratio:
+        w, h, x_ctr, y_ctr = _whctrs(a)
+        out.append(_mkanchors(w * scales, h * scales, x_ctr, y_ctr))
+    return torch.from_numpy(np.vstack(out)).float()
+
+
+def grid_anchors(base, stride, height, width, dtype=torch.float32, device='cpu', layout='yx'):
     """All anchors of a ``height x width`` feature map, seamseg's ``_shifted_anchors``.
 
     The order is row-major over cells (y, then x), then the cell's anchors in ``base``
@@ -45,26 +94,28 @@ def grid_anchors(base, stride, height, width, dtype=torch.float32, device='cpu')
 
     Parameters
     ----------
-    base : sequence of 4-tuples
-        :func:`base_anchors` of this level.
+    base : sequence of 4-tuples or torch.Tensor
+        :func:`base_anchors` (or :func:`generate_anchors`) of this level.
     stride : float
         Offset between cells (cell ``(i, j)`` adds ``(i * stride, j * stride)``).
     height, width : int
         Feature map size.
     dtype : torch.dtype, default float32
     device : torch.device or str, default 'cpu'
+    layout : {'yx', 'xy'}
+        Corner order of ``base`` and of the result: seamseg's ``(y0, x0, y1, x1)`` or
+        maskrcnn-benchmark's ``(x0, y0, x1, y1)``.
 
     Returns
     -------
     torch.Tensor
-        ``(height * width * len(base), 4)`` anchors ``(y0, x0, y1, x1)``; empty for an
-        empty map.
+        ``(height * width * len(base), 4)`` anchors; empty for an empty map.
     """
     grid_y = torch.arange(0, stride * height, stride, dtype=dtype, device=device)[:height]
     grid_x = torch.arange(0, stride * width, stride, dtype=dtype, device=device)[:width]
-    grid = torch.stack([grid_y.view(-1, 1).expand(height, width),
-                        grid_x.view(1, -1).expand(height, width)], -1)
-    cell = torch.tensor(base, dtype=dtype, device=device).view(1, 1, -1, 4)
+    grid = [grid_y.view(-1, 1).expand(height, width), grid_x.view(1, -1).expand(height, width)]
+    grid = torch.stack(grid if layout == 'yx' else grid[::-1], -1)
+    cell = torch.as_tensor(base, dtype=dtype, device=device).view(1, 1, -1, 4)
     return (cell + grid.repeat(1, 1, 2).unsqueeze(2)).view(-1, 4)
 
 

@@ -1,6 +1,7 @@
 """Anchor and proposal matching with void labels, and balanced sampling, as seamseg's
 ``AnchorMatcher`` (``seamseg/algos/rpn.py``) and ``ProposalMatcher``
-(``seamseg/algos/detection.py``).
+(``seamseg/algos/detection.py``), and maskrcnn-benchmark's ``Matcher``
+(:func:`match_by_iou`) and ``BalancedPositiveNegativeSampler`` (:func:`balanced_sample`).
 
 Match codes: ``k >= 0`` matched to ground truth ``k``, :data:`NEGATIVE` (-1) background,
 :data:`VOID` (-2) ignored. Boxes are corners in one layout throughout (seamseg's
@@ -21,7 +22,7 @@ import torch
 from .boxes import box_ioa, box_iou
 
 __all__ = ['VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',
-           'sample_proposals']
+           'sample_proposals', 'match_by_iou', 'balanced_sample']
 
 VOID = -2
 NEGATIVE = -1
@@ -231,3 +232,64 @@ def match_proposals(proposals, gt_boxes, crowd_boxes, pos_threshold=.5, neg_thre
     if pos_idx.numel():
         match[:pos_idx.numel()] = best_gt[pos_idx]
     return rois[torch.cat([pos_idx, neg_idx])], match
+
+
+def match_by_iou(iou, high, low, allow_low_quality=False):
+    """maskrcnn-benchmark's ``Matcher``: per column (proposal / anchor) the best row (ground
+    truth), :data:`NEGATIVE` below ``low``, :data:`VOID` in ``[low, high)`` (its
+    ``BELOW_LOW_THRESHOLD`` / ``BETWEEN_THRESHOLDS``).
+
+    Parameters
+    ----------
+    iou : torch.Tensor
+        ``(G, P)``.
+    high, low : float
+    allow_low_quality : bool
+        Every column tied for a row's best IoU takes its own pre-threshold best match.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(P,)`` int64.
+    """
+    if iou.numel() == 0:
+        return iou.new_full((iou.shape[1],), NEGATIVE, dtype=torch.long)
+    vals, all_matches = iou.max(dim=0)
+    matches = all_matches.clone()
+    matches[vals < low] = NEGATIVE
+    matches[(vals >= low) & (vals < high)] = VOID
+    if allow_low_quality:
+        highest = iou.max(dim=1)[0]
+        preds = torch.nonzero(iou == highest[:, None])[:, 1]
+        matches[preds] = all_matches[preds]
+    return matches
+
+
+def balanced_sample(labels, batch_size, pos_fraction, generator=None):
+    """maskrcnn-benchmark's ``BalancedPositiveNegativeSampler`` for one image.
+
+    Parameters
+    ----------
+    labels : torch.Tensor
+        ``>= 1`` positive, 0 negative, other ignored.
+    batch_size : int
+    pos_fraction : float
+    generator : torch.Generator, optional
+        Source of the permutations (positives first; torch's global RNG when None).
+
+    Returns
+    -------
+    pos_mask, neg_mask : torch.Tensor
+        Bool masks of the sampled positives and negatives.
+    """
+    pos = torch.nonzero(labels >= 1).squeeze(1)
+    neg = torch.nonzero(labels == 0).squeeze(1)
+    num_pos = min(int(batch_size * pos_fraction), pos.numel())
+    num_neg = min(batch_size - num_pos, neg.numel())
+    pos = pos[torch.randperm(pos.numel(), generator=generator)[:num_pos].to(pos.device)]
+    neg = neg[torch.randperm(neg.numel(), generator=generator)[:num_neg].to(neg.device)]
+    pos_mask = torch.zeros_like(labels, dtype=torch.bool)
+    neg_mask = torch.zeros_like(labels, dtype=torch.bool)
+    pos_mask[pos] = True
+    neg_mask[neg] = True
+    return pos_mask, neg_mask

@@ -107,7 +107,7 @@ _C.MODEL.BACKBONE.CONV_BODY = "R-50-C4"
 _C.MODEL.BACKBONE.FREEZE_CONV_BODY_AT = 2
 # ours: every ResNet width multiplied (small CPU bodies), and the body's norm layers:
 # 'off' = frozen affine batch norm (maskrcnn-benchmark's FrozenBatchNorm2d), 'bn' to train
-# from scratch (gluontrain.torch.frcnn.norm.make_norm_act modes)
+# from scratch (gluontrain.torch.twostage.norm.make_norm_act modes)
 _C.MODEL.BACKBONE.WIDTH_MULT = 1.0
 _C.MODEL.BACKBONE.NORM = 'off'
 

@@ -34,7 +34,7 @@ from ...core.load_report import WeightsLoadError
 from ..distributed import get_rank, get_world_size, is_distributed
 from ..passes import preserved_rng
 from ..weights import read_weights_file
-from .structures import BoxList
+from ..twostage.structures import BoxList
 
 __all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of',
            'load_cached_predictions', 'EVAL_RESULTS', 'RESULT_DICT', 'SGB_BOXLIST']

@@ -254,8 +254,8 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
     size_divisible : int
         ``DATALOADER.SIZE_DIVISIBILITY``.
     batch_fn : callable, optional
-        ``batch_fn([tensor], size_divisible) -> images``; default sgg-data's
-        ``to_image_list``.
+        ``batch_fn([tensor], size_divisible) -> images``; default
+        :func:`gluontrain.torch.twostage.images.to_image_list`.
 
     Returns
     -------
@@ -263,9 +263,8 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
         For :func:`draw_scene_graphs`; the model's mode and every RNG are put back.
     """
     if batch_fn is None:
-        # sgg-data's module; imported here so drawing needs no data package
-        from .data import collate  # pylint: disable=import-outside-toplevel
-        batch_fn = collate.to_image_list
+        from ..twostage.images import to_image_list  # pylint: disable=import-outside-toplevel
+        batch_fn = to_image_list
     was_training = model.training
     model.eval()
     predictions = {}

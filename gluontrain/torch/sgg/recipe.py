@@ -136,7 +136,7 @@ def build_model(cfg, statistics=None):
         from .modeling.model import build_relation_model  # pylint: disable=import-outside-toplevel
         model = build_relation_model(cfg, statistics)
     else:
-        from .modeling.detector import build_detector  # pylint: disable=import-outside-toplevel
+        from ..twostage.maskrcnn import build_detector  # pylint: disable=import-outside-toplevel
         model = build_detector(cfg)
     return model.to(torch.device(cfg.MODEL.DEVICE))
 

@@ -18,9 +18,9 @@ import torch
 from gluontrain.torch.backbone import (FrozenBatchNorm2d, ResidualBlock, freeze_stages,
                                        make_resnet, rename_body_keys)
 from gluontrain.torch.frcnn.body import make_body
-from gluontrain.torch.frcnn.norm import BatchNormAct, make_norm_act
+from gluontrain.torch.twostage.norm import BatchNormAct, make_norm_act
 from gluontrain.torch.sgg.config import get_cfg
-from gluontrain.torch.sgg.modeling.detector import build_backbone
+from gluontrain.torch.twostage.maskrcnn import build_backbone
 
 BEFORE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bodies',
                       'bodies_c3d9745.npz')

@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from gluontrain.torch.frcnn.config import load_config
-from gluontrain.torch.frcnn.model import make_model, pad_images, prepare_inputs
-from gluontrain.torch.frcnn.norm import NORM_LAYERS
+from gluontrain.torch.frcnn.model import make_model
+from gluontrain.torch.twostage.seamseg import prepare_inputs
+from gluontrain.torch.twostage.norm import NORM_LAYERS
 
 
 def _small_config(tmp_path, extra=''):
@@ -66,14 +67,6 @@ def test_every_trainable_parameter_is_norm_or_conv_linear(tmp_path):
                 if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))
                 for p in m.parameters(recurse=False))
     assert norm + other == total
-
-
-def test_pad_images():
-    padded, sizes = pad_images([torch.ones(3, 2, 5), torch.ones(3, 4, 3)])
-    assert padded.shape == (2, 3, 4, 5) and sizes == [(2, 5), (4, 3)]
-    assert padded[0, :, 2:].sum() == 0 and padded[1, :, :, 3:].sum() == 0
-    with pytest.raises(ValueError):
-        pad_images([])
 
 
 def test_prepare_inputs_splits_things_crowds_and_void():

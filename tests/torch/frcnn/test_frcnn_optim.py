@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from gluontrain.torch.frcnn.config import load_config
-from gluontrain.torch.frcnn.norm import BatchNormAct, GroupNormAct
+from gluontrain.torch.twostage.norm import BatchNormAct, GroupNormAct
 from gluontrain.torch.frcnn.optim import current_lr, make_optimizer, parameter_groups
 
 

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from gluontrain.torch.ops import base_anchors, fpn_anchors, grid_anchors
+from gluontrain.torch.ops import base_anchors, fpn_anchors, generate_anchors, grid_anchors
 
 
 def test_base_anchors_hand_computed():
@@ -39,3 +39,18 @@ def test_fpn_anchors_concatenate_levels_and_empty_map():
     assert (anchors[24 * 3] == torch.tensor([-28., -28., 36., 36.])).all()  # stride 8: size 64
     with pytest.raises(ValueError, match='level sizes'):
         fpn_anchors([(2, 2)])
+
+
+def test_generate_anchors_detectron_values():
+    # Detectron's P2 anchors (stride 4, size 32): rounded ratio sides, +1 convention
+    a = generate_anchors(4, (32,), (0.5, 1., 2.))
+    assert a.tolist() == [[-22., -10., 25., 13.], [-14., -14., 17., 17.], [-10., -22., 13., 25.]]
+
+
+def test_grid_anchors_location_major():
+    cell = generate_anchors(4, (32,), (0.5, 1., 2.))
+    g = grid_anchors(cell, 4, 2, 3, layout='xy')
+    assert g.shape == (18, 4)
+    # location (y=0, x=1) comes after the 3 anchors of (0, 0)
+    assert torch.equal(g[3], cell[0] + torch.tensor([4., 0., 4., 0.]))
+    assert torch.equal(g[9], cell[0] + torch.tensor([0., 4., 0., 4.]))

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from gluontrain.torch.sgg.baseline import frequency_baseline
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def test_frequency_baseline_by_hand():

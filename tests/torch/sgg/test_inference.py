@@ -32,7 +32,7 @@ from gluontrain.torch.sgg.config import CONFIGS_DIR, get_cfg, load_cfg
 from gluontrain.torch.sgg.inference import (EVAL_RESULTS, RESULT_DICT, accumulate_predictions,
                                             compute_on_dataset, inference, iou_types_of,
                                             load_cached_predictions)
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'evaluation'))
 from sgg_eval_support import installed, load_live_sgb, sgb_workdir  # noqa: E402

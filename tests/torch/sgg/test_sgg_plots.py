@@ -10,7 +10,7 @@ from gluontrain.torch.sgg.plots import (GRAPH_CELL, GRAPH_DPI, draw_scene_graphs
                                         ground_truth_triplets, predicted_triplets,
                                         samples_from_dataset, validation_graphs_path,
                                         write_validation_graphs)
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'evaluation'))
 from sgg_eval_support import CLASSES, PREDICATES, FakeVG, make_prediction  # noqa: E402
@@ -160,8 +160,9 @@ def test_a_failing_picture_only_warns():
 
 
 def test_default_batching_is_sgg_datas_image_list(tmp_path):
-    """With sgg-data merged: the default batch_fn pads into an ImageList as the loader does."""
-    collate = pytest.importorskip('gluontrain.torch.sgg.data.collate')
+    """With sgg-data merged: the default batch_fn pads into an ImageList as the loader does
+    (both use gluontrain.torch.twostage.images)."""
+    collate = pytest.importorskip('gluontrain.torch.twostage.images')
     from gluontrain.torch.sgg.plots import predict_samples
     model, ds = EchoModel(), TinyVG(str(tmp_path))
     samples = predict_samples(model, ds, [1], torch.device('cpu'), size_divisible=32)

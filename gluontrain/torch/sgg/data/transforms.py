@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from PIL import Image, ImageEnhance
 
-from ..structures import BoxList
+from ...twostage.structures import BoxList
 
 __all__ = ['Compose', 'Resize', 'RandomHorizontalFlip', 'RandomVerticalFlip', 'ColorJitter',
            'ToTensor', 'Normalize', 'build_transforms']

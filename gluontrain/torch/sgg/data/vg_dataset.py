@@ -26,7 +26,7 @@ from ....data.vg_checks import check_vg_files
 from ....data.images import (ImageReadError, image_problem, looks_truncated, open_image,
                              warn_size_mismatch)
 from ....data.vg import load_graphs
-from ..structures import BoxList
+from ...twostage.structures import BoxList
 
 __all__ = ['BOX_SCALE', 'VGDataset', 'load_info', 'load_image_filenames', 'box_filter',
            'bbox_overlaps', 'get_statistics', 'statistics_dict']

@@ -1,6 +1,6 @@
 """The relation post-processor, Scene-Graph-Benchmark's ``PostProcessor``
 (``roi_heads/relation_head/inference.py``) and ``obj_prediction_nms``
-(``relation_head/utils_relation.py``), attributes off.
+(``relation_head/utils_relation.py``, in :mod:`.predictors.utils_relation`), attributes off.
 
 Per image: object probabilities ``softmax(refine_logits)`` with background 0; object labels
 and scores the best foreground class (PredCls / SGCls) or, in SGDet, the greedy per-class NMS
@@ -10,72 +10,14 @@ the result are each object's box of its chosen class). Relation scores
 Fields as SGB: ``pred_labels``, ``pred_scores``, ``rel_pair_idxs``, ``pred_rel_scores``
 (the full predicate distribution, background included), ``pred_rel_labels``.
 """
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..structures import BoxList
+from ...twostage.structures import BoxList
+from .predictors.utils_relation import obj_prediction_nms
 
-__all__ = ['nms_overlaps', 'obj_prediction_nms', 'PostProcessor',
-           'make_roi_relation_post_processor']
-
-
-def nms_overlaps(boxes):
-    """``(N, N, C)`` IoU (``+1`` convention) of every two objects' boxes of the same class.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(N, C, 4)``.
-    """
-    n, nc = boxes.shape[:2]
-    max_xy = torch.min(boxes[:, None, :, 2:].expand(n, n, nc, 2),
-                       boxes[None, :, :, 2:].expand(n, n, nc, 2))
-    min_xy = torch.max(boxes[:, None, :, :2].expand(n, n, nc, 2),
-                       boxes[None, :, :, :2].expand(n, n, nc, 2))
-    inter = torch.clamp(max_xy - min_xy + 1.0, min=0)
-    inters = inter[..., 0] * inter[..., 1]
-    flat = boxes.reshape(-1, 4)
-    areas = ((flat[:, 2] - flat[:, 0] + 1.0) * (flat[:, 3] - flat[:, 1] + 1.0)).view(n, nc)
-    return inters / (-inters + areas[None] + areas[:, None])
-
-
-def obj_prediction_nms(boxes_per_cls, pred_logits, nms_thresh=0.3):
-    """SGB's greedy object labelling for SGDet.
-
-    Repeatedly take the highest (object, class) probability (background excluded); the
-    object gets that class unless already labelled; every object overlapping it by
-    ``>= nms_thresh`` in that class loses that class; the object is retired.
-
-    Parameters
-    ----------
-    boxes_per_cls : torch.Tensor
-        ``(N, C, 4)``.
-    pred_logits : torch.Tensor
-        ``(N, C)``.
-    nms_thresh : float
-
-    Returns
-    -------
-    torch.Tensor
-        ``(N,)`` int64 labels.
-    """
-    num_obj = pred_logits.shape[0]
-    if num_obj != boxes_per_cls.shape[0]:
-        raise ValueError('obj_prediction_nms: {} logits rows for {} boxes'.format(
-            num_obj, boxes_per_cls.shape[0]))
-    is_overlap = (nms_overlaps(boxes_per_cls).cpu().numpy() >= nms_thresh)
-    prob = F.softmax(pred_logits, 1).detach().cpu().numpy()
-    prob[:, 0] = 0
-    labels = np.zeros(num_obj, dtype=np.int64)
-    for _ in range(num_obj):
-        box_ind, cls_ind = np.unravel_index(prob.argmax(), prob.shape)
-        if labels[box_ind] <= 0:
-            labels[box_ind] = cls_ind
-        prob[is_overlap[box_ind, :, cls_ind], cls_ind] = 0.0
-        prob[box_ind] = -1.0
-    return torch.as_tensor(labels, device=pred_logits.device)
+__all__ = ['PostProcessor', 'make_roi_relation_post_processor']
 
 
 class PostProcessor(nn.Module):

@@ -16,8 +16,9 @@ from collections import OrderedDict
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ..structures import BoxList
-from .detector import SGGDetector, to_image_batch
+from ...twostage.structures import BoxList
+from ...twostage.images import to_image_list
+from ...twostage.maskrcnn import SGGDetector
 from .relation_head import build_roi_relation_head
 
 __all__ = ['RelationModel', 'build_relation_model', 'fix_eval_modules', 'eval_modules',
@@ -80,7 +81,7 @@ class RelationModel(SGGDetector):
             Passed to the predictor.
         """
         self._check_targets(targets)
-        images = to_image_batch(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
+        images = to_image_list(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
         features = self.backbone(images.tensors)
         if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX:
             proposals = None

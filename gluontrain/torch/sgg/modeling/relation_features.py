@@ -12,8 +12,8 @@ feature's shape; the sum goes through the extractor's ``fc6``/``fc7``. With
 import torch
 import torch.nn as nn
 
-from ..structures import boxlist_union
-from .box_head import FPN2MLPFeatureExtractor, make_fc
+from ...twostage.structures import boxlist_union
+from ...twostage.box_head import FPN2MLPFeatureExtractor, make_fc
 
 __all__ = ['RelationFeatureExtractor', 'rect_masks']
 

@@ -6,7 +6,7 @@ post-processed predictions.
 import torch
 import torch.nn as nn
 
-from .box_head import FPN2MLPFeatureExtractor
+from ...twostage.box_head import FPN2MLPFeatureExtractor
 from .inference import make_roi_relation_post_processor
 from .loss import make_roi_relation_loss_evaluator
 from .relation_features import RelationFeatureExtractor

@@ -18,7 +18,7 @@ generators as SGB.
 import numpy as np
 import torch
 
-from ..structures import boxlist_iou
+from ...twostage.structures import boxlist_iou
 
 __all__ = ['RelationSampling', 'make_roi_relation_samp_processor']
 

@@ -10,13 +10,13 @@ import torch
 from torch.utils.data import SequentialSampler
 
 from fixtures.recorded import SOURCES, Recorder, flatten, from_json_array, json_array
-from gluontrain.torch.sgg.data import ImageList, make_data_loader, to_image_list
+from gluontrain.torch.sgg.data import make_data_loader
 from gluontrain.torch.sgg.data.build import dataset_args, make_batch_data_sampler
 from gluontrain.torch.sgg.data.collate import BatchCollator
 from gluontrain.torch.sgg.data.samplers import (DistributedSampler, GroupedBatchSampler,
                                                 IterationBasedBatchSampler,
                                                 SeededRandomSampler)
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 try:
     from . import sgb_reference
@@ -26,22 +26,6 @@ except ImportError:  # imported outside the package by tests/fixtures/make_recor
     from conftest import data_cfg  # pylint: disable=import-error
 
 SGB = Recorder('sgb_data_build', sgb_reference.load, "SGB's data/samplers")
-
-
-def test_to_image_list_pads_to_size_divisibility():
-    a, b = torch.ones(3, 5, 7), 2 * torch.ones(3, 6, 4)
-    images = to_image_list([a, b], size_divisible=4)
-    assert images.tensors.shape == (2, 3, 8, 8)
-    assert [tuple(s) for s in images.image_sizes] == [(5, 7), (6, 4)]
-    assert images.tensors[0, :, :5, :7].eq(1).all() and images.tensors[0, :, 5:].eq(0).all()
-    assert images.tensors[1, :, :6, :4].eq(2).all() and images.tensors[1, :, :, 4:].eq(0).all()
-    assert to_image_list([a, b]).tensors.shape == (2, 3, 6, 7)
-    assert to_image_list(images) is images
-    single = to_image_list(a, size_divisible=32)
-    assert single.tensors.shape == (1, 3, 32, 32)
-    assert isinstance(images.to(torch.float64), ImageList)
-    with pytest.raises(TypeError):
-        to_image_list('image')
 
 
 def test_batch_collator():

@@ -12,7 +12,7 @@ from PIL import Image
 from fixtures.recorded import SOURCES, Recorder
 from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.data import transforms as T
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 try:
     from . import sgb_reference

@@ -26,7 +26,7 @@ import types
 import numpy as np
 import torch
 
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 # bench/sgg_bench.py imports this module, then test_vg_eval.py (which imports
 # fixtures.recorded), with only this folder on sys.path: make tests/ reachable there too

@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from gluontrain.torch.sgg.config import get_cfg
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 NUM_OBJ_CLASSES = 6
 NUM_REL_CLASSES = 4

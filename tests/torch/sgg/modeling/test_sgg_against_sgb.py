@@ -23,15 +23,16 @@ from sgb_modeling_support import (box_post_inputs, box_sampler_inputs, boxes, bo
                                   compact, detect_inputs, gtbox_inputs, load_sgb,
                                   relation_inputs, same)
 from sgg_model_helpers import tiny_cfg
-from gluontrain.torch.sgg.modeling.box_head import BoxSampler, box_loss
-from gluontrain.torch.sgg.modeling.box_inference import BoxCoder, BoxPostProcessor
+from gluontrain.torch.twostage.box_head import BoxSampler, box_loss
+from gluontrain.torch.twostage.box_inference import BoxCoder, BoxPostProcessor
 from gluontrain.torch.sgg.modeling.inference import PostProcessor
 from gluontrain.torch.sgg.modeling.load_mapping import (RELATION_LOAD_MAPPING,
                                                         align_and_update_state_dicts)
 from gluontrain.torch.sgg.modeling.loss import RelationLossComputation
-from gluontrain.torch.sgg.modeling.rpn import RPNModule, generate_anchors
+from gluontrain.torch.ops import generate_anchors
+from gluontrain.torch.twostage.rpn import RPNModule
 from gluontrain.torch.sgg.modeling.sampling import RelationSampling
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 SGB = Recorder('sgb_modeling', load_sgb, "SGB's modeling source (Scene-Graph-Benchmark.pytorch)")
 

@@ -4,10 +4,9 @@ import math
 import torch
 
 from sgg_model_helpers import make_batch, tiny_cfg
-from gluontrain.torch.ops import roi_align
-from gluontrain.torch.sgg.modeling.box_head import (BoxSampler, Pooler, ROIBoxHead, box_loss,
-                                                    match)
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.ops import match_by_iou as match, roi_align
+from gluontrain.torch.twostage.box_head import BoxSampler, Pooler, ROIBoxHead, box_loss
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def _feats(n=1, c=4, size=64):

@@ -3,8 +3,8 @@ import math
 
 import torch
 
-from gluontrain.torch.sgg.modeling.box_inference import BoxCoder, BoxPostProcessor
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.box_inference import BoxCoder, BoxPostProcessor
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def test_coder_plus_one_values_and_round_trip():

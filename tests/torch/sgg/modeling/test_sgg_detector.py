@@ -1,10 +1,10 @@
-"""The sgg-detector: backbone/FPN shapes, batching, a training step that lowers the loss,
+"""The sgg-detector: backbone/FPN shapes, a training step that lowers the loss,
 evaluation outputs."""
 import pytest
 import torch
 
 from sgg_model_helpers import make_batch, tiny_cfg
-from gluontrain.torch.sgg.modeling.detector import build_backbone, build_detector, to_image_batch
+from gluontrain.torch.twostage.maskrcnn import build_backbone, build_detector
 
 
 def test_backbone_levels():
@@ -27,13 +27,6 @@ def test_unknown_body_is_a_clear_error():
     cfg.MODEL.BACKBONE.CONV_BODY = 'R-50-C4'
     with pytest.raises(ValueError, match='CONV_BODY'):
         build_backbone(cfg)
-
-
-def test_to_image_batch_pads_to_divisibility():
-    b = to_image_batch([torch.ones(3, 40, 50), torch.ones(3, 70, 20)], 32)
-    assert b.tensors.shape == (2, 3, 96, 64)
-    assert b.image_sizes == [(40, 50), (70, 20)]
-    assert b.tensors[0, :, 40:].abs().sum() == 0 and b.tensors[0, :, :40, :50].min() == 1
 
 
 def test_train_step_reduces_loss_and_eval_outputs():

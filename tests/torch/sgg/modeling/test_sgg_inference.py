@@ -1,9 +1,10 @@
 """Relation post-processor: ordering and fields on hand-made probabilities; SGDet labelling."""
 import torch
 
-from gluontrain.torch.sgg.modeling.inference import (PostProcessor, nms_overlaps,
-                                                     obj_prediction_nms)
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.sgg.modeling.inference import PostProcessor
+from gluontrain.torch.sgg.modeling.predictors.utils_relation import (nms_overlaps,
+                                                                     obj_prediction_nms)
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def test_predcls_ordering_and_fields():

@@ -4,7 +4,7 @@ import math
 import torch
 
 from gluontrain.torch.sgg.modeling.loss import RelationLossComputation, label_smoothing_loss
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def _props(labels):

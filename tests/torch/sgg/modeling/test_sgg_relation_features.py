@@ -3,7 +3,7 @@ import torch
 
 from sgg_model_helpers import tiny_cfg
 from gluontrain.torch.sgg.modeling.relation_features import RelationFeatureExtractor, rect_masks
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def test_rect_masks_known_pair():

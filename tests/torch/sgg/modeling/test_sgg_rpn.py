@@ -1,24 +1,9 @@
-"""maskrcnn-benchmark's RPN: anchors, targets, loss normalisation, proposal selection."""
+"""maskrcnn-benchmark's RPN: targets, loss normalisation, proposal selection."""
 import torch
 
 from sgg_model_helpers import tiny_cfg
-from gluontrain.torch.sgg.modeling.rpn import RPNModule, generate_anchors, grid_anchors
-from gluontrain.torch.sgg.structures import BoxList
-
-
-def test_generate_anchors_detectron_values():
-    # Detectron's P2 anchors (stride 4, size 32): rounded ratio sides, +1 convention
-    a = generate_anchors(4, (32,), (0.5, 1., 2.))
-    assert a.tolist() == [[-22., -10., 25., 13.], [-14., -14., 17., 17.], [-10., -22., 13., 25.]]
-
-
-def test_grid_anchors_location_major():
-    cell = generate_anchors(4, (32,), (0.5, 1., 2.))
-    g = grid_anchors(cell, 4, 2, 3, 'cpu')
-    assert g.shape == (18, 4)
-    # location (y=0, x=1) comes after the 3 anchors of (0, 0)
-    assert torch.equal(g[3], cell[0] + torch.tensor([4., 0., 4., 0.]))
-    assert torch.equal(g[9], cell[0] + torch.tensor([0., 4., 0., 4.]))
+from gluontrain.torch.twostage.rpn import RPNModule
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def _rpn(**kw):

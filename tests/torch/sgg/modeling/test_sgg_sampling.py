@@ -3,7 +3,7 @@ import numpy as np
 import torch
 
 from gluontrain.torch.sgg.modeling.sampling import RelationSampling
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def _sampler(batch=8, fraction=0.25, use_gt_box=True, require_overlap=False, per_gt=4,

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gluontrain.torch.sgg.config import get_cfg
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 OBJ_CLASSES = ['__background__', 'man', 'horse', 'tennis racket', 'car']
 REL_CLASSES = ['__background__', 'on', 'riding', 'has']

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gluontrain.torch.sgg.modeling.predictors import utils_motifs as um
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def _write_glove(folder, dim=3):

@@ -2,7 +2,7 @@
 import torch
 
 from gluontrain.torch.sgg.modeling.predictors import utils_relation as ur
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def test_nms_overlaps_equals_plus_one_iou():

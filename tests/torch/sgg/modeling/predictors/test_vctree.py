@@ -11,7 +11,7 @@ from gluontrain.torch.sgg.modeling.predictors.utils_vctree import (arbForest_to_
                                                                    generate_forest,
                                                                    get_overlap_info)
 from gluontrain.torch.sgg.modeling.predictors.vctree import VCTreePredictor
-from gluontrain.torch.sgg.structures import BoxList
+from gluontrain.torch.twostage.structures import BoxList
 
 
 def _boxlist(n):

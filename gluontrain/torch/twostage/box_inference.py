@@ -12,8 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ...ops import decode, encode, nms
-from ..structures import BoxList, cat_boxlist
+from ..ops import decode, encode, nms
+from .structures import BoxList, cat_boxlist
 
 __all__ = ['BoxCoder', 'BoxPostProcessor', 'BBOX_XFORM_CLIP']
 

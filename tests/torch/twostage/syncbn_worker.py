@@ -1,5 +1,5 @@
 """One rank of the 2-process SyncBatchNormAct test (run by torchrun from
-test_frcnn_norm.py; not a test). Writes ``rank{R}.json`` into argv[1]: the largest
+test_twostage_norm.py; not a test). Writes ``rank{R}.json`` into argv[1]: the largest
 differences between the synchronised layer on this rank's half of the batch and a plain
 BatchNormAct on the whole batch."""
 import json
@@ -9,7 +9,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from gluontrain.torch.frcnn.norm import BatchNormAct, SyncBatchNormAct
+from gluontrain.torch.twostage.norm import BatchNormAct, SyncBatchNormAct
 
 
 def main(out_dir):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from gluontrain.torch.frcnn import algos
+from gluontrain.torch.twostage import algos
 from gluontrain.torch.frcnn.config import load_config
 from gluontrain.torch.frcnn.model import make_model
 from gluontrain.torch.ops import fpn_anchors

@@ -1,4 +1,6 @@
-"""maskrcnn-benchmark's FPN box head as Scene-Graph-Benchmark uses it (SGB
+"""The ROI box head of both two-stage flavours (:class:`ROIBoxHead`): seamseg's FPN ROI head
+(``seamseg/modules/heads/fpn.py``, :meth:`ROIBoxHead.seamseg`; its algorithms are in
+:mod:`.algos`) and maskrcnn-benchmark's FPN box head as Scene-Graph-Benchmark uses it (SGB
 ``modeling/poolers.py``, ``roi_heads/box_head/{roi_box_feature_extractors, roi_box_predictors,
 sampling, loss, box_head}.py``).
 
@@ -12,21 +14,21 @@ sampling, loss, box_head}.py``).
 - :class:`ROIBoxHead` -- the detector's box head and its relation mode (PredCls / SGCls / SGDet
   from ``USE_GT_BOX`` / ``USE_GT_OBJECT_LABEL``).
 """
+from collections import OrderedDict
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ...ops import multilevel_roi_align, roi_align, smooth_l1
-from ..structures import boxlist_iou
+from ..ops import (NEGATIVE, VOID, balanced_sample, match_by_iou, multilevel_roi_align,
+                   roi_align, smooth_l1)
 from .box_inference import BoxCoder, BoxPostProcessor
+from .fpn import norm_act_gain
+from .norm import NORM_LAYERS, BatchNormAct
+from .structures import boxlist_iou
 
 __all__ = ['Pooler', 'make_fc', 'FPN2MLPFeatureExtractor', 'FPNPredictor', 'BoxSampler',
-           'box_loss', 'ROIBoxHead', 'add_predict_logits', 'BELOW_LOW_THRESHOLD',
-           'BETWEEN_THRESHOLDS']
-
-#: maskrcnn-benchmark's ``Matcher`` codes.
-BELOW_LOW_THRESHOLD = -1
-BETWEEN_THRESHOLDS = -2
+           'box_loss', 'ROIBoxHead', 'add_predict_logits']
 
 
 def make_fc(dim_in, hidden_dim):
@@ -162,30 +164,6 @@ class FPNPredictor(nn.Module):
         return self.cls_score(x), self.bbox_pred(x)
 
 
-def match(iou, high, low):
-    """maskrcnn-benchmark's ``Matcher`` without low-quality matches: per proposal (column)
-    the best ground truth, ``-1`` below ``low``, ``-2`` in ``[low, high)``.
-
-    Parameters
-    ----------
-    iou : torch.Tensor
-        ``(G, P)``.
-    high, low : float
-
-    Returns
-    -------
-    torch.Tensor
-        ``(P,)`` int64.
-    """
-    if iou.numel() == 0:
-        return iou.new_full((iou.shape[1],), BELOW_LOW_THRESHOLD, dtype=torch.long)
-    vals, matches = iou.max(dim=0)
-    matches = matches.clone()
-    matches[vals < low] = BELOW_LOW_THRESHOLD
-    matches[(vals >= low) & (vals < high)] = BETWEEN_THRESHOLDS
-    return matches
-
-
 class BoxSampler:
     """SGB's ``FastRCNNSampling`` (``Matcher(FG_IOU_THRESHOLD, BG_IOU_THRESHOLD)`` +
     ``BalancedPositiveNegativeSampler(BATCH_SIZE_PER_IMAGE, POSITIVE_FRACTION)`` +
@@ -206,7 +184,7 @@ class BoxSampler:
         self.generator = generator
 
     def _matched(self, proposal, target):
-        matched = match(boxlist_iou(target, proposal), self.fg_iou, self.bg_iou)
+        matched = match_by_iou(boxlist_iou(target, proposal), self.fg_iou, self.bg_iou)
         tgt = matched.clamp(min=0)
         labels = target.get_field('labels').long()[tgt] if len(target) else \
             matched.new_zeros(len(proposal))
@@ -231,8 +209,8 @@ class BoxSampler:
         for proposal, target in zip(proposals, targets):
             matched, tgt, labels = self._matched(proposal, target)
             labels = labels.clone()
-            labels[matched == BELOW_LOW_THRESHOLD] = 0
-            labels[matched == BETWEEN_THRESHOLDS] = -1
+            labels[matched == NEGATIVE] = 0
+            labels[matched == VOID] = -1
             reg = self.box_coder.encode(target.bbox[tgt], proposal.bbox) if len(target) else \
                 proposal.bbox.new_zeros(len(proposal), 4)
             proposal.add_field('labels', labels)
@@ -250,17 +228,8 @@ class BoxSampler:
     def _balanced(self, labels):
         """``BalancedPositiveNegativeSampler`` for one image: kept indices, positives first
         in index order as ``nonzero(pos | neg)`` gives them."""
-        pos = torch.nonzero(labels >= 1).squeeze(1)
-        neg = torch.nonzero(labels == 0).squeeze(1)
-        num_pos = min(int(self.batch_size * self.pos_fraction), pos.numel())
-        num_neg = min(self.batch_size - num_pos, neg.numel())
-        g = self.generator
-        pos = pos[torch.randperm(pos.numel(), generator=g)[:num_pos].to(pos.device)]
-        neg = neg[torch.randperm(neg.numel(), generator=g)[:num_neg].to(neg.device)]
-        mask = torch.zeros_like(labels, dtype=torch.bool)
-        mask[pos] = True
-        mask[neg] = True
-        return torch.nonzero(mask).squeeze(1)
+        pos, neg = balanced_sample(labels, self.batch_size, self.pos_fraction, self.generator)
+        return torch.nonzero(pos | neg).squeeze(1)
 
     def assign_label_to_proposals(self, proposals, targets):
         """SGDet: ``labels`` (and ``attributes``) of the matched ground truth, 0 for
@@ -321,10 +290,14 @@ def add_predict_logits(proposals, class_logits):
 
 
 class ROIBoxHead(nn.Module):
-    """SGB's ``ROIBoxHead``: ``feature_extractor``, ``predictor``, ``post_processor``.
+    """The ROI box head: two fully-connected layers, class scores and per-class box deltas.
 
-    Detector mode (``MODEL.RELATION_ON`` False): training subsamples the proposals and
-    returns ``loss_classifier`` / ``loss_box_reg``; evaluation post-processes into
+    Built by :meth:`seamseg`, seamseg's ``FPNROIHead`` (``fc.fc1`` / ``bn1`` / ``fc2`` /
+    ``bn2``, ``roi_cls``, ``roi_bbx``): ``forward(x)`` maps pooled ROI features to logits.
+
+    Built by the constructor, SGB's ``ROIBoxHead``: ``feature_extractor``, ``predictor``,
+    ``post_processor``. Detector mode (``MODEL.RELATION_ON`` False): training subsamples the
+    proposals and returns ``loss_classifier`` / ``loss_box_reg``; evaluation post-processes into
     detections. Relation mode: with ``USE_GT_BOX`` the ground-truth boxes (``labels``,
     ``attributes``) are the proposals, SGCls adds the (frozen) predictor's
     ``predict_logits``; SGDet labels the proposals with the matched ground truth (training,
@@ -339,6 +312,8 @@ class ROIBoxHead(nn.Module):
         For the proposal subsampling.
     """
 
+    naming = 'maskrcnn'
+
     def __init__(self, cfg, in_channels, generator=None):
         super().__init__()
         self.cfg = cfg.clone()
@@ -348,8 +323,63 @@ class ROIBoxHead(nn.Module):
         self.post_processor = BoxPostProcessor.from_config(cfg)
         self.samp_processor = BoxSampler(cfg, generator)
 
-    def forward(self, features, proposals, targets=None):
-        """-> ``(x, proposals_or_detections, losses)`` as SGB's ``ROIBoxHead.forward``."""
+    @classmethod
+    def seamseg(cls, in_channels, classes, roi_size, hidden_channels=1024,
+                norm_act=BatchNormAct):
+        """seamseg's FPN ROI head: ROI features ``(S, C, h, w)`` -> 2x2 average pool ->
+        ``fc1`` + norm-act -> ``fc2`` + norm-act -> ``roi_cls`` (thing + 1) and ``roi_bbx``
+        (thing x 4); Xavier-normal (the norm's gain, 0.01 for ``roi_cls``, 0.001 for
+        ``roi_bbx``), norm scale 1, zero biases.
+
+        Parameters
+        ----------
+        in_channels : int
+        classes : dict
+            ``{'total', 'stuff', 'thing'}`` counts.
+        roi_size : (int, int)
+        hidden_channels : int
+        norm_act : callable
+
+        Returns
+        -------
+        ROIBoxHead
+        """
+        self = cls.__new__(cls)
+        nn.Module.__init__(self)
+        self.naming = 'seamseg'
+        self.fc = nn.Sequential(OrderedDict([
+            ('fc1', nn.Linear(int(roi_size[0] * roi_size[1] * in_channels / 4),
+                              hidden_channels, bias=False)),
+            ('bn1', norm_act(hidden_channels)),
+            ('fc2', nn.Linear(hidden_channels, hidden_channels, bias=False)),
+            ('bn2', norm_act(hidden_channels))]))
+        self.roi_cls = nn.Linear(hidden_channels, classes['thing'] + 1)
+        self.roi_bbx = nn.Linear(hidden_channels, classes['thing'] * 4)
+        self.reset_parameters()
+        return self
+
+    def reset_parameters(self):
+        """seamseg's ROI head initialisation (maskrcnn-benchmark's is done when built)."""
+        if self.naming != 'seamseg':
+            return
+        gain = norm_act_gain(self.fc.bn1)
+        for name, mod in self.named_modules():
+            if isinstance(mod, nn.Linear):
+                g = .01 if 'roi_cls' in name else (.001 if 'roi_bbx' in name else gain)
+                nn.init.xavier_normal_(mod.weight, g)
+            elif isinstance(mod, NORM_LAYERS) and mod.weight is not None:
+                nn.init.constant_(mod.weight, 1.)
+            if getattr(mod, 'bias', None) is not None:
+                nn.init.constant_(mod.bias, 0.)
+
+    def forward(self, features, proposals=None, targets=None):
+        """seamseg: pooled ROI features -> ``cls_logits (S, thing + 1)``, ``bbx_logits (S,
+        thing, 4)``. maskrcnn-benchmark: -> ``(x, proposals_or_detections, losses)`` as
+        SGB's ``ROIBoxHead.forward``."""
+        if self.naming == 'seamseg':
+            x = F.avg_pool2d(features, 2)
+            x = self.fc(x.reshape(x.size(0), -1))
+            return self.roi_cls(x), self.roi_bbx(x).view(x.size(0), -1, 4)
         cfg = self.cfg.MODEL
         if cfg.RELATION_ON:
             return self._relation_forward(features, proposals, targets)

@@ -1,73 +1,27 @@
-"""maskrcnn-benchmark's FPN RPN as Scene-Graph-Benchmark configures it (SGB
-``modeling/rpn/{anchor_generator, rpn, loss, inference}.py``), in plain torch.
+"""The RPN of both two-stage flavours: the shared :class:`RPNHead` (seamseg's
+``modules/heads/rpn.py`` or maskrcnn-benchmark's ``RPNHead``, by ``naming``), the flattening
+of its outputs, and maskrcnn-benchmark's FPN RPN as Scene-Graph-Benchmark configures it (SGB
+``modeling/rpn/{anchor_generator, rpn, loss, inference}.py``, :class:`RPNModule`).
 
-Anchors (``generate_anchors``: one size per level, ``np.round`` of the ratio sides, ``+1``
-pixel convention, location-major then anchor), ``STRADDLE_THRESH`` visibility, the
-``Matcher(FG, BG, allow_low_quality_matches=True)``, the balanced sampler, BCE + smooth-L1
-(beta 1/9) normalised by the sampled anchors, and the per-level top-k / NMS / FPN selection
-of the post-processor.
+seamseg's RPN algorithms (targets, loss, proposals) are functions in :mod:`.algos`.
+maskrcnn-benchmark's: anchors (:func:`~gluontrain.torch.ops.generate_anchors`,
+location-major then anchor), ``STRADDLE_THRESH`` visibility, the ``Matcher(FG, BG,
+allow_low_quality_matches=True)``, the balanced sampler, BCE + smooth-L1 (beta 1/9)
+normalised by the sampled anchors, and the per-level top-k / NMS / FPN selection of the
+post-processor.
 """
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ...ops import nms, smooth_l1
-from ..structures import BoxList, boxlist_iou, cat_boxlist
-from .box_head import BELOW_LOW_THRESHOLD, BETWEEN_THRESHOLDS, match
+from ..ops import (NEGATIVE, VOID, balanced_sample, generate_anchors, grid_anchors,
+                   match_by_iou, nms, smooth_l1)
 from .box_inference import BoxCoder
+from .fpn import norm_act_gain
+from .norm import BatchNormAct
+from .structures import BoxList, boxlist_iou, cat_boxlist
 
-__all__ = ['generate_anchors', 'AnchorGenerator', 'RPNHead', 'RPNModule']
-
-
-def _mkanchors(ws, hs, x_ctr, y_ctr):
-    ws, hs = ws[:, None], hs[:, None]
-    return np.hstack((x_ctr - 0.5 * (ws - 1), y_ctr - 0.5 * (hs - 1),
-                      x_ctr + 0.5 * (ws - 1), y_ctr + 0.5 * (hs - 1)))
-
-
-def _whctrs(anchor):
-    w, h = anchor[2] - anchor[0] + 1, anchor[3] - anchor[1] + 1
-    return w, h, anchor[0] + 0.5 * (w - 1), anchor[1] + 0.5 * (h - 1)
-
-
-def generate_anchors(stride, sizes, aspect_ratios):
-    """maskrcnn-benchmark's ``generate_anchors``: the cell anchors of one level.
-
-    Parameters
-    ----------
-    stride : int
-    sizes : sequence of float
-    aspect_ratios : sequence of float
-        Height / width.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(len(ratios) * len(sizes), 4)`` float32 ``xyxy`` anchors of the cell at the origin.
-    """
-    anchor = np.array([1, 1, stride, stride], dtype=np.float64) - 1
-    w, h, x_ctr, y_ctr = _whctrs(anchor)
-    ratios = np.asarray(aspect_ratios, dtype=np.float64)
-    ws = np.round(np.sqrt(w * h / ratios))
-    hs = np.round(ws * ratios)
-    by_ratio = _mkanchors(ws, hs, x_ctr, y_ctr)
-    scales = np.asarray(sizes, dtype=np.float64) / stride
-    out = []
-    for a in by_ratio:
-        w, h, x_ctr, y_ctr = _whctrs(a)
-        out.append(_mkanchors(w * scales, h * scales, x_ctr, y_ctr))
-    return torch.from_numpy(np.vstack(out)).float()
-
-
-def grid_anchors(cell, stride, height, width, device):
-    """All anchors of a ``height x width`` level (shift-major, then cell anchor)."""
-    xs = torch.arange(0, width * stride, step=stride, dtype=torch.float32, device=device)
-    ys = torch.arange(0, height * stride, step=stride, dtype=torch.float32, device=device)
-    sy, sx = torch.meshgrid(ys, xs, indexing='ij')
-    sx, sy = sx.reshape(-1), sy.reshape(-1)
-    shifts = torch.stack((sx, sy, sx, sy), dim=1)
-    return (shifts.view(-1, 1, 4) + cell.to(device).view(1, -1, 4)).reshape(-1, 4)
+__all__ = ['RPNHead', 'flatten_rpn_outputs', 'AnchorGenerator', 'RPNModule']
 
 
 class _BufferList(nn.Module):
@@ -106,36 +60,97 @@ class AnchorGenerator(nn.Module):
 
 
 class RPNHead(nn.Module):
-    """maskrcnn-benchmark's ``RPNHead``: 3x3 conv (``RPN_MID_CHANNEL``) + ReLU, 1x1
-    ``cls_logits`` (A) and ``bbox_pred`` (4A), all N(0, 0.01) with zero bias.
+    """3x3 conv + activation, then 1x1 objectness (A channels) and box (4A) convs.
+
+    ``'seamseg'``: ``conv1`` (no bias) + ``bn1`` norm-act, ``conv_obj``, ``conv_bbx``;
+    Xavier-normal (the activation's gain, 0.01 for the two outputs), zero biases.
+    ``'maskrcnn'``: ``conv`` + ReLU, ``cls_logits``, ``bbox_pred``; N(0, 0.01), zero biases.
 
     Parameters
     ----------
-    in_channels, mid_channels, num_anchors : int
+    in_channels : int
+    num_anchors : int
+    stride : int
+    hidden_channels : int
+    norm_act : callable
+        seamseg's norm-act factory (``'seamseg'`` only).
+    naming : {'seamseg', 'maskrcnn'}
     """
 
-    def __init__(self, in_channels, mid_channels, num_anchors):
+    def __init__(self, in_channels, num_anchors, stride=1, hidden_channels=255,
+                 norm_act=BatchNormAct, naming='seamseg'):
         super().__init__()
-        self.conv = nn.Conv2d(in_channels, mid_channels, 3, padding=1)
-        self.cls_logits = nn.Conv2d(mid_channels, num_anchors, 1)
-        self.bbox_pred = nn.Conv2d(mid_channels, num_anchors * 4, 1)
-        for layer in (self.conv, self.cls_logits, self.bbox_pred):
-            nn.init.normal_(layer.weight, std=0.01)
-            nn.init.constant_(layer.bias, 0)
+        self.naming = naming
+        if naming == 'maskrcnn':
+            self.conv = nn.Conv2d(in_channels, hidden_channels, 3, padding=1)
+            self.cls_logits = nn.Conv2d(hidden_channels, num_anchors, 1)
+            self.bbox_pred = nn.Conv2d(hidden_channels, num_anchors * 4, 1)
+            for layer in (self.conv, self.cls_logits, self.bbox_pred):
+                nn.init.normal_(layer.weight, std=0.01)
+                nn.init.constant_(layer.bias, 0)
+            return
+        self.conv1 = nn.Conv2d(in_channels, hidden_channels, 3, padding=1, stride=stride,
+                               bias=False)
+        self.bn1 = norm_act(hidden_channels)
+        self.conv_obj = nn.Conv2d(hidden_channels, num_anchors, 1)
+        self.conv_bbx = nn.Conv2d(hidden_channels, num_anchors * 4, 1)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """seamseg's RPN head initialisation (maskrcnn-benchmark's is done when built)."""
+        if self.naming != 'seamseg':
+            return
+        nn.init.xavier_normal_(self.conv1.weight, norm_act_gain(self.bn1))
+        self.bn1.reset_parameters()
+        for m in (self.conv_obj, self.conv_bbx):
+            nn.init.xavier_normal_(m.weight, .01)
+            nn.init.constant_(m.bias, 0)
 
     def forward(self, x):
-        """Levels -> ``(objectness per level, box regression per level)``."""
-        logits, reg = [], []
-        for feature in x:
-            t = F.relu(self.conv(feature))
-            logits.append(self.cls_logits(t))
-            reg.append(self.bbox_pred(t))
-        return logits, reg
+        """``(N, C, H, W)`` -> ``obj_logits (N, A, H, W)``, ``bbx_logits (N, 4A, H, W)``; a
+        list of levels -> the list of each (maskrcnn-benchmark's interface)."""
+        if isinstance(x, (list, tuple)):
+            objs, bbxs = zip(*[self(level) for level in x])
+            return list(objs), list(bbxs)
+        if self.naming == 'maskrcnn':
+            x = F.relu(self.conv(x))
+            return self.cls_logits(x), self.bbox_pred(x)
+        x = self.bn1(self.conv1(x))
+        return self.conv_obj(x), self.conv_bbx(x)
 
 
 def _flatten(layer, channels):
+    """``(N, A * channels, H, W)`` -> ``(N, H * W * A, channels)``, anchors row-major over
+    (y, x), then anchor."""
     n, _, h, w = layer.shape
     return layer.view(n, -1, channels, h, w).permute(0, 3, 4, 1, 2).reshape(n, -1, channels)
+
+
+def flatten_rpn_outputs(head, features):
+    """Run the shared RPN head on every level and flatten as seamseg's ``_get_logits``
+    (anchors row-major over (y, x), then over ratios).
+
+    Parameters
+    ----------
+    head : RPNHead
+    features : list of torch.Tensor
+
+    Returns
+    -------
+    obj_logits : torch.Tensor
+        ``(N, sum_l H_l W_l A)``.
+    bbx_logits : torch.Tensor
+        ``(N, sum_l H_l W_l A, 4)``.
+    sizes : list of (int, int)
+        ``(H_l, W_l)`` per level.
+    """
+    objs, bbxs, sizes = [], [], []
+    for x in features:
+        obj, bbx = head(x)
+        sizes.append(tuple(int(s) for s in obj.shape[-2:]))
+        objs.append(_flatten(obj, 1).reshape(obj.size(0), -1))
+        bbxs.append(_flatten(bbx, 4))
+    return torch.cat(objs, 1), torch.cat(bbxs, 1), sizes
 
 
 class RPNModule(nn.Module):
@@ -162,7 +177,8 @@ class RPNModule(nn.Module):
                              'entry per FPN level'.format(r.ANCHOR_STRIDE, r.ANCHOR_SIZES))
         self.strides = tuple(int(s) for s in r.ANCHOR_STRIDE)
         self.anchor_generator = AnchorGenerator(self.strides, r.ANCHOR_SIZES, r.ASPECT_RATIOS)
-        self.head = RPNHead(in_channels, r.RPN_MID_CHANNEL, len(r.ASPECT_RATIOS))
+        self.head = RPNHead(in_channels, len(r.ASPECT_RATIOS),
+                            hidden_channels=r.RPN_MID_CHANNEL, naming='maskrcnn')
         self.straddle_thresh = r.STRADDLE_THRESH
         self.fg_iou, self.bg_iou = r.FG_IOU_THRESHOLD, r.BG_IOU_THRESHOLD
         self.batch_size, self.pos_fraction = r.BATCH_SIZE_PER_IMAGE, r.POSITIVE_FRACTION
@@ -178,7 +194,8 @@ class RPNModule(nn.Module):
     def anchors(self, image_sizes, features):
         """Per image, per level ``BoxList`` of anchors with a ``visibility`` field."""
         out = []
-        per_level = [grid_anchors(c, s, f.shape[-2], f.shape[-1], f.device)
+        per_level = [grid_anchors(c, s, f.shape[-2], f.shape[-1], device=f.device,
+                                  layout='xy')
                      for c, s, f in zip(self.anchor_generator.cell_anchors, self.strides,
                                            features)]
         for (h, w) in image_sizes:
@@ -277,37 +294,16 @@ class RPNModule(nn.Module):
     # -- training -----------------------------------------------------------------------
     def _labels(self, anchors, target):
         iou = boxlist_iou(target, anchors)
-        matched = match(iou, self.fg_iou, self.bg_iou)
-        if iou.numel():
-            # allow_low_quality_matches: every anchor tied for a ground truth's best IoU
-            # takes its own (pre-threshold) best match
-            best, all_matches = iou.max(dim=0)
-            highest = iou.max(dim=1)[0]
-            preds = torch.nonzero(iou == highest[:, None])[:, 1]
-            matched[preds] = all_matches[preds]
+        matched = match_by_iou(iou, self.fg_iou, self.bg_iou, allow_low_quality=True)
         labels = (matched >= 0).to(torch.float32)
-        labels[matched == BELOW_LOW_THRESHOLD] = 0
+        labels[matched == NEGATIVE] = 0
         labels[~anchors.get_field('visibility')] = -1
-        labels[matched == BETWEEN_THRESHOLDS] = -1
+        labels[matched == VOID] = -1
         if len(target):
             reg = self.box_coder.encode(target.bbox[matched.clamp(min=0)], anchors.bbox)
         else:
             reg = anchors.bbox.new_zeros(len(anchors), 4)
         return labels, reg
-
-    def _sample(self, labels):
-        pos = torch.nonzero(labels >= 1).squeeze(1)
-        neg = torch.nonzero(labels == 0).squeeze(1)
-        num_pos = min(int(self.batch_size * self.pos_fraction), pos.numel())
-        num_neg = min(self.batch_size - num_pos, neg.numel())
-        g = self.generator
-        pos = pos[torch.randperm(pos.numel(), generator=g)[:num_pos].to(pos.device)]
-        neg = neg[torch.randperm(neg.numel(), generator=g)[:num_neg].to(neg.device)]
-        pos_mask = torch.zeros_like(labels, dtype=torch.bool)
-        neg_mask = torch.zeros_like(labels, dtype=torch.bool)
-        pos_mask[pos] = True
-        neg_mask[neg] = True
-        return pos_mask, neg_mask
 
     def loss(self, anchors, objectness, box_regression, targets):
         """SGB's ``RPNLossComputation``: ``(loss_objectness, loss_rpn_box_reg)``."""
@@ -317,7 +313,7 @@ class RPNModule(nn.Module):
         for anc, tgt in zip(anchors, targets):
             anc = cat_boxlist(anc)
             lab, reg = self._labels(anc, tgt)
-            p, n = self._sample(lab)
+            p, n = balanced_sample(lab, self.batch_size, self.pos_fraction, self.generator)
             labels.append(lab)
             regs.append(reg)
             pos_masks.append(p)

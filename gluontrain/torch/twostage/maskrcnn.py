@@ -1,4 +1,5 @@
-"""The 'sgg-detector': maskrcnn-benchmark's ``GeneralizedRCNN`` (backbone + FPN, RPN, FPN box
+"""The maskrcnn-benchmark flavour of the two-stage detector, SGB's 'sgg-detector':
+maskrcnn-benchmark's ``GeneralizedRCNN`` (backbone + FPN, RPN, FPN box
 head) as Scene-Graph-Benchmark pretrains it on Visual Genome (``tools/detector_pretrain_net.py``
 with ``MODEL.RELATION_ON False``), in plain torch.
 
@@ -9,21 +10,21 @@ feature extractor of a detector checkpoint under SGB's key names.
 The ResNet / ResNeXt body is the shared :mod:`gluontrain.torch.backbone` one under
 maskrcnn-benchmark's names (``backbone.body.stem``, ``backbone.body.layer1.0.conv1`` ...,
 ``FrozenBatchNorm2d`` buffers), so SGB's detector checkpoints load key for key; the FPN is
-maskrcnn-benchmark's (1x1 inner + 3x3 layer convs with bias and no norm, nearest top-down,
-P6 = stride-2 max-pool of P5).
+:class:`~.fpn.FPN` under maskrcnn-benchmark's names (1x1 inner + 3x3 layer convs with bias and
+no norm, nearest top-down, ``top_block='max_pool'``: P6 = stride-2 max-pool of P5).
 """
 from collections import OrderedDict
 
-import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from ...backbone import FrozenBatchNorm2d, freeze_stages, make_group_norm, make_resnet
-from .box_head import ROIBoxHead
+from ..backbone import FrozenBatchNorm2d, freeze_stages, make_group_norm, make_resnet
+from .box_head import ROIBoxHead, add_predict_logits
+from .fpn import FPN, FPNBody
+from .images import to_image_list
 from .rpn import RPNModule
 
-__all__ = ['CONV_BODIES', 'FPN', 'Backbone', 'build_backbone', 'build_body', 'body_norms',
-           'SGGDetector', 'build_detector', 'ImageBatch', 'to_image_batch', 'cfg_get']
+__all__ = ['CONV_BODIES', 'build_backbone', 'build_body', 'body_norms', 'SGGDetector',
+           'build_detector', 'cfg_get']
 
 #: ``MODEL.BACKBONE.CONV_BODY`` -> ResNet depth (maskrcnn-benchmark's FPN bodies; R-18/34 with
 #: basic blocks are ours, for CPU runs). ResNeXt is ``MODEL.RESNETS.NUM_GROUPS`` /
@@ -47,62 +48,6 @@ def cfg_get(cfg, path, default):
             return default
         node = getattr(node, part) if hasattr(node, part) else node[part]
     return node
-
-
-def _kaiming_conv(cin, cout, k):
-    conv = nn.Conv2d(cin, cout, k, padding=k // 2)
-    nn.init.kaiming_uniform_(conv.weight, a=1)
-    nn.init.constant_(conv.bias, 0)
-    return conv
-
-
-class FPN(nn.Module):
-    """maskrcnn-benchmark's ``FPN`` + ``LastLevelMaxPool`` (``fpn_inner{i}``,
-    ``fpn_layer{i}``).
-
-    Parameters
-    ----------
-    in_channels_list : sequence of int
-        Channels of C2..C5.
-    out_channels : int
-    """
-
-    def __init__(self, in_channels_list, out_channels):
-        super().__init__()
-        self.inner_blocks, self.layer_blocks = [], []
-        for i, cin in enumerate(in_channels_list, start=1):
-            self.add_module('fpn_inner%d' % i, _kaiming_conv(cin, out_channels, 1))
-            self.add_module('fpn_layer%d' % i, _kaiming_conv(out_channels, out_channels, 3))
-            self.inner_blocks.append('fpn_inner%d' % i)
-            self.layer_blocks.append('fpn_layer%d' % i)
-
-    def forward(self, x):
-        """C2..C5 -> P2..P6."""
-        last = getattr(self, self.inner_blocks[-1])(x[-1])
-        results = [getattr(self, self.layer_blocks[-1])(last)]
-        for feat, inner, layer in zip(x[:-1][::-1], self.inner_blocks[:-1][::-1],
-                                      self.layer_blocks[:-1][::-1]):
-            lateral = getattr(self, inner)(feat)
-            # maskrcnn-benchmark upsamples by scale_factor=2: the same on inputs padded to
-            # SIZE_DIVISIBILITY 32; the lateral's size also works on other sizes
-            last = lateral + F.interpolate(last, size=lateral.shape[-2:], mode='nearest')
-            results.insert(0, getattr(self, layer)(last))
-        results.append(F.max_pool2d(results[-1], 1, 2, 0))
-        return results
-
-
-class Backbone(nn.Module):
-    """``body`` (ResNet, C2..C5) + ``fpn``; ``out_channels`` the FPN width."""
-
-    def __init__(self, body, fpn, out_channels):
-        super().__init__()
-        self.body = body
-        self.fpn = fpn
-        self.out_channels = out_channels
-
-    def forward(self, x):
-        feats = self.body(x)
-        return self.fpn([feats[k] for k in _FPN_INPUTS])
 
 
 def _norm_factory(cfg, kind):
@@ -210,52 +155,19 @@ def build_body(cfg):
 
 
 def build_backbone(cfg):
-    """SGB's ``build_backbone`` for ``R-*-FPN`` bodies: :func:`build_body` + :class:`FPN`
-    (``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` wide).
+    """SGB's ``build_backbone`` for ``R-*-FPN`` bodies: :func:`build_body` + maskrcnn-benchmark's
+    FPN (``MODEL.RESNETS.BACKBONE_OUT_CHANNELS`` wide, P2..P6).
 
     Returns
     -------
-    Backbone
+    FPNBody
+        ``body`` + ``fpn`` (maskrcnn-benchmark's ``backbone`` module).
     """
     body = build_body(cfg)
     out = cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS
-    fpn = FPN([body.out_channels[k] for k in _FPN_INPUTS], out)
-    return Backbone(body, fpn, out)
-
-
-class ImageBatch:
-    """Padded images ``tensors (N, 3, H, W)`` and their ``image_sizes`` ``(h, w)`` (the
-    fields of maskrcnn-benchmark's ``ImageList``)."""
-
-    def __init__(self, tensors, image_sizes):
-        self.tensors = tensors
-        self.image_sizes = [tuple(int(v) for v in s) for s in image_sizes]
-
-
-def to_image_batch(images, size_divisible=0):
-    """maskrcnn-benchmark's ``to_image_list``: an object with ``tensors``/``image_sizes``
-    is returned as is; a 4-d tensor is one batch; a list of ``(3, h, w)`` is zero-padded at
-    the bottom/right to the largest size rounded up to ``size_divisible``.
-
-    Returns
-    -------
-    ImageBatch or the input
-    """
-    if hasattr(images, 'tensors') and hasattr(images, 'image_sizes'):
-        return images
-    if isinstance(images, torch.Tensor) and images.dim() == 4:
-        return ImageBatch(images, [images.shape[-2:]] * images.shape[0])
-    if isinstance(images, torch.Tensor):
-        images = [images]
-    h = max(int(i.shape[1]) for i in images)
-    w = max(int(i.shape[2]) for i in images)
-    if size_divisible > 0:
-        h = (h + size_divisible - 1) // size_divisible * size_divisible
-        w = (w + size_divisible - 1) // size_divisible * size_divisible
-    out = images[0].new_zeros((len(images), images[0].shape[0], h, w))
-    for i, img in enumerate(images):
-        out[i, :, :img.shape[1], :img.shape[2]] = img
-    return ImageBatch(out, [i.shape[-2:] for i in images])
+    fpn = FPN([body.out_channels[k] for k in _FPN_INPUTS], out, naming='maskrcnn',
+              top_block='max_pool')
+    return FPNBody(body, fpn, _FPN_INPUTS, naming='maskrcnn', out_channels=out)
 
 
 class SGGDetector(nn.Module):
@@ -295,7 +207,7 @@ class SGGDetector(nn.Module):
         targets : list of BoxList, optional
         """
         self._check_targets(targets)
-        images = to_image_batch(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
+        images = to_image_list(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
         features = self.backbone(images.tensors)
         proposals, rpn_losses = self.rpn(images.image_sizes, features, targets)
         box = self.roi_heads['box']
@@ -306,22 +218,15 @@ class SGGDetector(nn.Module):
             return losses
         x = box.feature_extractor(features, proposals)
         class_logits, box_regression = box.predictor(x)
-        start = 0
-        for p in proposals:
-            p.add_field('predict_logits', class_logits[start:start + len(p)])
-            start += len(p)
+        add_predict_logits(proposals, class_logits)
         x, result = box.post_processor((x, class_logits, box_regression), proposals,
                                        relation_mode=False)
         start = 0
-        for r, p in zip(result, proposals):
-            _attach_detection_fields(r, x[start:start + len(r)])
+        for r in result:
+            r.add_field('labels', r.get_field('pred_labels'))
+            r.add_field('box_features', x[start:start + len(r)])
             start += len(r)
         return result
-
-
-def _attach_detection_fields(result, features):
-    result.add_field('labels', result.get_field('pred_labels'))
-    result.add_field('box_features', features)
 
 
 def build_detector(cfg, generator=None):

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from launch import dist_env, torchrun  # tests/launch.py
-from gluontrain.torch.frcnn import norm as N
+from gluontrain.torch.twostage import norm as N
 
 
 def test_batchnorm_act_equals_bn_then_leaky_relu_on_2d_and_4d():

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from gluontrain.torch.sgg.structures import (FLIP_LEFT_RIGHT, FLIP_TOP_BOTTOM, BoxList,
+from gluontrain.torch.twostage.structures import (FLIP_LEFT_RIGHT, FLIP_TOP_BOTTOM, BoxList,
                                              boxlist_intersection, boxlist_iou, boxlist_union,
                                              cat_boxlist)
 
