@@ -117,7 +117,7 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
     records = []
     try:
         for data, label in val_data:
-            ids, scores, boxes = model(data.to(ctx[0]))
+            ids, scores, boxes = model(data.to(ctx[0], next(model.parameters()).dtype))
             boxes = boxes.clamp(0, data.shape[2])
             ids, scores, boxes = (t.float().cpu().numpy() for t in (ids, scores, boxes))
             label = label.numpy()

@@ -20,7 +20,7 @@ from collections import OrderedDict
 import torch
 import torch.nn.functional as F
 
-from ..distributed import all_reduce_mean
+from ..distributed import all_reduce_mean, unwrap_model
 
 __all__ = ['LOSS_NAMES', 'IGNORE_IOU_THRESH', 'batch_iou', 'merge_targets', 'yolov3_loss',
            'GluonSGD', 'gluon_batchnorm', 'YOLOv3Step']
@@ -203,16 +203,20 @@ class YOLOv3Step:
     def losses(self, batch):
         """The four per-image losses ``(B,)`` of a batch
         ``(image, obj, center, scale, weight, class targets, gt boxes)``."""
-        data, *targets, gt_boxes = [t.to(self.device, non_blocking=True) for t in batch]
+        # in the network's float type (float64 runs measure float32's rounding)
+        dtype = next(unwrap_model(self.net).parameters()).dtype
+        data, *targets, gt_boxes = [t.to(self.device, dtype, non_blocking=True) for t in batch]
         if self.autocast is not None:
             with self.autocast():
                 out = self.net(data)
         else:
             out = self.net(data)
-        merged = merge_targets(out.box_preds.float(), gt_boxes, *targets,
+        # under autocast the losses are computed in the targets' precision
+        dtype = targets[0].dtype
+        merged = merge_targets(out.box_preds.to(dtype), gt_boxes, *targets,
                                num_class=self.num_class, label_smooth=self.label_smooth)
-        return yolov3_loss(out.objness.float(), out.raw_centers.float(),
-                           out.raw_scales.float(), out.class_pred.float(), *merged)
+        return yolov3_loss(out.objness.to(dtype), out.raw_centers.to(dtype),
+                           out.raw_scales.to(dtype), out.class_pred.to(dtype), *merged)
 
     def __call__(self, batch, state=None):
         losses = self.losses(batch)
