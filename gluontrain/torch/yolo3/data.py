@@ -126,9 +126,9 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     targets of ``net``'s layout. Validation: the GluonCV validation transform, in order.
 
     Under ``torchrun`` ``batch_size`` is the global batch (each process loads
-    ``batch_size // WORLD_SIZE``); every rank shuffles its own disjoint shard of each pass
-    (the indices ``rank, rank + world...`` of a permutation drawn from ``--seed`` and the
-    pass), and validates every ``WORLD_SIZE``-th image.
+    ``batch_size // WORLD_SIZE``); every rank shuffles, each pass, its own fixed shard (the
+    indices ``rank, rank + world, ...``) with its own numpy generator (seeded ``--seed +
+    rank``), and validates every ``WORLD_SIZE``-th image (untested beyond one process here).
 
     Returns
     -------
