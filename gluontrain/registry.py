@@ -10,13 +10,15 @@ import importlib
 CONTRACT = ('parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
             'save_params', 'main')
 
-_RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'ssd': 'gluontrain.torch.ssd',
+_RECIPES = {'yolo3': 'gluontrain.mx.yolo3', 'yolo3-torch': 'gluontrain.torch.yolo3', 'ssd': 'gluontrain.torch.ssd',
             'frcnn': 'gluontrain.torch.frcnn', 'sgg': 'gluontrain.torch.sgg.recipe',
             'sgg-detector': 'gluontrain.torch.sgg.detector_recipe'}
 # one line each for ``gluontrain --help`` (read without importing the recipes: MXNet and
 # PyTorch load in seconds, and a machine may have only one of them)
 _SUMMARIES = {
     'yolo3': "YOLOv3 on MXNet, GluonCV's train_yolo3.py (scripts/train_yolov3.py)",
+    'yolo3-torch': "YOLOv3 on PyTorch, the same recipe and command line as yolo3 "
+                   "(scripts/train_yolov3.py --backend torch)",
     'ssd': "SSD300 on PyTorch, ssd.pytorch's train.py (scripts/train_ssd.py)",
     'frcnn': "seamseg's two-stage detector on PyTorch, its train_detection.py with .ini "
              "configs (scripts/train_detection.py)",
@@ -25,6 +27,22 @@ _SUMMARIES = {
     'sgg-detector': "Scene-Graph-Benchmark's detector pre-training on PyTorch "
                     "(scripts/pretrain_detector.py)",
 }
+
+
+# recipes whose command line picks the backend: (recipe, --backend value) -> recipe to run
+_BACKEND_ROUTES = {('yolo3', 'torch'): 'yolo3-torch', ('yolo3', 'mxnet'): 'yolo3'}
+
+
+def route(name, argv):
+    """The recipe that runs ``name`` with arguments ``argv``: ``yolo3`` with
+    ``--backend torch`` is ``yolo3-torch`` (the last ``--backend`` wins, as in argparse)."""
+    backend = None
+    for i, arg in enumerate(argv):
+        if arg == '--backend' and i + 1 < len(argv):
+            backend = argv[i + 1]
+        elif arg.startswith('--backend='):
+            backend = arg.split('=', 1)[1]
+    return _BACKEND_ROUTES.get((name, backend), name)
 
 
 def register_recipe(name, module, summary=''):

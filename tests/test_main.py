@@ -76,7 +76,8 @@ def test_help_lists_every_recipe_in_one_line_without_importing_a_framework():
     lines = res.stdout.splitlines()
     assert lines[0] == 'usage: gluontrain train RECIPE [recipe arguments]'
     listed = [line.split()[0] for line in lines[lines.index('recipes:') + 1:-1]]
-    assert listed == list_recipes() == ['frcnn', 'sgg', 'sgg-detector', 'ssd', 'yolo3']
+    assert listed == list_recipes() == ['frcnn', 'sgg', 'sgg-detector', 'ssd', 'yolo3',
+                                        'yolo3-torch']
     for name in listed:
         assert recipe_summary(name) and 'scripts/' in recipe_summary(name)
     assert lines[-1] == 'imported: []'

@@ -1,8 +1,6 @@
 """Datasets and data loaders of the YOLOv3 recipe, as in GluonCV's ``train_yolo3.py``."""
-import glob
 import multiprocessing
 import os
-import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -19,6 +17,7 @@ from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...core.sharding import ShardedSampler, contiguous_shard
 from ...data import checks, synthetic
+from ...yolo3.data import custom_splits as _custom_splits, voc_class_names
 from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
 
@@ -60,37 +59,6 @@ class SharedMixupDetection(MixupDetection):
         else:
             self._mixup, self._mixup_args = None, ()
         return super().__getitem__(idx)
-
-
-def voc_class_names(roots):
-    """Sorted object names found in the ``Annotations/*.xml`` of the given VOC-style folders."""
-    names = set()
-    for root in roots:
-        for path in glob.glob(os.path.join(root, 'Annotations', '*.xml')):
-            for obj in ET.parse(path).getroot().iter('object'):
-                names.add(obj.find('name').text.strip().lower())
-    return sorted(names)
-
-
-def _custom_splits(root):
-    """(folders, train splits, val splits) of a custom VOC-style dataset.
-
-    A VOCdevkit trains on ``trainval`` of every ``VOC<year>`` folder and validates on VOC2007
-    ``test`` (as ``--dataset voc``); a single VOC-style folder trains on ``trainval`` (or
-    ``train``) and validates on ``test`` (or ``val``).
-    """
-    years = sorted(d for d in os.listdir(root) if re.match(r'VOC\d{4}$', d)
-                   and os.path.isdir(os.path.join(root, d)))
-    if years:
-        train = [(y, 'trainval') for y in years
-                 if os.path.isfile(os.path.join(root, y, 'ImageSets', 'Main', 'trainval.txt'))]
-        test = [y for y in years
-                if os.path.isfile(os.path.join(root, y, 'ImageSets', 'Main', 'test.txt'))]
-        return [os.path.join(root, y) for y in years], train, [(test[0] if test else years[0],
-                                                                'test')]
-    lists = os.path.join(root, 'ImageSets', 'Main')
-    val = 'test' if os.path.isfile(os.path.join(lists, 'test.txt')) else 'val'
-    return [root], [('', 'trainval' if val == 'test' else 'train')], [('', val)]
 
 
 def voc_metric(class_names, args):

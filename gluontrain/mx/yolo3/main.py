@@ -62,6 +62,9 @@ def main(argv=None):
         As :func:`.train.train` returns it.
     """
     args = parse_args(argv)
+    if args.backend != 'mxnet':
+        raise ValueError('--backend {} is the PyTorch recipe: run it through scripts/'
+                         'train_yolov3.py or gluontrain.torch.yolo3.main'.format(args.backend))
     comm = None
     if args.horovod:
         if args.cpus:

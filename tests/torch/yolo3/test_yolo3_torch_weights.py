@@ -13,9 +13,8 @@ from fixtures.make_yolo3_torch_fixtures import make_input
 from fixtures.reference_fill import read_npz
 from gluontrain.core import mxparams
 from gluontrain.core.load_report import WeightsLoadError
-from gluontrain.torch.yolo3 import get_yolov3, load_params, save_params, to_gluon_key, \
-    to_torch_key
-from gluontrain.torch.yolo3.weights import gluon_arrays, gluon_names, load_arrays
+from gluontrain.torch.yolo3 import get_yolov3, load_params, to_gluon_key, to_torch_key
+from gluontrain.torch.yolo3.weights import gluon_arrays, gluon_names, load_arrays, save_params
 from yolo3_torch_support import fill_arrays
 
 HAS_GLUONCV = all(importlib.util.find_spec(m) is not None for m in ('mxnet', 'gluoncv'))

@@ -1,0 +1,158 @@
+"""Datasets and loaders of the YOLOv3 recipe on PyTorch: GluonCV's, read in numpy.
+
+The items, labels, mixup, transforms and batch order are those of :mod:`gluontrain.yolo3`
+(GluonCV's, drawing the same ``random`` / ``np.random`` numbers in the same order), so with
+``-j 0`` the batches equal the MXNet recipe's up to OpenCV's resize rounding
+(:func:`gluontrain.yolo3.transform.cv2_imresize`). The loaders are
+``torch.utils.data.DataLoader``s with GluonCV's batchify (:mod:`gluontrain.torch.batchify`).
+"""
+import os
+
+import numpy as np
+import torch
+
+from ...core.voc_eval import VOCEvaluator
+from ...data import checks, synthetic
+from ...data.classes import VOC_CLASSES
+from ...yolo3.data import MixupDetection, RolloverBatchSampler, VOCDetection, custom_splits, \
+    voc_class_names
+from ...yolo3.transform import TrainTransform, ValTransform
+from ..batchify import Pad, Stack, Tuple
+from ..distributed import ShardSampler, get_rank, get_world_size
+
+__all__ = ['get_dataset', 'get_dataloader', 'network_layout', 'VOC_DEFAULT_ROOT']
+
+VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
+
+
+def voc_metric(class_names):
+    """GluonCV's ``VOC07MApMetric(iou_thresh=0.5)``: 11-point AP, IoU with the ``+1``."""
+    return VOCEvaluator(class_names, iou_thresh=0.5, use_07_metric=True, plus_one=True)
+
+
+def get_dataset(dataset, args):
+    """Training and validation datasets and the VOC07 metric, as
+    :func:`gluontrain.mx.yolo3.get_dataset` (``voc``, ``custom``, ``synthetic``; COCO is
+    refused on PyTorch for now). Sets ``args.num_samples`` (and ``args.classes`` for
+    custom / synthetic) as the reference does."""
+    name = dataset.lower()
+    root = os.path.expanduser(args.dataset_root) if getattr(args, 'dataset_root', None) else None
+    if name == 'voc':
+        root = root or os.path.expanduser(VOC_DEFAULT_ROOT)
+        train_splits, val_splits = [(2007, 'trainval'), (2012, 'trainval')], [(2007, 'test')]
+        checks.check_voc(root, train_splits + val_splits)
+        train_dataset = VOCDetection(root, train_splits, VOC_CLASSES)
+        val_dataset = VOCDetection(root, val_splits, VOC_CLASSES)
+    elif name in ('custom', 'synthetic'):
+        if name == 'synthetic':
+            root = synthetic.default_voc_root(root)
+        elif root is None:
+            raise ValueError('--dataset custom needs --dataset-root: a VOCdevkit-style folder '
+                             '(with VOC2007/) or one folder with Annotations/, JPEGImages/ and '
+                             'ImageSets/Main/{trainval,test}.txt')
+        if not os.path.isdir(root):
+            checks.check_voc(root, [])
+        folders, train_splits, val_splits = custom_splits(root)
+        classes = [c.strip() for c in args.classes.split(',') if c.strip()] \
+            if getattr(args, 'classes', '') else voc_class_names(folders)
+        checks.check_voc(root, train_splits + val_splits, classes=classes)
+        args.classes = ','.join(classes)
+        train_dataset = VOCDetection(root, train_splits, classes, custom=True)
+        val_dataset = VOCDetection(root, val_splits, classes, custom=True)
+    elif name == 'coco':
+        raise ValueError('--dataset coco is not available with --backend torch yet; train COCO '
+                         'with --backend mxnet, or use voc / custom / synthetic')
+    else:
+        raise ValueError('--dataset {!r} is not supported'.format(dataset))
+    if args.num_samples < 0:
+        args.num_samples = len(train_dataset)
+    metric = voc_metric(val_dataset.classes)
+    if args.mixup:
+        train_dataset = MixupDetection(train_dataset)
+    return train_dataset, val_dataset, metric
+
+
+def network_layout(net, width, height):
+    """What GluonCV's train transform reads from the network run on zeros: ``num_class``,
+    ``anchors``, ``offsets`` and ``feat_maps`` sizes per head (deep first), as numpy."""
+    model = getattr(net, 'module', net)
+    param = next(model.parameters())
+    with torch.no_grad():
+        # train_outputs does not depend on the mode; eval keeps BatchNorm's statistics
+        was_training = model.training
+        model.eval()
+        try:
+            out = model.train_outputs(torch.zeros(1, 3, height, width, dtype=param.dtype,
+                                                  device=param.device))
+        finally:
+            model.train(was_training)
+    return {'num_class': model.num_class,
+            'anchors': [a.cpu().numpy() for a in out.anchors],
+            'offsets': [o.cpu().numpy() for o in out.offsets],
+            'feat_maps': [tuple(s) for s in out.feat_sizes]}
+
+
+class _ShapeDataset(torch.utils.data.Dataset):
+    """Items ``(index, shape index)`` through the transform of that shape."""
+
+    def __init__(self, dataset, transforms):
+        self.views = [dataset.transform(t) for t in transforms]
+        self.length = len(dataset)
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            return self.views[key[1]][key[0]]
+        return self.views[0][key]
+
+
+def train_collate():
+    """Stack the image and the five targets, pad the ground-truth boxes with -1."""
+    return Tuple(*([Stack() for _ in range(6)] + [Pad(axis=0, pad_val=-1)]))
+
+
+def val_collate():
+    """Stack images, pad labels with -1."""
+    return Tuple(Stack(), Pad(pad_val=-1))
+
+
+def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
+    """Training and validation loaders, as :func:`gluontrain.mx.yolo3.get_dataloader`.
+
+    Training: shuffled, ``rollover`` batches; random shapes 320..608 drawn every 10 batches
+    (or ``data_shape`` with ``--no-random-shape``), the GluonCV train transform with the
+    targets of ``net``'s layout. Validation: the GluonCV validation transform, in order.
+
+    Under ``torchrun`` ``batch_size`` is the global batch (each process loads
+    ``batch_size // WORLD_SIZE``); every rank shuffles, each pass, its own fixed shard (the
+    indices ``rank, rank + world, ...``) with its own numpy generator (seeded ``--seed +
+    rank``), and validates every ``WORLD_SIZE``-th image (untested beyond one process here).
+
+    Returns
+    -------
+    (train_loader, val_loader)
+        With ``raw_dataset`` attributes (the datasets before the transforms).
+    """
+    rank, world = get_rank(), get_world_size()
+    if world > 1:
+        batch_size //= world
+    if args.no_random_shape:
+        shapes = [data_shape]
+    else:
+        shapes = [x * 32 for x in range(10, 20)]
+    transforms = [TrainTransform(s, s, network_layout(net, s, s), mixup=args.mixup)
+                  for s in shapes]
+    indices = None if world == 1 else np.arange(rank, len(train_dataset), world)
+    sampler = RolloverBatchSampler(len(train_dataset), batch_size, shapes=len(shapes),
+                                   interval=10, indices=indices)
+    train_loader = torch.utils.data.DataLoader(
+        _ShapeDataset(train_dataset, transforms), batch_sampler=sampler,
+        collate_fn=train_collate(), num_workers=num_workers)
+    val_view = val_dataset.transform(ValTransform(data_shape, data_shape))
+    val_loader = torch.utils.data.DataLoader(
+        val_view, batch_size, shuffle=False, collate_fn=val_collate(), num_workers=num_workers,
+        sampler=ShardSampler(len(val_dataset), rank, world) if world > 1 else None)
+    train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
+    return train_loader, val_loader

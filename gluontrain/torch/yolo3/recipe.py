@@ -1,0 +1,309 @@
+"""GluonCV's ``train_yolo3.py`` on PyTorch: ``get_net / train / validate / save_params / main``.
+
+The same command line as the MXNet recipe (:mod:`gluontrain.yolo3.args`, ``--backend
+torch``), the same data and batch order (:mod:`.data`), GluonCV's loss, dynamic targets,
+SGD and BatchNorm statistics (:mod:`.step`), its LR schedule
+(:mod:`gluontrain.core.lr_scheduler` through
+:class:`~gluontrain.torch.lr_scheduler.GluonLRScheduler`) and ``.params`` files in and out
+(:mod:`.weights`), on the backend-neutral loop and hooks. docs/faithfulness.md ("YOLOv3 on
+PyTorch") lists the measured differences and what is refused.
+"""
+import os
+import random
+import warnings
+
+import numpy as np
+import torch
+
+from ...core import checkpoint as ckpt_io
+from ...core.argtypes import check_input_file
+from ...core.defaults import RunPaths, build_hooks
+from ...core.hooks import restore_hooks_state
+from ...core.loop import Period, TrainState, run_loop
+from ...core.lr_scheduler import LRScheduler, LRSequential
+from ...core.meters import LossMeter
+from ...yolo3.args import check_common, parse_args
+from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
+                          set_torch_rng_states)
+from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
+                           get_world_size, init_distributed, unwrap_model, wrap_ddp)
+from ..lr_scheduler import GluonLRScheduler, LRSchedulerHook
+from ..parallel import get_devices
+from ..step import mixed_precision
+from .data import get_dataloader, get_dataset
+from .hooks import EpochStart, SamplerPosition
+from .model import get_yolov3
+from .step import GluonSGD, YOLOv3Step, gluon_batchnorm
+from .weights import load_params, save_params as write_params
+
+__all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_scheduler',
+           'gluon_init', 'net_name']
+
+WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and --dataset '
+               '(either backend, or a GluonCV model-zoo yolo3 .params), or a {prefix}_last.ckpt '
+               'written by --backend torch to --resume')
+# what fixes the network, its input or the meaning of the restored update count
+RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples',
+                     'batch_size', 'syncbn')
+# arguments of the MXNet recipe with no PyTorch meaning yet: refused, never ignored
+_REFUSED = (('cpus', '--cpus splits a batch over CPU contexts (MXNet); on PyTorch start '
+                     'processes with torchrun --nproc_per_node N and --gpus \'\''),
+            ('horovod', '--horovod is MXNet Horovod; on PyTorch start one process per GPU '
+                        'with torchrun --nproc_per_node N'),
+            ('reference_transform', '--reference-transform runs GluonCV\'s own transform '
+                                    '(MXNet); drop it with --backend torch'),
+            ('reference_metric', '--reference-metric runs GluonCV\'s own metric (MXNet); drop '
+                                 'it with --backend torch'),
+            ('reference_mixup', '--reference-mixup reproduces a GluonCV loader bug (MXNet); '
+                                'drop it with --backend torch'),
+            ('model_dir', '--model-dir is where MXNet exports its symbol; on PyTorch export '
+                          'with torch.onnx (docs/faithfulness.md)'))
+
+
+def net_name(args):
+    """``yolo3_<network>_<voc|custom>`` (synthetic data uses the custom network)."""
+    suffix = {'synthetic': 'custom'}.get(args.dataset.lower(), args.dataset.lower())
+    return '_'.join(('yolo3', args.network, suffix))
+
+
+def gluon_init(net):
+    """Gluon's default initialisation as GluonCV's ``net.initialize()`` draws it (from torch's
+    generator): weights ``Uniform(-0.07, 0.07)``, biases and BatchNorm beta 0, gamma 1,
+    running mean 0 and variance 1."""
+    with torch.no_grad():
+        for mod in net.modules():
+            if isinstance(mod, torch.nn.Conv2d):
+                mod.weight.uniform_(-0.07, 0.07)
+                if mod.bias is not None:
+                    mod.bias.zero_()
+            elif isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
+                mod.reset_parameters()
+    return net
+
+
+def get_net(args, ctx, reports=None):
+    """The PyTorch YOLOv3 of ``--network`` / ``--dataset``, initialised as Gluon does, on
+    ``ctx[0]``. Returns ``(net, net)`` (the contract's ``(net, async_net)``; SyncBatchNorm is
+    applied by :func:`train`). The ImageNet base is not loaded on PyTorch: without
+    ``--no-pretrained-base`` (and no weights to load) it is refused in one line."""
+    del reports
+    if not getattr(args, 'no_pretrained_base', False) and not (
+            args.load_weights.strip() or args.resume.strip()):
+        raise ValueError('--backend torch does not load the ImageNet base yet: pass '
+                         '--no-pretrained-base, or --load-weights a YOLOv3 .params file')
+    classes = [c for c in args.classes.split(',') if c] if net_name(args).endswith('_custom') \
+        else None
+    net = gluon_init(get_yolov3(net_name(args), classes))
+    return net.to(ctx[0]), net.to(ctx[0])
+
+
+def save_params(net, best_map, current_map, epoch, save_interval, prefix):
+    """GluonCV's ``save_params``: ``{prefix}_best.params`` when the score improves (and
+    ``{prefix}_best_map.log``), ``{prefix}_{epoch:04d}_{map:.4f}.params`` every
+    ``save_interval`` epochs, in MXNet's ``.params`` format (GluonCV loads them)."""
+    ckpt_io.save_best_and_interval(lambda path: write_params(net, path), best_map, current_map,
+                                   epoch, save_interval, prefix, '.params')
+
+
+@torch.no_grad()
+def validate(net, val_data, ctx, eval_metric, comm=None):
+    """The VOC07 mAP of ``net`` on ``val_data`` as GluonCV's ``validate``: NMS 0.45 / top
+    400, boxes clipped to the input, padding rows dropped. Returns ``(names, values)``.
+    Under torchrun each rank runs its share and rank 0 scores them in dataset order."""
+    model = unwrap_model(net)
+    model.set_nms(nms_thresh=0.45, nms_topk=400)
+    was_training = model.training
+    model.eval()
+    records = []
+    try:
+        for data, label in val_data:
+            ids, scores, boxes = model(data.to(ctx[0], next(model.parameters()).dtype))
+            boxes = boxes.clamp(0, data.shape[2])
+            ids, scores, boxes = (t.float().cpu().numpy() for t in (ids, scores, boxes))
+            label = label.numpy()
+            for b in range(ids.shape[0]):
+                gt = label[b]
+                keep = gt[:, 4] >= 0
+                records.append((boxes[b], scores[b].ravel(), ids[b].ravel(), gt[keep, :4],
+                                gt[keep, 4], gt[keep, 5] if gt.shape[1] > 5 else None))
+    finally:
+        model.train(was_training)
+    eval_metric.reset()
+    if comm is None or comm.world_size == 1:
+        for record in records:
+            eval_metric.update(*record)
+        return eval_metric.get()
+    indices = list(val_data.sampler)
+    gathered = comm.allgather_object(list(zip(indices, records)))
+    result = None
+    if comm.is_main:
+        for _, record in sorted((p for part in gathered for p in part), key=lambda p: p[0]):
+            eval_metric.update(*record)
+        result = eval_metric.get()
+    return comm.broadcast_object(result)
+
+
+def lr_decay_epochs(args):
+    """Decay epochs from ``--lr-decay-period`` or ``--lr-decay-epoch``, minus the warm-up."""
+    if args.lr_decay_period > 0:
+        epochs = list(range(args.lr_decay_period, args.epochs, args.lr_decay_period))
+    else:
+        epochs = [int(i) for i in args.lr_decay_epoch.split(',')]
+    return [e - args.warmup_epochs for e in epochs]
+
+
+def get_lr_scheduler(args, num_batches):
+    """GluonCV's schedule: linear warm-up from 0, then ``--lr-mode`` with its decays, over
+    ``num_batches`` updates per epoch (:mod:`gluontrain.core.lr_scheduler`)."""
+    return LRSequential([
+        LRScheduler('linear', base_lr=0, target_lr=args.lr, nepochs=args.warmup_epochs,
+                    iters_per_epoch=num_batches),
+        LRScheduler(args.lr_mode, base_lr=args.lr, nepochs=args.epochs - args.warmup_epochs,
+                    iters_per_epoch=num_batches, step_epoch=lr_decay_epochs(args),
+                    step_factor=args.lr_decay, power=2)])
+
+
+def param_groups(net, no_wd):
+    """One group, or with ``--no-wd`` a second one of biases and BatchNorm gamma / beta
+    (GluonCV's ``'.*beta|.*gamma|.*bias'``) with ``wd_mult`` 0."""
+    if not no_wd:
+        return [{'params': [p for p in net.parameters() if p.requires_grad]}]
+    decay, free = [], []
+    for mod in net.modules():
+        for name, p in mod.named_parameters(recurse=False):
+            bn = isinstance(mod, torch.nn.modules.batchnorm._BatchNorm)
+            (free if bn or name == 'bias' else decay).append(p)
+    return [{'params': decay}, {'params': free, 'wd_mult': 0.0}]
+
+
+def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=()):
+    """GluonCV's training pipeline on PyTorch (see :func:`gluontrain.mx.yolo3.train`: same
+    arguments, files and log; the weights files are MXNet ``.params``, the full checkpoint
+    ``{prefix}_last.ckpt`` is a PyTorch one). Returns the final :class:`TrainState`."""
+    comm = comm or TorchComm()
+    device = ctx[0]
+    net.to(device).train()
+    if args.syncbn and comm.world_size > 1:
+        net = convert_sync_batchnorm(net, device=device)
+    gluon_batchnorm(net)
+    train_net = wrap_ddp(net, device)
+    batch_size = args.batch_size // comm.world_size
+    sampler = train_data.batch_sampler
+    num_batches = len(sampler.indices) // batch_size if sampler.indices is not None \
+        else args.num_samples // args.batch_size
+    optimizer = GluonSGD(param_groups(net, args.no_wd), lr=0.0, momentum=args.momentum,
+                         weight_decay=args.wd, rescale_grad=1.0 / batch_size)
+    begin = 0 if args.resume.strip() and ckpt_io.file_kind(args.resume.strip()) == \
+        ckpt_io.CHECKPOINT else args.start_epoch * num_batches
+    scheduler = GluonLRScheduler(optimizer, get_lr_scheduler(args, num_batches),
+                                 begin_update=begin)
+    header, kind, restored = [str(args)] + list(reports), None, None
+    resume = args.resume.strip()
+    if resume and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT:
+        changes = []
+        kind = ckpt_io.CHECKPOINT
+        restored = restore_checkpoint(resume, net, optimizer, scheduler, check=lambda p: (
+            changes.extend(ckpt_io.resume_changes(p['args'], args, RESUME_MUST_MATCH,
+                                                  resume))))
+        restored[1].resume_changes = changes
+        for group in optimizer.param_groups:
+            group['momentum'], group['weight_decay'] = args.momentum, args.wd
+        header.append('resumed from {}'.format(resume))
+    paths, meter = RunPaths(args.save_prefix), LossMeter(('ObjLoss', 'BoxCenterLoss',
+                                                          'BoxScaleLoss', 'ClassLoss'))
+    recipe_hooks = [EpochStart(train_data, args), SamplerPosition(sampler),
+                    LRSchedulerHook(scheduler)]
+    autocast, scaler = mixed_precision(device, args.amp)
+    hooks = build_hooks(
+        paths, meter, header=header, batch_size=args.batch_size,
+        log_interval=args.log_interval, num_batches=len(train_data), recipe_hooks=recipe_hooks,
+        validate_fn=lambda: validate(net, val_data, ctx, eval_metric, comm),
+        val_period=Period(epochs=args.val_interval),
+        save_params_fn=lambda best, current, epoch, interval: save_params(
+            net, best, current, epoch, interval, paths.prefix),
+        save_interval=args.save_interval,
+        checkpoint_fn=lambda st, hooks_state: save_checkpoint(
+            paths.last_checkpoint, net, optimizer, scheduler, st.epoch, st.iteration, st.best,
+            args, extra={'hooks': hooks_state}),
+        samples_hook=_samples_hook(net, val_data, device, args, paths),
+        curves_title=os.path.basename(paths.prefix),
+        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True),
+        comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
+    start_epoch, state = args.start_epoch, TrainState(iteration=begin)
+    if kind == ckpt_io.CHECKPOINT:
+        payload, state = restored
+        restore_hooks_state(hooks, payload)
+        start_epoch = payload['epoch'] + 1
+        state.resumed_from = state.last_checkpoint = resume
+    step = YOLOv3Step(train_net, optimizer, device, unwrap_model(net).num_class,
+                      args.label_smooth, autocast, scaler)
+    state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
+    if state.nonfinite:
+        raise FloatingPointError(state.stop_reason)
+    return state
+
+
+def _samples_hook(net, val_data, device, args, paths):
+    if not getattr(args, 'plots', True):
+        return None
+    from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
+    return val_samples_hook(net, getattr(val_data, 'raw_dataset', None), paths.val_samples,
+                            device, args.data_shape)
+
+
+def get_contexts(args):
+    """``[cuda:LOCAL_RANK]`` for ``--gpus`` ids (one process per GPU), ``[cpu]`` for
+    ``--gpus ''``; several ids need one process each (torchrun), said in one line."""
+    devices = get_devices(args.gpus)
+    world = get_world_size()
+    if len(devices) > 1 and world == 1:
+        raise ValueError('--gpus {} with --backend torch trains one process per GPU: start it '
+                         'with torchrun --nproc_per_node {} scripts/train_yolov3.py --backend '
+                         'torch ...'.format(args.gpus, len(devices)))
+    if devices[0].type == 'cuda' and world > 1:
+        local = int(os.environ.get('LOCAL_RANK', get_rank()))
+        return [devices[local % len(devices)]]
+    return devices[:1]
+
+
+def main(argv=None):
+    """``train_yolo3.py``'s ``__main__`` on PyTorch: parse, check, seed, build, train."""
+    args = parse_args(argv)
+    args.backend = 'torch'  # this recipe is the torch backend, whatever the default says
+    for name, why in _REFUSED:
+        if getattr(args, name, None):
+            raise ValueError(why)
+    use_cuda = bool(args.gpus.strip())
+    started = get_world_size() == 1 and init_distributed(use_cuda=use_cuda).world_size > 1
+    try:
+        ctx = get_contexts(args)
+        comm = TorchComm()
+        check_common(args, ctx[0].type == 'cpu', 1, comm.world_size, 'PyTorch')
+        for argument, path in (('--resume', args.resume.strip()),
+                               ('--load-weights', args.load_weights.strip())):
+            if path:
+                check_input_file(path, argument, WEIGHTS_FIX)
+        random.seed(args.seed)
+        np.random.seed(args.seed + comm.rank)
+        torch.manual_seed(args.seed)
+        args.save_prefix += '_'.join(('yolo3', args.network, args.dataset))
+        train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
+        net, async_net = get_net(args, ctx)
+        reports = []
+        resume = args.resume.strip()
+        weights = args.load_weights.strip() or (
+            resume if resume and ckpt_io.file_kind(resume) != ckpt_io.CHECKPOINT else '')
+        if weights:
+            if not args.load_weights.strip():
+                warnings.warn('--resume {} loads weights only; a full resume needs the '
+                              '{{prefix}}_last.ckpt checkpoint'.format(weights))
+            argument = '--load-weights' if args.load_weights.strip() else '--resume'
+            reports.append(load_params(net, weights, argument, WEIGHTS_FIX).format())
+        train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
+                                              args.data_shape, args.batch_size,
+                                              args.num_workers, args)
+        state = train(net, train_data, val_data, eval_metric, ctx, args, comm, reports)
+        return state
+    finally:
+        if started:
+            cleanup()

@@ -1,0 +1,236 @@
+"""One YOLOv3 training step on PyTorch, as GluonCV's: the dynamic targets, ``YOLOV3Loss``,
+backward, and MXNet's SGD update.
+
+* :func:`merge_targets` is ``YOLOV3TargetMerger``: the prefetched targets where an anchor was
+  assigned a box, elsewhere objectness -1 (ignored) where the predicted box overlaps a
+  ground truth by more than ``ignore_iou_thresh`` (0.7; ``BBoxBatchIOU``, offset 0,
+  ``eps`` 1e-15) and 0 otherwise; label smoothing as GluonCV's.
+* :func:`yolov3_loss` is ``YOLOV3Loss``: sigmoid cross-entropy (objectness, centres,
+  classes) and L1 (scales), each ``mean`` over all but the batch axis times the number of
+  elements GluonCV multiplies by; one value per image.
+* :class:`GluonSGD` is MXNet's ``sgd`` with momentum: ``mom = momentum * mom - lr * wd *
+  w - lr * rescale * grad; w += mom`` (PyTorch's SGD scales the momentum buffer by the
+  current lr instead, which differs whenever the lr changes: warm-up, decay), with
+  ``rescale = 1 / batch_size`` (``trainer.step(batch_size)``) and per-group ``wd_mult``.
+* :func:`gluon_batchnorm` makes BatchNorm's running variance Gluon's: the biased batch
+  variance (PyTorch keeps the unbiased one).
+"""
+from collections import OrderedDict
+
+import torch
+import torch.nn.functional as F
+
+from ..distributed import all_reduce_mean, unwrap_model
+
+__all__ = ['LOSS_NAMES', 'IGNORE_IOU_THRESH', 'batch_iou', 'merge_targets', 'yolov3_loss',
+           'GluonSGD', 'gluon_batchnorm', 'YOLOv3Step']
+
+LOSS_NAMES = ('ObjLoss', 'BoxCenterLoss', 'BoxScaleLoss', 'ClassLoss')
+#: GluonCV's ``ignore_iou_thresh`` of every YOLOv3 in its zoo
+IGNORE_IOU_THRESH = 0.7
+
+
+def batch_iou(a, b, eps=1e-15):
+    """``BBoxBatchIOU`` (corner boxes, offset 0): ``(B, N, 4)`` x ``(B, M, 4)`` -> ``(B, N, M)``."""
+    al, at, ar, ab = a[..., 0:1], a[..., 1:2], a[..., 2:3], a[..., 3:4]
+    bl, bt, br, bb = (t.transpose(1, 2) for t in (b[..., 0:1], b[..., 1:2], b[..., 2:3],
+                                                  b[..., 3:4]))
+    iw = (torch.minimum(ar, br) - torch.maximum(al, bl)).clamp(0, 6.55040e+04)
+    ih = (torch.minimum(ab, bb) - torch.maximum(at, bt)).clamp(0, 6.55040e+04)
+    inter = iw * ih
+    union = (ar - al) * (ab - at) + (br - bl) * (bb - bt) - inter
+    return inter / (union + eps)
+
+
+def merge_targets(box_preds, gt_boxes, obj_t, center_t, scale_t, weight_t, class_t,
+                  num_class, label_smooth=False, ignore_iou_thresh=IGNORE_IOU_THRESH):
+    """``YOLOV3TargetMerger``: the six loss targets from the prefetched ones (no gradient).
+
+    Parameters
+    ----------
+    box_preds : Tensor (B, N, 4)
+        Predicted corner boxes of every anchor (deep head first).
+    gt_boxes : Tensor (B, M, 4)
+        Ground truth, padded with -1.
+    obj_t, center_t, scale_t, weight_t, class_t : Tensor
+        The transform's targets ``(B, N, 1)``, ``(B, N, 2)`` x3, ``(B, N, C)``.
+
+    Returns
+    -------
+    list of Tensor
+        ``objectness, center, scale, weights, class targets, class mask``.
+    """
+    with torch.no_grad():
+        ious = batch_iou(box_preds.detach(), gt_boxes)
+        dyn_obj = (ious.max(dim=-1, keepdim=True)[0] > ignore_iou_thresh).to(obj_t.dtype) * -1
+        mask = obj_t > 0
+        objectness = torch.where(mask, obj_t, dyn_obj)
+        zeros2 = torch.zeros_like(center_t)
+        center = torch.where(mask, center_t, zeros2)
+        scale = torch.where(mask, scale_t, zeros2)
+        weights = torch.where(mask, weight_t, zeros2)
+        classes = torch.where(mask, class_t, -torch.ones_like(class_t))
+        if label_smooth:
+            smooth = min(1. / num_class, 1. / 40)
+            classes = torch.where(classes > 0.5, classes - smooth, classes)
+            classes = torch.where((classes < -0.5) | (classes > 0.5), classes,
+                                  torch.full_like(classes, smooth))
+        class_mask = mask.to(classes.dtype) * (classes >= 0).to(classes.dtype)
+    return [objectness, center, scale, weights, classes, class_mask]
+
+
+def _sigmoid_bce(pred, label, weight):
+    """Gluon's ``SigmoidBinaryCrossEntropyLoss(from_sigmoid=False)``, per image."""
+    loss = F.relu(pred) - pred * label + F.softplus(-pred.abs())
+    return (loss * weight).flatten(1).mean(dim=1)
+
+
+def yolov3_loss(objness, centers, scales, cls_preds, obj_t, center_t, scale_t, weight_t,
+                class_t, class_mask):
+    """``YOLOV3Loss``: ``(obj, center, scale, class)`` losses, each ``(B,)``.
+
+    Parameters are the network's raw outputs ``(B, N, 1)``, ``(B, N, 2)``, ``(B, N, 2)``,
+    ``(B, N, C)`` and the merged targets of :func:`merge_targets`.
+    """
+    denorm = float(obj_t.shape[1:].numel())
+    weight_t = weight_t * obj_t
+    hard_obj = torch.where(obj_t > 0, torch.ones_like(obj_t), obj_t)
+    obj_mask = torch.where(obj_t > 0, obj_t, (obj_t >= 0).to(obj_t.dtype))
+    obj_loss = _sigmoid_bce(objness, hard_obj, obj_mask) * denorm
+    center_loss = _sigmoid_bce(centers, center_t, weight_t) * (denorm * 2)
+    scale_loss = ((scale_t - scales).abs() * weight_t).flatten(1).mean(dim=1) * (denorm * 2)
+    denorm_class = float(class_t.shape[1:].numel())
+    class_mask = class_mask * obj_t
+    cls_loss = _sigmoid_bce(cls_preds, class_t, class_mask) * denorm_class
+    return obj_loss, center_loss, scale_loss, cls_loss
+
+
+class GluonSGD(torch.optim.Optimizer):
+    """MXNet's SGD with momentum (see the module docstring).
+
+    Parameters
+    ----------
+    params : iterable
+        Parameters or groups; a group's ``wd_mult`` (default 1) scales ``weight_decay``.
+    lr, momentum, weight_decay : float
+    rescale_grad : float
+        Gradients are multiplied by it (``1 / batch_size``, Gluon's ``trainer.step``).
+    """
+
+    def __init__(self, params, lr=0.0, momentum=0.9, weight_decay=0.0, rescale_grad=1.0):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
+                                      rescale_grad=rescale_grad, wd_mult=1.0))
+
+    @torch.no_grad()
+    def step(self, closure=None):  # pylint: disable=arguments-differ
+        """One update of every parameter with a gradient."""
+        for group in self.param_groups:
+            lr, mom = group['lr'], group['momentum']
+            wd = group['weight_decay'] * group['wd_mult']
+            for p in group['params']:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if 'momentum_buffer' not in state:
+                    state['momentum_buffer'] = torch.zeros_like(p)
+                buf = state['momentum_buffer']
+                buf.mul_(mom).add_(p, alpha=-lr * wd).add_(p.grad,
+                                                             alpha=-lr * group['rescale_grad'])
+                p.add_(buf)
+
+
+def _bn_pre(module, inputs):
+    if module.training:
+        module._gluon_var = module.running_var.clone()
+
+
+def _bn_post(module, inputs, output):
+    old = getattr(module, '_gluon_var', None)
+    if old is None:
+        return
+    module._gluon_var = None
+    x = inputs[0]
+    n = x.numel() // x.shape[1]
+    m = module.momentum
+    with torch.no_grad():
+        # torch stored (1 - m) * old + m * unbiased; Gluon keeps the biased variance
+        unbiased = (module.running_var - (1 - m) * old) / m
+        # through .data: autograd saved the buffer (unused by the training backward, which
+        # reads the batch statistics) and would refuse a tracked in-place change
+        module.running_var.data.copy_((1 - m) * old + m * unbiased * ((n - 1) / n))
+
+
+def gluon_batchnorm(net):
+    """Make every ``BatchNorm2d`` of ``net`` keep Gluon's running variance (the biased batch
+    variance) while training. Returns the hook handles."""
+    handles = []
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.modules.batchnorm._BatchNorm):
+            handles.append(mod.register_forward_pre_hook(_bn_pre))
+            handles.append(mod.register_forward_hook(_bn_post))
+    return handles
+
+
+class YOLOv3Step:
+    """Callable ``step(batch, state) -> outputs`` for :func:`gluontrain.core.loop.run_loop`.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The YOLOv3 in training mode (or its DDP wrapper); returns
+        :class:`~.model.TrainOutputs`.
+    optimizer : GluonSGD
+    device : torch.device
+    num_class : int
+    label_smooth : bool
+    autocast : callable, optional
+        ``--amp``: a context manager factory around the forward.
+    scaler : torch.amp.GradScaler, optional
+
+    Returns (from ``__call__``)
+    ---------------------------
+    dict
+        ``losses``: name -> ``[(sum over the batch, batch size)]`` (``mx.metric.Loss``'s
+        arithmetic, averaged over ranks under DDP); ``lr``; ``batch_size``.
+    """
+
+    def __init__(self, net, optimizer, device, num_class, label_smooth=False, autocast=None,
+                 scaler=None):
+        self.net, self.optimizer, self.device = net, optimizer, device
+        self.num_class, self.label_smooth = num_class, label_smooth
+        self.autocast, self.scaler = autocast, scaler
+
+    def losses(self, batch):
+        """The four per-image losses ``(B,)`` of a batch
+        ``(image, obj, center, scale, weight, class targets, gt boxes)``."""
+        # in the network's float type (float64 runs measure float32's rounding)
+        dtype = next(unwrap_model(self.net).parameters()).dtype
+        data, *targets, gt_boxes = [t.to(self.device, dtype, non_blocking=True) for t in batch]
+        if self.autocast is not None:
+            with self.autocast():
+                out = self.net(data)
+        else:
+            out = self.net(data)
+        # under autocast the losses are computed in the targets' precision
+        dtype = targets[0].dtype
+        merged = merge_targets(out.box_preds.to(dtype), gt_boxes, *targets,
+                               num_class=self.num_class, label_smooth=self.label_smooth)
+        return yolov3_loss(out.objness.to(dtype), out.raw_centers.to(dtype),
+                           out.raw_scales.to(dtype), out.class_pred.to(dtype), *merged)
+
+    def __call__(self, batch, state=None):
+        losses = self.losses(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        total = (losses[0] + losses[1] + losses[2] + losses[3]).sum()
+        if self.scaler is not None:
+            self.scaler.scale(total).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            total.backward()
+            self.optimizer.step()
+        size = int(batch[0].shape[0])
+        sums = all_reduce_mean({name: float(loss.detach().sum())
+                                for name, loss in zip(LOSS_NAMES, losses)})
+        out = OrderedDict((name, [(sums[name], size)]) for name in LOSS_NAMES)
+        return {'losses': out, 'lr': self.optimizer.param_groups[0]['lr'], 'batch_size': size}

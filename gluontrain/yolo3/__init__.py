@@ -1,0 +1,7 @@
+"""What GluonCV's YOLOv3 recipe needs on either backend, in numpy: the argument parser
+(:mod:`.args`), the vectorised target generator (:mod:`.targets`), the train / validation
+transforms (:mod:`.transform`) and GluonCV's VOC reading and batch order (:mod:`.data`).
+
+:mod:`gluontrain.mx.yolo3` and :mod:`gluontrain.torch.yolo3` import these; nothing here
+imports MXNet, GluonCV or PyTorch.
+"""

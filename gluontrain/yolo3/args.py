@@ -1,0 +1,243 @@
+"""Command-line arguments of the YOLOv3 recipe, one parser for both backends: GluonCV's
+``train_yolo3.py`` ones and a few more.
+
+Every argument of the reference keeps its name and default. Added: ``--backend``
+(``mxnet``, the default, or ``torch``), ``--dataset-root``, ``--classes``,
+``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
+``--reference-mixup``, ``--reference-transform``, ``--reference-metric``, ``--tensorboard``,
+``--preset``. Numpy only: the MXNet recipe (:mod:`gluontrain.mx.yolo3`) and the PyTorch one
+(:mod:`gluontrain.torch.yolo3`) both import it.
+"""
+import argparse
+import os
+import warnings
+
+from ..core.argtypes import (finite_non_negative_float, int_at_least, int_list, multiple_of,
+                              non_negative_int, output_dir_problem, positive_int)
+BACKENDS = ('mxnet', 'torch')
+DATASETS = ('voc', 'coco', 'custom', 'synthetic')
+NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
+# the argument naming where outputs go, for the CLI's messages about unwritable files
+OUTPUT_ARGUMENT = '--save-prefix'
+# YOLOv3's coarsest output stride: the input must split into whole 32-pixel cells
+STRIDE = 32
+# the largest --data-shape: larger inputs run out of memory (GluonCV trains at 320-608)
+MAX_DATA_SHAPE = 4096
+
+# The GluonCV model zoo's training commands (scripts/detection/yolo, 8 GPUs); --gpus is left
+# to the machine. VOC: --batch-size 64 -j 16 --log-interval 100 --lr-decay-epoch 160,180
+# --epochs 200 --syncbn --warmup-epochs 4. COCO: --batch-size 64 -j 32 --log-interval 100
+# --lr-decay-epoch 220,250 --epochs 280 --syncbn --warmup-epochs 2 --mixup
+# --no-mixup-epochs 20 --label-smooth --no-wd.
+_VOC_PRESET = dict(dataset='voc', batch_size=64, num_workers=16, log_interval=100,
+                   lr_decay_epoch='160,180', epochs=200, syncbn=True, warmup_epochs=4)
+_COCO_PRESET = dict(dataset='coco', batch_size=64, num_workers=32, log_interval=100,
+                    lr_decay_epoch='220,250', epochs=280, syncbn=True, warmup_epochs=2,
+                    mixup=True, no_mixup_epochs=20, label_smooth=True, no_wd=True)
+PRESETS = {'{}_{}'.format(net, data): dict(base, network=net)
+           for net in ('darknet53', 'mobilenet1.0')
+           for data, base in (('voc', _VOC_PRESET), ('coco', _COCO_PRESET))}
+
+
+def build_parser():
+    """The argparse parser (also used to print ``--help`` in the docs)."""
+    p = argparse.ArgumentParser(description='Train YOLO networks with random input shape.')
+    a = p.add_argument
+    a('--backend', type=str, default='mxnet', choices=BACKENDS,
+      help='Framework that trains: mxnet (GluonCV\'s own, the default) or torch (the same '
+           'recipe on PyTorch, reading and writing the same .params files).')
+    a('--network', type=str, default='darknet53',
+      help='Base network name which serves as feature extraction base: {}.'.format(
+          ', '.join(NETWORKS)))
+    a('--data-shape', type=multiple_of(STRIDE, "YOLOv3's coarsest stride", MAX_DATA_SHAPE),
+      default=416,
+      help='Input data shape for evaluation, use 320, 416, 608... '
+           'Training is with random shapes from (320 to 608).')
+    a('--batch-size', type=positive_int, default=64, help='Training mini-batch size')
+    a('--dataset', type=str, default='voc',
+      help='Training dataset: {}.'.format(', '.join(DATASETS)))
+    a('--dataset-root', type=str, default=None,
+      help='Dataset folder. voc/custom/synthetic: the folder holding VOC2007/ (gluoncv default '
+           '~/.mxnet/datasets/voc); coco: the folder holding annotations/ (default '
+           '~/.mxnet/datasets/coco); synthetic: generated there on first use.')
+    a('--classes', type=str, default='',
+      help='custom dataset: comma-separated class names (default: read from the annotations).')
+    a('--num-workers', '-j', dest='num_workers', type=non_negative_int, default=4,
+      help='Number of data workers.')
+    a('--gpus', type=str, default='0',
+      help="Training with GPUs, you can specify 1,3 for example. '' trains on the CPU.")
+    a('--cpus', type=non_negative_int, default=0,
+      help='Train on N CPU contexts [cpu(0)..cpu(N-1)] through split_and_load (overrides --gpus).')
+    a('--epochs', type=positive_int, default=200, help='Training epochs.')
+    a('--resume', type=str, default='',
+      help='Resume from a full checkpoint ({prefix}_last.ckpt): weights, trainer state, LR '
+           'position, epoch, best mAP and RNG states. A .params file is loaded as weights only '
+           '(the reference behaviour) with the LR schedule moved to --start-epoch.')
+    a('--load-weights', type=str, default='',
+      help='Initialise the network from a .params file and train from --start-epoch.')
+    a('--start-epoch', type=non_negative_int, default=0,
+      help='Starting epoch for resuming from weights; a full checkpoint sets it itself.')
+    a('--lr', type=finite_non_negative_float, default=0.001, help='Learning rate, default is 0.001')
+    # gluoncv's LRScheduler asserts these modes (a bare AssertionError mid-setup): say it here
+    a('--lr-mode', type=str, default='step',
+      choices=('constant', 'step', 'linear', 'poly', 'cosine'),
+      help='learning rate scheduler mode. options are step, poly and cosine.')
+    a('--lr-decay', type=finite_non_negative_float, default=0.1,
+      help='decay rate of learning rate. default is 0.1.')
+    a('--lr-decay-period', type=non_negative_int, default=0,
+      help='interval for periodic learning rate decays. default is 0 to disable.')
+    a('--lr-decay-epoch', type=int_list, default='160,180',
+      help='epochs at which learning rate decays. default is 160,180.')
+    a('--warmup-lr', type=finite_non_negative_float, default=0.0,
+      help='starting warmup learning rate. Parsed and unused, as in the reference.')
+    a('--warmup-epochs', type=non_negative_int, default=0,
+      help='number of warmup epochs.')
+    a('--momentum', type=finite_non_negative_float, default=0.9,
+      help='SGD momentum, default is 0.9')
+    a('--wd', type=finite_non_negative_float, default=0.0005,
+      help='Weight decay, default is 5e-4')
+    a('--log-interval', type=non_negative_int, default=100,
+      help='Logging mini-batch interval (0: no batch log lines, as the reference).')
+    a('--save-prefix', type=str, default='', help='Saving parameter prefix')
+    a('--save-interval', type=non_negative_int, default=10,
+      help='Saving parameters epoch interval, best model will always be saved (0: only '
+           'the best, as the reference).')
+    a('--val-interval', default=1,
+      type=int_at_least(1, 'is not an interval (the reference validates when (epoch + 1) % '
+                           'val_interval == 0: 0 divides by zero; a value above --epochs '
+                           'never validates)'),
+      help='Epoch interval for validation (the reference divides by it: 0 is refused; a '
+           'value above --epochs never validates).')
+    a('--seed', type=non_negative_int, default=233, help='Random seed to be fixed.')
+    a('--num-samples', type=int, default=-1,
+      help='Training images. Use -1 to automatically get the number.')
+    a('--syncbn', action='store_true', help='Use synchronize BN across devices.')
+    a('--no-random-shape', action='store_true',
+      help='Use fixed size(data-shape) throughout the training.')
+    a('--no-wd', action='store_true',
+      help='whether to remove weight decay on bias, and beta/gamma for batchnorm layers.')
+    a('--mixup', action='store_true', help='whether to enable mixup.')
+    a('--no-mixup-epochs', type=non_negative_int, default=20,
+      help='Disable mixup training if enabled in the last N epochs.')
+    a('--reference-mixup', action='store_true',
+      help='Reproduce the reference bug: with --num-workers > 0 the workers never see mixup.')
+    a('--reference-transform', action='store_true',
+      help="Train with GluonCV's own YOLO3DefaultTrainTransform instead of the numpy one "
+           '(same arrays, several times slower).')
+    a('--reference-metric', action='store_true',
+      help="Validate VOC with GluonCV's VOC07MApMetric instead of FastVOC07MApMetric "
+           '(same values, about 5x slower).')
+    a('--label-smooth', action='store_true', help='Use label smoothing.')
+    a('--amp', action='store_true', help='Use MXNet AMP for mixed precision training (GPU).')
+    a('--horovod', action='store_true',
+      help='Use MXNet Horovod for distributed training, one process per device, launched '
+           "with horovodrun (docs/distributed.md). Each process trains on GPU local_rank, or "
+           "on the CPU with --gpus ''; --batch-size is the global batch.")
+    a('--no-pretrained-base', action='store_true',
+      help='Initialise the base network randomly instead of from ImageNet weights.')
+    a('--tensorboard', type=str, default='',
+      help='Write TensorBoard scalars to this folder (needs tensorboardX).')
+    a('--model-dir', type=str, default=None,
+      help='Where the final exported symbol+params go (default: beside --save-prefix).')
+    a('--preset', type=str, default='', choices=[''] + sorted(PRESETS),
+      help="Defaults of a GluonCV model-zoo training command ({}); arguments given on the "
+           "command line still win.".format(', '.join(sorted(PRESETS))))
+    return p
+
+
+def parse_args(argv=None):
+    """Parse the YOLOv3 recipe's arguments.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Defaults to ``sys.argv[1:]``; pass a list from a notebook, e.g.
+        ``parse_args(['--network', 'mobilenet0.25', '--gpus', ''])``.
+
+    Returns
+    -------
+    argparse.Namespace
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.preset:
+        # a preset only changes defaults, so a second parse lets explicit arguments win
+        parser.set_defaults(**PRESETS[args.preset])
+        args = parser.parse_args(argv)
+    if args.dataset.lower() not in DATASETS:
+        raise SystemExit('--dataset {!r} is not supported; choose one of {}'.format(
+            args.dataset, ', '.join(DATASETS)))
+    return args
+
+
+def check_args(args, ctx, comm=None):
+    """:func:`check_common` for MXNet contexts ``ctx`` (a list of ``mx.Context``)."""
+    from ..mx.context import is_cpu  # pylint: disable=import-outside-toplevel
+    check_common(args, is_cpu(ctx), len(ctx), comm.world_size if comm is not None else 1,
+                 'MXNet')
+
+
+def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
+    """Refuse, before anything is built, the combinations that would hang or crash mid-run.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+    cpu : bool
+        Training on the CPU.
+    num_devices : int
+        Devices (contexts) one process splits its batch over.
+    world_size : int
+        Processes (Horovod / torchrun) sharing the global ``--batch-size``.
+    backend : str
+        Named in the messages.
+
+    Raises
+    ------
+    ValueError
+        ``--syncbn`` on several CPU contexts (MXNet's SyncBatchNorm deadlocks at the first
+        backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--network``
+        not a YOLOv3 base, batch sizes that cannot be split (over the contexts, or over the
+        ``comm.world_size`` Horovod processes), a ``--start-epoch`` that trains nothing, a
+        ``--num-samples`` of 0, a ``--save-prefix`` / ``--model-dir`` under an existing file.
+    """
+    if args.network not in NETWORKS:
+        raise ValueError('--network {!r} is not a YOLOv3 base network; choose one of {}'.format(
+            args.network, ', '.join(NETWORKS)))
+    if backend == 'MXNet' and args.syncbn and num_devices > 1 and cpu:
+        raise ValueError('--syncbn with {} CPU contexts: MXNet SyncBatchNorm deadlocks across CPU '
+                         'contexts at the first backward pass. Drop --syncbn (plain BatchNorm per '
+                         'context) or train on GPUs with --gpus 0,1,...'.format(num_devices))
+    if args.amp and cpu:
+        raise ValueError('--amp needs GPUs: {} has no FP16 GEMM on CPU and bf16 breaks '
+                         "YOLOv3's Concat. Drop --amp for CPU training.".format(
+                             'MXNet AMP' if backend == 'MXNet' else 'PyTorch autocast'))
+    if world_size > 1 and args.batch_size % world_size:
+        raise ValueError('--batch-size {} is the global batch of {} {} processes and must '
+                         'be a multiple of it (each process trains batch_size // {})'.format(
+                             args.batch_size, world_size,
+                             'Horovod' if backend == 'MXNet' else 'torchrun', world_size))
+    if args.num_samples == 0 or args.num_samples < -1:
+        raise ValueError('--num-samples {}: give the number of training images (>= 1), or -1 '
+                         'for all of them'.format(args.num_samples))
+    if args.start_epoch >= args.epochs:
+        raise ValueError('--start-epoch {} is not below --epochs {}, so nothing would be '
+                         'trained; lower --start-epoch or raise --epochs'.format(
+                             args.start_epoch, args.epochs))
+    for name, folder in (('--save-prefix', os.path.dirname(args.save_prefix)),
+                         ('--model-dir', args.model_dir)):
+        problem = output_dir_problem(folder) if folder else None
+        if problem:
+            raise ValueError('{} {}: {}; give a prefix in a folder (it is created if missing)'
+                             .format(name, getattr(args, name[2:].replace('-', '_')), problem))
+    # GluonCV's meaning of 0 for these two is "never" (``if args.log_interval and ...``):
+    # kept, and said once so that a typo is never silent
+    for flag, value, meaning in (('--log-interval', args.log_interval, 'no batch log lines'),
+                                 ('--save-interval', args.save_interval,
+                                  'no periodic {prefix}_NNNN_*.params snapshots (the best '
+                                  'weights are still saved)')):
+        if value == 0:
+            warnings.warn('{} 0: {}'.format(flag, meaning), stacklevel=2)
+    if args.batch_size < num_devices:
+        raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
+                         .format(args.batch_size, num_devices))

@@ -1,0 +1,254 @@
+"""GluonCV's VOC reading, mixup and batch order for the YOLOv3 recipe, in numpy (both backends).
+
+* :class:`VOCDetection`: ``gluoncv.data.VOCDetection`` / ``CustomVOCDetectionBase``'s items
+  and labels (``xmin - 1 ... ymax - 1, class, difficult`` as float64, images as RGB uint8,
+  decoded by OpenCV as MXNet's ``imread``: the same pixels);
+* :class:`MixupDetection`: ``gluoncv.data.mixup.detection.MixupDetection`` (same draws from
+  ``np.random``, the same float32 blend cast to uint8), with its on/off switch in shared
+  memory so that loader worker processes see it (the MXNet recipe's fix, kept);
+* :class:`RolloverBatchSampler`: Gluon's ``RandomSampler`` + ``BatchSampler(last_batch=
+  'rollover')``: the same ``np.random.shuffle`` per pass, the leftover of a pass first in
+  the next; with ``shapes`` > 1 it also draws the random input shape every ``interval``
+  batches as ``RandomTransformDataLoader`` does (``np.random.choice`` before the pass's
+  shuffle, then at every ``interval``-th batch), yielding ``(index, shape index)`` pairs.
+"""
+import glob
+import multiprocessing
+import os
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from ..data.images import read_bgr
+
+__all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'custom_splits',
+           'voc_class_names']
+
+
+def voc_class_names(roots):
+    """Sorted object names found in the ``Annotations/*.xml`` of the given VOC-style folders."""
+    names = set()
+    for root in roots:
+        for path in glob.glob(os.path.join(root, 'Annotations', '*.xml')):
+            for obj in ET.parse(path).getroot().iter('object'):
+                names.add(obj.find('name').text.strip().lower())
+    return sorted(names)
+
+
+def custom_splits(root):
+    """(folders, train splits, val splits) of a custom VOC-style dataset.
+
+    A VOCdevkit trains on ``trainval`` of every ``VOC<year>`` folder and validates on VOC2007
+    ``test`` (as ``--dataset voc``); a single VOC-style folder trains on ``trainval`` (or
+    ``train``) and validates on ``test`` (or ``val``).
+    """
+    years = sorted(d for d in os.listdir(root) if re.match(r'VOC\d{4}$', d)
+                   and os.path.isdir(os.path.join(root, d)))
+    if years:
+        train = [(y, 'trainval') for y in years
+                 if os.path.isfile(os.path.join(root, y, 'ImageSets', 'Main', 'trainval.txt'))]
+        test = [y for y in years
+                if os.path.isfile(os.path.join(root, y, 'ImageSets', 'Main', 'test.txt'))]
+        return [os.path.join(root, y) for y in years], train, [(test[0] if test else years[0],
+                                                                'test')]
+    lists = os.path.join(root, 'ImageSets', 'Main')
+    val = 'test' if os.path.isfile(os.path.join(lists, 'test.txt')) else 'val'
+    return [root], [('', 'trainval' if val == 'test' else 'train')], [('', val)]
+
+
+class VOCDetection:
+    """VOC-format detection items as GluonCV reads them.
+
+    Parameters
+    ----------
+    root : str
+        ``voc``: the VOCdevkit (``splits`` of ``(year, name)``); custom: the folder holding
+        the ``splits`` ``(subfolder, name)`` (``''`` for ``root`` itself).
+    splits : list of tuple
+    classes : sequence of str
+    custom : bool
+        ``CustomVOCDetectionBase``: subfolders named as given, and images whose boxes break
+        GluonCV's validity rule dropped (it drops them; ``VOCDetection`` raises).
+    transform : callable, optional
+        ``transform(img, label)``, set later with :meth:`transform`.
+    """
+
+    def __init__(self, root, splits, classes, custom=False, transform=None):
+        self.root, self.classes = root, tuple(classes)
+        self.index_map = {c: i for i, c in enumerate(self.classes)}
+        self._transform = transform
+        self.items = []
+        for sub, name in splits:
+            folder = os.path.join(root, 'VOC{}'.format(sub) if isinstance(sub, int) else sub) \
+                if sub != '' else root
+            with open(os.path.join(folder, 'ImageSets', 'Main', name + '.txt')) as f:
+                self.items += [(folder, line.strip()) for line in f.readlines()]
+        self.labels = [self._load_label(i) for i in range(len(self.items))]
+        if custom:
+            keep = [i for i, lab in enumerate(self.labels) if lab is not None]
+            self.items = [self.items[i] for i in keep]
+            self.labels = [self.labels[i] for i in keep]
+        elif any(lab is None for lab in self.labels):
+            bad = self.items[[lab is None for lab in self.labels].index(True)]
+            raise ValueError('{}: a box outside the image (GluonCV refuses it)'.format(
+                os.path.join(bad[0], 'Annotations', bad[1] + '.xml')))
+
+    def __len__(self):
+        return len(self.items)
+
+    def _load_label(self, idx):
+        folder, image_id = self.items[idx]
+        tree = ET.parse(os.path.join(folder, 'Annotations', image_id + '.xml')).getroot()
+        size = tree.find('size')
+        width, height = float(size.find('width').text), float(size.find('height').text)
+        rows = []
+        for obj in tree.iter('object'):
+            try:
+                difficult = int(obj.find('difficult').text)
+            except (ValueError, AttributeError):
+                difficult = 0
+            name = obj.find('name').text.strip().lower()
+            if name not in self.index_map:
+                continue
+            box = obj.find('bndbox')
+            xmin, ymin, xmax, ymax = (float(box.find(k).text) - 1
+                                      for k in ('xmin', 'ymin', 'xmax', 'ymax'))
+            if not (0 <= xmin < width and 0 <= ymin < height and xmin < xmax <= width and
+                    ymin < ymax <= height):
+                return None
+            rows.append([xmin, ymin, xmax, ymax, self.index_map[name], difficult])
+        return np.array(rows)
+
+    def image(self, idx):
+        """The RGB uint8 image of item ``idx``."""
+        folder, image_id = self.items[idx]
+        path = os.path.join(folder, 'JPEGImages', image_id + '.jpg')
+        return np.ascontiguousarray(read_bgr(path, 'image {}'.format(image_id))[:, :, ::-1])
+
+    def transform(self, fn):
+        """A view of this dataset whose items go through ``fn(img, label)`` (Gluon's
+        ``Dataset.transform``)."""
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._transform = fn
+        return view
+
+    def __getitem__(self, idx):
+        img, label = self.image(idx), self.labels[idx].copy()
+        if self._transform is not None:
+            return self._transform(img, label)
+        return img, label
+
+
+class MixupDetection:
+    """``MixupDetection(dataset)``: with a Beta draw ``lambd < 1`` the item is blended with a
+    random other one; labels gain a weight column (``lambd``, ``1 - lambd``; 1 unmixed)."""
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self.classes = getattr(dataset, 'classes', None)
+        # [enabled, a, b], shared with worker processes forked or spawned later
+        self._shared = multiprocessing.Array('d', 3, lock=False)
+        self._transform = None
+
+    def set_mixup(self, mixup=None, *args):
+        """``np.random.beta, a, b`` to enable, ``None`` to disable."""
+        if mixup is None:
+            self._shared[0] = 0.0
+        elif mixup is np.random.beta and len(args) == 2:
+            self._shared[0], self._shared[1], self._shared[2] = 1.0, float(args[0]), float(args[1])
+        else:
+            raise ValueError('MixupDetection takes np.random.beta(a, b) or None; got {!r}{}'
+                             .format(mixup, args))
+
+    def __len__(self):
+        return len(self._dataset)
+
+    def transform(self, fn):
+        """A view whose items go through ``fn(img, label)``."""
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._transform = fn
+        return view
+
+    def _item(self, idx):
+        img1, label1 = self._dataset[idx]
+        lambd = 1
+        if self._shared[0]:
+            lambd = max(0, min(1, np.random.beta(self._shared[1], self._shared[2])))
+        if lambd >= 1:
+            return img1, np.hstack((label1, np.ones((label1.shape[0], 1))))
+        idx2 = np.random.choice(np.delete(np.arange(len(self)), idx))
+        img2, label2 = self._dataset[idx2]
+        height, width = max(img1.shape[0], img2.shape[0]), max(img1.shape[1], img2.shape[1])
+        mix = np.zeros((height, width, 3), np.float32)
+        mix[:img1.shape[0], :img1.shape[1]] = img1.astype(np.float32) * np.float32(lambd)
+        mix[:img2.shape[0], :img2.shape[1]] += img2.astype(np.float32) * np.float32(1. - lambd)
+        y1 = np.hstack((label1, np.full((label1.shape[0], 1), lambd)))
+        y2 = np.hstack((label2, np.full((label2.shape[0], 1), 1. - lambd)))
+        return mix.astype(np.uint8), np.vstack((y1, y2))
+
+    def __getitem__(self, idx):
+        img, label = self._item(idx)
+        if self._transform is not None:
+            return self._transform(img, label)
+        return img, label
+
+
+class RolloverBatchSampler:
+    """Gluon's shuffled ``BatchSampler(..., 'rollover')``, optionally with
+    ``RandomTransformDataLoader``'s random shape choice.
+
+    Parameters
+    ----------
+    length : int
+        Dataset size.
+    batch_size : int
+    shapes : int
+        Number of candidate transforms (1: plain indices are yielded).
+    interval : int
+        Batches between shape draws.
+    indices : sequence of int, optional
+        Shuffle these instead of ``range(length)`` (a rank's shard).
+
+    ``len()`` is the number of full batches of the next pass; ``prev`` (the leftover) is the
+    state to checkpoint.
+    """
+
+    def __init__(self, length, batch_size, shapes=1, interval=10, indices=None):
+        self.length, self.batch_size = int(length), int(batch_size)
+        self.shapes, self.interval = int(shapes), max(int(interval), 1)
+        self.indices = None if indices is None else np.asarray(indices)
+        self.prev = []
+
+    def __len__(self):
+        n = self.length if self.indices is None else len(self.indices)
+        return (len(self.prev) + n) // self.batch_size
+
+    def _order(self):
+        if self.indices is None:
+            order = np.arange(self.length)
+            np.random.shuffle(order)
+            return order
+        order = self.indices.copy()
+        np.random.shuffle(order)
+        return order
+
+    def __iter__(self):
+        shape = int(np.random.choice(self.shapes)) if self.shapes > 1 else None
+        batch, self.prev = self.prev, []
+        count = 0
+        for i in self._order():
+            batch.append(int(i))
+            if len(batch) == self.batch_size:
+                if shape is not None:
+                    if count % self.interval == 0:
+                        shape = int(np.random.choice(self.shapes))
+                    yield [(i, shape) for i in batch]
+                else:
+                    yield batch
+                count += 1
+                batch = []
+        if batch:
+            self.prev = batch

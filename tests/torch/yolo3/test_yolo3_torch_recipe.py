@@ -1,0 +1,93 @@
+"""gluontrain.torch.yolo3.recipe: the whole recipe on tiny data, its files, its resume, the
+--backend route and the one-line refusals."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gluontrain.__main__ import main as cli
+from gluontrain.data import synthetic
+from gluontrain.registry import get_recipe, route
+from gluontrain.torch.yolo3 import get_yolov3, load_params, main
+
+
+@pytest.fixture(scope='module')
+def tiny_voc(tmp_path_factory):
+    return synthetic.write_voc(str(tmp_path_factory.mktemp('tinyvoc')), num_train=3, num_val=2,
+                               seed=0, years=(2007, 2012), classes=None, image_size=(64, 96),
+                               max_objects=3)
+
+
+def _argv(root, out, *more):
+    return ['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', root,
+            '--gpus', '', '--no-pretrained-base', '--data-shape', '64', '--no-random-shape',
+            '--batch-size', '2', '-j', '0', '--log-interval', '1', '--save-interval', '1',
+            '--save-prefix', out + os.sep] + list(more)
+
+
+def test_trains_writes_gluoncv_files_and_resumes_exactly(tiny_voc, tmp_path):
+    out = str(tmp_path / 'a')
+    state = main(_argv(tiny_voc, out, '--epochs', '2', '--mixup', '--no-mixup-epochs', '0',
+                       '--label-smooth', '--no-wd', '--warmup-epochs', '1'))
+    prefix = os.path.join(out, 'yolo3_mobilenet0.25_voc')
+    assert state.iteration == 6  # 6 train images, batch 2, rollover: 3 batches a epoch
+    log = open(prefix + '_train.log').read()
+    assert log.count('[Batch ') == 6 and 'ObjLoss=' in log and 'mAP=' in log
+    rows = [json.loads(line) for line in open(prefix + '_metrics.jsonl')]
+    assert [r['epoch'] for r in rows if 'epoch' in r][-1] == 1
+    # the interval weights are GluonCV .params that load into the network, 0 missing
+    interval = sorted(f for f in os.listdir(out) if f.endswith('.params'))
+    assert interval and interval[0].startswith('yolo3_mobilenet0.25_voc_0000_')
+    report = load_params(get_yolov3('yolo3_mobilenet0.25_voc'), os.path.join(out, interval[0]))
+    assert len(report.loaded) == report.total == 247 and not report.missing
+    # a 3-epoch run equals the 2-epoch run resumed for a third epoch
+    full = main(_argv(tiny_voc, str(tmp_path / 'b'), '--epochs', '3', '--mixup',
+                      '--no-mixup-epochs', '0', '--label-smooth', '--no-wd', '--warmup-epochs',
+                      '1'))
+    resumed = main(_argv(tiny_voc, str(tmp_path / 'c'), '--epochs', '3', '--mixup',
+                         '--no-mixup-epochs', '0', '--label-smooth', '--no-wd',
+                         '--warmup-epochs', '1', '--resume', prefix + '_last.ckpt'))
+    assert resumed.iteration == full.iteration == 9
+    tail = [line.split('Speed')[1].split(',', 1)[1] for line in
+            open(str(tmp_path / 'b' / 'yolo3_mobilenet0.25_voc_train.log')) if '[Epoch 2][Batch' in line]
+    again = [line.split('Speed')[1].split(',', 1)[1] for line in
+             open(str(tmp_path / 'c' / 'yolo3_mobilenet0.25_voc_train.log')) if '[Epoch 2][Batch' in line]
+    assert tail and tail == again
+
+
+def test_backend_route_and_registry():
+    assert route('yolo3', ['--backend', 'torch']) == 'yolo3-torch'
+    assert route('yolo3', ['--backend=torch', '--backend', 'mxnet']) == 'yolo3'
+    assert route('yolo3', []) == 'yolo3' and route('ssd', ['--backend', 'torch']) == 'ssd'
+    assert get_recipe('yolo3-torch').main is main
+
+
+@pytest.mark.parametrize('extra, words', [
+    (['--amp'], '--amp needs GPUs'),
+    (['--horovod'], 'torchrun'),
+    (['--cpus', '2'], 'torchrun'),
+    (['--reference-metric'], 'MXNet'),
+    (['--model-dir', 'x'], 'torch.onnx'),
+    (['--dataset', 'coco'], 'coco is not available'),
+])
+def test_what_torch_cannot_honour_is_one_line(tiny_voc, tmp_path, capsys, extra, words):
+    argv = _argv(tiny_voc, str(tmp_path)) + extra + ['--backend', 'torch']
+    assert cli(['train', 'yolo3'] + argv) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_pretrained_base_is_refused_not_ignored(tiny_voc, tmp_path):
+    argv = [a for a in _argv(tiny_voc, str(tmp_path)) if a != '--no-pretrained-base']
+    with pytest.raises(ValueError, match='--no-pretrained-base'):
+        main(argv)
+
+
+def test_importing_the_torch_recipe_imports_no_mxnet():
+    code = ('import sys, gluontrain.torch.yolo3, gluontrain.yolo3.data; '
+            'print(sorted(m for m in sys.modules if m.split(".")[0] in ("mxnet", "gluoncv")))')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == '[]'

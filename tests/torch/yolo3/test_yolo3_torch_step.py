@@ -1,0 +1,76 @@
+"""gluontrain.torch.yolo3.step: GluonCV's loss and targets by hand, MXNet's SGD, Gluon's
+BatchNorm variance."""
+import math
+
+import torch
+
+from gluontrain.torch.yolo3.step import (GluonSGD, batch_iou, gluon_batchnorm, merge_targets,
+                                         yolov3_loss)
+
+
+def _bce(x, y):
+    return max(x, 0) - x * y + math.log1p(math.exp(-abs(x)))
+
+
+def test_loss_by_hand_one_positive_one_ignored_one_negative():
+    # three anchors, one class: anchor 0 has a box, 1 is ignored (-1), 2 is background
+    obj_t = torch.tensor([[[1.], [-1.], [0.]]])
+    center_t = torch.tensor([[[0.25, 0.5], [0, 0], [0, 0]]])
+    scale_t = torch.tensor([[[0.1, -0.2], [0, 0], [0, 0]]])
+    weight_t = torch.tensor([[[1.5, 1.5], [0, 0], [0, 0]]])
+    class_t = torch.tensor([[[1.], [-1.], [-1.]]])
+    class_mask = torch.tensor([[[1.], [0.], [0.]]])
+    objness = torch.tensor([[[0.3], [2.0], [-1.0]]])
+    centers = torch.tensor([[[0.1, -0.4], [5, 5], [5, 5]]])
+    scales = torch.tensor([[[0.3, 0.1], [9, 9], [9, 9]]])
+    cls = torch.tensor([[[0.7], [3.], [3.]]])
+    obj, cen, sca, cla = yolov3_loss(objness, centers, scales, cls, obj_t, center_t, scale_t,
+                                     weight_t, class_t, class_mask)
+    # GluonCV: mean over the 3 anchors x denorm 3 = sum; centres/scales mean over 6 x 6
+    assert math.isclose(obj.item(), _bce(0.3, 1) + _bce(-1.0, 0), rel_tol=1e-6)
+    assert math.isclose(cen.item(), 1.5 * (_bce(0.1, 0.25) + _bce(-0.4, 0.5)), rel_tol=1e-6)
+    assert math.isclose(sca.item(), 1.5 * (0.2 + 0.3), rel_tol=1e-6)
+    assert math.isclose(cla.item(), _bce(0.7, 1), rel_tol=1e-6)
+
+
+def test_dynamic_ignore_above_0_7_and_label_smoothing():
+    gt = torch.tensor([[[0., 0., 10., 10.], [-1, -1, -1, -1]]])
+    preds = torch.tensor([[[0., 0., 10., 9.], [0., 0., 10., 6.], [0, 0, 10, 10]]])
+    assert torch.allclose(batch_iou(preds, gt)[0, :, 0], torch.tensor([0.9, 0.6, 1.0]))
+    zeros = torch.zeros(1, 3, 2)
+    obj_t = torch.tensor([[[0.], [0.], [1.]]])
+    class_t = torch.tensor([[[-1., -1.], [-1., -1.], [0., 1.]]])
+    obj, _, _, _, classes, mask = merge_targets(preds, gt, obj_t, zeros, zeros, zeros, class_t,
+                                                num_class=2, label_smooth=True)
+    assert obj.view(-1).tolist() == [-1, 0, 1]  # IoU 0.9 ignored, 0.6 negative, box kept
+    # smoothing min(1/2, 1/40): 1 -> 1 - 1/40, 0 -> 1/40
+    assert torch.allclose(classes[0, 2], torch.tensor([1 / 40, 1 - 1 / 40]))
+    assert mask[0].tolist() == [[0, 0], [0, 0], [1, 1]]
+
+
+def test_sgd_is_mxnet_s_when_the_lr_changes():
+    w = torch.nn.Parameter(torch.tensor([1.0]))
+    opt = GluonSGD([w], lr=0.1, momentum=0.9, weight_decay=0.01, rescale_grad=0.5)
+    mom, ref = 0.0, 1.0
+    for lr, g in ((0.1, 2.0), (0.3, -1.0), (0.05, 4.0)):
+        opt.param_groups[0]['lr'] = lr
+        w.grad = torch.tensor([g])
+        opt.step()
+        mom = 0.9 * mom - lr * 0.01 * ref - lr * 0.5 * g
+        ref += mom
+    assert math.isclose(w.item(), ref, rel_tol=1e-6)
+
+
+def test_no_wd_group_and_batchnorm_keeps_the_biased_variance():
+    bn = torch.nn.BatchNorm2d(1, momentum=0.1)
+    gluon_batchnorm(bn)
+    x = torch.tensor([1., 2., 3., 6.]).view(4, 1, 1, 1)
+    bn.train()
+    bn(x).sum().backward()
+    biased = x.var(unbiased=False).item()
+    assert math.isclose(bn.running_var.item(), 0.9 + 0.1 * biased, rel_tol=1e-6)
+    w = torch.nn.Parameter(torch.tensor([1.0]))
+    opt = GluonSGD([{'params': [w], 'wd_mult': 0.0}], lr=1.0, momentum=0.0, weight_decay=1.0)
+    w.grad = torch.zeros(1)
+    opt.step()
+    assert w.item() == 1.0

@@ -1,0 +1,66 @@
+"""gluontrain.yolo3.data: GluonCV's batch order (rollover, random shapes) and VOC labels."""
+import numpy as np
+
+from gluontrain.data import synthetic
+from gluontrain.data.classes import VOC_CLASSES
+from gluontrain.yolo3.data import MixupDetection, RolloverBatchSampler, VOCDetection
+
+
+def test_rollover_batches_follow_the_shuffle_and_carry_the_leftover():
+    np.random.seed(3)
+    sampler = RolloverBatchSampler(7, 3)
+    first = list(sampler)
+    np.random.seed(3)
+    order = np.arange(7)
+    np.random.shuffle(order)
+    assert first == [list(order[:3]), list(order[3:6])]
+    assert sampler.prev == [order[6]] and len(sampler) == 2  # (1 + 7) // 3
+    state = np.random.get_state()
+    second = list(sampler)
+    np.random.set_state(state)
+    again = np.arange(7)
+    np.random.shuffle(again)  # the second pass draws the next permutation
+    assert second == [[int(order[6])] + list(again[:2]), list(again[2:5])]
+    assert sampler.prev == list(again[5:])
+
+
+def test_random_shapes_drawn_before_the_shuffle_and_every_interval():
+    np.random.seed(5)
+    batches = list(RolloverBatchSampler(8, 2, shapes=10, interval=2))
+    np.random.seed(5)
+    np.random.choice(10)  # RandomTransformDataLoader's draw before the pass
+    order = np.arange(8)
+    np.random.shuffle(order)
+    expect = []
+    for b in range(4):
+        if b % 2 == 0:
+            shape = int(np.random.choice(10))
+        expect.append([(int(i), shape) for i in order[2 * b:2 * b + 2]])
+    assert batches == expect
+
+
+def test_voc_labels_are_gluoncv_s(tmp_path):
+    root = synthetic.write_voc(str(tmp_path), num_train=2, num_val=1, seed=0, years=(2007,),
+                               classes=None, image_size=(64, 96), max_objects=2)
+    ds = VOCDetection(root, [(2007, 'trainval')], VOC_CLASSES)
+    img, label = ds[0]
+    assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+    xml = open('{}/VOC2007/Annotations/{}.xml'.format(root, ds.items[0][1])).read()
+    xmin = float(xml.split('<xmin>')[1].split('<')[0])
+    assert label.dtype == np.float64 and label.shape[1] == 6
+    assert label[0, 0] == xmin - 1  # GluonCV's 0-based corners
+
+
+def test_mixup_off_adds_a_weight_column_of_ones(tmp_path):
+    root = synthetic.write_voc(str(tmp_path), num_train=2, num_val=1, seed=0, years=(2007,),
+                               classes=None, image_size=(64, 96), max_objects=2)
+    mix = MixupDetection(VOCDetection(root, [(2007, 'trainval')], VOC_CLASSES))
+    mix.set_mixup(None)
+    img, label = mix[0]
+    assert label.shape[1] == 7 and np.all(label[:, -1] == 1)
+    mix.set_mixup(np.random.beta, 1.5, 1.5)
+    np.random.seed(0)
+    lambd = np.random.beta(1.5, 1.5)
+    np.random.seed(0)
+    img, label = mix[0]
+    assert np.isclose(label[0, -1], lambd) and label.shape[0] > 0
