@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import torch
 
-from ...core import checkpoint as ckpt_io
+from ...core import checkpoint as ckpt_io, writers
 from ...core.argtypes import check_input_file
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
@@ -101,7 +101,7 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV's ``save_params``: ``{prefix}_best.params`` when the score improves (and
     ``{prefix}_best_map.log``), ``{prefix}_{epoch:04d}_{map:.4f}.params`` every
     ``save_interval`` epochs, in MXNet's ``.params`` format (GluonCV loads them)."""
-    ckpt_io.save_best_and_interval(lambda path: write_params(net, path), best_map, current_map,
+    writers.save_best_and_interval(lambda path: write_params(net, path), best_map, current_map,
                                    epoch, save_interval, prefix, '.params')
 
 
