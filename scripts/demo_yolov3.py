@@ -4,10 +4,12 @@ Example: python scripts/demo_yolov3.py --network darknet53 --dataset voc --param
 (or --symbol model-symbol.json --exported-params model-0000.params instead of --params;
 GluonCV's own .params load unchanged, --pretrained FILE as in its demo_yolo.py, with a
 "loaded N of M tensors" report; a file that does not fit is one "error: ..." line)
+--backend torch runs it on PyTorch without MXNet: the same arguments and output; --params takes
+a .params written by either backend or by GluonCV (an MXNet exported graph is refused)
 """
 import sys
 
-from gluontrain.mx.yolo3.infer_cli import cli, demo_main
+from gluontrain.yolo3.infer import script_main
 
 if __name__ == '__main__':
-    sys.exit(cli(demo_main, sys.argv[1:]))
+    sys.exit(script_main('demo', sys.argv[1:]))

@@ -5,10 +5,12 @@ Example: python scripts/eval_yolov3.py --network darknet53 --dataset voc --datas
 GluonCV's own .params load unchanged, --pretrained FILE as in its eval_yolo.py, and the
 script prints "loaded N of M tensors from FILE" first; a file that does not fit is one
 "error: ..." line)
+--backend torch runs it on PyTorch without MXNet: the same arguments and output; --params takes
+a .params written by either backend or by GluonCV (an MXNet exported graph is refused)
 """
 import sys
 
-from gluontrain.mx.yolo3.infer_cli import cli, eval_main
+from gluontrain.yolo3.infer import script_main
 
 if __name__ == '__main__':
-    sys.exit(cli(eval_main, sys.argv[1:]))
+    sys.exit(script_main('eval', sys.argv[1:]))

@@ -20,7 +20,7 @@ from ...yolo3.transform import TrainTransform, ValTransform
 from ..batchify import Pad, Stack, Tuple
 from ..distributed import ShardSampler, get_rank, get_world_size
 
-__all__ = ['get_dataset', 'get_dataloader', 'network_layout', 'VOC_DEFAULT_ROOT']
+__all__ = ['get_dataset', 'get_dataloader', 'get_val_loader', 'network_layout', 'VOC_DEFAULT_ROOT']
 
 VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
 
@@ -118,6 +118,15 @@ def val_collate():
     return Tuple(Stack(), Pad(pad_val=-1))
 
 
+def get_val_loader(val_dataset, data_shape, batch_size, num_workers=0, rank=0, world=1):
+    """The validation loader: GluonCV's validation transform at ``data_shape``, in order
+    (under ``torchrun`` every ``world``-th image from ``rank``), labels padded with -1."""
+    val_view = val_dataset.transform(ValTransform(data_shape, data_shape))
+    return torch.utils.data.DataLoader(
+        val_view, batch_size, shuffle=False, collate_fn=val_collate(), num_workers=num_workers,
+        sampler=ShardSampler(len(val_dataset), rank, world) if world > 1 else None)
+
+
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
     """Training and validation loaders, as :func:`gluontrain.mx.yolo3.get_dataloader`.
 
@@ -150,9 +159,6 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     train_loader = torch.utils.data.DataLoader(
         _ShapeDataset(train_dataset, transforms), batch_sampler=sampler,
         collate_fn=train_collate(), num_workers=num_workers)
-    val_view = val_dataset.transform(ValTransform(data_shape, data_shape))
-    val_loader = torch.utils.data.DataLoader(
-        val_view, batch_size, shuffle=False, collate_fn=val_collate(), num_workers=num_workers,
-        sampler=ShardSampler(len(val_dataset), rank, world) if world > 1 else None)
+    val_loader = get_val_loader(val_dataset, data_shape, batch_size, num_workers, rank, world)
     train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
     return train_loader, val_loader

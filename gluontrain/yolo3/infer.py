@@ -1,0 +1,251 @@
+"""The command lines of ``scripts/eval_yolov3.py`` and ``scripts/demo_yolov3.py`` for both
+backends, and what they print and write, in plain Python (numpy only).
+
+One parser per script (``--backend mxnet``, the default, or ``torch``); :func:`script_main`
+picks the backend's ``eval_main`` / ``demo_main`` (:mod:`gluontrain.mx.yolo3.infer_cli`,
+:mod:`gluontrain.torch.yolo3.infer`) before anything of the other framework is imported, so
+``--backend torch`` runs where MXNet is not installed.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from ..core.checkpoint import atomic_save_file
+from ..core.plots import draw_boxes, new_figure, save_png
+from .args import BACKENDS, DATASETS, NETWORKS
+
+__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'script_main',
+           'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
+           'draw_detections', 'detection_record', 'run_demo']
+
+# GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,
+# by input size; models the zoo does not list have no entry
+ZOO_SCORES = {
+    'yolo3_darknet53_voc': {320: 79.3, 416: 81.5},
+    'yolo3_mobilenet1.0_voc': {320: 73.9, 416: 75.8},
+    'yolo3_darknet53_coco': {320: 33.6, 416: 36.0, 608: 37.0},
+    'yolo3_mobilenet1.0_coco': {320: 26.7, 416: 28.6, 608: 28.0},
+}
+
+_TRUE = ('true', '1', 'yes', 't')
+
+
+def is_zoo_true(value):
+    """Whether ``--params`` / ``--pretrained`` asks for the model-zoo file (``True``, ``1``...)."""
+    return (value or '').strip().lower() in _TRUE
+
+
+def _common(p):
+    a = p.add_argument
+    a('--backend', type=str, default='mxnet', choices=BACKENDS,
+      help='mxnet (GluonCV) or torch (gluontrain.torch.yolo3, no MXNet needed); either reads '
+           'a .params written by either backend or by GluonCV')
+    a('--network', type=str, default='darknet53', help=', '.join(NETWORKS))
+    a('--params', '--pretrained', dest='params', type=str, default='',
+      help='.params to load: written during training, or a GluonCV model-zoo file; '
+           "--pretrained True takes the model zoo's file from gluoncv's model store "
+           '(~/.mxnet/models), as GluonCV\'s eval_yolo.py/demo_yolo.py do')
+    a('--symbol', type=str, default='', help='exported model-symbol.json')
+    a('--exported-params', type=str, default='', help='exported model-0000.params')
+    a('--data-shape', type=int, default=416, help='square network input, 320, 416, 608...')
+    a('--gpus', type=str, default='', help="GPUs, e.g. 0 or 0,1; '' for the CPU")
+
+
+def demo_parser():
+    """Arguments of ``scripts/demo_yolov3.py``."""
+    p = argparse.ArgumentParser(description='Detect objects with a trained YOLOv3 and draw them.')
+    _common(p)
+    p.add_argument('--dataset', type=str, default='voc',
+                   help='voc or coco (their class names), else custom: give --classes')
+    p.add_argument('--classes', type=str, default='', help='comma-separated class names')
+    p.add_argument('--thresh', type=float, default=0.5, help='lowest score kept')
+    p.add_argument('--out', type=str, default='demo_out', help='output folder')
+    p.add_argument('--ext', type=str, default='png', choices=('png', 'jpg'),
+                   help='format of the annotated pictures')
+    p.add_argument('images', nargs='+', help='image files')
+    return p
+
+
+def eval_parser():
+    """Arguments of ``scripts/eval_yolov3.py``."""
+    p = argparse.ArgumentParser(description="Evaluate a trained YOLOv3 with the recipe's "
+                                            'validate, beside the GluonCV model-zoo numbers.')
+    _common(p)
+    a = p.add_argument
+    a('--dataset', type=str, default='voc', choices=DATASETS)
+    a('--dataset-root', type=str, default=None, help='as in training')
+    a('--classes', type=str, default='', help='custom data: class names in training order')
+    a('--batch-size', type=int, default=4, help='validation batch size')
+    a('--num-workers', '-j', dest='num_workers', type=int, default=0)
+    return p
+
+
+def cli(main_fn, argv=None):
+    """Run ``main_fn(argv)`` as a command: a bad argument or weights file is one
+    ``error: ...`` line on stderr and status 1, never a traceback.
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
+    try:
+        main_fn(argv)
+    except (ValueError, FileNotFoundError) as e:
+        print('error: {}'.format(e), file=sys.stderr)
+        return 1
+    return 0
+
+
+def backend_of(argv):
+    """The ``--backend`` of ``argv`` without parsing the rest (the last one wins, as in
+    argparse); ``'mxnet'`` if none."""
+    backend = 'mxnet'
+    for i, arg in enumerate(argv):
+        if arg == '--backend' and i + 1 < len(argv):
+            backend = argv[i + 1]
+        elif arg.startswith('--backend='):
+            backend = arg.split('=', 1)[1]
+    return backend
+
+
+def script_main(kind, argv):
+    """``scripts/{kind}_yolov3.py``: the backend's ``eval_main`` or ``demo_main`` through
+    :func:`cli`.
+
+    Parameters
+    ----------
+    kind : {'eval', 'demo'}
+    argv : list of str
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
+    # pylint: disable=import-outside-toplevel
+    if backend_of(argv) == 'torch':
+        from ..torch.yolo3 import infer as backend
+    else:
+        from ..mx.yolo3 import infer_cli as backend
+    return cli(getattr(backend, kind + '_main'), argv)
+
+
+def model_name(network, dataset):
+    """``yolo3_<network>_<voc|coco|custom>`` (synthetic and custom data: ``custom``)."""
+    suffix = dataset.lower() if dataset.lower() in ('voc', 'coco') else 'custom'
+    return 'yolo3_{}_{}'.format(network, suffix)
+
+
+def main_score_percent(dataset, values):
+    """The main metric in percent: VOC07 mAP is a fraction, COCO's AP text is percent already."""
+    value = float(values[-1])
+    return value if dataset.lower() == 'coco' else 100.0 * value
+
+
+def zoo_table(network, dataset, data_shape, names, values):
+    """A text table: our main score beside the zoo's at every size it lists ('—' if none).
+
+    Returns
+    -------
+    str
+    """
+    name = model_name(network, dataset)
+    zoo = ZOO_SCORES.get(name, {})
+    metric = 'AP[.5:.95]' if dataset.lower() == 'coco' else 'VOC07 mAP'
+    ours = main_score_percent(dataset, values)
+    rows = ['{:<26} {:>6} {:>12} {:>12}'.format('model', 'shape', 'ours', 'GluonCV zoo'),
+            '{:<26} {:>6} {:>12.1f} {:>12}'.format(
+                name, data_shape, ours,
+                '{:.1f}'.format(zoo[data_shape]) if data_shape in zoo else '—')]
+    for shape in sorted(s for s in zoo if s != data_shape):
+        rows.append('{:<26} {:>6} {:>12} {:>12.1f}'.format('', shape, '', zoo[shape]))
+    return '{} ({}, %)\n'.format(metric, name) + '\n'.join(rows)
+
+
+def eval_lines(args, names, values):
+    """What ``eval_yolov3.py`` prints after the load report: ``name=value`` per class and mAP
+    (COCO: its AP text), the zoo table, ``score: NN.NNNN``.
+
+    Returns
+    -------
+    list of str
+    """
+    if args.dataset == 'coco':
+        lines = [str(values[0])]
+    else:
+        lines = ['{}={}'.format(n, v) for n, v in zip(names, values)]
+    return lines + [zoo_table(args.network, args.dataset, args.data_shape, names, values),
+                    'score: {:.4f}'.format(main_score_percent(args.dataset, values))]
+
+
+def draw_detections(img, record, out_path, dpi=100):
+    """Save ``img`` (``HxWx3`` uint8, numpy or MXNet NDArray) with ``record['detections']``
+    drawn, at the image's own pixel size; the format follows ``out_path``'s extension."""
+    img = img.asnumpy() if hasattr(img, 'asnumpy') else np.asarray(img)
+    h, w = img.shape[:2]
+    fig = new_figure((w / float(dpi), h / float(dpi)), dpi)
+    ax = fig.add_axes([0, 0, 1, 1])
+    ax.imshow(img)
+    ax.axis('off')
+    dets = record['detections']
+    draw_boxes(ax, [d['box'] for d in dets],
+               ['{} {:.2f}'.format(d['class'], d['score']) for d in dets], 'tab:red', '-')
+    fmt = os.path.splitext(out_path)[1].lstrip('.').lower() or 'png'
+    fmt = 'jpeg' if fmt == 'jpg' else fmt
+    if fmt == 'png':
+        return save_png(fig, out_path)
+    atomic_save_file(out_path, lambda f: fig.savefig(f, format=fmt, dpi=dpi))
+    return out_path
+
+
+def detection_record(path, img, ids, scores, boxes, classes, thresh):
+    """One image's ``detections.json`` entry from ``detect``'s ``(ids, scores, boxes)`` in the
+    image's pixels: detections with score >= ``thresh``, highest first."""
+    dets = [{'class_id': int(c), 'score': float(s), 'box': [float(v) for v in b],
+             'class': classes[c] if 0 <= c < len(classes) else str(c)}
+            for c, s, b in zip(ids, scores, boxes) if s >= thresh]
+    dets.sort(key=lambda d: -d['score'])
+    return {'image': os.path.abspath(path), 'width': int(img.shape[1]),
+            'height': int(img.shape[0]), 'detections': dets}
+
+
+def run_demo(detect_file, paths, classes, data_shape, out_dir, thresh=0.5, ext='png',
+             meta=None):
+    """Detect on every image of ``paths``; write annotated pictures and ``detections.json``.
+
+    Parameters
+    ----------
+    detect_file : callable
+        ``detect_file(path) -> (img, record)``, a backend's detector (record as
+        :func:`detection_record`).
+    paths, classes, data_shape, out_dir, thresh, ext, meta
+        The images; what ``detections.json`` records; ``ext`` of the pictures.
+
+    Returns
+    -------
+    dict
+        What ``detections.json`` holds: ``meta`` entries plus ``'threshold'``, ``'data_shape'``,
+        ``'classes'`` and ``'images'`` (one record each, with ``'output'``, the picture).
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    images = []
+    for path in paths:
+        img, record = detect_file(path)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        record['output'] = draw_detections(img, record,
+                                           os.path.join(out_dir, '{}.{}'.format(stem, ext)))
+        images.append(record)
+    result = dict(meta or {}, threshold=thresh, data_shape=data_shape, classes=list(classes),
+                  images=images)
+    atomic_save_file(os.path.join(out_dir, 'detections.json'),
+                     lambda tmp: _write_json(tmp, result))
+    return result
+
+
+def _write_json(path, obj):
+    with open(path, 'w') as f:
+        json.dump(obj, f, indent=1)

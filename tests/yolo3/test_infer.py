@@ -1,0 +1,32 @@
+"""gluontrain.yolo3.infer: one parser per script for both backends, the --backend route, the
+printed table."""
+import argparse
+
+import pytest
+
+from gluontrain.yolo3.infer import (backend_of, demo_parser, eval_lines, eval_parser,
+                                    is_zoo_true, model_name, zoo_table)
+
+
+def test_backend_is_read_as_argparse_reads_it():
+    assert backend_of([]) == 'mxnet'
+    assert backend_of(['--params', 'x', '--backend', 'torch']) == 'torch'
+    assert backend_of(['--backend=torch', '--backend', 'mxnet']) == 'mxnet'
+    argv = ['--backend', 'torch', '--backend=mxnet', '--params', 'p']
+    assert eval_parser().parse_args(argv).backend == backend_of(argv) == 'mxnet'
+    assert demo_parser().parse_args(['--backend', 'torch', 'a.jpg']).backend == 'torch'
+    with pytest.raises(SystemExit):
+        eval_parser().parse_args(['--backend', 'tf'])
+
+
+def test_names_and_the_zoo_table():
+    assert model_name('darknet53', 'VOC') == 'yolo3_darknet53_voc'
+    assert model_name('mobilenet0.25', 'synthetic') == 'yolo3_mobilenet0.25_custom'
+    assert [is_zoo_true(v) for v in ('True', ' 1 ', 'x.params', '')] == [True, True, False,
+                                                                          False]
+    table = zoo_table('darknet53', 'voc', 416, ['a', 'mAP'], [0.5, 0.8])
+    assert table.splitlines()[2].split() == ['yolo3_darknet53_voc', '416', '80.0', '81.5']
+    assert table.splitlines()[3].split() == ['320', '79.3']
+    args = argparse.Namespace(dataset='voc', network='darknet53', data_shape=416)
+    lines = eval_lines(args, ['a', 'mAP'], [0.5, 0.8])
+    assert lines[:2] == ['a=0.5', 'mAP=0.8'] and lines[-1] == 'score: 80.0000'
