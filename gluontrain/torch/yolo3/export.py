@@ -1,0 +1,103 @@
+"""ONNX export of the PyTorch YOLOv3 with its decoding, before NMS.
+
+The exported graph returns what GluonCV's ``YOLOOutputV3`` computes before ``box_nms``: every
+anchor's corner box in input pixels and its per-class scores (sigmoid(class) x
+sigmoid(objectness)), the three heads concatenated deep first. NMS stays outside the graph:
+MXNet's ``box_nms`` (top-k before, per class, its tie order, ``post_nms`` after) has no ONNX
+operator with the same results, so the caller runs it (``gluontrain.torch.ops.box_nms`` on
+:func:`nms_rows`, or ONNX's ``NonMaxSuppression``, whose scores layout ``(B, C, N)`` is
+``scores.transpose(1, 2)``, with its own semantics).
+"""
+import importlib.util
+import os
+
+import torch
+from torch import nn
+
+from ...core.checkpoint import atomic_save_file
+from ..distributed import unwrap_model
+
+__all__ = ['DecodedYOLOV3', 'export_onnx', 'nms_rows', 'OUTPUT_NAMES']
+
+#: the exported graph's input and outputs
+INPUT_NAME, OUTPUT_NAMES = 'data', ('boxes', 'scores')
+
+
+class DecodedYOLOV3(nn.Module):
+    """A YOLOv3 returning ``(boxes (B, N, 4), scores (B, N, C))`` before NMS, in eval mode.
+
+    Parameters
+    ----------
+    net : YOLOV3
+    """
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = unwrap_model(net)
+
+    def forward(self, x):  # pylint: disable=missing-function-docstring
+        boxes, scores = [], []
+        for out, pred in zip(self.net.yolo_outputs, self.net.predictions(x)):
+            dec = out.decode(pred)
+            # (B, H*W, A, k) -> (B, H*W*A, k); flatten, not reshape(B, -1, k), which the
+            # TorchScript exporter writes with a wrong target shape
+            boxes.append(dec['bbox'].flatten(1, 2))
+            scores.append(dec['class_score'].flatten(1, 2))
+        return torch.cat(boxes, dim=1), torch.cat(scores, dim=1)
+
+
+def nms_rows(boxes, scores):
+    """Rows ``(B, C * N, 6)`` of ``(class id, score, x1, y1, x2, y2)``, class-major, from the
+    exported outputs: the input of ``box_nms`` (:meth:`YOLOV3.nms` takes them).
+
+    The model's own rows are class-major within each head; across heads these are ordered
+    differently, which changes only which of two equal scores ``box_nms`` keeps first.
+    """
+    b, n, c = scores.shape
+    ids = torch.arange(c, dtype=scores.dtype, device=scores.device)
+    ids = ids.reshape(1, c, 1, 1).expand(b, c, n, 1)
+    return torch.cat([ids, scores.transpose(1, 2)[..., None],
+                      boxes[:, None].expand(b, c, n, 4)], dim=-1).reshape(b, -1, 6)
+
+
+def export_onnx(net, path, data_shape=416, batch_size=1, opset_version=17):
+    """Write ``net`` with its decoding (not NMS) as an ONNX file, atomically.
+
+    Parameters
+    ----------
+    net : YOLOV3 (DDP-wrapped or not)
+    path : str
+        The ``.onnx`` file.
+    data_shape, batch_size : int
+        The input's fixed side and batch (the decoding's reshapes are traced with the sizes
+        of this input; export once per size, as an MXNet exported graph is).
+    opset_version : int
+
+    Returns
+    -------
+    str
+        ``path``. Inputs ``data`` ``(B, 3, H, W)`` float32, normalised as the validation
+        transform does; outputs ``boxes`` ``(B, N, 4)`` and ``scores`` ``(B, N, C)``.
+
+    Raises
+    ------
+    ValueError
+        When the ``onnx`` package (which ``torch.onnx.export`` needs) is not installed.
+    """
+    if importlib.util.find_spec('onnx') is None:
+        raise ValueError('torch.onnx.export needs the onnx package: pip install onnx (the '
+                         "'onnx' extra of gluontrain)")
+    model = DecodedYOLOV3(net)
+    was_training = model.net.training
+    model.net.eval()
+    param = next(model.net.parameters())
+    x = torch.zeros(batch_size, 3, data_shape, data_shape, dtype=param.dtype,
+                    device=param.device)
+    try:
+        # the TorchScript exporter: the dynamo one also needs onnxscript
+        atomic_save_file(os.fspath(path), lambda tmp: torch.onnx.export(
+            model, (x,), tmp, input_names=[INPUT_NAME], output_names=list(OUTPUT_NAMES),
+            opset_version=opset_version, dynamo=False))
+    finally:
+        model.net.train(was_training)
+    return path
