@@ -48,6 +48,9 @@ setup(
                   'opencv-python-headless'],
         'test': ['pytest>=7', 'pytest-timeout', 'pytest-xdist>=3.5', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
         'tensorboard': ['tensorboardX'],
+        # torch.onnx.export (2.13) refuses to run without onnx; onnxruntime runs the exported
+        # YOLOv3 (gluontrain.torch.yolo3.export, docs/from_gluoncv.md "Leaving MXNet")
+        'onnx': ['onnx', 'onnxruntime'],
         # built from source against the installed mxnet, so install it after the stack and
         # with the flags of docs/distributed.md: HOROVOD_WITH_MXNET=1 HOROVOD_WITH_GLOO=1
         # HOROVOD_WITHOUT_MPI=1 HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1
