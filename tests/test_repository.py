@@ -1,4 +1,6 @@
-"""Facts of the repository itself: no machine's absolute paths, CI runs README command (b)."""
+"""Facts of the repository itself: no machine's absolute paths, CI runs README command (b), no
+import circles in the package."""
+import ast
 import os
 import re
 import subprocess
@@ -44,3 +46,75 @@ def test_ci_runs_exactly_readme_command_b():
     with open(os.path.join(ROOT, '.ci', 'run'), encoding='utf-8') as f:
         lines = [line for line in f.read().splitlines() if line and not line.startswith('#')]
     assert lines[-1] == command
+
+
+def _module_imports(root):
+    """``{module: set of gluontrain modules it imports}``, counting imports anywhere in the
+    file (a deferred import inside a function ties two modules as much as a top-level one)."""
+    modules = {}
+    for folder, _, files in os.walk(os.path.join(root, 'gluontrain')):
+        for name in files:
+            if name.endswith('.py'):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, root)[:-3].replace(os.sep, '.')
+                modules[dotted[:-len('.__init__')] if dotted.endswith('.__init__')
+                        else dotted] = path
+    edges = {}
+    for mod, path in modules.items():
+        package = mod.split('.') if path.endswith('__init__.py') else mod.split('.')[:-1]
+        with open(path, encoding='utf-8') as f:
+            tree = ast.parse(f.read())
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names if a.name in modules)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                source = '.'.join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    sub = source + '.' + alias.name
+                    if sub in modules:
+                        targets.add(sub)
+                    elif source in modules:
+                        targets.add(source)
+        edges[mod] = targets - {mod}
+    return edges
+
+
+def _circles(edges):
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_circle_finder_finds_a_planted_circle():
+    edges = {'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}
+    assert _circles(edges) == [['a', 'b', 'c']]
+
+
+def test_no_import_circles_in_the_package():
+    edges = _module_imports(ROOT)
+    assert len(edges) > 100 and 'gluontrain.core.loop' in edges
+    assert _circles(edges) == []

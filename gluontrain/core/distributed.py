@@ -22,8 +22,7 @@ from .checkpoint import get_rng_states, set_rng_states
 from .hooks import get_logger, hooks_state_dict, load_hooks_state_dict
 from .loop import Hook
 
-__all__ = ['Comm', 'LocalComm', 'SetEpochHook', 'BarrierHook', 'RankStateHook',
-           'main_process_hooks']
+__all__ = ['Comm', 'LocalComm', 'SetEpochHook', 'BarrierHook', 'RankStateHook']
 
 
 class Comm:
@@ -97,22 +96,6 @@ class LocalComm(Comm):
             raise ValueError('broadcast_object(root={}): a world of one has rank 0 only'
                              .format(root))
         return obj
-
-
-def main_process_hooks(hooks, is_main):
-    """The hooks this rank runs: all of them on the main rank, else those without
-    ``main_process_only`` (what :func:`~gluontrain.core.loop.run_loop` does).
-
-    Parameters
-    ----------
-    hooks : list of Hook
-    is_main : bool
-
-    Returns
-    -------
-    list of Hook
-    """
-    return [h for h in hooks if is_main or not getattr(h, 'main_process_only', False)]
 
 
 class SetEpochHook(Hook):

@@ -186,18 +186,6 @@ class ValidationHook(Hook):
             state.current = 0.0
 
 
-class SaveParamsHook(Hook):
-    """Calls ``save_fn(epoch, state.current)`` after validation, every epoch (a recipe that
-    keeps its own best score; :class:`BestCheckpointHook` owns it for you)."""
-    main_process_only = True  # writes weights files
-
-    def __init__(self, save_fn):
-        self.save_fn = save_fn
-
-    def after_epoch(self, state):
-        self.save_fn(state.epoch, state.current)
-
-
 class BestCheckpointHook(Hook):
     """Owns the best score and calls the recipe's GluonCV-style ``save_params`` with it.
 

@@ -8,7 +8,7 @@ import pytest
 
 from gluontrain.core.defaults import RunPaths, build_hooks
 from gluontrain.core.distributed import (BarrierHook, Comm, LocalComm, RankStateHook,
-                                         SetEpochHook, main_process_hooks)
+                                         SetEpochHook)
 from gluontrain.core.hooks import (CheckpointHook, LogHook, LossMeterHook, hooks_state_dict,
                                    load_hooks_state_dict)
 from gluontrain.core.loop import Hook, Period, TrainState, run_loop
@@ -62,14 +62,6 @@ def test_train_state_rank_defaults_and_is_main():
     assert not TrainState(rank=1, world_size=2).is_main
 
 
-def test_main_process_hooks_filter():
-    class Sink(Hook):
-        main_process_only = True
-    sink, plain = Sink(), Hook()
-    assert main_process_hooks([sink, plain], True) == [sink, plain]
-    assert main_process_hooks([sink, plain], False) == [plain]
-
-
 def _default_hooks(tmp_path, comm, validated, saved):
     def validate():
         validated.append(comm.rank)
@@ -118,7 +110,7 @@ def test_build_hooks_adds_rank_state_and_barrier_only_when_distributed(tmp_path)
 def test_every_sink_hook_is_main_process_only():
     from gluontrain.core import hooks, plots
     sinks = {hooks.LogHook, hooks.MetricsJSONHook, hooks.CheckpointHook,
-             hooks.BestCheckpointHook, hooks.SaveParamsHook, hooks.ProgressHook,
+             hooks.BestCheckpointHook, hooks.ProgressHook,
              hooks.TensorBoardHook, plots.CurvesHook, plots.SamplesHook}
     assert all(h.main_process_only for h in sinks)
     # what every rank must run: meters, NaN stop, validation, sampler epochs, barriers

@@ -3,7 +3,7 @@ import json
 import os
 
 from gluontrain.core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
-                                   NaNGuardHook, ProgressHook, SaveParamsHook, TensorBoardHook,
+                                   NaNGuardHook, ProgressHook, TensorBoardHook,
                                    ValidationHook, progress_enabled)
 from gluontrain.core.loop import run_loop
 from gluontrain.core.meters import LossMeter
@@ -40,14 +40,6 @@ def test_log_lines_follow_gluoncv_format(tmp_path):
     assert lines[7] == '[Epoch 1] Epoch mean: ObjLoss=5.000, ClassLoss=10.000'
     # validation only on epoch 1 ((epoch + 1) % 2 == 0), reference layout
     assert lines[8:] == ['[Epoch 1] Validation: ', 'a=0.5', 'mAP=0.25']
-
-
-def test_save_params_gets_zero_on_epochs_without_validation(tmp_path):
-    calls = []
-    hooks = [ValidationHook(lambda: (['mAP'], [0.75]), val_interval=3),
-             SaveParamsHook(lambda epoch, cur: calls.append((epoch, cur)))]
-    run_loop(lambda b, s: {}, range(1), hooks, 0, 4)
-    assert calls == [(0, 0.0), (1, 0.0), (2, 0.75), (3, 0.0)]
 
 
 def test_nan_guard_stops_and_names_iteration_losses_and_checkpoint(tmp_path):

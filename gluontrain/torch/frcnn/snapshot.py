@@ -16,7 +16,6 @@ tensors", missing / unexpected keys grouped, wrong shapes named; see
 error naming the file.
 """
 import os
-import shutil
 
 from gluontrain.core.checkpoint import atomic_save_file
 from gluontrain.core.load_report import WeightsLoadError, check, guess_origin
@@ -29,7 +28,7 @@ from .log import get_logger
 
 __all__ = ['LAST', 'BEST', 'MODULES', 'METERS', 'save_snapshot', 'load_snapshot',
            'resume_from_snapshot', 'pre_train_from_snapshots', 'load_pretraining_dict',
-           'copy_best', 'MissingModuleError', 'SNAPSHOT_FIX']
+           'MissingModuleError', 'SNAPSHOT_FIX']
 
 LAST = 'model_last.pth.tar'
 BEST = 'model_best.pth.tar'
@@ -228,8 +227,3 @@ def pre_train_from_snapshots(model, snapshots, modules=MODULES, logger=None):
                 _source(path, name), logger=logger)))
     return reports
 
-
-def copy_best(log_dir):
-    """Copy ``model_last.pth.tar`` to ``model_best.pth.tar`` (atomically)."""
-    src, dst = os.path.join(log_dir, LAST), os.path.join(log_dir, BEST)
-    atomic_save_file(dst, lambda tmp: shutil.copyfile(src, tmp))

@@ -12,7 +12,7 @@ Keys that are ours (SGB has no counterpart) are marked "ours" below:
   ``VG_100K/``), as ``scripts/make_synthetic_data.py vg`` writes them. SGB hard-codes it as
   ``DatasetCatalog.DATA_DIR = "datasets"`` + ``"vg/..."`` in ``paths_catalog.py``; here the
   folder is a key (and the ``--data-dir`` CLI option) and the file names are
-  :data:`VG_FILES`.
+  SGB's (``paths_catalog.py:115-121``, :mod:`gluontrain.data.vg_checks`).
 - ``DATASETS.NUM_VAL_IM``: SGB's ``VGDataset(num_val_im=5000)`` constructor default (the
   first images of the train split held out as val), a key so small data sets can set it.
 - ``TEST.RELATION.ZERO_SHOT_FILE``: SGB loads ``maskrcnn_benchmark/data/datasets/evaluation/
@@ -34,17 +34,8 @@ from ...core.argtypes import path_problem
 # the value checks and ConfigError live beside (this module holds SGB's key list)
 from .config_values import ConfigError, MAX_IMAGE_SIDE, check_values, check_world_size
 
-__all__ = ['get_cfg', 'load_cfg', 'ConfigError', 'VG_FILES', 'vg_paths', 'check_values',
+__all__ = ['get_cfg', 'load_cfg', 'ConfigError', 'check_values',
            'check_world_size', 'MAX_IMAGE_SIDE']
-
-# SGB paths_catalog.py:115-121 ("VG_stanford_filtered_with_attribute"), relative to DATA_DIR.
-VG_FILES = {
-    'img_dir': 'VG_100K',
-    'roidb_file': 'VG-SGG-with-attri.h5',
-    'dict_file': 'VG-SGG-dicts-with-attri.json',
-    'image_file': 'image_data.json',
-}
-
 
 _C = CN()
 
@@ -90,7 +81,7 @@ _C.DATASETS.TRAIN = ()
 _C.DATASETS.VAL = ()
 _C.DATASETS.TEST = ()
 _C.DATASETS.TO_TEST = None
-# ours: the VG folder (SGB: paths_catalog DATA_DIR "datasets" + "vg/"); see VG_FILES.
+# ours: the VG folder (SGB: paths_catalog DATA_DIR "datasets" + "vg/"); file names in gluontrain.data.vg_checks.
 _C.DATASETS.DATA_DIR = "datasets/vg"
 # ours: SGB VGDataset's num_val_im constructor default.
 _C.DATASETS.NUM_VAL_IM = 5000
@@ -423,21 +414,6 @@ def _message(exc):
             key, value, _KINDS.get(got, 'a ' + got), key, _KINDS.get(want, 'a ' + want),
             default)
     return msg
-
-
-def vg_paths(cfg):
-    """The VG files SGB's ``paths_catalog`` would give, under ``cfg.DATASETS.DATA_DIR``.
-
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-
-    Returns
-    -------
-    dict
-        ``img_dir``, ``roidb_file``, ``dict_file``, ``image_file`` joined with DATA_DIR.
-    """
-    return {k: os.path.join(cfg.DATASETS.DATA_DIR, v) for k, v in VG_FILES.items()}
 
 
 CONFIGS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configs')

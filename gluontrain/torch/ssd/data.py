@@ -3,9 +3,7 @@
 import numpy as np
 import torch
 
-from gluontrain.torch.batchify import Pad, Stack, Tuple
-
-__all__ = ['detection_collate', 'ssd_batchify_fn']
+__all__ = ['detection_collate']
 
 
 def detection_collate(batch):
@@ -27,15 +25,3 @@ def detection_collate(batch):
         targets.append(torch.as_tensor(np.asarray(sample[1]), dtype=torch.float32))
     return torch.stack(imgs, 0), targets
 
-
-def ssd_batchify_fn():
-    """gluontrain's padded alternative to :func:`detection_collate`:
-    ``Tuple(Stack(), Pad(pad_val=-1))``.
-
-    Returns
-    -------
-    gluontrain.torch.batchify.Tuple
-        Collate function giving images ``[B, 3, H, W]`` and targets ``[B, max N_i, 5]``
-        (dtype of the first target, float32 for these datasets) padded with rows of -1.
-    """
-    return Tuple(Stack(), Pad(pad_val=-1))

@@ -8,8 +8,8 @@ import shlex
 import pytest
 
 from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array, reference_source
-from gluontrain.torch.sgg.config import (CONFIGS_DIR, ConfigError, VG_FILES, check_world_size,
-                                         get_cfg, load_cfg, vg_paths)
+from gluontrain.torch.sgg.config import (CONFIGS_DIR, ConfigError, check_world_size,
+                                         get_cfg, load_cfg)
 
 
 def test_defaults_match_sgb_defaults_py():
@@ -66,7 +66,6 @@ def test_file_then_opts_then_data_dir(tmp_path):
     assert cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL is True
     assert cfg.OUTPUT_DIR == 'out' and cfg.DATASETS.DATA_DIR == '/d'
     assert cfg.is_frozen()
-    assert vg_paths(cfg)['roidb_file'] == os.path.join('/d', VG_FILES['roidb_file'])
 
 
 def test_errors_name_file_and_key(tmp_path):

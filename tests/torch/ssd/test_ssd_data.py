@@ -12,7 +12,8 @@ from torch.utils.data import DataLoader
 
 from launch import LOADER_CONTEXT  # tests/launch.py
 from gluontrain.torch import data as D
-from gluontrain.torch.ssd.data import detection_collate, ssd_batchify_fn
+from gluontrain.torch.batchify import Pad, Stack, Tuple
+from gluontrain.torch.ssd.data import detection_collate
 from gluontrain.torch.ssd.augmentations import BaseTransform, SSDAugmentation
 
 torch.set_num_threads(1)
@@ -116,7 +117,7 @@ def test_ssd_data_voc_with_augmentation_and_empty_images(voc_root, tmp_path):
         assert set(target[:, 4].tolist()) <= {5, 6, 7, 11, 14}  # the five generated classes
     batch = detection_collate([ds[0], ds[1]])
     assert batch[1][0].shape == (0, 5)
-    imgs, padded = ssd_batchify_fn()([ds[0], ds[1]])
+    imgs, padded = Tuple(Stack(), Pad(pad_val=-1))([ds[0], ds[1]])
     assert padded.shape[0] == 2 and torch.all(padded[0] == -1)
 
 
@@ -181,7 +182,7 @@ def test_ssd_data_collate_on_dataloader(voc_root, coco_root, workers):
         for t, s in zip(targets, samples):
             assert t.dtype == torch.float32 and torch.equal(t, torch.from_numpy(s[1]))
         loader = DataLoader(ds, batch_size=4, num_workers=workers,
-                            collate_fn=ssd_batchify_fn())
+                            collate_fn=Tuple(Stack(), Pad(pad_val=-1)))
         imgs, padded = next(iter(loader))
         n = max(len(s[1]) for s in samples)
         assert imgs.shape == (4, 3, 64, 64) and padded.shape == (4, n, 5)
