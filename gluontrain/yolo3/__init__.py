@@ -1,7 +1,9 @@
 """What GluonCV's YOLOv3 recipe needs on either backend, in numpy: the argument parser
 (:mod:`.args`), the vectorised target generator (:mod:`.targets`), the train / validation
-transforms (:mod:`.transform`) and GluonCV's VOC reading and batch order (:mod:`.data`).
+transforms (:mod:`.transform`), GluonCV's VOC reading and batch order (:mod:`.data`), and the
+eval / demo scripts' parsers and output (:mod:`.infer`).
 
 :mod:`gluontrain.mx.yolo3` and :mod:`gluontrain.torch.yolo3` import these; nothing here
-imports MXNet, GluonCV or PyTorch.
+imports MXNet, GluonCV or PyTorch (but :mod:`.infer_route`, which imports the one backend a
+script's ``--backend`` names).
 """

@@ -1,10 +1,10 @@
 """The command lines of ``scripts/eval_yolov3.py`` and ``scripts/demo_yolov3.py`` for both
 backends, and what they print and write, in plain Python (numpy only).
 
-One parser per script (``--backend mxnet``, the default, or ``torch``); :func:`script_main`
-picks the backend's ``eval_main`` / ``demo_main`` (:mod:`gluontrain.mx.yolo3.infer_cli`,
-:mod:`gluontrain.torch.yolo3.infer`) before anything of the other framework is imported, so
-``--backend torch`` runs where MXNet is not installed.
+One parser per script (``--backend mxnet``, the default, or ``torch``);
+:func:`gluontrain.yolo3.infer_route.script_main` picks the backend's ``eval_main`` /
+``demo_main`` before anything of the other framework is imported, so ``--backend torch`` runs
+where MXNet is not installed.
 """
 import argparse
 import json
@@ -17,7 +17,7 @@ from ..core.checkpoint import atomic_save_file
 from ..core.plots import draw_boxes, new_figure, save_png
 from .args import BACKENDS, DATASETS, NETWORKS
 
-__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'script_main',
+__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
            'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
            'draw_detections', 'detection_record', 'run_demo']
 
@@ -110,28 +110,6 @@ def backend_of(argv):
         elif arg.startswith('--backend='):
             backend = arg.split('=', 1)[1]
     return backend
-
-
-def script_main(kind, argv):
-    """``scripts/{kind}_yolov3.py``: the backend's ``eval_main`` or ``demo_main`` through
-    :func:`cli`.
-
-    Parameters
-    ----------
-    kind : {'eval', 'demo'}
-    argv : list of str
-
-    Returns
-    -------
-    int
-        The exit status.
-    """
-    # pylint: disable=import-outside-toplevel
-    if backend_of(argv) == 'torch':
-        from ..torch.yolo3 import infer as backend
-    else:
-        from ..mx.yolo3 import infer_cli as backend
-    return cli(getattr(backend, kind + '_main'), argv)
 
 
 def model_name(network, dataset):
