@@ -314,8 +314,9 @@ def test_two_stage_body_gradients_unchanged():
     one thread). Recorded on another CPU: its convolution kernels sum in another order (vector
     width, blocking), so the comparison allows float32 noise, max|got - want| <= 2e-5 of the
     array's largest magnitude (measured: up to 4.3e-6 on an AVX2-only EPYC Zen 1 against the
-    recording; the other summation order moves them by 5e-7..8e-7 only, below that noise); the summation order itself is asserted bit for bit, on the machine that runs
-    the test, by ``test_two_stage_body_sums_gradients_in_seamseg_order``."""
+    recording; the other summation order moves them by 5e-7..8e-7 only, below that noise); the
+    summation order itself is asserted bit for bit, on the machine that runs the test, by
+    ``test_two_stage_body_sums_gradients_in_seamseg_order``."""
     body = _filled_two_stage_body()
     got = _body_gradients(body, body)
     with np.load(os.path.join(os.path.dirname(BEFORE), 'body_grads_c3d9745.npz')) as want:
