@@ -93,6 +93,9 @@ def test_notebook_is_committed_executed_with_small_pictures(name):
     assert os.path.getsize(os.path.join(NB_DIR, name)) < MAX_NOTEBOOK_BYTES
     # what the build script writes: fixed cell ids and metadata, so rebuilds diff cleanly
     assert [c.id for c in nb.cells] == ['cell-{:02d}'.format(i) for i in range(len(nb.cells))]
+    # executed by nbbuild.execute, which records the machine it ran on
+    assert len(nb.metadata.get('gluontrain', {}).get('float_fingerprint', '')) == 16, \
+        _rebuild_hint(name)
     # TRAINING_CELL still names the cell that runs the training loop
     assert re.search(r'state = (recipe\.)?(do_)?train\(', nb.cells[TRAINING_CELL[name]].source), \
         'TRAINING_CELL[{!r}] is not the training cell'.format(name)
