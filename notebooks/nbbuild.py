@@ -14,6 +14,14 @@ and PNG bytes are not compared (font rasterisation may differ between machines);
 are stored shrunk (:func:`shrink_png`) to keep the files small. The printed losses, mAPs
 and LRs are part of the comparison, so a change of the engine that moves any number makes
 the committed notebook stale until it is rebuilt.
+
+Other machines: a seeded training run repeats bit for bit only where the CPU kernels sum in
+the same order, and another instruction set (AVX-512 / AVX2) changes that order; the run then
+drifts within a few steps (ROI sampling flips at a threshold). So :func:`execute` stores the
+:func:`float_fingerprint` of the machine that ran the notebook in its metadata; where a
+re-execution's fingerprint differs, :func:`compare_across_machines` replaces the exact
+comparison: every text exactly, every number before the training run within float noise, the
+numbers of the training run and after it counted but not compared.
 """
 import argparse
 import base64
@@ -22,6 +30,8 @@ import io
 import os
 import re
 import struct
+import subprocess
+import sys
 import tempfile
 
 import nbformat
@@ -73,9 +83,10 @@ def write_notebook(cells, path, outputs_from=None):
 def _fix_metadata(nb):
     # nbformat draws random cell ids and the kernel records its versions: fixed values keep the
     # file the same from one rebuild to the next
-    nb.metadata = nbformat.NotebookNode({
+    kept = {k: nb.metadata[k] for k in ('gluontrain',) if k in nb.metadata}
+    nb.metadata = nbformat.NotebookNode(dict({
         'kernelspec': {'name': 'python3', 'display_name': 'Python 3', 'language': 'python'},
-        'language_info': {'name': 'python'}})
+        'language_info': {'name': 'python'}}, **kept))
     for i, cell in enumerate(nb.cells):
         cell['id'] = 'cell-{:02d}'.format(i)
         cell.metadata = nbformat.NotebookNode()
@@ -102,6 +113,7 @@ def execute(cells, timeout=600):
             os.environ.pop('OMP_NUM_THREADS', None)
         else:
             os.environ['OMP_NUM_THREADS'] = saved
+    nb.metadata['gluontrain'] = nbformat.NotebookNode({'float_fingerprint': float_fingerprint()})
     _fix_metadata(nb)
     for cell in nb.cells:
         if cell.cell_type == 'code':
@@ -182,6 +194,111 @@ def comparable(nb):
             entry.append(merged)
         out.append(entry)
     return out
+
+
+# float32 results of the kernels a training run leans on (convolution forward and backward,
+# batch norm, matrix product, exp, sigmoid), one thread; run in a fresh interpreter so that the
+# caller's imports (MXNet beside torch) and thread settings do not matter
+_FINGERPRINT = """
+import hashlib, torch
+torch.set_num_threads(1)
+g = torch.Generator().manual_seed(0)
+x = torch.randn(2, 8, 24, 24, generator=g, requires_grad=True)
+w = torch.randn(16, 8, 3, 3, generator=g, requires_grad=True)
+y = torch.nn.functional.conv2d(x, w, padding=1, stride=2)
+z = torch.nn.functional.batch_norm(y, None, None, training=True).flatten(1)
+m = z @ torch.randn(z.shape[1], 10, generator=g)
+(torch.sigmoid(m).sum() + (m / 100).exp().mean()).backward()
+h = hashlib.sha256(torch.__version__.encode())
+for t in (y, m, x.grad, w.grad):
+    h.update(t.detach().numpy().tobytes())
+print(h.hexdigest()[:16])
+"""
+_FINGERPRINT_CACHE = []
+
+
+def float_fingerprint():
+    """16 hex digits naming how this machine's torch CPU kernels round: equal on two machines
+    whose kernels sum in the same order (same torch, same instruction-set path), where a
+    seeded single-threaded notebook repeats bit for bit; cached per process."""
+    if not _FINGERPRINT_CACHE:
+        env = dict(os.environ, OMP_NUM_THREADS='1')
+        out = subprocess.run([sys.executable, '-c', _FINGERPRINT], env=env, check=True,
+                             capture_output=True, text=True)
+        _FINGERPRINT_CACHE.append(out.stdout.strip())
+    return _FINGERPRINT_CACHE[0]
+
+
+def executed_here(nb):
+    """Whether ``nb`` was executed on a machine with this one's :func:`float_fingerprint`
+    (False for a notebook that records none)."""
+    return nb.metadata.get('gluontrain', {}).get('float_fingerprint') == float_fingerprint()
+
+
+# a number in printed text: digits not glued to a name or a point (mod1, v1.9 stay text)
+NUMBER = re.compile(r'(?<![\w.])[-+]?(?:\d+\.\d+|\d+)(?:[eE][-+]?\d+)?(?!\w|\.\d)')
+
+
+def numbers_agree(want, got, rtol):
+    """Two printed numbers: equal text, or both decimals (a point or an exponent) within
+    ``rtol`` of the larger plus one unit of the last printed digit (a value near a rounding
+    boundary prints either way). Integers (counts, sizes, labels, epochs) must be equal."""
+    if want == got:
+        return True
+    if not any(c in t for t in (want, got) for c in '.eE'):
+        return False
+    unit = 0.0
+    if 'e' not in (want + got).lower():
+        unit = 10.0 ** -min(len(t.partition('.')[2]) for t in (want, got))
+    x, y = float(want), float(got)
+    return abs(x - y) <= rtol * max(abs(x), abs(y)) + unit * (1 + 1e-9)
+
+
+def compare_across_machines(want, got, numbers_until, rtol=1e-5):
+    """Compare two :func:`comparable` lists of one notebook run on machines whose float
+    kernels differ.
+
+    Cell types, sources, the number, kinds and picture sizes of outputs, and every output's
+    text with its numbers taken out must be equal. Numbers of cells before ``numbers_until``
+    (the first cell that trains) must agree within float noise (:func:`numbers_agree`); a
+    training run's numbers (that cell and the later ones) depend on its whole trajectory,
+    which drifts on another CPU, so they are only counted.
+
+    Returns
+    -------
+    (list of str, int)
+        The differences found (empty: the notebook is fresh) and how many numbers were not
+        compared.
+    """
+    problems, skipped = [], 0
+    if len(want) != len(got):
+        problems.append('{} cells, fresh run {}'.format(len(want), len(got)))
+    for i, (w, g) in enumerate(zip(want, got)):
+        if w[:2] != g[:2]:
+            problems.append('cell {}: type or source differs'.format(i))
+            continue
+        if w[0] != 'code':
+            continue
+        if [o[0] for o in w[2]] != [o[0] for o in g[2]]:
+            problems.append('cell {}: outputs {} vs {}'.format(
+                i, [o[0] for o in w[2]], [o[0] for o in g[2]]))
+            continue
+        for wo, go in zip(w[2], g[2]):
+            if wo[0] == 'png' or not isinstance(wo[-1], str):
+                if wo != go:
+                    problems.append('cell {}: {} vs {}'.format(i, wo, go))
+                continue
+            wn, gn = NUMBER.findall(wo[-1]), NUMBER.findall(go[-1])
+            if NUMBER.sub('<N>', wo[-1]) != NUMBER.sub('<N>', go[-1]) or len(wn) != len(gn) \
+                    or wo[:-1] != go[:-1]:
+                problems.append('cell {}: text differs'.format(i))
+            elif i >= numbers_until:
+                skipped += sum(a != b for a, b in zip(wn, gn))
+            else:
+                bad = [(a, b) for a, b in zip(wn, gn) if not numbers_agree(a, b, rtol)]
+                if bad:
+                    problems.append('cell {}: numbers differ: {}'.format(i, bad[:5]))
+    return problems, skipped
 
 
 def images(nb):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from fixtures.recorded import SOURCES, Recorder
+from fixtures.recorded import SOURCES, Recorder, assert_close_to_recording
 from sgb_modeling_support import (box_post_inputs, box_sampler_inputs, boxes, boxlist,
                                   compact, detect_inputs, gtbox_inputs, load_sgb,
                                   relation_inputs, same)
@@ -307,7 +307,19 @@ def rpn_proposals_and_loss(sgb):
 @pytest.mark.filterwarnings('ignore:indexing with dtype torch.uint8')
 @pytest.mark.parametrize('source', SOURCES)
 def test_rpn_proposals_and_loss(source):
+    """Proposals (number, order, boxes, objectness) and the RPN loss. Live: boxes and
+    objectness bit for bit. Recorded (on another CPU, whose vectorised ``exp``/sigmoid of the
+    box decoding round differently): the number of proposals per image and their order exactly
+    (a flipped tie would change a box by pixels, not by an ulp), boxes and objectness within
+    1e-6 of each array's largest value (measured on an AVX2-only EPYC Zen 1: 6.0e-8 on the
+    boxes, one ulp of 127 px, and 1.2e-7 on the objectness)."""
     ref = SGB.outputs('rpn_proposals_and_loss', source)
+
+    def same_float(want, got):
+        if source == 'live':
+            same(want, got)
+        else:
+            assert_close_to_recording(want, got, rtol=1e-6)
     _, rpn, obj, reg, anchors, tb = _rpn_inputs()
     for k, v in _rpn_digest(obj, reg, anchors).items():
         assert v == pytest.approx(float(ref['inputs/' + k]), rel=1e-6), \
@@ -318,8 +330,8 @@ def test_rpn_proposals_and_loss(source):
             got = rpn.select(anchors, obj, reg)
         assert int(ref['train%d/n' % training]) == len(got)
         for i, y in enumerate(got):
-            same(ref['train%d/%d/bbox' % (training, i)], y.bbox)
-            same(ref['train%d/%d/objectness' % (training, i)], y.get_field('objectness'))
+            same_float(ref['train%d/%d/bbox' % (training, i)], y.bbox)
+            same_float(ref['train%d/%d/objectness' % (training, i)], y.get_field('objectness'))
     rpn.train()
     torch.manual_seed(3)
     got = rpn.loss(anchors, obj, reg, [BoxList(tb, (128, 128)), BoxList(tb, (120, 100))])
