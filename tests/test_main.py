@@ -85,10 +85,11 @@ def test_help_lists_every_recipe_in_one_line_without_importing_a_framework():
 
 @pytest.mark.parametrize('recipe,argument', [
     ('yolo3', '--network'), ('ssd', '--dataset_root'), ('frcnn', '--log_dir'),
-    ('sgg', '--config-file'), ('sgg-detector', '--config-file')])
+    ('sgg', '--config-file'), ('sgg-detector', '--config-file'), ('yolo3-torch', '--network')])
 def test_recipe_help_is_that_recipe_s_arguments_under_the_command_typed(recipe, argument,
                                                                          capsys, monkeypatch):
-    assert sorted(list_recipes()) == ['frcnn', 'sgg', 'sgg-detector', 'ssd', 'yolo3']
+    assert sorted(list_recipes()) == ['frcnn', 'sgg', 'sgg-detector', 'ssd', 'yolo3',
+                                      'yolo3-torch']
     monkeypatch.setattr(sys, 'argv', ['/venv/bin/gluontrain', 'train', recipe, '--help'])
     with pytest.raises(SystemExit) as info:
         main()  # argv from sys.argv, as the console script runs it

@@ -118,3 +118,15 @@ def test_no_import_circles_in_the_package():
     edges = _module_imports(ROOT)
     assert len(edges) > 100 and 'gluontrain.core.loop' in edges
     assert _circles(edges) == []
+
+
+def test_no_two_test_files_share_a_name():
+    """pytest imports test files without packages by their base name: a second
+    ``test_data.py`` anywhere under tests/ is an 'import file mismatch' error for the suite."""
+    names = {}
+    for rel in _tracked_files():
+        base = os.path.basename(rel)
+        if rel.startswith('tests/') and base.startswith('test_') and base.endswith('.py'):
+            names.setdefault(base, []).append(rel)
+    assert len(names) > 100
+    assert {b: paths for b, paths in names.items() if len(paths) > 1} == {}
