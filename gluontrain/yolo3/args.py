@@ -241,3 +241,12 @@ def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
     if args.batch_size < num_devices:
         raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
                          .format(args.batch_size, num_devices))
+
+
+def lr_decay_epochs(args):
+    """Decay epochs from ``--lr-decay-period`` or ``--lr-decay-epoch``, minus the warm-up."""
+    if args.lr_decay_period > 0:
+        epochs = list(range(args.lr_decay_period, args.epochs, args.lr_decay_period))
+    else:
+        epochs = [int(i) for i in args.lr_decay_epoch.split(',')]
+    return [e - args.warmup_epochs for e in epochs]

@@ -14,6 +14,7 @@ from mxnet import gluon
 from gluoncv.utils import LRScheduler, LRSequential
 
 from ...core import checkpoint as ckpt_io
+from ...yolo3.args import lr_decay_epochs
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import get_logger, restore_hooks_state
 from ...core.distributed import SetEpochHook
@@ -95,15 +96,6 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
             result = eval_metric.get()
         return comm.broadcast_object(result, root=0)
     return eval_metric.get()
-
-
-def lr_decay_epochs(args):
-    """Decay epochs from ``--lr-decay-period`` or ``--lr-decay-epoch``, minus the warm-up."""
-    if args.lr_decay_period > 0:
-        epochs = list(range(args.lr_decay_period, args.epochs, args.lr_decay_period))
-    else:
-        epochs = [int(i) for i in args.lr_decay_epoch.split(',')]
-    return [e - args.warmup_epochs for e in epochs]
 
 
 def get_lr_scheduler(args, num_batches=None):

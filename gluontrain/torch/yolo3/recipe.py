@@ -22,7 +22,7 @@ from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
-from ...yolo3.args import check_common, parse_args
+from ...yolo3.args import check_common, lr_decay_epochs, parse_args
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
 from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
@@ -141,15 +141,6 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
             eval_metric.update(*record)
         result = eval_metric.get()
     return comm.broadcast_object(result)
-
-
-def lr_decay_epochs(args):
-    """Decay epochs from ``--lr-decay-period`` or ``--lr-decay-epoch``, minus the warm-up."""
-    if args.lr_decay_period > 0:
-        epochs = list(range(args.lr_decay_period, args.epochs, args.lr_decay_period))
-    else:
-        epochs = [int(i) for i in args.lr_decay_epoch.split(',')]
-    return [e - args.warmup_epochs for e in epochs]
 
 
 def get_lr_scheduler(args, num_batches):
