@@ -22,7 +22,8 @@ import numpy as np
 
 from ..data.images import read_bgr
 
-__all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'custom_splits',
+__all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'custom_root',
+           'custom_splits',
            'voc_class_names']
 
 
@@ -34,6 +35,30 @@ def voc_class_names(roots):
             for obj in ET.parse(path).getroot().iter('object'):
                 names.add(obj.find('name').text.strip().lower())
     return sorted(names)
+
+
+def custom_root(name, root):
+    """The folder of ``--dataset custom`` or ``synthetic``: the embedded dataset (generated on
+    first use) for ``synthetic``, ``--dataset-root`` for ``custom``.
+
+    Raises
+    ------
+    ValueError
+        ``custom`` without ``--dataset-root``.
+    gluontrain.data.checks.DatasetError
+        When the folder does not exist (naming it and the fix).
+    """
+    # here, not at the top: the data writers are needed only by these two datasets
+    from ..data import checks, synthetic  # pylint: disable=import-outside-toplevel
+    if name == 'synthetic':
+        root = synthetic.default_voc_root(root)
+    elif root is None:
+        raise ValueError('--dataset custom needs --dataset-root: a VOCdevkit-style folder '
+                         '(with VOC2007/) or one folder with Annotations/, JPEGImages/ and '
+                         'ImageSets/Main/{trainval,test}.txt')
+    if not os.path.isdir(root):
+        checks.check_voc(root, [])  # raises, naming the folder and the fix
+    return root
 
 
 def custom_splits(root):

@@ -16,8 +16,8 @@ from gluoncv.utils.metrics.coco_detection import COCODetectionMetric
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...core.sharding import ShardedSampler, contiguous_shard
-from ...data import checks, synthetic
-from ...yolo3.data import custom_splits as _custom_splits, voc_class_names
+from ...data import checks
+from ...yolo3.data import custom_root, custom_splits as _custom_splits, voc_class_names
 from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
 
@@ -108,14 +108,7 @@ def get_dataset(dataset, args):
         val_metric = COCODetectionMetric(val_dataset, args.save_prefix + '_eval', cleanup=True,
                                          data_shape=(args.data_shape, args.data_shape))
     elif name in ('custom', 'synthetic'):
-        if name == 'synthetic':
-            root = synthetic.default_voc_root(root)
-        elif root is None:
-            raise ValueError('--dataset custom needs --dataset-root: a VOCdevkit-style folder '
-                             '(with VOC2007/) or one folder with Annotations/, JPEGImages/ and '
-                             'ImageSets/Main/{trainval,test}.txt')
-        if not os.path.isdir(root):
-            checks.check_voc(root, [])  # raises, naming the folder and the fix
+        root = custom_root(name, root)
         folders, train_splits, val_splits = _custom_splits(root)
         if getattr(args, 'classes', ''):
             classes = [c.strip() for c in args.classes.split(',') if c.strip()]

@@ -12,10 +12,10 @@ import numpy as np
 import torch
 
 from ...core.voc_eval import VOCEvaluator
-from ...data import checks, synthetic
+from ...data import checks
 from ...data.classes import VOC_CLASSES
-from ...yolo3.data import MixupDetection, RolloverBatchSampler, VOCDetection, custom_splits, \
-    voc_class_names
+from ...yolo3.data import (MixupDetection, RolloverBatchSampler, VOCDetection, custom_root,
+                           custom_splits, voc_class_names)
 from ...yolo3.transform import TrainTransform, ValTransform
 from ..batchify import Pad, Stack, Tuple
 from ..distributed import ShardSampler, get_rank, get_world_size
@@ -44,14 +44,7 @@ def get_dataset(dataset, args):
         train_dataset = VOCDetection(root, train_splits, VOC_CLASSES)
         val_dataset = VOCDetection(root, val_splits, VOC_CLASSES)
     elif name in ('custom', 'synthetic'):
-        if name == 'synthetic':
-            root = synthetic.default_voc_root(root)
-        elif root is None:
-            raise ValueError('--dataset custom needs --dataset-root: a VOCdevkit-style folder '
-                             '(with VOC2007/) or one folder with Annotations/, JPEGImages/ and '
-                             'ImageSets/Main/{trainval,test}.txt')
-        if not os.path.isdir(root):
-            checks.check_voc(root, [])
+        root = custom_root(name, root)
         folders, train_splits, val_splits = custom_splits(root)
         classes = [c.strip() for c in args.classes.split(',') if c.strip()] \
             if getattr(args, 'classes', '') else voc_class_names(folders)
