@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import xdist_schedule
 from gluontrain.data import synthetic
 
 
@@ -65,6 +66,24 @@ def tmpfs(tmp_path):
     yield mount
     for path in mounted:
         subprocess.run(['umount', '-l', str(path)], check=False)  # lazy: files may be open
+
+
+# ------------------------------------------------------------------------------ scheduling
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the longest modules first (tests/xdist_schedule.py); one process keeps pytest's
+    order."""
+    if hasattr(config, 'workerinput') and config.getoption('dist') == 'load':
+        order = xdist_schedule.order_by_module_duration([i.nodeid for i in items],
+                                                  xdist_schedule.read_durations())
+        items[:] = [items[i] for i in order]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist load`` hands out whole modules, longest first (tests/xdist_schedule.py)."""
+    if config.getoption('dist') == 'load':
+        return xdist_schedule.make_module_scheduling(config, log)
+    return None
 
 
 # ------------------------------------------------------------------------------ budget report
@@ -129,6 +148,13 @@ def pytest_terminal_summary(terminalreporter):
     for nodeid, dur in sorted(durations.items(), key=lambda kv: -kv[1])[:15]:
         tr.write_line('  %7.1f s  %s%s' % (dur, nodeid,
                                           '  [slow]' if nodeid in _RUN['slow'] else ''))
+    if os.environ.get('GLUONTRAIN_WRITE_DURATIONS') == '1':
+        # merged, so that a partial run updates the modules it ran and keeps the others
+        recorded = xdist_schedule.read_durations()
+        recorded.update(xdist_schedule.module_totals(durations))
+        xdist_schedule.write_durations(recorded)
+        tr.write_line('wrote the seconds of %d modules to %s' % (
+            len(recorded), os.path.relpath(xdist_schedule.DURATIONS_FILE)))
     heavy = sorted((d, k) for k, d in durations.items()
                    if d > SLOW_TEST_S and k not in _RUN['slow'])
     if heavy:
