@@ -17,7 +17,7 @@ CELLS = [
 This notebook follows the data of one YOLOv3 training run from the dataset to the detections:
 batchify functions, the training transform, the targets the loss is computed against, a short
 training run through gluontrain's recipe functions, its curves, and detections on validation
-images. Everything runs on the CPU on a tiny generated VOC-format dataset in about two minutes.
+images. Everything runs on the CPU on a tiny generated VOC-format dataset in under a minute.
 
 本笔记按数据流程讲解 YOLOv3 的训练：batchify、数据增强、训练目标（target）的生成、训练、曲线和检测结果。"""),
     ('code', """import os
@@ -96,7 +96,7 @@ YOLOv3 默认使用的 transform（`YOLO3DefaultTrainTransform`）:
 
 Boxes follow every geometric step. With `net=None` the transform returns the image and its
 boxes; with a network it also returns the training targets (section 3)."""),
-    ('code', """devkit = synthetic.write_voc(os.path.join(WORK, 'voc'), num_train=48, num_val=16, seed=0,
+    ('code', """devkit = synthetic.write_voc(os.path.join(WORK, 'voc'), num_train=24, num_val=16, seed=0,
                              years=(2007, 2012), classes=synthetic.DEFAULT_VOC_CLASSES,
                              image_size=(112, 144), max_objects=4)
 devkit = os.path.relpath(devkit)  # the writers return absolute paths
@@ -185,13 +185,13 @@ assert np.isclose(smoothed[i][7], 0.975) and np.allclose(np.delete(smoothed[i], 
     ('md', """## 4. A short training run through the recipe's functions
 
 The same functions as `gluontrain train yolo3` (GluonCV's `train_yolo3.py` order): arguments,
-dataset, network, loaders, `train`. Tiny settings: mobilenet0.25 from random weights, 160 px,
-batch 8, 6 epochs. Every run writes `{prefix}_train.log` (GluonCV's lines),
+dataset, network, loaders, `train`. Tiny settings: mobilenet0.25 from random weights, 128 px,
+batch 4, lr 0.002, 4 epochs. Every run writes `{prefix}_train.log` (GluonCV's lines),
 `{prefix}_metrics.jsonl`, `{prefix}_curves.png` and `{prefix}_val_samples.png`."""),
     ('code', """args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', devkit,
-                   '--no-pretrained-base', '--gpus', '', '--batch-size', '8', '-j', '0',
-                   '--data-shape', '160', '--no-random-shape', '--epochs', '6',
-                   '--warmup-epochs', '1', '--lr-decay-epoch', '5', '--log-interval', '0',
+                   '--no-pretrained-base', '--gpus', '', '--batch-size', '4', '-j', '0',
+                   '--lr', '0.002', '--data-shape', '128', '--no-random-shape', '--epochs', '4',
+                   '--warmup-epochs', '1', '--lr-decay-epoch', '3', '--log-interval', '0',
                    '--save-interval', '0', '--save-prefix', os.path.join(WORK, 'run') + '/'])
 gluoncv.utils.random.seed(args.seed)
 args.save_prefix += 'yolo3_mobilenet0.25_voc'
@@ -206,21 +206,23 @@ print('trained in {:.0f} s; last validation mAP {:.4f}'.format(time.time() - tic
     ('md', """## 5. Curves
 
 Per-epoch mean of each loss, the learning rate of each epoch's last update (dashed, right
-axis: 1e-3 after the one-epoch linear warm-up, then the step decay of `--lr-decay-epoch 5`,
-which GluonCV's step scheduler applies from the last update of epoch 4 on) and the
-validation mAP. `plot_curves` draws the same picture from a
+axis: `--lr 0.002` after the one-epoch linear warm-up, then the step decay of
+`--lr-decay-epoch 3`, which GluonCV's step scheduler applies from the last update of epoch 2
+on) and the validation mAP. `plot_curves` draws the same picture from a
 finished run's `metrics.jsonl` (`python scripts/plot_log.py run_metrics.jsonl`)."""),
     ('code', """records = read_metrics(args.save_prefix + '_metrics.jsonl')
 for r in records:
     print(r['epoch'], 'lr {:.2e}'.format(r['lr']), {k: round(v, 2) for k, v in r['loss_epoch'].items()},
           'mAP', r['val']['mAP'])
-assert [r['epoch'] for r in records] == list(range(6))
+assert [r['epoch'] for r in records] == list(range(4))
+# 2e-3 from the warm-up's end until epoch 2's last update, then the step decay
+assert np.allclose([r['lr'] for r in records], [2e-3, 2e-3, 2e-4, 2e-4])
 first, last = records[0]['loss_epoch'], records[-1]['loss_epoch']
 assert sum(last.values()) < sum(first.values())  # the losses went down
 display(Image(filename=args.save_prefix + '_curves.png'))"""),
     ('md', """## 6. Detections on validation images
 
-Ground truth dashed cyan, predictions red with class and score. After six epochs on 96 images
+Ground truth dashed cyan, predictions red with class and score. After four epochs on 48 images
 the network has learnt little — the point is the pipeline; train longer (or from the
 ImageNet base) for real boxes. Evaluation is the recipe's `validate` (VOC07 mAP), as
 `scripts/eval_yolov3.py` runs it."""),

@@ -1,4 +1,17 @@
-"""FastYOLOV3TargetGenerator returns GluonCV's five target arrays bit for bit."""
+"""FastYOLOV3TargetGenerator returns GluonCV's five target arrays bit for bit.
+
+Where the time goes (cProfile): 97 % in GluonCV's generator itself, about 20 ms a case plus
+2.5-3 ms per ground-truth box (eight scalar ``NDArray.__setitem__`` writes of 0.3 ms each, MXNet's
+indexing path; the image size matters little); building the generator and the layers is under
+3 %, ours 2 %. The random cases were therefore halved (was 4 x 250 + 1000, 137 s of test time on
+2 loaded cores): 4 x 125 + 500, each run the first half of the old stream. What they still
+cover (counted with GluonCV's outputs): the 4 x 125 cases 10,592 boxes, 78 empty labels, 229
+with mixup ratios, 96 rectangular inputs, positives on every layer (4,601 / 1,900 / 2,696),
+170 cases where a later box overwrote an earlier one in the same cell and anchor (1,395
+overwrites); the 500 slow ones 9,043 boxes, 64 empty, 256 mixup, 101 rectangular, 157 cases with
+overwrites (1,072). Neither the old nor the new streams ever hit the out-of-bounds border box
+(the ``IndexError`` branch of ``compare``).
+"""
 import numpy as np
 import pytest
 
@@ -75,18 +88,21 @@ def compare(rng, reference):
     return bad
 
 
+@pytest.fixture(scope='module')
+def reference():
+    return YOLOV3PrefetchTargetGenerator(num_class=NUM_CLASS)
+
+
 @pytest.mark.parametrize('seed', range(4))
-def test_identical_to_gluoncv_on_random_cases(seed):
+def test_identical_to_gluoncv_on_random_cases(seed, reference):
     rng = np.random.RandomState(seed)
-    reference = YOLOV3PrefetchTargetGenerator(num_class=NUM_CLASS)
-    assert sum(compare(rng, reference) for _ in range(250)) == 0
+    assert sum(compare(rng, reference) for _ in range(125)) == 0
 
 
 @pytest.mark.slow
-def test_identical_to_gluoncv_on_1000_more_cases():
+def test_identical_to_gluoncv_on_500_more_cases(reference):
     rng = np.random.RandomState(100)
-    reference = YOLOV3PrefetchTargetGenerator(num_class=NUM_CLASS)
-    assert sum(compare(rng, reference) for _ in range(1000)) == 0
+    assert sum(compare(rng, reference) for _ in range(500)) == 0
 
 
 def test_same_cell_and_anchor_keeps_the_last_box():

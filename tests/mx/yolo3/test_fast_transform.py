@@ -52,10 +52,19 @@ def _as_numpy(outputs):
 
 
 def test_identical_to_gluoncv_with_the_same_seeds(net):
+    """120 random samples through both transforms with the same seeds.
+
+    Building a transform runs the network once in training mode (0.4-0.9 s, both the
+    reference's and ours, which inherits its constructor): with the input side drawn from all
+    ten sizes 320-608 the 20 (side, mixup) pairs took about 25 s of the test's 40.3 s of CPU
+    time. The side is now drawn from three sizes, 320, 448 and 608 (10, 14 and 19 cells at
+    stride 32: the smallest, an even middle, the largest and odd), 6 pairs: 23.7 s. Still 120
+    samples, drawn as before (image sizes 20-600, 1-39 boxes, mixup 30 %).
+    """
     rng = np.random.RandomState(0)
     transforms = {}
     for case in range(120):
-        side, mix = 32 * rng.randint(10, 20), bool(rng.rand() < 0.3)
+        side, mix = 32 * int(rng.choice([10, 14, 19])), bool(rng.rand() < 0.3)
         if (side, mix) not in transforms:
             transforms[side, mix] = (YOLO3DefaultTrainTransform(side, side, net, mixup=mix),
                                      FastYOLO3TrainTransform(side, side, net, mixup=mix))

@@ -311,7 +311,8 @@ def test_rpn_proposals_and_loss(source):
     objectness bit for bit. Recorded (on another CPU, whose vectorised ``exp``/sigmoid of the
     box decoding round differently): the number of proposals per image and their order exactly
     (a flipped tie would change a box by pixels, not by an ulp), boxes and objectness within
-    1e-6 of each array's largest value (measured on an AVX2-only EPYC Zen 1: 6.0e-8 on the
+    1e-6 of each array's largest value (measured between the first recording machine and an
+    AVX2-only EPYC Zen 1, CI's, which recorded the file since: 6.0e-8 on the
     boxes, one ulp of 127 px, and 1.2e-7 on the objectness)."""
     ref = SGB.outputs('rpn_proposals_and_loss', source)
 

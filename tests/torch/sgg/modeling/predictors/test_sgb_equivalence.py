@@ -28,9 +28,10 @@ pytestmark = pytest.mark.filterwarnings('ignore:Converting a tensor with require
 SGB = Recorder('sgb_predictors', load_sgb, "SGB's relation-head source")
 NAMES = ['MotifPredictor', 'IMPPredictor', 'TransformerPredictor', 'VCTreePredictor']
 CONTEXTS = ['motifs', 'vtranse', 'vctree']
-#: float32 outputs against the recording, made on another CPU (its LSTM / matmul kernels sum in
-#: another order), as a fraction of each array's largest magnitude. Measured on an AVX2-only
-#: EPYC Zen 1: MotifPredictor's and causal-motifs' object logits off by 5.6e-8 / 4.4e-8 (one
+#: float32 outputs against a recording made on another CPU (its LSTM / matmul kernels sum in
+#: another order), as a fraction of each array's largest magnitude. Measured between the first
+#: recording machine and an AVX2-only EPYC Zen 1 (CI's, which recorded the file since):
+#: MotifPredictor's and causal-motifs' object logits off by 5.6e-8 / 4.4e-8 (one
 #: ulp), everything else equal; 1e-5 leaves room for other ISAs and stays orders of magnitude
 #: below what a changed formula, weight or random draw does to a logit.
 RTOL = 1e-5
