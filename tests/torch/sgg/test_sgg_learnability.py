@@ -17,16 +17,23 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 CONFIGS = os.path.join(REPO, 'gluontrain', 'torch', 'sgg', 'configs')
 TEST_SET = 'VG_stanford_filtered_with_attribute_test'
-# Measured (seed 0, 100 train / 25 test images, 2 CPU cores, ~1 min): R@50 PredCls on the test
-# split untrained 0.0612 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065,
-# trained 0.4156 (0.0862 / 0.4225 before the body took maskrcnn-benchmark's
+# Measured (seed 0, 100 train / 25 test images, 2 CPU cores): R@50 PredCls on the test split
+# untrained 0.0612 (chance: ~5 objects, 12 predicates), frequency baseline 0.1065, trained
+# (400 iterations) 0.4156 (0.0862 / 0.4225 before the body took maskrcnn-benchmark's
 # kaiming_uniform_(a=1) initialisation, gluontrain.torch.backbone). Before two fixes the trained model reached 0.1551: SGB's hard-coded
 # horizontal flips corrupt 'left of' / 'right of' (the shipped config sets
 # INPUT.FLIP_PROB_TRAIN 0), and an untrained frozen detector's batch norms in eval mode
 # (initial statistics) fed the raw BGR-255 scale to the relation head, whose union features
 # then died (frozen_norm_eval). BASE_LR 0.02 still kills them; 0.005 (x4 images) learns.
-TRAIN = ['SOLVER.MAX_ITER', '400', 'SOLVER.STEPS', '(300,)', 'SOLVER.BASE_LR', '0.005',
-         'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '400']
+# Trim of issue 22: 200 iterations (was 400; the rate's decay at 150, was 300), 104.5 -> 60.1 s
+# CPU for the test (2 loaded cores). R@50 untrained / frequency / trained with SEED 0, 1, 2:
+# 0.0612 / 0.1065 / 0.2674, 0.1159 / 0.1065 / 0.2145, 0.1203 / 0.1065 / 0.2290 (the untrained
+# number depends on the initial weights; 400 iterations gave 0.4167 for seed 0). Thresholds
+# (were +0.2 and x3, tuned to seed 0's 400 iterations): trained above the frequency baseline
+# + 0.05 (the smallest margin measured is 0.108) and above 1.5 x untrained (smallest ratio
+# 1.85; 128 px images or 150 iterations came closer to the untrained model).
+TRAIN = ['SOLVER.MAX_ITER', '200', 'SOLVER.STEPS', '(150,)', 'SOLVER.BASE_LR', '0.005',
+         'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '200']
 
 
 @pytest.fixture(scope='module')
@@ -52,7 +59,7 @@ def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
     _, _, untrained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'untrained',
                            'SOLVER.MAX_ITER', '0', 'SOLVER.TO_VAL', 'False')
     state, _, trained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'trained', *TRAIN)
-    assert state.iteration == 400
+    assert state.iteration == 200
     folder = tmp_path / 'trained' / 'inference' / TEST_SET
     saved = torch.load(str(folder / 'eval_results.pytorch'), weights_only=False)
     stats = torch.load(str(tmp_path / 'trained' /
@@ -69,8 +76,8 @@ def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
     r_untrained, r_freq, r_trained = _r50(untrained), _r50(freq), _r50(trained)
     print('PredCls R@50 untrained {:.4f} frequency {:.4f} trained {:.4f}'.format(
         r_untrained, r_freq, r_trained))
-    assert r_trained > r_freq + 0.2
-    assert r_trained > 3 * r_untrained
+    assert r_trained > r_freq + 0.05
+    assert r_trained > 1.5 * r_untrained
 
 
 def _test_dataset(cfg, vg_root):
