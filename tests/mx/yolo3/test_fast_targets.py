@@ -1,16 +1,16 @@
 """FastYOLOV3TargetGenerator returns GluonCV's five target arrays bit for bit.
 
 Where the time goes (cProfile): 97 % in GluonCV's generator itself, about 20 ms a case plus
-2.5-3 ms per ground-truth box (eight scalar ``NDArray.__setitem__`` writes of 0.3 ms each, MXNet's
-indexing path; the image size matters little); building the generator and the layers is under
-3 %, ours 2 %. The random cases were therefore halved (was 4 x 250 + 1000, 137 s of test time on
-2 loaded cores): 4 x 125 + 500, each run the first half of the old stream. What they still
-cover (counted with GluonCV's outputs): the 4 x 125 cases 10,592 boxes, 78 empty labels, 229
-with mixup ratios, 96 rectangular inputs, positives on every layer (4,601 / 1,900 / 2,696),
-170 cases where a later box overwrote an earlier one in the same cell and anchor (1,395
-overwrites); the 500 slow ones 9,043 boxes, 64 empty, 256 mixup, 101 rectangular, 157 cases with
-overwrites (1,072). Neither the old nor the new streams ever hit the out-of-bounds border box
-(the ``IndexError`` branch of ``compare``).
+2.5-3 ms per ground-truth box (eight scalar ``NDArray.__setitem__`` writes of 0.3 ms each,
+MXNet's indexing path; the image size matters little); building the generator and the layers is
+under 3 %, ours 2 %. The random cases were therefore halved (was 4 x 250 + 1000: 18.7, 19.5,
+17.0, 22.9 and 68.6 s CPU): 4 x 125 + 500, each run the first half of the old stream (10.7,
+8.8, 7.2, 10.9 and 34.4 s CPU). What they still cover (counted with GluonCV's outputs): the 4 x
+125 cases 10,592 boxes, 78 empty labels, 229 with mixup ratios, 96 rectangular inputs,
+positives on every layer (4,601 / 1,900 / 2,696), 170 cases where a later box overwrote an
+earlier one in the same cell and anchor (1,395 overwrites); the 500 slow ones 9,043 boxes, 64
+empty, 256 mixup, 101 rectangular, 157 cases with overwrites (1,072). Neither the old nor the
+new streams ever hit the out-of-bounds border box (the ``IndexError`` branch of ``compare``).
 """
 import numpy as np
 import pytest
