@@ -25,6 +25,9 @@ from gluontrain.data import synthetic
 from gluontrain.torch.frcnn import recipe
 from gluontrain.torch.frcnn.snapshot import load_snapshot
 
+# test_frcnn_distributed.py imports REPO and TINY from here
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 TINY = """[general]
 log_interval = 2
 [body]
