@@ -17,8 +17,8 @@ CELLS = [
 The PyTorch counterpart of the YOLOv3 walkthrough: the 8732 prior boxes of SSD300, which priors
 a ground-truth box is matched to (and what the network must regress for them), the training
 augmentation, a short training run through the recipe's functions, its curves, and detections.
-Everything runs on the CPU on a tiny generated VOC-format dataset in about two minutes; the
-network is SSD300 with every channel count divided by 8 (`--width_mult 0.125`) and a VGG base
+Everything runs on the CPU on a tiny generated VOC-format dataset in well under a minute; the
+network is SSD300 with every channel count divided by 16 (`--width_mult 0.0625`) and a VGG base
 with BatchNorm (`--batch_norm true`), since no ImageNet VGG can be downloaded here."""),
     ('code', """import os
 os.environ.setdefault('OMP_NUM_THREADS', '1')
@@ -173,13 +173,13 @@ plt.show()"""),
 
 The functions behind `gluontrain train ssd` (ssd.pytorch's `train.py` order): arguments,
 dataset, network, loaders, `train`. ssd.pytorch's defaults (SGD, lr 1e-3, momentum 0.9,
-weight decay 5e-4, `gamma` 0.1 at `lr_steps`) with a short schedule: 120 iterations of batch 8,
-the rate divided by 10 at iteration 100. Every run writes `ssd300_VOC_train.log`,
+weight decay 5e-4, `gamma` 0.1 at `lr_steps`) with a short schedule: 30 iterations of batch 8,
+the rate divided by 10 at iteration 20. Every run writes `ssd300_VOC_train.log`,
 `ssd300_VOC_metrics.jsonl`, `ssd300_VOC_curves.png` and `ssd300_VOC_val_samples.png`."""),
     ('code', """args = parse_args(['--dataset_root', devkit, '--basenet', '', '--batch_norm', 'true',
-                   '--width_mult', '0.125', '--cuda', 'false', '--batch_size', '8',
-                   '--num_workers', '0', '--max_iter', '120', '--lr_steps', '100',
-                   '--save_interval', '0', '--log_interval', '20', '--seed', '0',
+                   '--width_mult', '0.0625', '--cuda', 'false', '--batch_size', '8',
+                   '--num_workers', '0', '--max_iter', '30', '--lr_steps', '20',
+                   '--save_interval', '0', '--log_interval', '10', '--seed', '0',
                    '--save_folder', os.path.join(WORK, 'run') + '/'])
 torch.manual_seed(args.seed)
 np.random.seed(args.seed)
@@ -194,13 +194,13 @@ tic = time.time()
 state = train(net, train_data, val_data, eval_metric, ctx, args)
 print('trained in {:.0f} s; VOC07 mAP untrained {:.4f}, after {} iterations {:.4f}'.format(
     time.time() - tic, untrained, state.iteration, state.scores['val'][1][-1]))
-assert state.iteration == 120"""),
+assert state.iteration == 30"""),
     ('md', """## 6. Curves
 
 Per-pass mean of the localisation and classification losses, the learning rate (dashed,
 right axis) and the VOC07 mAP of the final validation. The recipe counts iterations as
-ssd.pytorch does; a pass over these 80 images is 10 iterations, so the last pass (iteration
-120) ends the run."""),
+ssd.pytorch does; a pass over these 80 images is 10 iterations, so the third pass (iteration
+30) ends the run."""),
     ('code', """prefix = os.path.join(args.save_folder, 'ssd300_VOC')
 records = read_metrics(prefix + '_metrics.jsonl')
 for r in records:
@@ -211,8 +211,8 @@ display(Image(filename=prefix + '_curves.png'))"""),
     ('md', """## 7. Detections on validation images
 
 Ground truth dashed cyan, detections red with class and score (softmax, then `Detect`:
-decoding, confidence 0.01, per-class NMS at IoU 0.45, 200 per class). A two-minute run from
-random weights has learnt little; the point is the pipeline. `validate` computes VOC07
+decoding, confidence 0.01, per-class NMS at IoU 0.45, 200 per class). Thirty iterations from
+random weights have learnt little; the point is the pipeline. `validate` computes VOC07
 11-point mAP as ssd.pytorch's `eval.py`, and gives the same number again for the same
 weights."""),
     ('code', """again = validate(net, val_data, ctx, eval_metric)[1][-1]

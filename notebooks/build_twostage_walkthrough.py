@@ -18,8 +18,8 @@ CELLS = [
 An FPN Faster R-CNN as mapillary/seamseg trains it: the anchors of the four FPN levels, which
 anchors the RPN is taught to call objects, the proposals before and after their NMS, the ROIs
 sampled for the second stage, a short training through the recipe's functions, its curves
-and detections. Everything runs on the CPU on generated COCO-format data in about two
-minutes, from random weights, with the shipped small configuration
+and detections. Everything runs on the CPU on generated COCO-format data in about a minute,
+from random weights, with the shipped small configuration
 (`gluontrain/torch/frcnn/configs/synthetic_cpu.ini`: a quarter-width ResNet-18)."""),
     ('code', """import configparser
 import os
@@ -54,14 +54,16 @@ print('working folder:', os.path.basename(os.getcwd()))"""),
     ('md', """## 1. Data and configuration
 
 COCO json + images (what users have; seamseg's own ISS format works the same and is
-recognised from the folder). The shipped config, shortened to 5 epochs; `recipe.get_dataset`
-gives seamseg's `ISSTransform`-ed items: the image normalised, boxes `(y0, x0, y1, x1)`,
-contiguous classes and crowd flags."""),
-    ('code', """root = os.path.relpath(write_coco(os.path.join(WORK, 'coco'), num_train=60, num_val=16, seed=0))
+recognised from the folder). The shipped config with a smaller run for a walk-through: 30
+training images, one per batch, resized to 128-224 px (the config: 192-320), 3 epochs;
+`recipe.get_dataset` gives seamseg's `ISSTransform`-ed items: the image normalised, boxes
+`(y0, x0, y1, x1)`, contiguous classes and crowd flags."""),
+    ('code', """root = os.path.relpath(write_coco(os.path.join(WORK, 'coco'), num_train=30, num_val=16, seed=0))
 parser = configparser.ConfigParser()
 parser.read(os.path.join(os.path.dirname(DEFAULTS_FILE), 'synthetic_cpu.ini'))
-parser['scheduler']['epochs'] = '5'
-parser['general']['val_interval'] = '5'
+parser['scheduler']['epochs'] = '3'
+parser['general']['val_interval'] = '3'
+parser['dataloader'].update(train_batch_size='1', shortest_size='128', longest_max_size='224')
 cfg = os.path.join(WORK, 'short.ini')
 with open(cfg, 'w') as f:
     parser.write(f)
