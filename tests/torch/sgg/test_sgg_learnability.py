@@ -43,6 +43,13 @@ def vg_root(tmp_path_factory):
     return str(root)
 
 
+@pytest.fixture(scope='module')
+def small_vg_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp('small_vg')
+    write_vg(str(root), num_train=20, num_val=6, seed=0)
+    return str(root)
+
+
 def _run(config, vg_root, out, *opts):
     state = recipe.main(['--config-file', os.path.join(CONFIGS, config), '--data-dir', vg_root,
                          'OUTPUT_DIR', str(out)] + list(opts))
@@ -90,10 +97,13 @@ def _test_dataset(cfg, vg_root):
 @pytest.mark.slow
 @pytest.mark.parametrize('config, mode', [('sgcls_motifs_cpu.yaml', 'sgcls'),
                                           ('sgdet_motifs_cpu.yaml', 'sgdet')])
-def test_sgcls_and_sgdet_end_to_end(vg_root, tmp_path, config, mode):
-    state, score, result = _run(config, vg_root, tmp_path, 'SOLVER.MAX_ITER', '20',
-                                'SOLVER.VAL_PERIOD', '20', 'SOLVER.CHECKPOINT_PERIOD', '20')
-    assert state.iteration == 20 and 0.0 <= score <= 1.0
+def test_sgcls_and_sgdet_end_to_end(small_vg_root, tmp_path, config, mode):
+    """Trim of issue 22: 4 iterations (was 20), 4 validation images (was 20) and 6 test
+    images (was 25, the learnability data): 12.2 + 28.0 -> 7.4 + 8.4 s CPU."""
+    state, score, result = _run(config, small_vg_root, tmp_path, 'SOLVER.MAX_ITER', '4',
+                                'SOLVER.VAL_PERIOD', '4', 'SOLVER.CHECKPOINT_PERIOD', '4',
+                                'DATASETS.NUM_VAL_IM', '4')
+    assert state.iteration == 4 and 0.0 <= score <= 1.0
     for key in ('_recall', '_recall_nogc', '_zeroshot_recall', '_ng_zeroshot_recall',
                 '_mean_recall', '_ng_mean_recall'):
         assert set(result[mode + key]) == {20, 50, 100}, key

@@ -1,4 +1,4 @@
-"""One rank of the 2-process SyncBatchNormAct test (run by torchrun from
+"""One rank of the 2-process SyncBatchNormAct test (started with torchrun's variables by
 test_twostage_norm.py; not a test). Writes ``rank{R}.json`` into argv[1]: the largest
 differences between the synchronised layer on this rank's half of the batch and a plain
 BatchNormAct on the whole batch."""
