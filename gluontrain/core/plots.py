@@ -6,6 +6,7 @@ never switches the global backend of a notebook or a GUI session and needs no di
 """
 import json
 import math
+import time
 
 from .checkpoint import atomic_save_file
 from .hooks import unfinished_epoch
@@ -17,6 +18,11 @@ CURVES_DPI = 100
 # pixel size of the samples picture: SAMPLES_CELL inches per image, SAMPLES_DPI
 SAMPLES_CELL = 4.0
 SAMPLES_DPI = 100
+# After a validation a picture is redrawn only when the last one (or the start of training) is
+# at least this many seconds old, and always at the end of training. At real epoch lengths
+# that is every validation; a run of a few seconds (a test, a smoke command) draws each
+# picture once instead of once per epoch, each draw being 0.3-1 s of matplotlib.
+REDRAW_INTERVAL_S = 20.0
 
 
 def new_figure(figsize, dpi):
@@ -211,13 +217,19 @@ class CurvesHook(Hook):
         A metrics.jsonl whose epochs before the start epoch are drawn too (for resumed runs
         whose checkpoint did not carry this hook's state).
     title : str, optional
+    min_interval_s : float, optional
+        Redraw after a validation only when the picture is at least this old (default
+        :data:`REDRAW_INTERVAL_S`; 0 redraws after every validation).
     """
     main_process_only = True  # draws the curves picture
 
-    def __init__(self, path, meter, history=None, title=None):
+    def __init__(self, path, meter, history=None, title=None, min_interval_s=None):
         self.path, self.meter, self.history, self.title = path, meter, history, title
+        self.min_interval_s = REDRAW_INTERVAL_S if min_interval_s is None else min_interval_s
         self.records = []
         self._restored = None
+        self._drawn = None  # the records the picture on disk shows
+        self._drawn_at = time.monotonic()
 
     def state_dict(self):
         return {'records': [dict(r) for r in self.records]}
@@ -227,6 +239,7 @@ class CurvesHook(Hook):
 
     def before_train(self, state):
         self.records = []
+        self._drawn_at = time.monotonic()
         if self._restored is not None:
             self.records = [r for r in self._restored if r['epoch'] < state.start_epoch]
         elif self.history:
@@ -246,19 +259,25 @@ class CurvesHook(Hook):
         return record
 
     def after_epoch(self, state):
-        if 'val' in self._record(state):
+        if 'val' in self._record(state) and (
+                time.monotonic() - self._drawn_at >= self.min_interval_s):
             self.draw()
 
     def after_train(self, state):
         last = self.records[-1]['epoch'] if self.records else None
         if unfinished_epoch(state, last, self.meter):
             self._record(state)
-        if self.records:
+        # the last validated epoch already drew these records: a second draw (0.3-0.6 s of
+        # matplotlib) would write the same picture
+        if self.records and self.records != self._drawn:
             self.draw()
 
     def draw(self):
         """Write the picture from the records collected so far."""
-        return draw_curves(self.records, self.path, title=self.title)
+        self._drawn = [dict(r) for r in self.records]
+        path = draw_curves(self.records, self.path, title=self.title)
+        self._drawn_at = time.monotonic()
+        return path
 
 
 def samples_figsize(num):
@@ -342,12 +361,22 @@ class SamplesHook(Hook):
         ``draw_fn(title) -> path``; the recipe's detector and dataset are bound in it.
     errors : tuple of exception types
         What ``draw_fn`` may raise that is turned into a warning.
+    min_interval_s : float, optional
+        Redraw after an epoch's validation only when the picture is at least this old
+        (default :data:`REDRAW_INTERVAL_S`; 0 redraws after every validation); the end of
+        training draws the last validation's picture if it was skipped.
     """
     main_process_only = True  # draws the samples picture
 
-    def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError)):
+    def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError), min_interval_s=None):
         self.draw_fn, self.errors = draw_fn, tuple(errors)
+        self.min_interval_s = REDRAW_INTERVAL_S if min_interval_s is None else min_interval_s
         self._drawn = None
+        self._epoch_val = None
+        self._drawn_at = time.monotonic()
+
+    def before_train(self, state):
+        self._drawn_at = time.monotonic()
 
     def _draw(self, title):
         import warnings  # pylint: disable=import-outside-toplevel
@@ -355,13 +384,21 @@ class SamplesHook(Hook):
             self.draw_fn(title)
         except self.errors as e:
             warnings.warn('val samples picture not written: {}'.format(e))
+        self._drawn_at = time.monotonic()
 
     def after_epoch(self, state):
         if 'val' in state.scores:
-            self._draw('epoch {}'.format(state.epoch))
-            self._drawn = state.scores['val']
+            self._epoch_val = (state.scores['val'], 'epoch {}'.format(state.epoch))
+            if time.monotonic() - self._drawn_at >= self.min_interval_s:
+                self._draw(self._epoch_val[1])
+                self._drawn = state.scores['val']
 
     def after_train(self, state):
-        # a run that stops inside an epoch (iteration-based recipes) validates last there
-        if 'val' in state.scores and state.scores['val'] is not self._drawn:
-            self._draw('iteration {}'.format(state.iteration))
+        val = state.scores.get('val')
+        if val is not None and val is not self._drawn:
+            # an epoch's validation whose picture was skipped, or one inside an epoch
+            # (iteration-based recipes stop there)
+            title = self._epoch_val[1] if self._epoch_val and self._epoch_val[0] is val else \
+                'iteration {}'.format(state.iteration)
+            self._draw(title)
+            self._drawn = val

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from gluontrain.core.hooks import LossMeterHook, MetricsJSONHook, ValidationHook
 from gluontrain.core.loop import Hook, run_loop
 from gluontrain.core.meters import LossMeter
+from gluontrain.core import plots
 from gluontrain.core.plots import CurvesHook, draw_curves, plot_curves, read_metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -67,7 +69,7 @@ def test_hook_draws_after_validations_and_equals_plot_curves(tmp_path):
     meter = LossMeter()
     png, jsonl = str(tmp_path / 'run_curves.png'), str(tmp_path / 'run_metrics.jsonl')
     scores = iter([0.25, 0.5])
-    curves = CurvesHook(png, meter, title='run')
+    curves = CurvesHook(png, meter, title='run', min_interval_s=0)
     probe = _Probe(png)
     hooks = [LossMeterHook(meter), ValidationHook(lambda: (['a', 'mAP'], [0.0, next(scores)]),
                                                   val_interval=2),
@@ -81,6 +83,46 @@ def test_hook_draws_after_validations_and_equals_plot_curves(tmp_path):
     again = str(tmp_path / 'again.png')
     plot_curves(jsonl, again, title='run')
     assert np.array_equal(_pixels(png), _pixels(again))
+
+
+def test_hook_does_not_redraw_at_the_end_what_the_last_validation_drew(tmp_path, monkeypatch):
+    drawn = []
+    monkeypatch.setattr(plots, 'draw_curves', lambda records, path, title=None: drawn.append(
+        [r['epoch'] for r in records]))
+    meter = LossMeter()
+    hooks = [LossMeterHook(meter), ValidationHook(lambda: (['mAP'], [0.5]), val_interval=1),
+             CurvesHook(str(tmp_path / 'c.png'), meter, min_interval_s=0)]
+    run_loop(_step([1.0, 2.0]), range(1), hooks, 0, 2)
+    # one picture per validated epoch; the end of training adds nothing new
+    assert drawn == [[0], [0, 1]]
+    # without a validation at the last epoch, the end draws the records once more
+    drawn.clear()
+    hooks[1] = ValidationHook(lambda: (['mAP'], [0.5]), val_interval=2)
+    hooks[2] = CurvesHook(str(tmp_path / 'd.png'), meter, min_interval_s=0)
+    run_loop(_step([1.0, 2.0, 3.0]), range(1), hooks, 0, 3)
+    assert drawn == [[0, 1], [0, 1, 2]]
+
+
+def test_a_run_shorter_than_the_redraw_interval_draws_its_curves_once(tmp_path, monkeypatch):
+    drawn = []
+    monkeypatch.setattr(plots, 'draw_curves', lambda records, path, title=None: drawn.append(
+        [r['epoch'] for r in records]))
+    assert plots.REDRAW_INTERVAL_S == 20.0
+    meter = LossMeter()
+    hooks = [LossMeterHook(meter), ValidationHook(lambda: (['mAP'], [0.5]), val_interval=1),
+             CurvesHook(str(tmp_path / 'c.png'), meter)]
+    run_loop(_step([1.0, 2.0, 3.0]), range(1), hooks, 0, 3)
+    assert drawn == [[0, 1, 2]]
+    # an epoch that ends after the interval redraws at once
+    drawn.clear()
+    hooks[2] = CurvesHook(str(tmp_path / 'd.png'), meter)
+    # the hook's clock, read at: start of training, epochs 0, 1, after the draw, epoch 2, ...
+    clock = iter([0.0, 5.0, 25.0, 26.0, 30.0, 31.0])
+    monkeypatch.setattr(plots, 'time', types.SimpleNamespace(monotonic=lambda: next(clock)))
+    run_loop(_step([1.0, 2.0, 3.0]), range(1), hooks, 0, 3)
+    # epoch 0 at 5 s: skipped; epoch 1 at 25 s: drawn (until 26 s); epoch 2 at 30 s:
+    # skipped; the end draws the last records
+    assert drawn == [[0, 1], [0, 1, 2]]
 
 
 def test_resumed_hook_draws_the_earlier_epochs_from_history(tmp_path):
@@ -176,7 +218,7 @@ def test_samples_hook_draws_after_validations_and_only_warns_on_errors(tmp_path)
         return draw_samples([(img, np.array([[10, 10, 40, 30]]),
                               ([1], [0.9], np.array([[12, 8, 44, 33]])))] * 3,
                             ['a', 'b'], str(tmp_path / 's.png'), title=title)
-    hook = SamplesHook(draw)
+    hook = SamplesHook(draw, min_interval_s=0)
     state = TrainState(epoch=2)
     hook.after_epoch(state)
     assert calls == []
@@ -184,6 +226,17 @@ def test_samples_hook_draws_after_validations_and_only_warns_on_errors(tmp_path)
     hook.after_epoch(state)
     hook.after_train(state)  # already drawn for this score
     assert calls == ['epoch 2']
+    # within the redraw interval the epoch's picture waits for the end of training, titled
+    # with its epoch; a later validation inside an epoch is titled with its iteration
+    calls.clear()
+    hook = SamplesHook(draw)
+    hook.before_train(state)
+    hook.after_epoch(state)
+    assert calls == []
+    hook.after_train(state)
+    state.scores['val'] = (['mAP'], [0.2])
+    hook.after_train(TrainState(iteration=7, scores={'val': (['mAP'], [0.2])}))
+    assert calls == ['epoch 2', 'iteration 7']
     # three images: two columns, two rows of 400 x 400
     assert _pixels(str(tmp_path / 's.png')).shape[:2] == (800, 800)
 

@@ -1,4 +1,5 @@
-"""Predicted vs ground-truth boxes on a few validation images, redrawn after every validation."""
+"""Predicted vs ground-truth boxes on a few validation images, redrawn after validations
+(``core.plots.SamplesHook``: at most every ``REDRAW_INTERVAL_S``, and at the end)."""
 import mxnet as mx
 import numpy as np
 
@@ -97,7 +98,7 @@ def raw_val_dataset(val_data):
 
 def val_samples_hook(net, val_dataset, classes, path, ctx, data_shape, num=4, thresh=0.1):
     """A :class:`~gluontrain.core.plots.SamplesHook` redrawing :func:`draw_val_samples` to
-    ``path`` after every validation (the same style as the SSD recipe's).
+    ``path`` after validations (the same style as the SSD recipe's).
 
     Parameters
     ----------

@@ -1,5 +1,5 @@
 """Pictures of the SSD recipe: detections on raw images, and the validation samples grid that
-:class:`gluontrain.core.plots.SamplesHook` redraws after every validation."""
+:class:`gluontrain.core.plots.SamplesHook` redraws after validations."""
 import os
 
 import cv2
@@ -78,7 +78,7 @@ def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10
 
 def val_samples_hook(net, dataset, path, device, num=4, thresh=0.2):
     """A :class:`~gluontrain.core.plots.SamplesHook` drawing :func:`draw_val_samples` to
-    ``path`` after every validation (nothing when ``dataset`` is None or empty)."""
+    ``path`` after validations (nothing when ``dataset`` is None or empty)."""
     def draw(title):
         if dataset is None or not len(dataset):
             return None

@@ -11,6 +11,9 @@ positives on every layer (4,601 / 1,900 / 2,696), 170 cases where a later box ov
 earlier one in the same cell and anchor (1,395 overwrites); the 500 slow ones 9,043 boxes, 64
 empty, 256 mixup, 101 rectangular, 157 cases with overwrites (1,072). Neither the old nor the
 new streams ever hit the out-of-bounds border box (the ``IndexError`` branch of ``compare``).
+Trimmed again (2026-11-26, the whole suite over its 15 minutes): the slow test runs the first
+200 of those 500 cases (34.4 -> about 14 s CPU): 3,170 boxes, 31 empty, 104 mixup, 42
+rectangular (counted from the stream; the overwrites were not recounted).
 """
 import numpy as np
 import pytest
@@ -100,9 +103,9 @@ def test_identical_to_gluoncv_on_random_cases(seed, reference):
 
 
 @pytest.mark.slow
-def test_identical_to_gluoncv_on_500_more_cases(reference):
+def test_identical_to_gluoncv_on_200_more_cases(reference):
     rng = np.random.RandomState(100)
-    assert sum(compare(rng, reference) for _ in range(500)) == 0
+    assert sum(compare(rng, reference) for _ in range(200)) == 0
 
 
 def test_same_cell_and_anchor_keeps_the_last_box():

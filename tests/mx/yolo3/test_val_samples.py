@@ -89,6 +89,7 @@ def test_hook_draws_only_after_validation_and_raw_dataset_is_found(tmp_path, voc
     path = str(tmp_path / 'v.png')
     hook = val_samples_hook(_FixedNet(), raw_val_dataset(loader), val_ds.classes, path,
                           [mx.cpu()], 160)
+    hook.min_interval_s = 0  # every validation (core.plots.REDRAW_INTERVAL_S would wait 20 s)
     hook.after_epoch(TrainState(scores={'current': 0.0}))
     assert not os.path.exists(path)
     hook.after_epoch(TrainState(scores={'val': (['mAP'], [0.5])}))
