@@ -337,6 +337,7 @@ def _current_umask():
     return mask
 
 
+@pytest.mark.slow  # two script runs as subprocesses (17 s on 2 busy cores)
 def test_kill_at_staging_leaves_no_tmp_after_the_next_run(voc_root, tmp_path):
     out, system_tmp = tmp_path / 'out', tmp_path / 'systmp'
     out.mkdir()

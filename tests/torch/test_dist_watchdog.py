@@ -109,6 +109,7 @@ def test_run_job_alone_is_the_function(monkeypatch):
     gdist.teardown()                                    # nothing to leave: no error
 
 
+@pytest.mark.slow  # torchrun, 2 ranks, and the 2 s timeout waited out (8-12 s)
 @pytest.mark.parametrize('mode, expected', ids=['stop', 'hang'], argvalues=[
     ('stop', 'error: rank 1 stopped answering (no heartbeat for 2 s'),
     ('hang', 'error: rank 1 is alive but stuck outside the collectives')])

@@ -60,6 +60,7 @@ def _same_line(ours, ref):
     return True
 
 
+@pytest.mark.slow  # two training runs in child processes, 16-28 s each on 2 busy cores
 @pytest.mark.parametrize('name', sorted(CASES))
 def test_log_matches_reference_line_by_line(name, reference_voc, tmp_path):
     argv = ['--network', 'mobilenet0.25', '--dataset', 'voc', '--gpus', '',

@@ -51,6 +51,7 @@ def _as_numpy(outputs):
     return [o.asnumpy() if hasattr(o, 'asnumpy') else o for o in outputs]
 
 
+@pytest.mark.slow  # 21 s on 2 busy cores: GluonCV's own transforms, image by image
 def test_identical_to_gluoncv_with_the_same_seeds(net):
     """120 random samples through both transforms with the same seeds.
 
