@@ -185,12 +185,12 @@ assert np.isclose(smoothed[i][7], 0.975) and np.allclose(np.delete(smoothed[i], 
     ('md', """## 4. A short training run through the recipe's functions
 
 The same functions as `gluontrain train yolo3` (GluonCV's `train_yolo3.py` order): arguments,
-dataset, network, loaders, `train`. Tiny settings: mobilenet0.25 from random weights, 128 px,
+dataset, network, loaders, `train`. Tiny settings: mobilenet0.25 from random weights, 64 px,
 batch 4, lr 0.002, 4 epochs. Every run writes `{prefix}_train.log` (GluonCV's lines),
 `{prefix}_metrics.jsonl`, `{prefix}_curves.png` and `{prefix}_val_samples.png`."""),
     ('code', """args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', devkit,
                    '--no-pretrained-base', '--gpus', '', '--batch-size', '4', '-j', '0',
-                   '--lr', '0.002', '--data-shape', '128', '--no-random-shape', '--epochs', '4',
+                   '--lr', '0.002', '--data-shape', '64', '--no-random-shape', '--epochs', '4',
                    '--warmup-epochs', '1', '--lr-decay-epoch', '3', '--log-interval', '0',
                    '--save-interval', '0', '--save-prefix', os.path.join(WORK, 'run') + '/'])
 gluoncv.utils.random.seed(args.seed)

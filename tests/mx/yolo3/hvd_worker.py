@@ -1,11 +1,14 @@
 """One rank of the ``horovodrun -np N --gloo`` YOLOv3 test (test_horovod.py): runs the recipe's
 ``main`` and records, for the test, which training images this rank read in each epoch and its
-parameters before and after training.
+parameters before and after training; rank 0 keeps a copy of the checkpoint written after epoch
+0 (``epoch0_last.ckpt``) for the resume test.
 
 Usage: python hvd_worker.py OUT_DIR [recipe arguments...]
 """
+import glob
 import json
 import os
+import shutil
 import sys
 
 import gluontrain.mx  # noqa: F401  (imports gluoncv through the shim, before horovod)
@@ -24,6 +27,9 @@ def run(out_dir, argv):
 
     def recording_set_epoch(self, e):
         epoch[0] = e
+        if e == 1 and ranks[0] == 0:  # epoch 0's checkpoint is complete (written after it)
+            for path in glob.glob(os.path.join(out_dir, '*_last.ckpt')):
+                shutil.copyfile(path, os.path.join(out_dir, 'epoch0_last.ckpt'))
         set_epoch(self, e)
 
     def recording_getitem(self, idx):
