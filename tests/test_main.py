@@ -274,6 +274,7 @@ def test_interrupt_message_names_the_position_and_the_checkpoint():
     assert interrupt_message(None) == 'interrupted before training started'
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_ctrl_c_is_one_line_with_exit_status_130(voc_root, tmp_path):
     err_path = tmp_path / 'stderr.txt'
     argv = _yolo(str(tmp_path) + '/', voc_root, '--epochs', '20')[2:]
@@ -297,6 +298,7 @@ def test_ctrl_c_is_one_line_with_exit_status_130(voc_root, tmp_path):
     assert last.endswith('; last checkpoint: {}; resume with --resume {}'.format(ckpt, ckpt))
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_runs_a_tiny_training_and_prints_the_final_map(voc_root, tmp_path):
     res = subprocess.run(
         [sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py'), '--network',

@@ -161,6 +161,7 @@ val_set = val2017
 
 
 @pytest.mark.parametrize('size', ['12k', '300k'])
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_full_disk_run_ends_with_one_error_line(tmp_path, tmpfs, size):
     """The two-stage recipe with TensorBoard on, writing to a tmpfs that fills during the
     first epoch: exit 1, one ``error:`` line and nothing after it (tensorboardX's exit handler

@@ -331,24 +331,28 @@ def test_full_disk_names_the_file_and_leaves_nothing_half_written(case, capsys):
 
 # ----------------------------------------------------- real processes: real stderr
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_zero_byte_image(case):
     image = zero_bytes(case.image(0))
     res = run_script('train_detection.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, [image], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_truncated_resume(case):
     snap = truncate(case.file('m.pth.tar', 'model_last.pth.tar'))
     res = run_script('train_detection.py', case.argv('--resume', snap)[2:])
     check_refused(res.returncode, res.stderr, [snap], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_config_value_that_does_not_parse(case):
     config = case.config_with(body__body_params='{"width_mult": 0.25')
     res = run_script('train_detection.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, [config, 'body_params'], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_read_only_log_dir(case):
     unmount = read_only_dir(case.out)
     try:
@@ -358,6 +362,7 @@ def test_script_read_only_log_dir(case):
     check_refused(res.returncode, res.stderr, [case.out, '--log_dir'])
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_ctrl_c_once_training_started(case):
     case.config_with(scheduler__epochs='50')
     code, _, err = interrupt_script('train_detection.py', case.argv()[2:], case.out,

@@ -335,12 +335,14 @@ def test_full_disk_names_the_file_and_leaves_nothing_half_written(case, capsys):
 
 # ----------------------------------------------------- real processes: real stderr
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_zero_byte_image(case):
     image = zero_bytes(case.image(0))
     res = run_script('train_relation.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, [image], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_truncated_detector_ckpt(case):
     ckpt = truncate(case.file('d.pth', 'det/model_final.pth'))
     case.opt('MODEL.PRETRAINED_DETECTOR_CKPT', ckpt)
@@ -348,12 +350,14 @@ def test_script_truncated_detector_ckpt(case):
     check_refused(res.returncode, res.stderr, [ckpt, 'MODEL.PRETRAINED_DETECTOR_CKPT'], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_bad_config_value(case):
     case.opt('SOLVER.IMS_PER_BATCH', 0)
     res = run_script('train_relation.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, ['SOLVER.IMS_PER_BATCH'], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_detector_hostile_weight(case):
     case.detector().opt('MODEL.WEIGHT', hostile_torch_file(case.file('evil.pth'), case.marker))
     res = run_script('pretrain_detector.py', case.argv()[2:])
@@ -361,6 +365,7 @@ def test_script_detector_hostile_weight(case):
     assert not os.path.exists(case.marker)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_read_only_output_dir(case):
     unmount = read_only_dir(case.out)
     try:
@@ -371,6 +376,7 @@ def test_script_read_only_output_dir(case):
 
 
 @pytest.mark.parametrize('script', ['train_relation.py', 'pretrain_detector.py'])
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_ctrl_c_once_training_started(script, case):
     if script == 'pretrain_detector.py':
         case.detector()

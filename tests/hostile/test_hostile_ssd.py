@@ -228,12 +228,14 @@ def test_full_disk_names_the_file_and_leaves_nothing_half_written(case, capsys):
 
 # ----------------------------------------------------- real processes: real stderr
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_zero_byte_image(case):
     image = zero_bytes(voc_image(case.copy_data(), 0))
     res = run_script('train_ssd.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, [image], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_hostile_resume(case):
     evil = hostile_torch_file(case.file('evil.pth'), case.marker)
     case.arg('--resume', evil)
@@ -242,12 +244,14 @@ def test_script_hostile_resume(case):
     assert not os.path.exists(case.marker)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_bad_argument_value(case):
     case.arg('--width_mult', 0)
     res = run_script('train_ssd.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, ['--width_mult'], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_read_only_save_folder(case):
     unmount = read_only_dir(case.out)
     try:
@@ -257,6 +261,7 @@ def test_script_read_only_save_folder(case):
     check_refused(res.returncode, res.stderr, [case.out, '--save_folder'])
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_ctrl_c_once_training_started(case):
     case.extra = ['--max_iter', '5000', '--log_interval', '1']
     code, _, err = interrupt_script('train_ssd.py', case.argv()[2:], case.out,

@@ -184,12 +184,14 @@ def test_truncated_image_is_refused_or_reported(case, capsys):
 
 # ----------------------------------------------------- real processes: real stderr
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_zero_byte_image(case):
     image = zero_bytes(voc_image(case.copy_data(), 0))
     res = run_script('train_yolov3.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, [image], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_hostile_pickle_as_weights(case):
     # a torch.save file whose pickle would run code: MXNet never unpickles it
     try:
@@ -202,12 +204,14 @@ def test_script_hostile_pickle_as_weights(case):
     assert not os.path.exists(case.marker)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_bad_argument_value(case):
     case.arg('--epochs', -1)
     res = run_script('train_yolov3.py', case.argv()[2:])
     check_refused(res.returncode, res.stderr, ['--epochs'], case.out)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_read_only_save_prefix(case):
     unmount = read_only_dir(case.out)
     try:
@@ -217,6 +221,7 @@ def test_script_read_only_save_prefix(case):
     check_refused(res.returncode, res.stderr, [case.out, '--save-prefix'])
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_ctrl_c_once_training_started(case):
     case.extra = ['--epochs', '50', '--log-interval', '1', '--batch-size', '2']
     code, _, err = interrupt_script('train_yolov3.py', case.argv()[2:], case.out,

@@ -2,7 +2,10 @@
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_gluoncv_and_torch_in_one_process_either_order():
     for first in ('import torch; import gluontrain.mx', 'import gluontrain.mx; import torch'):
         code = (first + '\nimport mxnet as mx, torch, gluoncv\n'
@@ -18,6 +21,7 @@ def test_gluoncv_and_torch_in_one_process_either_order():
         assert res.stdout.startswith('2.')
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_plain_gluoncv_import_fails_beside_torch_which_is_why_the_shim_exists():
     code = 'import torch, gluoncv'
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)

@@ -15,6 +15,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.mark.skipif(not HAVE_HOROVOD, reason='horovod is not installed (docs/distributed.md)')
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_horovod_comm_collectives_on_two_processes(tmp_path):
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''),
                OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NTHREADS='1')

@@ -18,6 +18,7 @@ def _run_torchrun(out_dir):
     return torchrun(WORKER, [out_dir], timeout=60)
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_two_ranks_end_with_identical_weights(tmp_path):
     res = _run_torchrun(tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -97,6 +97,7 @@ def reference():
 
 
 @pytest.mark.parametrize('seed', range(4))
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_identical_to_gluoncv_on_random_cases(seed, reference):
     rng = np.random.RandomState(seed)
     assert sum(compare(rng, reference) for _ in range(125)) == 0

@@ -46,6 +46,7 @@ def _same(a, b):
 
 
 @pytest.mark.parametrize('kind', ['params', 'exported'])
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_eval_equals_what_validate_reported(trained, voc_root, kind, capsys):
     out, params, (names, values) = trained
     got_names, got_values = eval_main(

@@ -25,6 +25,7 @@ def _epoch_means(log_text):
             for line in log_text.splitlines() if 'Epoch mean' in line]
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_two_epochs_write_reference_files_lines_and_lower_loss(voc_root, argv_for):
     """At 128 px instead of conftest's 160: 17.3 -> 15.1 s CPU. The epoch-mean loss sums
     (their halving is asserted below; the first is mostly objectness over all anchors, so it
@@ -174,6 +175,7 @@ def test_resume_from_params_moves_the_schedule_instead_of_rewarming(voc_root, ar
         '0 wrong shape)'.format(_prefix(base)) in log.split('Start training')[0]
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_two_cpu_contexts_keep_identical_replicas(voc_root, tmp_path):
     args = parse_args(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root',
                        str(voc_root), '--no-pretrained-base', '--cpus', '2', '--batch-size', '4',

@@ -67,6 +67,7 @@ def test_target_shapes_are_the_recorded_gluoncv_layout_key_for_key(path):
 
 @pytest.mark.parametrize('name', ['yolo3_darknet53_voc', 'yolo3_mobilenet1.0_coco',
                                   'yolo3_mobilenet1.0_voc', 'yolo3_mobilenet0.25_voc'])
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_gluoncv_params_load_unchanged_into_get_net(zoo_files, name):
     network, dataset = name.split('_')[1:]
     ref = _zoo(name)

@@ -127,6 +127,7 @@ def test_loss_goes_down(tiny_voc, tmp_path):
     assert sum(losses[-4:]) / 4 < 0.6 * losses[0]
 
 
+@pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_resume_from_pass_end_checkpoint_equals_uninterrupted(tiny_voc, tmp_path):
     """Crashed in pass 1, resumed from the end of pass 0 (after an LR step): bit for bit the
     uninterrupted run's weights. Was 12 iterations of batch 4 at width 1/8 on 16 images,
