@@ -206,7 +206,26 @@ def plot_curves(metrics_jsonl_path, out_png, title=None):
     return draw_curves(read_metrics(metrics_jsonl_path), out_png, title=title)
 
 
-class CurvesHook(Hook):
+class _RedrawHook(Hook):
+    """What the picture hooks share: the redraw interval (:data:`REDRAW_INTERVAL_S`) and the
+    time of the last draw, counted from the start of training."""
+
+    def _init_redraw(self, min_interval_s):
+        self.min_interval_s = REDRAW_INTERVAL_S if min_interval_s is None else min_interval_s
+        self._drawn_at = time.monotonic()
+
+    def before_train(self, state):
+        self._drawn_at = time.monotonic()
+
+    def _redraw_due(self):
+        """Whether the picture is at least ``min_interval_s`` old."""
+        return time.monotonic() - self._drawn_at >= self.min_interval_s
+
+    def _drawn_now(self):
+        self._drawn_at = time.monotonic()
+
+
+class CurvesHook(_RedrawHook):
     """(Re)draws ``path`` after every validation and at the end of training.
 
     Parameters
@@ -228,11 +247,10 @@ class CurvesHook(Hook):
 
     def __init__(self, path, meter, history=None, title=None, min_interval_s=None):
         self.path, self.meter, self.history, self.title = path, meter, history, title
-        self.min_interval_s = REDRAW_INTERVAL_S if min_interval_s is None else min_interval_s
         self.records = []
         self._restored = None
         self._drawn = None  # the records the picture on disk shows
-        self._drawn_at = time.monotonic()
+        self._init_redraw(min_interval_s)
 
     def state_dict(self):
         return {'records': [dict(r) for r in self.records]}
@@ -241,8 +259,8 @@ class CurvesHook(Hook):
         self._restored = [dict(r) for r in state_dict['records']]
 
     def before_train(self, state):
+        super().before_train(state)
         self.records = []
-        self._drawn_at = time.monotonic()
         if self._restored is not None:
             self.records = [r for r in self._restored if r['epoch'] < state.start_epoch]
         elif self.history:
@@ -262,8 +280,7 @@ class CurvesHook(Hook):
         return record
 
     def after_epoch(self, state):
-        if 'val' in self._record(state) and (
-                time.monotonic() - self._drawn_at >= self.min_interval_s):
+        if 'val' in self._record(state) and self._redraw_due():
             self.draw()
 
     def after_train(self, state):
@@ -279,7 +296,7 @@ class CurvesHook(Hook):
         """Write the picture from the records collected so far."""
         self._drawn = [dict(r) for r in self.records]
         path = draw_curves(self.records, self.path, title=self.title)
-        self._drawn_at = time.monotonic()
+        self._drawn_now()
         return path
 
 
@@ -356,7 +373,7 @@ def class_name(classes, cid):
     return classes[cid] if classes is not None and 0 <= cid < len(classes) else str(cid)
 
 
-class SamplesHook(Hook):
+class SamplesHook(_RedrawHook):
     """After every validation (``'val'`` in ``state.scores`` at the end of an epoch, or at
     the end of training), call ``draw_fn(title)`` to redraw the samples picture.
 
@@ -377,13 +394,9 @@ class SamplesHook(Hook):
 
     def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError), min_interval_s=None):
         self.draw_fn, self.errors = draw_fn, tuple(errors)
-        self.min_interval_s = REDRAW_INTERVAL_S if min_interval_s is None else min_interval_s
         self._drawn = None
         self._epoch_val = None
-        self._drawn_at = time.monotonic()
-
-    def before_train(self, state):
-        self._drawn_at = time.monotonic()
+        self._init_redraw(min_interval_s)
 
     def _draw(self, title):
         import warnings  # pylint: disable=import-outside-toplevel
@@ -391,12 +404,12 @@ class SamplesHook(Hook):
             self.draw_fn(title)
         except self.errors as e:
             warnings.warn('val samples picture not written: {}'.format(e))
-        self._drawn_at = time.monotonic()
+        self._drawn_now()
 
     def after_epoch(self, state):
         if 'val' in state.scores:
             self._epoch_val = (state.scores['val'], 'epoch {}'.format(state.epoch))
-            if time.monotonic() - self._drawn_at >= self.min_interval_s:
+            if self._redraw_due():
                 self._draw(self._epoch_val[1])
                 self._drawn = state.scores['val']
 
