@@ -15,6 +15,7 @@ backward, and MXNet's SGD update.
 * :func:`gluon_batchnorm` makes BatchNorm's running variance Gluon's: the biased batch
   variance (PyTorch keeps the unbiased one).
 """
+import logging
 from collections import OrderedDict
 
 import torch
@@ -171,6 +172,14 @@ def gluon_batchnorm(net):
     return handles
 
 
+def _log_loss_scale(before, after):
+    # MXNet's LossScaler logs each change on the root logger, which GluonCV's script writes
+    # to its _train.log: a run's skipped updates are visible there, and so here
+    if after != before:
+        logging.getLogger('gluontrain').info('AMP: %s loss scale to %f', 'decreasing'
+                                             if after < before else 'increasing', after)
+
+
 class YOLOv3Step:
     """Callable ``step(batch, state) -> outputs`` for :func:`gluontrain.core.loop.run_loop`.
 
@@ -186,6 +195,9 @@ class YOLOv3Step:
     autocast : callable, optional
         ``--amp``: a context manager factory around the forward.
     scaler : torch.amp.GradScaler, optional
+        Dynamic loss scaling as MXNet AMP's ``LossScaler`` (both start at 2**16, halve and skip
+        the update on an overflow, double after 2000 clean steps); each change is logged as
+        MXNet logs it (``AMP: decreasing loss scale to 32768.000000``).
 
     Returns (from ``__call__``)
     ---------------------------
@@ -223,9 +235,11 @@ class YOLOv3Step:
         self.optimizer.zero_grad(set_to_none=True)
         total = (losses[0] + losses[1] + losses[2] + losses[3]).sum()
         if self.scaler is not None:
+            before = self.scaler.get_scale()
             self.scaler.scale(total).backward()
-            self.scaler.step(self.optimizer)
+            self.scaler.step(self.optimizer)  # skips the update when a gradient overflowed
             self.scaler.update()
+            _log_loss_scale(before, self.scaler.get_scale())
         else:
             total.backward()
             self.optimizer.step()
