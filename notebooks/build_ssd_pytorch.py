@@ -173,12 +173,12 @@ plt.show()"""),
 
 The functions behind `gluontrain train ssd` (ssd.pytorch's `train.py` order): arguments,
 dataset, network, loaders, `train`. ssd.pytorch's defaults (SGD, lr 1e-3, momentum 0.9,
-weight decay 5e-4, `gamma` 0.1 at `lr_steps`) with a short schedule: 30 iterations of batch 8,
-the rate divided by 10 at iteration 20. Every run writes `ssd300_VOC_train.log`,
+weight decay 5e-4, `gamma` 0.1 at `lr_steps`) with a short schedule: 20 iterations of batch 8,
+the rate divided by 10 at iteration 15. Every run writes `ssd300_VOC_train.log`,
 `ssd300_VOC_metrics.jsonl`, `ssd300_VOC_curves.png` and `ssd300_VOC_val_samples.png`."""),
     ('code', """args = parse_args(['--dataset_root', devkit, '--basenet', '', '--batch_norm', 'true',
                    '--width_mult', '0.0625', '--cuda', 'false', '--batch_size', '8',
-                   '--num_workers', '0', '--max_iter', '30', '--lr_steps', '20',
+                   '--num_workers', '0', '--max_iter', '20', '--lr_steps', '15',
                    '--save_interval', '0', '--log_interval', '10', '--seed', '0',
                    '--save_folder', os.path.join(WORK, 'run') + '/'])
 torch.manual_seed(args.seed)
@@ -194,13 +194,13 @@ tic = time.time()
 state = train(net, train_data, val_data, eval_metric, ctx, args)
 print('trained in {:.0f} s; VOC07 mAP untrained {:.4f}, after {} iterations {:.4f}'.format(
     time.time() - tic, untrained, state.iteration, state.scores['val'][1][-1]))
-assert state.iteration == 30"""),
+assert state.iteration == 20"""),
     ('md', """## 6. Curves
 
 Per-pass mean of the localisation and classification losses, the learning rate (dashed,
 right axis) and the VOC07 mAP of the final validation. The recipe counts iterations as
-ssd.pytorch does; a pass over these 80 images is 10 iterations, so the third pass (iteration
-30) ends the run."""),
+ssd.pytorch does; a pass over these 80 images is 10 iterations, so the second pass (iteration
+20) ends the run."""),
     ('code', """prefix = os.path.join(args.save_folder, 'ssd300_VOC')
 records = read_metrics(prefix + '_metrics.jsonl')
 for r in records:

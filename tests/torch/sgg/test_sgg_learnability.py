@@ -32,8 +32,16 @@ TEST_SET = 'VG_stanford_filtered_with_attribute_test'
 # (were +0.2 and x3, tuned to seed 0's 400 iterations): trained above the frequency baseline
 # + 0.05 (the smallest margin measured is 0.108) and above 1.5 x untrained (smallest ratio
 # 1.85; 128 px images or 150 iterations came closer to the untrained model).
-TRAIN = ['SOLVER.MAX_ITER', '200', 'SOLVER.STEPS', '(150,)', 'SOLVER.BASE_LR', '0.005',
-         'SOLVER.TO_VAL', 'False', 'SOLVER.CHECKPOINT_PERIOD', '200']
+# Second trim (2026-11-26): images at 128-224 px (the config: 192-320), the shipped CPU config's
+# rate 0.01, 150 iterations (decay at 110): 42.3 -> 27 s CPU for the training run. R@50
+# untrained / frequency / trained with SEED 0, 1, 2: 0.1101 / 0.1065 / 0.3036, 0.1341 / 0.1065 /
+# 0.2062, 0.0830 / 0.1065 / 0.2149 (smallest margin over the baseline 0.100, smallest ratio to
+# untrained 1.54). 100 or 120 iterations at that size, or 120 at the config's size, left seed 1
+# at 0.133-0.144: too close to the baseline.
+SIZES = ['INPUT.MIN_SIZE_TRAIN', '(128,)', 'INPUT.MAX_SIZE_TRAIN', '224',
+         'INPUT.MIN_SIZE_TEST', '128', 'INPUT.MAX_SIZE_TEST', '224']
+TRAIN = ['SOLVER.MAX_ITER', '150', 'SOLVER.STEPS', '(110,)', 'SOLVER.TO_VAL', 'False',
+         'SOLVER.CHECKPOINT_PERIOD', '150'] + SIZES
 
 
 @pytest.fixture(scope='module')
@@ -64,9 +72,9 @@ def _r50(result, mode='predcls'):
 @pytest.mark.slow
 def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
     _, _, untrained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'untrained',
-                           'SOLVER.MAX_ITER', '0', 'SOLVER.TO_VAL', 'False')
+                           'SOLVER.MAX_ITER', '0', 'SOLVER.TO_VAL', 'False', *SIZES)
     state, _, trained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'trained', *TRAIN)
-    assert state.iteration == 200
+    assert state.iteration == 150
     folder = tmp_path / 'trained' / 'inference' / TEST_SET
     saved = torch.load(str(folder / 'eval_results.pytorch'), weights_only=False)
     stats = torch.load(str(tmp_path / 'trained' /

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from launch import dist_env, torchrun  # tests/launch.py
+from gluontrain.core.checkpoint import load_checkpoint
 from gluontrain.data import synthetic
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -112,37 +113,31 @@ def test_gathered_validation_equals_one_process_on_the_same_weights(ddp_run, tin
 
 
 @pytest.mark.slow
-def test_crashed_ddp_run_resumed_equals_the_uninterrupted_run(ddp_run, tiny_voc, tmp_path):
+def test_crashed_ddp_run_resumed_at_a_pass_end_then_inside_a_pass_equals_the_uninterrupted_run(
+        ddp_run, tiny_voc, tmp_path):
+    """Both kinds of DDP resume in one chain (three torchruns instead of four, issue 22): the
+    crashed run resumes from its pass-end checkpoint (iteration 4) and stops inside pass 1
+    (iteration 6), and that end-of-run checkpoint, inside a pass, resumes to iteration 12."""
     crashed = tmp_path / 'crashed'
     res = _torchrun(WORKER, [str(tmp_path)] + _argv(tiny_voc, crashed, 4, '--max_iter', '12'),
                     {'GLUONTRAIN_TEST_CRASH_AT': '6'})
     assert res.returncode != 0 and 'planted crash at iteration 6' in res.stderr + res.stdout
     ckpt = str(crashed / 'ssd300_VOC_last.ckpt')   # the end of pass 0 (iteration 4)
-    _ok(_torchrun(os.path.join(REPO, 'scripts', 'train_ssd.py'),
-                  _argv(tiny_voc, crashed, 4, '--max_iter', '12', '--resume', ckpt)))
+    assert load_checkpoint(ckpt)['iteration'] == 4
+    script = os.path.join(REPO, 'scripts', 'train_ssd.py')
+    _ok(_torchrun(script, _argv(tiny_voc, crashed, 4, '--max_iter', '6', '--resume', ckpt)))
+    assert load_checkpoint(ckpt)['iteration'] == 6  # inside pass 1
+    _ok(_torchrun(script, _argv(tiny_voc, crashed, 4, '--max_iter', '12', '--resume', ckpt)))
     a = torch.load(str(ddp_run / 'run' / 'VOC.pth'))
     b = torch.load(str(crashed / 'VOC.pth'))
     assert [k for k in a if not torch.equal(a[k], b[k])] == []
     keys = ('epoch', 'iteration', 'lr', 'loss_running', 'loss_epoch', 'val')
     assert [{k: r.get(k) for k in keys} for r in _rows(crashed)] == [
         {k: r.get(k) for k in keys} for r in _rows(ddp_run / 'run')]
-
-
-@pytest.mark.slow
-def test_ddp_resume_inside_a_pass_equals_the_uninterrupted_run(ddp_run, tiny_voc, tmp_path):
-    first = tmp_path / 'first'
-    script = os.path.join(REPO, 'scripts', 'train_ssd.py')
-    _ok(_torchrun(script, _argv(tiny_voc, first, 4, '--max_iter', '6')))  # stops in pass 1
-    _ok(_torchrun(script, _argv(tiny_voc, first, 4, '--max_iter', '12', '--resume',
-                                str(first / 'ssd300_VOC_last.ckpt'))))
-    a = torch.load(str(ddp_run / 'run' / 'VOC.pth'))
-    b = torch.load(str(first / 'VOC.pth'))
-    assert [k for k in a if not torch.equal(a[k], b[k])] == []
     # a checkpoint of 2 processes is refused by 1, with the command that continues it
     from gluontrain.torch.ssd.recipe import main
     with pytest.raises(ValueError, match='written by 2 process.*--nproc_per_node 2'):
-        main(_argv(tiny_voc, tmp_path / 'alone', 4, '--max_iter', '14', '--resume',
-                   str(first / 'ssd300_VOC_last.ckpt')))
+        main(_argv(tiny_voc, tmp_path / 'alone', 4, '--max_iter', '14', '--resume', ckpt))
 
 
 # 2 processes x batch 2 against 1 process x batch 4, measured on this data (seed 0) at width
