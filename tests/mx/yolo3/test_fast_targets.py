@@ -13,7 +13,9 @@ empty, 256 mixup, 101 rectangular, 157 cases with overwrites (1,072). Neither th
 new streams ever hit the out-of-bounds border box (the ``IndexError`` branch of ``compare``).
 Trimmed again (2026-11-26, the whole suite over its 15 minutes): the slow test runs the first
 200 of those 500 cases (34.4 -> about 14 s CPU): 3,170 boxes, 31 empty, 104 mixup, 42
-rectangular (counted from the stream; the overwrites were not recounted).
+rectangular (counted from the stream; the overwrites were not recounted). And once more (the
+same day): each random-case test runs the first 60 of its 125 cases and the slow one the first
+100 of its 200 (about 42 -> 21 s in the suite; the coverage was not recounted).
 """
 import numpy as np
 import pytest
@@ -100,13 +102,13 @@ def reference():
 @pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_identical_to_gluoncv_on_random_cases(seed, reference):
     rng = np.random.RandomState(seed)
-    assert sum(compare(rng, reference) for _ in range(125)) == 0
+    assert sum(compare(rng, reference) for _ in range(60)) == 0
 
 
 @pytest.mark.slow
-def test_identical_to_gluoncv_on_200_more_cases(reference):
+def test_identical_to_gluoncv_on_100_more_cases(reference):
     rng = np.random.RandomState(100)
-    assert sum(compare(rng, reference) for _ in range(200)) == 0
+    assert sum(compare(rng, reference) for _ in range(100)) == 0
 
 
 def test_same_cell_and_anchor_keeps_the_last_box():

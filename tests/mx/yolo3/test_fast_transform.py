@@ -60,11 +60,13 @@ def test_identical_to_gluoncv_with_the_same_seeds(net):
     ten sizes 320-608 the 20 (side, mixup) pairs took about 25 s of the test's 40.3 s of CPU
     time. The side is now drawn from three sizes, 320, 448 and 608 (10, 14 and 19 cells at
     stride 32: the smallest, an even middle, the largest and odd), 6 pairs: 23.7 s. Still 120
-    samples, drawn as before (image sizes 20-600, 1-39 boxes, mixup 30 %).
+    samples, drawn as before (image sizes 20-600, 1-39 boxes, mixup 30 %). Trimmed again
+    (2026-11-26, the suite over its 15 minutes): the first 60 of those samples, the same
+    stream (24 s in the suite -> about half).
     """
     rng = np.random.RandomState(0)
     transforms = {}
-    for case in range(120):
+    for case in range(60):
         side, mix = 32 * int(rng.choice([10, 14, 19])), bool(rng.rand() < 0.3)
         if (side, mix) not in transforms:
             transforms[side, mix] = (YOLO3DefaultTrainTransform(side, side, net, mixup=mix),
