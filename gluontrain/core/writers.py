@@ -149,6 +149,15 @@ class EventFile:
             raise
 
 
+def tensorboard_available():
+    """True when ``tensorboardX`` (which writes the TensorBoard event files) imports."""
+    try:
+        import tensorboardX  # noqa: F401  pylint: disable=import-outside-toplevel,W0611
+    except ImportError:
+        return False
+    return True
+
+
 class TensorBoardHook(Hook):
     """TensorBoard scalars: running losses and lr every ``log_interval`` steps (x = iteration),
     epoch means and validation metrics every epoch (x = epoch).
@@ -167,11 +176,8 @@ class TensorBoardHook(Hook):
         self.writer = None
 
     def before_train(self, state):
-        try:
-            import tensorboardX  # noqa: F401  pylint: disable=import-outside-toplevel,W0611
-        except ImportError as e:
-            raise ImportError('TensorBoard logging needs tensorboardX: pip install tensorboardX'
-                              ) from e
+        if not tensorboard_available():
+            raise ImportError('TensorBoard logging needs tensorboardX: pip install tensorboardX')
         self.writer = EventFile(self.logdir, state.iteration + 1 if resuming(state) else None)
 
     def after_batch(self, state):

@@ -13,7 +13,8 @@ from gluontrain.core import checkpoint as ckpt
 from gluontrain.core.hooks import LossMeterHook, MetricsJSONHook
 from gluontrain.core.loop import TrainState, run_loop
 from gluontrain.core.meters import LossMeter
-from gluontrain.core.writers import EventFile, LogFileHandler, TensorBoardHook, remove_if_empty
+from gluontrain.core.writers import (EventFile, LogFileHandler, TensorBoardHook, remove_if_empty,
+                                     tensorboard_available)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FULL = '/dev/full'  # every write fails with ENOSPC
@@ -189,3 +190,11 @@ def test_full_disk_run_ends_with_one_error_line(tmp_path, tmpfs, size):
     left = [os.path.join(d, n) for d, _, names in os.walk(str(folder)) for n in names]
     assert not [p for p in left if os.path.getsize(p) == 0], left
     assert not [p for p in left if p.endswith('.tmp')], left
+
+
+def test_tensorboard_available_follows_the_import(monkeypatch):
+    import types
+    monkeypatch.setitem(sys.modules, 'tensorboardX', None)  # import raises ImportError
+    assert tensorboard_available() is False
+    monkeypatch.setitem(sys.modules, 'tensorboardX', types.ModuleType('tensorboardX'))
+    assert tensorboard_available() is True

@@ -16,7 +16,7 @@ from ...core.hooks import restore_hooks_state
 from ...core.load_report import WeightsLoadError
 from ...core.loop import Period, run_loop
 from ...core.meters import LossMeter
-from ...core.writers import save_best_and_interval
+from ...core.writers import save_best_and_interval, tensorboard_available
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
 from ..distributed import TorchComm, init_process_group, teardown
@@ -163,12 +163,10 @@ def _summary(args):
     logdir = args.log_dir if args.tensorboard is None else args.tensorboard
     if not logdir:
         return ''
-    try:
-        import tensorboardX  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    except ImportError:
+    if not tensorboard_available():
         if args.tensorboard:
             raise ValueError('--tensorboard {} needs tensorboardX: pip install tensorboardX'
-                             .format(args.tensorboard)) from None
+                             .format(args.tensorboard))
         return ''
     return logdir
 

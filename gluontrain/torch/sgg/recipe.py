@@ -24,7 +24,7 @@ from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
 from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
-from ...core.writers import LogFileHandler, save_best_and_interval
+from ...core.writers import LogFileHandler, save_best_and_interval, tensorboard_available
 from ..distributed import (get_rank, get_world_size, init_process_group, teardown,
                            unwrap_model)
 from ..step import mixed_precision, seed_all
@@ -215,14 +215,6 @@ def _slow_heads(cfg):
     return slow_heads(cfg)
 
 
-def _tensorboard(cfg):
-    try:
-        import tensorboardX  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    except ImportError:
-        return ''
-    return cfg.OUTPUT_DIR
-
-
 def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=None,
              header=()):
     """SGB's ``train()`` of relation_train_net (``mode='relation'``) or detector_pretrain_net
@@ -274,7 +266,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
         samples_hook=_samples_hook(cfg, model, val_data, paths, device) if is_main else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
-        tensorboard=_tensorboard(cfg) if is_main else '', tensorboard_interval=20,
+        tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '',
+        tensorboard_interval=20,
         plots=is_main)
     if not is_main:
         hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
