@@ -1,11 +1,13 @@
 """gluontrain.torch.yolo3.step: GluonCV's loss and targets by hand, MXNet's SGD, Gluon's
 BatchNorm variance."""
+import logging
 import math
 
 import torch
 
-from gluontrain.torch.yolo3.step import (GluonSGD, batch_iou, gluon_batchnorm, merge_targets,
-                                         yolov3_loss)
+from gluontrain.torch.yolo3.model import TrainOutputs
+from gluontrain.torch.yolo3.step import (GluonSGD, YOLOv3Step, batch_iou, gluon_batchnorm,
+                                         merge_targets, yolov3_loss)
 
 
 def _bce(x, y):
@@ -87,7 +89,6 @@ class _TinyHead(torch.nn.Module):
         self.linear = torch.nn.Linear(8, anchors * 11)
 
     def forward(self, x):  # pylint: disable=missing-function-docstring
-        from gluontrain.torch.yolo3.model import TrainOutputs
         out = self.linear(x).reshape(x.shape[0], self.anchors, 11)
         return TrainOutputs(out[..., :4], out[..., 4:6], out[..., 6:8], out[..., 8:9],
                             out[..., 9:], None, None, None)
@@ -100,8 +101,6 @@ def test_amp_skips_overflowed_updates_and_logs_each_loss_scale_change(caplog):
     CPU stands in for CUDA (the recipe refuses --amp on a CPU). On the real network YOLOv3's
     summed loss overflows at MXNet's initial 2**16 too: 18 skipped updates for mobilenet0.25
     at 128 px (docs/faithfulness.md)."""
-    import logging
-    from gluontrain.torch.yolo3.step import YOLOv3Step
     torch.manual_seed(0)
     anchors = 64
     net = _TinyHead(anchors)
