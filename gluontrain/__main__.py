@@ -18,7 +18,7 @@ import errno
 import sys
 
 from .core.loop import TrainState
-from .registry import get_recipe, list_recipes, recipe_summary, route
+from .registry import RecipeUnavailable, get_recipe, list_recipes, recipe_summary, route
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C'd program
@@ -182,7 +182,11 @@ def main(argv=None):
         if len(argv) >= 2 and argv[0] == 'train':
             print('error: unknown recipe {!r}'.format(argv[1]), file=sys.stderr)
         return 2
-    recipe = get_recipe(route(argv[1], argv[2:]))
+    try:
+        recipe = get_recipe(route(argv[1], argv[2:]))
+    except RecipeUnavailable as e:
+        print('error: {}'.format(e), file=sys.stderr)
+        return EXIT_ERROR
     try:
         with _program_name('gluontrain train ' + argv[1] if from_command_line else None):
             state = _run(recipe, argv[2:])

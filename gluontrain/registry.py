@@ -29,6 +29,24 @@ _SUMMARIES = {
 }
 
 
+# what a recipe's import needs that an install may lack, and how to get it (README, set-up)
+_INSTALLS = {
+    'mxnet': "README command (a): pip install -r requirements/stack-py311.txt, then "
+             "pip install --no-deps gluoncv==0.10.5.post0 -e .",
+    'torch': "pip install -e '.[torch]' (README command (c))",
+}
+_INSTALLS['gluoncv'] = _INSTALLS['mxnet']
+for _name in ('yacs', 'cv2', 'pycocotools', 'matplotlib'):
+    _INSTALLS[_name] = _INSTALLS['torch']
+# another way to run a recipe when its framework is missing
+_ALTERNATIVES = {'yolo3': 'or train YOLOv3 on PyTorch with --backend torch (recipe yolo3-torch)'}
+
+
+class RecipeUnavailable(ImportError):
+    """A recipe's framework or library is not installed; the message names it and the install
+    command."""
+
+
 # recipes whose command line picks the backend: (recipe, --backend value) -> recipe to run
 _BACKEND_ROUTES = {('yolo3', 'torch'): 'yolo3-torch', ('yolo3', 'mxnet'): 'yolo3'}
 
@@ -69,13 +87,24 @@ def get_recipe(name):
     ------
     KeyError
         For an unknown name (the message lists the known ones).
+    RecipeUnavailable
+        When a library the recipe imports (mxnet, gluoncv, torch, yacs, ...) is not installed:
+        the message names it and how to install it.
     TypeError
         When the module lacks a function of the contract.
     """
     if name not in _RECIPES:
         raise KeyError('unknown recipe {!r}; known recipes: {}'.format(
             name, ', '.join(list_recipes())))
-    module = importlib.import_module(_RECIPES[name])
+    try:
+        module = importlib.import_module(_RECIPES[name])
+    except ModuleNotFoundError as e:
+        library = (e.name or '').split('.')[0]
+        if library not in _INSTALLS:
+            raise
+        raise RecipeUnavailable('recipe {!r} needs {}, which is not installed here: {}{}'.format(
+            name, library, _INSTALLS[library],
+            '; ' + _ALTERNATIVES[name] if name in _ALTERNATIVES else '')) from e
     missing = [f for f in CONTRACT if not callable(getattr(module, f, None))]
     if missing:
         raise TypeError('recipe {!r} ({}) lacks {}'.format(name, _RECIPES[name], missing))

@@ -477,3 +477,19 @@ def test_a_collective_timeout_is_one_line_naming_the_stopped_rank(monkeypatch, c
         RuntimeError('a bug')))
     with pytest.raises(RuntimeError, match='a bug'):
         main(['train', 'ssd'])
+
+
+@pytest.mark.parametrize('recipe, missing, library, hint', [
+    ('yolo3', ('mxnet', 'gluoncv'), 'gluoncv', '--backend torch'),
+    ('ssd', ('torch',), 'torch', "'.[torch]'")])
+def test_a_recipe_whose_framework_is_missing_is_one_line_naming_the_install(recipe, missing,
+                                                                               library, hint):
+    # None in sys.modules makes the import fail as it does where the package is not installed
+    code = ('import sys; sys.modules.update(dict.fromkeys({!r})); '
+            'from gluontrain.__main__ import main; '
+            'sys.exit(main(["train", {!r}, "--help"]))'.format(missing, recipe))
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count('\n') == 1 and 'Traceback' not in done.stderr
+    assert done.stderr.startswith("error: recipe {!r} needs {}, which is not installed".format(
+        recipe, library)) and hint in done.stderr
