@@ -20,12 +20,16 @@ import os
 import warnings
 
 import numpy as np
+import torch
 import torch.utils.data as data
 
 from gluontrain.data import msgpack
 from gluontrain.data.checks import DatasetError
-from gluontrain.data.images import ImageReadError
-from gluontrain.data.images import ImageMissingError, open_image, warn_size_mismatch
+from gluontrain.data.images import (ImageMissingError, ImageReadError, open_image,
+                                    warn_size_mismatch)
+
+from .sampler import DistributedARBatchSampler
+from .transform import ISSTransform, iss_collate_fn
 
 __all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'make_transforms',
            'make_dataloaders', 'DatasetError', 'ImageReadError']
@@ -428,7 +432,6 @@ def make_transforms(dl_config):
     tuple of ISSTransform
         ``(train, val)``: flip and random scale for training only.
     """
-    from .transform import ISSTransform  # pylint: disable=import-outside-toplevel
     common = (dl_config.getint('shortest_size'), dl_config.getint('longest_max_size'),
               dl_config.getstruct('rgb_mean'), dl_config.getstruct('rgb_std'))
     return (ISSTransform(*common, dl_config.getboolean('random_flip'),
@@ -448,10 +451,11 @@ def _batch_size(dl_config, key):
     return size
 
 
-def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False):
+def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False,
+                     datasets=None, batch_size=None, num_workers=None):
     """seamseg's ``make_dataloader``: the two datasets with their aspect-ratio batch
-    samplers (training drops the last incomplete batches, validation keeps them) and
-    ``iss_collate_fn``.
+    samplers (one shard per process; training drops the last incomplete batches, validation
+    keeps them) and ``iss_collate_fn``.
 
     Parameters
     ----------
@@ -461,36 +465,41 @@ def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False
     rank, world_size : int
     reference_shuffle : bool
         seamseg's compounding shuffle (see :mod:`.sampler`).
+    datasets : (Dataset, Dataset), optional
+        ``(train, val)`` already built; default: those of ``[dataloader] train_set`` and
+        ``val_set`` with :func:`make_transforms`.
+    batch_size, num_workers : int, optional
+        Default: ``[dataloader] train_batch_size`` and ``num_workers`` (the validation batch
+        is always ``val_batch_size``).
 
     Returns
     -------
     tuple of torch.utils.data.DataLoader
         ``(train, val)``.
     """
-    import torch  # pylint: disable=import-outside-toplevel
-    from .sampler import DistributedARBatchSampler  # pylint: disable=import-outside-toplevel
-    from .transform import iss_collate_fn  # pylint: disable=import-outside-toplevel
     dl = config['dataloader']
-    train_tf, val_tf = make_transforms(dl)
+    if datasets is None:
+        datasets = [make_dataset(root, dl[key], tf)
+                    for key, tf in zip(('train_set', 'val_set'), make_transforms(dl))]
+    sizes = (batch_size or _batch_size(dl, 'train_batch_size'), _batch_size(dl, 'val_batch_size'))
+    workers = dl.getint('num_workers') if num_workers is None else num_workers
     loaders = []
-    for split_key, size_key, tf, drop_last in (('train_set', 'train_batch_size', train_tf, True),
-                                               ('val_set', 'val_batch_size', val_tf, False)):
-        dataset = make_dataset(root, dl[split_key], tf)
+    for split, dataset, size, drop_last in (('train', datasets[0], sizes[0], True),
+                                            ('val', datasets[1], sizes[1], False)):
         if len(dataset) == 0:
-            # before the batch sampler, whose complaint would be about the batch size
+            # before the batch sampler, whose complaint would be about the batch size (and an
+            # empty val split would end the run after training, dividing by its 0 batches)
             raise DatasetError('{} split {!r} of {} has no image ({}): add images to it or set '
-                               '[dataloader] {} to a split that has some'.format(
-                                   split_key.split('_')[0], dl[split_key], root,
-                                   dataset.source, split_key))
-        sampler = DistributedARBatchSampler(dataset, _batch_size(dl, size_key), world_size,
-                                            rank, drop_last,
+                               '[dataloader] {}_set to a split that has some'.format(
+                                   split, dl['{}_set'.format(split)], root,
+                                   getattr(dataset, 'source', 'its list'), split))
+        sampler = DistributedARBatchSampler(dataset, size, world_size, rank, drop_last,
                                             reference_shuffle=reference_shuffle)
         loaders.append(data.DataLoader(dataset, batch_sampler=sampler,
-                                       collate_fn=iss_collate_fn,
-                                       pin_memory=torch.cuda.is_available(),
-                                       num_workers=dl.getint('num_workers')))
+                                       collate_fn=iss_collate_fn, num_workers=workers,
+                                       pin_memory=torch.cuda.is_available()))
     if len(loaders[0]) == 0:
         raise ValueError('the training split {!r} of {} gives no complete batch of {} images per '
                          'process: lower [dataloader] train_batch_size'.format(
-                             dl['train_set'], root, dl.get('train_batch_size')))
+                             dl['train_set'], root, sizes[0]))
     return loaders[0], loaders[1]
