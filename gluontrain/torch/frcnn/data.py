@@ -86,7 +86,31 @@ def _find_image(folder, stem):
                             'or remove the id from the split list'.format(stem, folder))
 
 
-class ISSDataset(data.Dataset):
+class _Split(data.Dataset):
+    """What both formats share: ``_images``, one dict per image with its ``id`` and declared
+    ``size``, gives seamseg's ``img_sizes`` and the items' ``idx`` and ``size``."""
+
+    @property
+    def num_thing(self):
+        """Number of thing categories."""
+        return len(self.categories) - self.num_stuff
+
+    @property
+    def img_sizes(self):
+        """``(H, W)`` of each image, as declared (``metadata.bin``, the json)."""
+        return [tuple(d['size']) for d in self._images]
+
+    def __len__(self):
+        return len(self._images)
+
+    @staticmethod
+    def _item(rec, desc, img):
+        rec['idx'] = desc['id']
+        rec['size'] = (img.size[1], img.size[0])
+        return rec
+
+
+class ISSDataset(_Split):
     """seamseg's ISS dataset.
 
     Parameters
@@ -165,11 +189,6 @@ class ISSDataset(data.Dataset):
         return self._meta['num_stuff']
 
     @property
-    def num_thing(self):
-        """Number of thing categories."""
-        return self.num_categories - self.num_stuff
-
-    @property
     def original_ids(self):
         """Original class id of each category."""
         return self._meta['original_ids']
@@ -180,17 +199,9 @@ class ISSDataset(data.Dataset):
         return np.array(self._meta['palette'], dtype=np.uint8)
 
     @property
-    def img_sizes(self):
-        """``(H, W)`` of each image."""
-        return [tuple(d['size']) for d in self._images]
-
-    @property
     def img_categories(self):
         """Categories of each image's instances."""
         return [d['cat'] for d in self._images]
-
-    def __len__(self):
-        return len(self._images)
 
     @property
     def source(self):
@@ -226,9 +237,7 @@ class ISSDataset(data.Dataset):
         finally:
             for m in msk:
                 m.close()
-        rec['idx'] = desc['id']
-        rec['size'] = (img.size[1], img.size[0])
-        return rec
+        return self._item(rec, desc, img)
 
     def get_image_desc(self, idx):
         """The metadata entry of image ``idx``."""
@@ -238,7 +247,7 @@ class ISSDataset(data.Dataset):
         return matching[0]
 
 
-class COCODataset(data.Dataset):
+class COCODataset(_Split):
     """COCO json + images with seamseg's item and dataset interface.
 
     Parameters
@@ -357,27 +366,14 @@ class COCODataset(data.Dataset):
         return 0
 
     @property
-    def num_thing(self):
-        """Number of categories."""
-        return len(self._categories)
-
-    @property
     def original_ids(self):
         """COCO category id of each contiguous class."""
         return self._original_ids
 
     @property
-    def img_sizes(self):
-        """``(H, W)`` of each image (from the json)."""
-        return [d['size'] for d in self._images]
-
-    @property
     def img_ids(self):
         """COCO image ids in dataset order."""
         return [d['id'] for d in self._images]
-
-    def __len__(self):
-        return len(self._images)
 
     @property
     def source(self):
@@ -394,9 +390,7 @@ class COCODataset(data.Dataset):
                            '{} (image id {})'.format(self.annotation_file, desc['id']),
                            'its boxes are used as written; fix width/height')
         rec = self.transform.apply_boxes(img, desc['bbx'], desc['cat'], desc['iscrowd'])
-        rec['idx'] = desc['id']
-        rec['size'] = (img.size[1], img.size[0])
-        return rec
+        return self._item(rec, desc, img)
 
 
 def make_dataset(root, split_name, transform):

@@ -28,6 +28,7 @@ from .data import make_dataloaders, make_dataset, make_transforms
 from .hooks import SeamsegCheckpointHook, SeamsegLogHook, SeamsegScheduleHook
 from .model import LOSS_NAMES, make_model
 from .optim import make_optimizer
+from .plots import val_samples_hook
 from .seamseg_loops import validate as seamseg_validate
 from .snapshot import pre_train_from_snapshots, resume_from_snapshot
 from .step import make_step
@@ -188,7 +189,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         checkpoint_fn=lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
             vars(args), extra={'hooks': hooks_state}),
-        samples_hook=_samples(model, val_data, paths, device),
+        samples_hook=val_samples_hook(model, val_data.dataset, paths.val_samples, device),
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
         tensorboard=_summary(args),
         tensorboard_interval=gen.getint('log_interval'),
@@ -214,12 +215,6 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     return state
-
-
-def _samples(model, val_data, paths, device):
-    from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
-    return val_samples_hook(model, getattr(val_data, 'dataset', None), paths.val_samples,
-                            device)
 
 
 def get_contexts(args):
