@@ -48,8 +48,7 @@ class SeamsegScheduleHook(ScheduleHook):
             super().__init__(scheduler, 'before_batch', lambda state: (state.iteration + 1,))
         else:
             super().__init__(scheduler, 'before_epoch', lambda state: (state.epoch,))
-        self.model, self.scheduler = model, scheduler
-        self.batch_sampler, self.batch_update = batch_sampler, batch_update
+        self.model, self.batch_sampler = model, batch_sampler
         self.state = TrainState()
 
     def before_epoch(self, state):
