@@ -15,12 +15,17 @@ Modules (import the one you need):
 - :mod:`.model` -- assembly from the config of the seamseg flavour of
   :mod:`gluontrain.torch.twostage` (FPN, RPN and ROI heads, seamseg's forward and algorithms,
   norm + activation layers for every ``normalization_mode``);
-- :mod:`.train` -- seamseg's ``train``/``validate`` loops with the seed's signature
-  (``from gluontrain.torch.frcnn.train import train``), for users who drive it as seamseg;
-- :mod:`.recipe`, :mod:`.engine`, :mod:`.plots` -- the contract's functions on the common loop
-  and hooks (the package's ``train`` is the contract's);
-- :mod:`.meters`, :mod:`.scheduler`, :mod:`.optim`, :mod:`.log`, :mod:`.snapshot` -- seamseg's
-  training utilities.
+- :mod:`.seamseg_loops` -- seamseg's own ``train``/``validate`` loops with the seed's
+  signature (``from gluontrain.torch.frcnn.seamseg_loops import train``), for users who drive
+  it as seamseg (with :func:`.data.make_dataloaders`); the recipe validates with its
+  ``validate``;
+- :mod:`.recipe` -- the contract's functions (the package's ``train`` is the contract's) on
+  the common loop, with :mod:`.step` (the backend step: forward, weighted losses, update),
+  :mod:`.hooks` (``SeamsegScheduleHook``, ``SeamsegLogHook``, ``SeamsegCheckpointHook``) and
+  :mod:`.plots`;
+- :mod:`.meters`, :mod:`.scheduler`, :mod:`.optim`, :mod:`.log` -- seamseg's training
+  utilities; :mod:`.snapshot` -- seamseg's snapshot format on gluontrain's atomic writes and
+  reported loads.
 """
 from .args import OUTPUT_ARGUMENT
 from .recipe import (get_dataloader, get_dataset, get_net, main, parse_args, save_params,

@@ -18,6 +18,8 @@ import json
 
 import torch
 
+from ..distributed import is_distributed
+
 __all__ = ['process_prediction', 'category_map', 'summarize', 'summarize_distributed']
 
 
@@ -141,10 +143,9 @@ def summarize_distributed(predictions, annotations_file, img_list, reference_img
     -------
     float
     """
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        gathered = [None] * dist.get_world_size()
-        dist.all_gather_object(gathered, (predictions, list(img_list)))
+    if is_distributed():
+        gathered = [None] * torch.distributed.get_world_size()
+        torch.distributed.all_gather_object(gathered, (predictions, list(img_list)))
         predictions = [p for preds, _ in gathered for p in preds]
         img_list = [i for _, ids in gathered for i in ids]
     return summarize(predictions, annotations_file, img_list, reference_img_filter)

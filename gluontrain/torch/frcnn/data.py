@@ -20,12 +20,16 @@ import os
 import warnings
 
 import numpy as np
+import torch
 import torch.utils.data as data
 
 from gluontrain.data import msgpack
 from gluontrain.data.checks import DatasetError
-from gluontrain.data.images import ImageReadError
-from gluontrain.data.images import ImageMissingError, open_image, warn_size_mismatch
+from gluontrain.data.images import (ImageMissingError, ImageReadError, open_image,
+                                    warn_size_mismatch)
+
+from .sampler import DistributedARBatchSampler
+from .transform import ISSTransform, iss_collate_fn
 
 __all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'make_transforms',
            'make_dataloaders', 'DatasetError', 'ImageReadError']
@@ -82,7 +86,31 @@ def _find_image(folder, stem):
                             'or remove the id from the split list'.format(stem, folder))
 
 
-class ISSDataset(data.Dataset):
+class _Split(data.Dataset):
+    """What both formats share: ``_images``, one dict per image with its ``id`` and declared
+    ``size``, gives seamseg's ``img_sizes`` and the items' ``idx`` and ``size``."""
+
+    @property
+    def num_thing(self):
+        """Number of thing categories."""
+        return len(self.categories) - self.num_stuff
+
+    @property
+    def img_sizes(self):
+        """``(H, W)`` of each image, as declared (``metadata.bin``, the json)."""
+        return [tuple(d['size']) for d in self._images]
+
+    def __len__(self):
+        return len(self._images)
+
+    @staticmethod
+    def _item(rec, desc, img):
+        rec['idx'] = desc['id']
+        rec['size'] = (img.size[1], img.size[0])
+        return rec
+
+
+class ISSDataset(_Split):
     """seamseg's ISS dataset.
 
     Parameters
@@ -161,11 +189,6 @@ class ISSDataset(data.Dataset):
         return self._meta['num_stuff']
 
     @property
-    def num_thing(self):
-        """Number of thing categories."""
-        return self.num_categories - self.num_stuff
-
-    @property
     def original_ids(self):
         """Original class id of each category."""
         return self._meta['original_ids']
@@ -176,17 +199,9 @@ class ISSDataset(data.Dataset):
         return np.array(self._meta['palette'], dtype=np.uint8)
 
     @property
-    def img_sizes(self):
-        """``(H, W)`` of each image."""
-        return [tuple(d['size']) for d in self._images]
-
-    @property
     def img_categories(self):
         """Categories of each image's instances."""
         return [d['cat'] for d in self._images]
-
-    def __len__(self):
-        return len(self._images)
 
     @property
     def source(self):
@@ -222,9 +237,7 @@ class ISSDataset(data.Dataset):
         finally:
             for m in msk:
                 m.close()
-        rec['idx'] = desc['id']
-        rec['size'] = (img.size[1], img.size[0])
-        return rec
+        return self._item(rec, desc, img)
 
     def get_image_desc(self, idx):
         """The metadata entry of image ``idx``."""
@@ -234,7 +247,7 @@ class ISSDataset(data.Dataset):
         return matching[0]
 
 
-class COCODataset(data.Dataset):
+class COCODataset(_Split):
     """COCO json + images with seamseg's item and dataset interface.
 
     Parameters
@@ -353,27 +366,14 @@ class COCODataset(data.Dataset):
         return 0
 
     @property
-    def num_thing(self):
-        """Number of categories."""
-        return len(self._categories)
-
-    @property
     def original_ids(self):
         """COCO category id of each contiguous class."""
         return self._original_ids
 
     @property
-    def img_sizes(self):
-        """``(H, W)`` of each image (from the json)."""
-        return [d['size'] for d in self._images]
-
-    @property
     def img_ids(self):
         """COCO image ids in dataset order."""
         return [d['id'] for d in self._images]
-
-    def __len__(self):
-        return len(self._images)
 
     @property
     def source(self):
@@ -390,9 +390,7 @@ class COCODataset(data.Dataset):
                            '{} (image id {})'.format(self.annotation_file, desc['id']),
                            'its boxes are used as written; fix width/height')
         rec = self.transform.apply_boxes(img, desc['bbx'], desc['cat'], desc['iscrowd'])
-        rec['idx'] = desc['id']
-        rec['size'] = (img.size[1], img.size[0])
-        return rec
+        return self._item(rec, desc, img)
 
 
 def make_dataset(root, split_name, transform):
@@ -428,7 +426,6 @@ def make_transforms(dl_config):
     tuple of ISSTransform
         ``(train, val)``: flip and random scale for training only.
     """
-    from .transform import ISSTransform  # pylint: disable=import-outside-toplevel
     common = (dl_config.getint('shortest_size'), dl_config.getint('longest_max_size'),
               dl_config.getstruct('rgb_mean'), dl_config.getstruct('rgb_std'))
     return (ISSTransform(*common, dl_config.getboolean('random_flip'),
@@ -448,10 +445,11 @@ def _batch_size(dl_config, key):
     return size
 
 
-def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False):
+def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False,
+                     datasets=None, batch_size=None, num_workers=None):
     """seamseg's ``make_dataloader``: the two datasets with their aspect-ratio batch
-    samplers (training drops the last incomplete batches, validation keeps them) and
-    ``iss_collate_fn``.
+    samplers (one shard per process; training drops the last incomplete batches, validation
+    keeps them) and ``iss_collate_fn``.
 
     Parameters
     ----------
@@ -461,36 +459,41 @@ def make_dataloaders(config, root, rank=0, world_size=1, reference_shuffle=False
     rank, world_size : int
     reference_shuffle : bool
         seamseg's compounding shuffle (see :mod:`.sampler`).
+    datasets : (Dataset, Dataset), optional
+        ``(train, val)`` already built; default: those of ``[dataloader] train_set`` and
+        ``val_set`` with :func:`make_transforms`.
+    batch_size, num_workers : int, optional
+        Default: ``[dataloader] train_batch_size`` and ``num_workers`` (the validation batch
+        is always ``val_batch_size``).
 
     Returns
     -------
     tuple of torch.utils.data.DataLoader
         ``(train, val)``.
     """
-    import torch  # pylint: disable=import-outside-toplevel
-    from .sampler import DistributedARBatchSampler  # pylint: disable=import-outside-toplevel
-    from .transform import iss_collate_fn  # pylint: disable=import-outside-toplevel
     dl = config['dataloader']
-    train_tf, val_tf = make_transforms(dl)
+    if datasets is None:
+        datasets = [make_dataset(root, dl[key], tf)
+                    for key, tf in zip(('train_set', 'val_set'), make_transforms(dl))]
+    sizes = (batch_size or _batch_size(dl, 'train_batch_size'), _batch_size(dl, 'val_batch_size'))
+    workers = dl.getint('num_workers') if num_workers is None else num_workers
     loaders = []
-    for split_key, size_key, tf, drop_last in (('train_set', 'train_batch_size', train_tf, True),
-                                               ('val_set', 'val_batch_size', val_tf, False)):
-        dataset = make_dataset(root, dl[split_key], tf)
+    for split, dataset, size, drop_last in (('train', datasets[0], sizes[0], True),
+                                            ('val', datasets[1], sizes[1], False)):
         if len(dataset) == 0:
-            # before the batch sampler, whose complaint would be about the batch size
+            # before the batch sampler, whose complaint would be about the batch size (and an
+            # empty val split would end the run after training, dividing by its 0 batches)
             raise DatasetError('{} split {!r} of {} has no image ({}): add images to it or set '
-                               '[dataloader] {} to a split that has some'.format(
-                                   split_key.split('_')[0], dl[split_key], root,
-                                   dataset.source, split_key))
-        sampler = DistributedARBatchSampler(dataset, _batch_size(dl, size_key), world_size,
-                                            rank, drop_last,
+                               '[dataloader] {}_set to a split that has some'.format(
+                                   split, dl['{}_set'.format(split)], root,
+                                   getattr(dataset, 'source', 'its list'), split))
+        sampler = DistributedARBatchSampler(dataset, size, world_size, rank, drop_last,
                                             reference_shuffle=reference_shuffle)
         loaders.append(data.DataLoader(dataset, batch_sampler=sampler,
-                                       collate_fn=iss_collate_fn,
-                                       pin_memory=torch.cuda.is_available(),
-                                       num_workers=dl.getint('num_workers')))
+                                       collate_fn=iss_collate_fn, num_workers=workers,
+                                       pin_memory=torch.cuda.is_available()))
     if len(loaders[0]) == 0:
         raise ValueError('the training split {!r} of {} gives no complete batch of {} images per '
                          'process: lower [dataloader] train_batch_size'.format(
-                             dl['train_set'], root, dl.get('train_batch_size')))
+                             dl['train_set'], root, sizes[0]))
     return loaders[0], loaders[1]

@@ -11,9 +11,11 @@ from ..twostage.rpn import RPNHead
 from ..twostage.seamseg import DetectionNet
 from .body import make_body
 
-__all__ = ['make_model', 'NETWORK_INPUTS']
+__all__ = ['make_model', 'NETWORK_INPUTS', 'LOSS_NAMES']
 
 NETWORK_INPUTS = ('img', 'cat', 'iscrowd', 'bbx')
+#: The losses ``DetectionNet`` returns, in seamseg's order (that of ``[optimizer] loss_weights``).
+LOSS_NAMES = ('obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss')
 
 
 def make_model(config, num_thing, num_stuff=0):

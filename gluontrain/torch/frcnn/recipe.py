@@ -13,39 +13,31 @@ from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_input_file, check_output_dir, path_problem
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
-from ...core.load_report import WeightsLoadError
-from ...core.loop import Period, run_loop
+from ...core.loop import Period, TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval, tensorboard_available
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
-from ..distributed import TorchComm, init_process_group, teardown
-from ..step import LossDictStep, seed_all
+from ..distributed import (TorchComm, get_rank, get_world_size, init_process_group, teardown,
+                           unwrap_model, wrap_ddp)
+from ..step import seed_all
 from . import log as logging
 from .args import parse_args
-from .coco_eval import category_map
 from .config import check_training_config, config_to_string, load_config
-from .data import DatasetError, make_dataset, make_transforms
-from .engine import (SeamsegLogHook, SeamsegScheduleHook, SeamsegSnapshotHook, forward_fn,
-                     unwrap)
-from .model import make_model
-from .optim import current_lr, make_optimizer
+from .data import make_dataloaders, make_dataset, make_transforms
+from .hooks import SeamsegCheckpointHook, SeamsegLogHook, SeamsegScheduleHook
+from .model import LOSS_NAMES, make_model
+from .optim import make_optimizer
+from .plots import val_samples_hook
+from .seamseg_loops import validate as seamseg_validate
 from .snapshot import pre_train_from_snapshots, resume_from_snapshot
-from .train import LOSS_NAMES
-from .train import validate as seamseg_validate
+from .step import make_step
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'PREFIX', 'coco_gt_file']
 
 #: Name of gluontrain's files in the log dir (``frcnn_last.ckpt``, ``frcnn_metrics.jsonl``...).
 PREFIX = 'frcnn'
-
-
-def _rank_world():
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
 
 
 def coco_gt_file(dataset, config, root=None):
@@ -88,33 +80,9 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     ``batch_size`` / ``num_workers`` of None takes ``[dataloader] train_batch_size`` /
     ``num_workers`` (the validation batch is always ``val_batch_size``).
     """
-    from torch.utils.data import DataLoader  # pylint: disable=import-outside-toplevel
-    from .data import _batch_size  # pylint: disable=import-outside-toplevel
-    from .sampler import DistributedARBatchSampler  # pylint: disable=import-outside-toplevel
-    from .transform import iss_collate_fn  # pylint: disable=import-outside-toplevel
-    dl = load_config(args.config)['dataloader']
-    rank, world = _rank_world()
-    sizes = (batch_size or _batch_size(dl, 'train_batch_size'),
-             _batch_size(dl, 'val_batch_size'))
-    workers = dl.getint('num_workers') if num_workers is None else num_workers
-    loaders = []
-    for split, ds, size, drop_last in (('train', train_dataset, sizes[0], True),
-                                       ('val', val_dataset, sizes[1], False)):
-        if len(ds) == 0:
-            # before the batch sampler, whose complaint would be about the batch size (and an
-            # empty val split would end the run after training, dividing by its 0 batches)
-            raise DatasetError('{} split {!r} of {} has no image ({}): add images to it or set '
-                               '[dataloader] {}_set to a split that has some'.format(
-                                   split, dl['{}_set'.format(split)], args.data,
-                                   getattr(ds, 'source', 'its list'), split))
-        sampler = DistributedARBatchSampler(ds, size, world, rank, drop_last)
-        loaders.append(DataLoader(ds, batch_sampler=sampler, collate_fn=iss_collate_fn,
-                                  num_workers=workers, pin_memory=torch.cuda.is_available()))
-    if len(loaders[0]) == 0:
-        raise ValueError('the training split of {} gives no complete batch of {} images per '
-                         'process: lower [dataloader] train_batch_size'.format(
-                             args.data, sizes[0]))
-    return loaders[0], loaders[1]
+    return make_dataloaders(load_config(args.config), args.data, get_rank(), get_world_size(),
+                            datasets=(train_dataset, val_dataset), batch_size=batch_size,
+                            num_workers=num_workers)
 
 
 def get_net(args, ctx):
@@ -130,24 +98,19 @@ def get_net(args, ctx):
     model = make_model(config, ds.num_thing, ds.num_stuff)
     if args.pre_train:
         pre_train_from_snapshots(model, args.pre_train)
-    model = model.to(ctx[0])
-    if _rank_world()[1] > 1:
-        model = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=None if ctx[0].type == 'cpu' else [ctx[0]],
-            find_unused_parameters=True)
-    return model, unwrap(model)
+    model = wrap_ddp(model, ctx[0], find_unused_parameters=True)
+    return model, unwrap_model(model)
 
 
 def validate(net, val_data, ctx, eval_metric, **varargs):
     """seamseg's validation (losses and COCO box AP@[.5:.95] through pycocotools against
     ``eval_metric``, the ground-truth json). Returns ``(['det_map'], [ap])``; ``varargs``
-    go to :func:`.train.validate` (``epoch``, ``num_epochs``, ``global_step``,
+    go to :func:`.seamseg_loops.validate` (``epoch``, ``num_epochs``, ``global_step``,
     ``loss_weights``, ``log_interval``)."""
     kw = {'epoch': 0, 'num_epochs': 1, 'global_step': 0, 'log_interval': 10 ** 9}
     kw.update(varargs)
     weights = kw.pop('loss_weights', (1., 1., 1., 1.))
-    det_map = seamseg_validate(net, val_data, weights, coco_gt=eval_metric, device=ctx[0],
-                               categories=category_map(val_data.dataset), **kw)
+    det_map = seamseg_validate(net, val_data, weights, coco_gt=eval_metric, device=ctx[0], **kw)
     return ['det_map'], [float(det_map)]
 
 
@@ -155,7 +118,7 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """GluonCV-style weights files: ``{prefix}_best.pth`` when ``current_map`` beats
     ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
     ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` epochs."""
-    save_best_and_interval(lambda path: save_weights(path, unwrap(net)), best_map,
+    save_best_and_interval(lambda path: save_weights(path, unwrap_model(net)), best_map,
                            current_map, epoch, save_interval, prefix, '.pth')
 
 
@@ -172,7 +135,7 @@ def _summary(args):
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args):
-    """seamseg's training on gluontrain's loop and hooks (see :mod:`.engine`).
+    """seamseg's training on gluontrain's loop (:mod:`.step`) and hooks (:mod:`.hooks`).
 
     Parameters
     ----------
@@ -192,7 +155,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     TrainState
     """
     config = load_config(args.config)
-    model, device = unwrap(net), ctx[0]
+    model, device = unwrap_model(net), ctx[0]
     comm = TorchComm()
     optimizer, scheduler, batch_update, epochs = make_optimizer(config, model, len(train_data))
     gen = config['general']
@@ -200,27 +163,19 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     paths = RunPaths(os.path.join(args.log_dir, PREFIX)).makedirs()
     log_hook = SeamsegLogHook(optimizer, weights, len(train_data), epochs,
                               gen.getint('log_interval'), None)
-    snapshot_hook = SeamsegSnapshotHook(args.log_dir, net, optimizer, config_to_string(config),
-                                        log_hook)
-    progress = {'epoch': 0, 'step': 0}
+    snapshot_hook = SeamsegCheckpointHook(args.log_dir, net, optimizer,
+                                          config_to_string(config), log_hook)
+    schedule_hook = SeamsegScheduleHook(net, scheduler, train_data.batch_sampler, batch_update)
 
     def run_validation():
         names, values = validate(net, val_data, ctx, eval_metric, loss_weights=weights,
-                                 epoch=progress['epoch'], num_epochs=epochs,
-                                 global_step=progress['step'],
+                                 epoch=schedule_hook.state.epoch, num_epochs=epochs,
+                                 global_step=schedule_hook.state.iteration,
                                  log_interval=gen.getint('log_interval'))
         net.train()
         return names, values
 
-    class _Progress(SeamsegScheduleHook):
-        def before_epoch(self, state):
-            progress['epoch'] = state.epoch
-            super().before_epoch(state)
-
-        def after_batch(self, state):
-            progress['step'] = state.iteration
-
-    recipe_hooks = [_Progress(net, scheduler, train_data.batch_sampler, batch_update), log_hook]
+    recipe_hooks = [schedule_hook, log_hook]
     # one hook list on every rank: run_loop leaves the main_process_only hooks (files,
     # displays, seamseg's log lines and snapshots) to rank 0; every rank validates (the AP is
     # gathered)
@@ -234,7 +189,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         checkpoint_fn=lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
             vars(args), extra={'hooks': hooks_state}),
-        samples_hook=_samples(model, val_data, paths, device),
+        samples_hook=val_samples_hook(model, val_data.dataset, paths.val_samples, device),
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
         tensorboard=_summary(args),
         tensorboard_interval=gen.getint('log_interval'),
@@ -247,7 +202,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     if args.resume:
         kind, restored = ckpt_io.resume_or_load(
             args.resume, lambda p: restore_checkpoint(p, model, optimizer),
-            lambda p: _resume_snapshot(p, model, optimizer, log_hook, snapshot_hook),
+            snapshot_hook.resume,
             ckpt_io.TORCH_WEIGHTS)
         if kind == ckpt_io.CHECKPOINT:
             payload, state = restored
@@ -255,53 +210,11 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             start_epoch = payload['epoch'] + 1
         else:
             start_epoch, state = restored
-    loss_step = LossDictStep(forward_fn(net, device), optimizer,
-                             loss_weights=dict(zip(LOSS_NAMES, weights)))
-
-    def step(batch, st):
-        # LossDictStep reports group 0's rate, here the norm group (0 with bn_frozen)
-        return dict(loss_step(batch, st), lr=current_lr(optimizer))
-    state = run_loop(step, train_data, hooks, start_epoch, epochs, state, comm=comm)
+    state = run_loop(make_step(net, optimizer, device, weights), train_data, hooks, start_epoch,
+                     epochs, state, comm=comm)
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     return state
-
-
-def _resume_snapshot(path, model, optimizer, log_hook, snapshot_hook):
-    """seamseg's resume from ``model_last.pth.tar``: modules (reported, complete), optimizer,
-    meters, scores, epoch and step. A snapshot without the training state (one written for
-    pre-training, or by another recipe) is refused in one line."""
-    from ...core.loop import TrainState  # pylint: disable=import-outside-toplevel
-    data = resume_from_snapshot(model, path)
-    state_dict, meta = data['state_dict'], data.get('training_meta')
-    needed = ['optimizer'] + ['{}_meter'.format(k) for k in log_hook.meters]
-    lacking = [k for k in needed if k not in state_dict]
-    if lacking or not isinstance(meta, dict):
-        raise WeightsLoadError(
-            '--resume {}: the snapshot holds the weights but not the training state ({} '
-            'missing), so training cannot continue where it stopped; start from its weights '
-            'with --pre_train {} instead'.format(
-                path, ', '.join(lacking) or '"training_meta"', path))
-    try:
-        optimizer.load_state_dict(state_dict['optimizer'])
-    except (ValueError, KeyError) as e:
-        raise WeightsLoadError(
-            '--resume {}: its optimizer state does not fit this run\'s optimizer ({}); resume '
-            'with the [optimizer] and [body] settings it was written with, or start from its '
-            'weights with --pre_train {}'.format(path, ' '.join(str(e).split()), path)) from None
-    for k, m in log_hook.meters.items():
-        m.load_state_dict(state_dict['{}_meter'.format(k)])
-    snapshot_hook.last_score = meta['last_score']
-    snapshot_hook.best_score = meta['best_score']
-    state = TrainState(iteration=meta['global_step'])
-    state.resumed_from = path  # the log's 'resumed from' line; rows past it are dropped
-    return meta['epoch'] + 1, state
-
-
-def _samples(model, val_data, paths, device):
-    from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
-    return val_samples_hook(model, getattr(val_data, 'dataset', None), paths.val_samples,
-                            device)
 
 
 def get_contexts(args):
@@ -332,15 +245,14 @@ def main(argv=None):
     started = init_distributed(args)
     try:
         if args.seed is not None:
-            seed_all(args.seed + _rank_world()[0])
+            seed_all(args.seed + get_rank())
         # a bad config or output folder fails before anything is written or built
         check_training_config(load_config(args.config), args.config)
         check_output_dir(args.log_dir, '--log_dir')
         if args.resume:
             check_input_file(args.resume, '--resume', 'pass the frcnn_last.ckpt or '
                              'model_last.pth.tar a run wrote in its --log_dir')
-        rank, _ = _rank_world()
-        if rank == 0:
+        if get_rank() == 0:
             logging.init(args.log_dir, 'eval' if args.eval else 'training')
         ctx = get_contexts(args)
         train_dataset, val_dataset, eval_metric = get_dataset(args.data, args)
@@ -349,8 +261,7 @@ def main(argv=None):
                                               None, args)
         if args.eval:
             if args.resume:
-                resume_from_snapshot(unwrap(net), args.resume)
-            from ...core.loop import TrainState  # pylint: disable=import-outside-toplevel
+                resume_from_snapshot(unwrap_model(net), args.resume)
             state = TrainState()
             state.scores['val'] = validate(net, val_data, ctx, eval_metric)
             return state

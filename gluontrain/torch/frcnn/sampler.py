@@ -19,8 +19,9 @@ there are more than twice as many replicas as batches).
 import math
 
 import torch
-from torch import distributed
 from torch.utils.data.sampler import Sampler
+
+from ..distributed import get_rank, get_world_size
 
 __all__ = ['ARBatchSampler', 'DistributedARBatchSampler']
 
@@ -114,11 +115,8 @@ class DistributedARBatchSampler(ARBatchSampler):
     def __init__(self, data_source, batch_size, num_replicas=None, rank=None, drop_last=False,
                  epoch=0, reference_shuffle=False):
         super().__init__(data_source, batch_size, drop_last, epoch, reference_shuffle)
-        initialised = distributed.is_available() and distributed.is_initialized()
-        if num_replicas is None:
-            num_replicas = distributed.get_world_size() if initialised else 1
-        if rank is None:
-            rank = distributed.get_rank() if initialised else 0
+        num_replicas = get_world_size() if num_replicas is None else num_replicas
+        rank = get_rank() if rank is None else rank
         if not 0 <= rank < num_replicas:
             raise ValueError('rank {} is not in [0, {})'.format(rank, num_replicas))
         self.num_replicas, self.rank = num_replicas, rank

@@ -22,8 +22,7 @@ from ...core import lr_scheduler as factors
 from ...core.lr_scheduler import Schedule
 from ..lr_scheduler import base_lrs, optimizer_setter
 
-__all__ = ['LambdaLR', 'StepLR', 'MultiStepLR', 'BurnInLR', 'scheduler_from_config',
-           'poly_factor']
+__all__ = ['LambdaLR', 'StepLR', 'MultiStepLR', 'BurnInLR', 'scheduler_from_config']
 
 
 class LambdaLR(Schedule):
@@ -91,12 +90,6 @@ class BurnInLR(LambdaLR):
         return self.base.factor(self.base.last_epoch) if burn is None else burn
 
 
-def poly_factor(count, gamma):
-    """seamseg's poly factor, the callable ``it -> (1 - it / count) ** gamma`` (``count``: total
-    steps, ``epochs * batches per epoch`` in batch mode)."""
-    return partial(factors.poly_factor, count=count, gamma=gamma)
-
-
 def scheduler_from_config(scheduler_config, optimizer, epoch_length, reference_lag=False):
     """seamseg's ``scheduler_from_config``.
 
@@ -132,7 +125,8 @@ def scheduler_from_config(scheduler_config, optimizer, epoch_length, reference_l
     elif kind == 'step':
         scheduler = StepLR(optimizer, params['step_size'], params['gamma'])
     elif kind == 'poly':
-        scheduler = LambdaLR(optimizer, poly_factor(count, params['gamma']))
+        scheduler = LambdaLR(optimizer, partial(factors.poly_factor, count=count,
+                                                gamma=params['gamma']))
     else:
         scheduler = MultiStepLR(optimizer, params['milestones'], params['gamma'])
     if scheduler_config.getint('burn_in_steps') != 0:

@@ -15,9 +15,6 @@ tensors", missing / unexpected keys grouped, wrong shapes named; see
 :mod:`gluontrain.core.load_report`) in the recipe's log; a module that loads nothing is an
 error naming the file.
 """
-import os
-
-from gluontrain.core.checkpoint import atomic_save_file
 from gluontrain.core.load_report import WeightsLoadError, check, guess_origin
 
 from ..checkpoint import save_file
@@ -25,15 +22,16 @@ from ..weights import (apply_report, compare_state_dict, load_state_dict_reporte
                        read_weights_file)
 from .config import config_to_string
 from .log import get_logger
+from .model import LOSS_NAMES
 
 __all__ = ['LAST', 'BEST', 'MODULES', 'METERS', 'save_snapshot', 'load_snapshot',
-           'resume_from_snapshot', 'pre_train_from_snapshots', 'load_pretraining_dict',
-           'MissingModuleError', 'SNAPSHOT_FIX']
+           'resume_from_snapshot', 'pre_train_from_snapshots', 'MissingModuleError',
+           'SNAPSHOT_FIX']
 
 LAST = 'model_last.pth.tar'
 BEST = 'model_best.pth.tar'
 MODULES = ('body', 'rpn_head', 'roi_head')
-METERS = ('loss', 'obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss')
+METERS = ('loss',) + LOSS_NAMES
 #: The end of every error about a snapshot file.
 SNAPSHOT_FIX = ('pass a {} or {} written by this recipe or by seamseg with the same [body], '
                 '[fpn], [rpn], [roi] settings and classes'.format(LAST, BEST))
@@ -99,46 +97,6 @@ def _source(file, name):
     return '{} [{}]'.format(file, name)
 
 
-def _module_state(data, name, file, what):
-    state = data['state_dict'][name]
-    if not isinstance(state, dict):
-        raise WeightsLoadError('{} {}: state_dict[{!r}] holds a {}, not a state_dict; {}'
-                               .format(what, file, name, type(state).__name__, SNAPSHOT_FIX))
-    return state
-
-
-def load_pretraining_dict(module, state_dict, source='state_dict', what='--pre_train',
-                          fix=SNAPSHOT_FIX, logger=None):
-    """seamseg's lenient load, reported: tensors whose shape differs from the module's are
-    skipped, missing ones keep the module's values (``load_state_dict(strict=False)``).
-
-    seamseg drops them silently; here the report (loaded N of M, missing / unexpected keys
-    grouped, wrong shapes named) is logged, and a load that fills nothing is refused.
-
-    Parameters
-    ----------
-    module : nn.Module
-    state_dict : dict
-    source : str
-        The file (and module) named in the report.
-    what, fix : str
-        Start and end of error messages.
-    logger : logging.Logger, optional
-        Default: the recipe's (``training.log``).
-
-    Returns
-    -------
-    gluontrain.core.load_report.LoadReport
-
-    Raises
-    ------
-    WeightsLoadError
-        No tensor of ``module`` loaded.
-    """
-    return load_state_dict_reported(module, state_dict, source, what, fix, allow_partial=True,
-                                    logger=logger or get_logger())
-
-
 def resume_from_snapshot(model, snapshot, modules=MODULES, what='--resume', logger=None):
     """Load every module of ``modules`` from ``snapshot``; returns the snapshot dict.
 
@@ -173,7 +131,7 @@ def resume_from_snapshot(model, snapshot, modules=MODULES, what='--resume', logg
     planned = []
     for name in modules:
         module = getattr(model, name)
-        report, state = compare_state_dict(module, _module_state(data, name, snapshot, what),
+        report, state = compare_state_dict(module, data['state_dict'][name],
                                            _source(snapshot, name), what, SNAPSHOT_FIX)
         check(report, what, SNAPSHOT_FIX)
         planned.append((name, module, state, report))
@@ -187,8 +145,14 @@ def resume_from_snapshot(model, snapshot, modules=MODULES, what='--resume', logg
 
 def pre_train_from_snapshots(model, snapshots, modules=MODULES, logger=None):
     """seamseg's ``--pre_train``: each entry ``path`` or ``module:path``, later ones
-    overwrite earlier ones; partial loads allowed and reported
-    (:func:`load_pretraining_dict`).
+    overwrite earlier ones.
+
+    seamseg's ``_load_pretraining_dict`` is lenient: tensors whose shape differs from the
+    module's are skipped, missing ones keep the module's values
+    (``load_state_dict(strict=False)``). seamseg drops them silently; here each module's
+    report (loaded N of M, missing / unexpected keys grouped, wrong shapes named,
+    :func:`gluontrain.torch.weights.load_state_dict_reported`) is logged to ``logger``
+    (default: the recipe's, ``training.log``), and a load that fills nothing is refused.
 
     Returns
     -------
@@ -222,8 +186,9 @@ def pre_train_from_snapshots(model, snapshots, modules=MODULES, logger=None):
                                        ', '.join(sorted(data['state_dict'])) or 'none',
                                        SNAPSHOT_FIX))
         for name in names:
-            reports.append((name, load_pretraining_dict(
-                getattr(model, name), _module_state(data, name, path, '--pre_train'),
-                _source(path, name), logger=logger)))
+            reports.append((name, load_state_dict_reported(
+                getattr(model, name), data['state_dict'][name], _source(path, name),
+                '--pre_train', SNAPSHOT_FIX, allow_partial=True,
+                logger=logger or get_logger())))
     return reports
 

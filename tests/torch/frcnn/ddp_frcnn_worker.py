@@ -7,7 +7,7 @@ import sys
 import torch
 
 from gluontrain.torch.frcnn import recipe
-from gluontrain.torch.frcnn.engine import unwrap
+from gluontrain.torch.distributed import unwrap_model
 
 
 def main(out_dir, argv):
@@ -20,7 +20,7 @@ def main(out_dir, argv):
         return real_train(net, *args)
     recipe.train = train
     recipe.main(argv)
-    params = {k: v.detach().clone() for k, v in unwrap(captured['net']).named_parameters()}
+    params = {k: v.detach().clone() for k, v in unwrap_model(captured['net']).named_parameters()}
     torch.save(params, os.path.join(out_dir, 'rank{}.pt'.format(os.environ['RANK'])))
 
 

@@ -241,7 +241,7 @@ def test_seed_train_signature_drives_the_real_detector(tmp_path, config, data_ro
     from gluontrain.torch.frcnn.meters import AverageMeter
     from gluontrain.torch.frcnn.model import make_model
     from gluontrain.torch.frcnn.optim import make_optimizer
-    from gluontrain.torch.frcnn.train import train as seamseg_train
+    from gluontrain.torch.frcnn.seamseg_loops import train as seamseg_train
     torch.manual_seed(0)
     conf = load_config(config)
     train_loader, _ = make_dataloaders(conf, str(data_root))
@@ -269,27 +269,13 @@ def test_eval_validates_a_snapshot_once(tmp_path, config, data_root, one_epoch_r
     assert state.iteration == 0
 
 
-def test_snapshot_scores_follow_seamseg(tmp_path, cli_run):
-    from gluontrain.torch.frcnn.engine import SeamsegSnapshotHook
+def test_snapshot_scores_follow_seamseg(cli_run):
     _, run, out = cli_run
     meta = load_snapshot(str(run / 'model_last.pth.tar'))['training_meta']
     # the run's last validation, as the command line prints it (repr: the float round-trips)
     final = float(out.split('final validation det_map: ')[1].split()[0])
     assert meta['last_score'] == final
     assert meta['best_score'] == max(meta['last_score'], meta['best_score'])
-
-    class _State:
-        epoch, iteration, scores = 0, 1, {}
-
-    hook = SeamsegSnapshotHook(str(tmp_path), None, None, '', None, is_main=False)
-    hook.best_score = .3
-    st = _State()
-    st.scores = {'val': (['det_map'], [.5])}
-    hook.after_epoch(st)
-    assert (hook.last_score, hook.best_score) == (.5, .5)
-    st.scores = {}
-    hook.after_epoch(st)  # no validation this epoch: last_score 0, the best stays
-    assert (hook.last_score, hook.best_score) == (0., .5)
 
 
 def _tiny_model(config, data_root, extra_classes=0):
@@ -347,28 +333,6 @@ def test_eval_pre_train_reports_a_partial_load(tmp_path, config, data_root):
         in log
 
 
-def test_resume_needs_the_training_state(tmp_path):
-    """A snapshot with the modules only (as one written for pre-training) cannot be resumed:
-    one line pointing to --pre_train, instead of seamseg's KeyError."""
-    from types import SimpleNamespace
-    from gluontrain.core.load_report import WeightsLoadError
-    from gluontrain.torch.frcnn.meters import AverageMeter
-    from gluontrain.torch.frcnn.snapshot import save_snapshot
-    net = torch.nn.Module()
-    net.body, net.rpn_head, net.roi_head = (torch.nn.Linear(2, 2) for _ in range(3))
-    path = tmp_path / 'weights_only.pth.tar'
-    save_snapshot(str(path), '', 0, 0, 0, 0, body=net.body.state_dict(),
-                  rpn_head=net.rpn_head.state_dict(), roi_head=net.roi_head.state_dict())
-    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
-    log_hook = SimpleNamespace(meters={'loss': AverageMeter((), .9)})
-    with pytest.raises(WeightsLoadError) as info:
-        recipe._resume_snapshot(str(path), net, optimizer, log_hook, SimpleNamespace())
-    assert str(info.value) == (
-        '--resume {0}: the snapshot holds the weights but not the training state (optimizer, '
-        'loss_meter missing), so training cannot continue where it stopped; start from its '
-        'weights with --pre_train {0} instead'.format(path))
-
-
 # ----- issue 21: configuration and output problems are one error line before anything is
 # written or built
 
@@ -409,7 +373,7 @@ def test_resume_of_another_body_is_one_line_for_both_checkpoint_kinds(tmp_path, 
     # a ResNet-18 run resumed under a ResNet-34 config: torch's "Missing key(s)" dump before
     from gluontrain.torch.checkpoint import restore_checkpoint, save_checkpoint
     from gluontrain.torch.frcnn.config import load_config
-    from gluontrain.torch.frcnn.engine import SeamsegLogHook, SeamsegSnapshotHook
+    from gluontrain.torch.frcnn.hooks import SeamsegCheckpointHook, SeamsegLogHook
     from gluontrain.torch.frcnn.model import make_model
     from gluontrain.torch.frcnn.optim import make_optimizer
     from gluontrain.torch.frcnn.snapshot import save_snapshot
@@ -435,8 +399,7 @@ def test_resume_of_another_body_is_one_line_for_both_checkpoint_kinds(tmp_path, 
                   optimizer=o18.state_dict(),
                   **{k + '_meter': m.state_dict() for k, m in log_hook.meters.items()})
     with pytest.raises(ValueError) as err:
-        recipe._resume_snapshot(snap, m34, o34, log_hook,  # noqa: SLF001
-                                SeamsegSnapshotHook(str(tmp_path), m34, o34, '', log_hook))
+        SeamsegCheckpointHook(str(tmp_path), m34, o34, '', log_hook).resume(snap)
     assert str(err.value).startswith('--resume {} [body]: loaded '.format(snap))
     assert '\n' not in str(err.value)
 

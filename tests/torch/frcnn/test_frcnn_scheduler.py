@@ -1,7 +1,10 @@
 """seamseg's schedules at every step of a short run (burn-in then poly)."""
+from functools import partial
+
 import pytest
 import torch
 
+from gluontrain.core.lr_scheduler import poly_factor
 from gluontrain.torch.frcnn import scheduler as S
 from gluontrain.torch.frcnn.config import load_config
 
@@ -70,7 +73,7 @@ def test_reference_lag_reproduces_seamseg_order(tmp_path):
 
 def test_construction_state():
     opt = _optimizer(lr=0.1)
-    base = S.LambdaLR(opt, S.poly_factor(100, 0.9))
+    base = S.LambdaLR(opt, partial(poly_factor, count=100, gamma=0.9))
     assert base.last_epoch == -1 and opt.param_groups[1]['lr'] == pytest.approx(0.1)
     burn = S.BurnInLR(base, 10, 0.5)
     assert burn.last_epoch == -1 and base.last_epoch == 0

@@ -1,48 +1,35 @@
-"""seamseg's ``main`` training loop on gluontrain's loop and hooks.
+"""seamseg's ``main`` training loop as hooks of gluontrain's loop.
 
 One epoch of :func:`gluontrain.core.loop.run_loop` is one of seamseg's ``train`` epochs:
 the batch sampler is set to the epoch, the poly/burn-in rate is set from ``global_step``
 before every forward (:class:`SeamsegScheduleHook`), the model's losses are weighted by
-``loss_weights`` (:class:`gluontrain.torch.step.LossDictStep`), seamseg's momentum meters
-and log line go to ``{log_dir}/training.log`` (:class:`SeamsegLogHook`), validation
-(COCO AP, ``det_map``) runs every ``val_interval`` epochs, and seamseg's snapshots
-``model_last.pth.tar`` / ``model_best.pth.tar`` are written after every epoch
-(:class:`SeamsegSnapshotHook`). The common hooks add ``frcnn_train.log``,
-``frcnn_metrics.jsonl``, ``frcnn_curves.png``, ``frcnn_val_samples.png``, the NaN guard,
-the progress bar, TensorBoard (when ``tensorboardX`` is installed) and the full checkpoint
-``frcnn_last.ckpt`` (RNG included) from which ``--resume`` continues exactly.
+``loss_weights`` (:mod:`.step`), seamseg's momentum meters and log line go to
+``{log_dir}/training.log`` (:class:`SeamsegLogHook`), validation (COCO AP, ``det_map``) runs
+every ``val_interval`` epochs, and seamseg's snapshots ``model_last.pth.tar`` /
+``model_best.pth.tar`` are written after every epoch (:class:`SeamsegCheckpointHook`). The
+common hooks add ``frcnn_train.log``, ``frcnn_metrics.jsonl``, ``frcnn_curves.png``,
+``frcnn_val_samples.png``, the NaN guard, the progress bar, TensorBoard (when
+``tensorboardX`` is installed) and the full checkpoint ``frcnn_last.ckpt`` (RNG included)
+from which ``--resume`` continues exactly.
 """
+import os
+import shutil
 from collections import OrderedDict
 
 import torch
 
 from ...core.hooks import get_logger as core_logger
-from ...core.loop import Hook
+from ...core.load_report import WeightsLoadError
+from ...core.loop import Hook, TrainState
 from ...core.lr_scheduler import ScheduleHook
+from ..distributed import unwrap_model
 from . import log as logging
 from .meters import AverageMeter
-from .model import NETWORK_INPUTS
+from .model import LOSS_NAMES
 from .optim import current_lr
-from .snapshot import BEST, LAST, METERS, save_snapshot
-from .train import LOSS_NAMES
+from .snapshot import BEST, LAST, METERS, MODULES, resume_from_snapshot, save_snapshot
 
-__all__ = ['SeamsegScheduleHook', 'SeamsegLogHook', 'SeamsegSnapshotHook', 'forward_fn',
-           'unwrap']
-
-
-def unwrap(model):
-    """The module inside a DistributedDataParallel wrapper (or the model itself)."""
-    return getattr(model, 'module', model)
-
-
-def forward_fn(model, device):
-    """``forward(batch) -> (losses, batch size)`` for :class:`LossDictStep`: seamseg's
-    ``model(**batch, do_loss=True, do_prediction=False)`` with each loss ``.mean()``."""
-    def forward(batch):
-        inputs = {k: batch[k].to(device) for k in NETWORK_INPUTS}
-        losses, _ = model(**inputs, do_loss=True, do_prediction=False)
-        return OrderedDict((k, v.mean()) for k, v in losses.items()), len(batch['img'])
-    return forward
+__all__ = ['SeamsegScheduleHook', 'SeamsegLogHook', 'SeamsegCheckpointHook']
 
 
 class SeamsegScheduleHook(ScheduleHook):
@@ -52,7 +39,8 @@ class SeamsegScheduleHook(ScheduleHook):
     mode ``scheduler.step(epoch)``. ``before_batch``: in batch mode
     ``scheduler.step(global_step)`` with ``global_step = state.iteration + 1`` (the rate of
     step k is set before its forward; a resumed run recomputes it from the restored
-    iteration).
+    iteration). ``state`` is the loop's state (epoch and step for the validation's log
+    lines), on every rank.
     """
 
     def __init__(self, model, scheduler, batch_sampler, batch_update):
@@ -60,10 +48,11 @@ class SeamsegScheduleHook(ScheduleHook):
             super().__init__(scheduler, 'before_batch', lambda state: (state.iteration + 1,))
         else:
             super().__init__(scheduler, 'before_epoch', lambda state: (state.epoch,))
-        self.model, self.scheduler = model, scheduler
-        self.batch_sampler, self.batch_update = batch_sampler, batch_update
+        self.model, self.batch_sampler = model, batch_sampler
+        self.state = TrainState()
 
     def before_epoch(self, state):
+        self.state = state
         self.model.train()
         self.batch_sampler.set_epoch(state.epoch)
         super().before_epoch(state)
@@ -104,21 +93,20 @@ class SeamsegLogHook(Hook):
             m.load_state_dict({n: torch.tensor(v) for n, v in state_dict[k].items()})
 
 
-class SeamsegSnapshotHook(Hook):
+class SeamsegCheckpointHook(Hook):
     """seamseg's end of epoch: ``model_last.pth.tar`` (modules, optimizer, meters, config,
     ``training_meta``) and, when this epoch's validation beats the best, its copy
-    ``model_best.pth.tar``. Must come after the validation hook."""
+    ``model_best.pth.tar``. Must come after the validation hook. :meth:`resume` reads such a
+    snapshot back (seamseg's ``--resume``)."""
     main_process_only = True  # seamseg's snapshot files are rank 0's
 
     def __init__(self, log_dir, model, optimizer, config_text, log_hook, is_main=True):
-        import os  # pylint: disable=import-outside-toplevel
         self.last, self.best_file = os.path.join(log_dir, LAST), os.path.join(log_dir, BEST)
         self.model, self.optimizer, self.config_text = model, optimizer, config_text
         self.log_hook, self.is_main = log_hook, is_main
         self.last_score, self.best_score = 0., 0.
 
     def after_epoch(self, state):
-        import shutil  # pylint: disable=import-outside-toplevel
         validated = 'val' in state.scores
         # seamseg: last_score is this epoch's det_map, 0 on epochs without validation
         self.last_score = float(state.scores['val'][1][-1]) if validated else 0.
@@ -130,9 +118,8 @@ class SeamsegSnapshotHook(Hook):
             self.best_score = self.last_score
         if not self.is_main:
             return
-        net = unwrap(self.model)
-        dicts = {name: getattr(net, name).state_dict()
-                 for name in ('body', 'rpn_head', 'roi_head')}
+        net = unwrap_model(self.model)
+        dicts = {name: getattr(net, name).state_dict() for name in MODULES}
         dicts['optimizer'] = self.optimizer.state_dict()
         dicts.update(('{}_meter'.format(k), m.state_dict())
                      for k, m in self.log_hook.meters.items())
@@ -148,3 +135,41 @@ class SeamsegSnapshotHook(Hook):
     def load_state_dict(self, state_dict):
         self.last_score = state_dict['last_score']
         self.best_score = state_dict['best_score']
+
+    def resume(self, path):
+        """seamseg's resume from ``model_last.pth.tar``: modules (reported, complete),
+        optimizer, the log hook's meters, scores, epoch and step. A snapshot without the
+        training state (one written for pre-training, or by another recipe) is refused in one
+        line.
+
+        Returns
+        -------
+        start_epoch : int
+        state : TrainState
+            At the snapshot's ``global_step``.
+        """
+        data = resume_from_snapshot(unwrap_model(self.model), path)
+        state_dict, meta = data['state_dict'], data.get('training_meta')
+        needed = ['optimizer'] + ['{}_meter'.format(k) for k in self.log_hook.meters]
+        lacking = [k for k in needed if k not in state_dict]
+        if lacking or not isinstance(meta, dict):
+            raise WeightsLoadError(
+                '--resume {}: the snapshot holds the weights but not the training state ({} '
+                'missing), so training cannot continue where it stopped; start from its '
+                'weights with --pre_train {} instead'.format(
+                    path, ', '.join(lacking) or '"training_meta"', path))
+        try:
+            self.optimizer.load_state_dict(state_dict['optimizer'])
+        except (ValueError, KeyError) as e:
+            raise WeightsLoadError(
+                '--resume {}: its optimizer state does not fit this run\'s optimizer ({}); '
+                'resume with the [optimizer] and [body] settings it was written with, or start '
+                'from its weights with --pre_train {}'.format(
+                    path, ' '.join(str(e).split()), path)) from None
+        for k, m in self.log_hook.meters.items():
+            m.load_state_dict(state_dict['{}_meter'.format(k)])
+        self.last_score = meta['last_score']
+        self.best_score = meta['best_score']
+        state = TrainState(iteration=meta['global_step'])
+        state.resumed_from = path  # the log's 'resumed from' line; rows past it are dropped
+        return meta['epoch'] + 1, state

@@ -1,6 +1,7 @@
-"""seamseg's ``train`` and ``validate`` (scripts/train_detection.py), with the seed's
-signature ``train(model, optimizer, scheduler, dataloader, meters, **varargs)``, for users
-who drive the recipe as seamseg does.
+"""seamseg's own ``train`` and ``validate`` loops (scripts/train_detection.py), with the
+seed's signature ``train(model, optimizer, scheduler, dataloader, meters, **varargs)``, for
+users who drive the recipe as seamseg does. The recipe's ``validate`` is :func:`validate`;
+its training runs on gluontrain's loop (:mod:`.step`, :mod:`.hooks`).
 
 The model contract is seamseg's ``DetectionNet``: ``model(img=, cat=, iscrowd=, bbx=,
 do_loss=, do_prediction=)`` returns ``(losses, predictions)``, ``losses`` an ordered dict
@@ -20,24 +21,15 @@ from collections import OrderedDict
 
 import torch
 
+from ..distributed import barrier, is_distributed, is_main_process
 from . import log as logging
 from .coco_eval import category_map, process_prediction, summarize_distributed
 from .meters import AverageMeter
-from .model import NETWORK_INPUTS
+from .model import LOSS_NAMES
 from .optim import current_lr
+from .step import upload
 
 __all__ = ['train', 'validate', 'all_reduce_losses', 'LOSS_NAMES']
-
-LOSS_NAMES = ('obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss')
-
-
-def _distributed():
-    dist = torch.distributed
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def _is_main():
-    return not _distributed() or torch.distributed.get_rank() == 0
 
 
 def all_reduce_losses(losses):
@@ -52,16 +44,12 @@ def all_reduce_losses(losses):
     -------
     OrderedDict of torch.Tensor
     """
-    if not _distributed():
+    if not is_distributed():
         return OrderedDict((k, v.detach()) for k, v in losses.items())
     values = torch.cat([v.detach().reshape(1) for v in losses.values()])
     torch.distributed.all_reduce(values)
     values /= torch.distributed.get_world_size()
     return OrderedDict((k, v.reshape(())) for k, v in zip(losses, values))
-
-
-def _upload(batch, device):
-    return {k: batch[k].to(device, non_blocking=True) for k in NETWORK_INPUTS}
 
 
 def train(model, optimizer, scheduler, dataloader, meters, **varargs):
@@ -95,7 +83,7 @@ def train(model, optimizer, scheduler, dataloader, meters, **varargs):
 
     data_time = time.time()
     for it, batch in enumerate(dataloader):
-        batch = _upload(batch, device)
+        batch = upload(batch, device)
         data_time_meter.update(time.time() - data_time)
 
         # The rate of iteration k is set before its forward: lr(global_step).
@@ -105,8 +93,7 @@ def train(model, optimizer, scheduler, dataloader, meters, **varargs):
 
         batch_time = time.time()
         losses, _ = model(**batch, do_loss=True, do_prediction=False)
-        if _distributed():
-            torch.distributed.barrier()
+        barrier()
         losses = OrderedDict((k, v.mean()) for k, v in losses.items())
         losses['loss'] = sum(w * l for w, l in zip(loss_weights, losses.values()))
 
@@ -121,7 +108,7 @@ def train(model, optimizer, scheduler, dataloader, meters, **varargs):
         batch_time_meter.update(time.time() - batch_time)
         del batch, losses
 
-        if _is_main() and (it + 1) % varargs['log_interval'] == 0:
+        if is_main_process() and (it + 1) % varargs['log_interval'] == 0:
             values = OrderedDict([('lr', current_lr(optimizer)), ('loss', meters['loss'])])
             values.update((k, meters[k]) for k in LOSS_NAMES)
             values.update([('data_time', data_time_meter), ('batch_time', batch_time_meter)])
@@ -162,7 +149,7 @@ def validate(model, dataloader, loss_weights, **varargs):
         with torch.no_grad():
             idxs, original_sizes = batch['idx'], batch['size']
             batch_sizes = [tuple(img.shape[-2:]) for img in batch['img']]
-            batch = _upload(batch, device)
+            batch = upload(batch, device)
             data_time_meter.update(time.time() - data_time)
 
             batch_time = time.time()
@@ -181,7 +168,7 @@ def validate(model, dataloader, loss_weights, **varargs):
                                                   idxs[i], original_sizes[i], categories)
             del pred, batch
 
-            if _is_main() and (it + 1) % varargs['log_interval'] == 0:
+            if is_main_process() and (it + 1) % varargs['log_interval'] == 0:
                 logging.iteration(None, 'val', varargs['global_step'], varargs['epoch'] + 1,
                                   varargs['num_epochs'], it + 1, len(dataloader),
                                   OrderedDict([('loss', loss_meter),
@@ -191,7 +178,7 @@ def validate(model, dataloader, loss_weights, **varargs):
 
     det_map = summarize_distributed(coco_struct, varargs['coco_gt'], img_list,
                                     varargs.get('reference_img_filter', False))
-    if _is_main():
+    if is_main_process():
         logging.get_logger().info('Validation done')
         logging.iteration(summary, 'val', varargs['global_step'], varargs['epoch'] + 1,
                           varargs['num_epochs'], len(dataloader), len(dataloader),

@@ -11,7 +11,7 @@ from gluontrain.torch.frcnn.config import load_config
 from gluontrain.torch.frcnn.data import make_dataloaders
 from gluontrain.torch.frcnn.meters import AverageMeter
 from gluontrain.torch.frcnn.optim import make_optimizer
-from gluontrain.torch.frcnn.train import LOSS_NAMES, train, validate
+from gluontrain.torch.frcnn.seamseg_loops import LOSS_NAMES, train, validate
 
 
 class StandIn(torch.nn.Module):
