@@ -14,7 +14,8 @@ import torch
 from fixtures.recorded import SOURCES, Recorder, reference_source, source_module
 from sgg_model_helpers import TinyPredictor, tiny_cfg
 from gluontrain.core.load_report import WeightsLoadError
-from gluontrain.torch.sgg.modeling import build_detector, build_relation_model
+from gluontrain.torch.sgg.model import build_relation_model
+from gluontrain.torch.sgg.modeling import build_detector
 from gluontrain.torch.sgg.modeling.load_mapping import (RELATION_LOAD_MAPPING,
                                                         align_and_update_state_dicts,
                                                         load_state_dict_with_mapping,
