@@ -252,13 +252,9 @@ def run_val(cfg, model, val_data_loaders, distributed=False, logger=None, zerosh
     (float, dict)
         The score and rank 0's result dict of the last dataset.
     """
-    model = model.module if hasattr(model, 'module') else model
-    score, result = -1.0, {}
-    zeroshot = zeroshot or [None] * len(val_data_loaders)
-    for name, loader, zs in zip(cfg.DATASETS.VAL, val_data_loaders, zeroshot):
-        score, result = inference(cfg, model, loader, dataset_name=name,
-                                  iou_types=iou_types_of(cfg), device=cfg.MODEL.DEVICE,
-                                  output_folder=None, logger=logger, zeroshot_triplet=zs)
+    results = _run_all(cfg, model, cfg.DATASETS.VAL, val_data_loaders, logger, zeroshot,
+                       test_folders=False)
+    score, result = results[-1] if results else (-1.0, {})
     return _mean_over_ranks(score), result
 
 
@@ -271,12 +267,18 @@ def run_test(cfg, model, test_data_loaders, distributed=False, logger=None, zero
     list of (float, dict)
         One ``(score, result_dict)`` per test dataset.
     """
+    return _run_all(cfg, model, cfg.DATASETS.TEST, test_data_loaders, logger, zeroshot,
+                    test_folders=True)
+
+
+def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
+    """:func:`inference` on every ``(name, loader)``; the test writes its files into
+    ``OUTPUT_DIR/inference/<name>/``, the validation none."""
     model = model.module if hasattr(model, 'module') else model
     out = []
-    zeroshot = zeroshot or [None] * len(test_data_loaders)
-    for name, loader, zs in zip(cfg.DATASETS.TEST, test_data_loaders, zeroshot):
+    for name, loader, zs in zip(names, loaders, zeroshot or [None] * len(loaders)):
         folder = None
-        if cfg.OUTPUT_DIR:
+        if test_folders and cfg.OUTPUT_DIR:
             folder = os.path.join(cfg.OUTPUT_DIR, "inference", name)
             if get_rank() == 0:
                 os.makedirs(folder, exist_ok=True)

@@ -18,10 +18,11 @@ from ...core.meters import LossMeter
 from ...core.writers import tensorboard_available
 from ..distributed import get_rank, get_world_size, unwrap_model
 from ..step import mixed_precision
-from .checkpoint import DETECTOR_LOAD_MAPPING, FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
+from .checkpoint import FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
 from .hooks import SGBCheckpointHook, SGBLogHook, SGBScheduleHook
 from .inference import validation_metrics, zeroshot_triplets
 from .model import eval_modules as sgb_eval_modules, fix_eval_modules, frozen_norm_eval
+from .modeling.load_mapping import RELATION_LOAD_MAPPING
 from .solver import make_lr_scheduler, make_optimizer
 from .step import SGGStep
 
@@ -144,7 +145,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
 
 
 def _load_mapping(cfg):
-    mapping = dict(DETECTOR_LOAD_MAPPING)
+    # relation_train_net.py:62-63: relation-head extractors from the detector's box extractor
+    mapping = dict(RELATION_LOAD_MAPPING)
     if cfg.MODEL.ATTRIBUTE_ON:
         mapping["roi_heads.relation.att_feature_extractor"] = \
             "roi_heads.attribute.feature_extractor"
