@@ -34,7 +34,7 @@ from PIL import Image as PILImage
 
 from gluontrain.core.plots import read_metrics
 from gluontrain.data.vg import write_vg
-from gluontrain.torch.sgg import recipe
+from gluontrain.torch.sgg import inference, recipe, trainer
 from gluontrain.torch.sgg.baseline import frequency_baseline
 from gluontrain.torch.sgg.config import CONFIGS_DIR, load_cfg
 from gluontrain.torch.sgg.data.build import build_dataset
@@ -129,7 +129,7 @@ trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
 print('{} batches of {} images; {} frozen and {} trained parameters'.format(
     len(train_data), cfg.SOLVER.IMS_PER_BATCH, frozen, trained))
 assert len(train_data) == cfg.SOLVER.MAX_ITER and frozen > 0"""),
-    ('code', """state = recipe.do_train(cfg, net, train_data, val_data, device, logger=QUIET)
+    ('code', """state = trainer.do_train(cfg, net, train_data, val_data, device, logger=QUIET)
 print(state.stop_reason, sorted(f for f in os.listdir(OUT) if f.endswith('.pth')))
 assert state.iteration == 100"""),
     ('code', """records = read_metrics(os.path.join(OUT, 'sgg_metrics.jsonl'))
@@ -141,7 +141,7 @@ SGB's evaluation (`do_vg_evaluation`): R@K with the graph constraint (one predic
 pair), ngR@K without it, mR@K averaged over predicates, zR@K on triplets never seen in
 training. The frequency baseline scores the same pairs with `softmax(pred_dist[s, o])`; the
 untrained number is chance (about 5 boxes and 12 predicates per image)."""),
-    ('code', """score, result = recipe.test(cfg, net, train_ds, logger=QUIET)[0]
+    ('code', """score, result = inference.test(cfg, net, train_ds, logger=QUIET)[0]
 folder = os.path.join(OUT, 'inference', cfg.DATASETS.TEST[0])
 saved = torch.load(os.path.join(folder, 'eval_results.pytorch'), weights_only=False)
 test_ds = build_dataset(cfg, cfg.DATASETS.TEST, None, is_train=False)[0]

@@ -307,16 +307,16 @@ def test_truncated_image_is_refused_or_reported(tool, case, capsys):
 
 @pytest.mark.parametrize('tool', ['sgg', 'sgg-detector'])
 def test_ctrl_c_in_process_advises_rerunning(tool, case, capsys, monkeypatch):
-    from gluontrain.torch.sgg import train as sgg_train
+    from gluontrain.torch.sgg import step as sgg_step
     if tool == 'sgg-detector':
         case.detector()
-    real = sgg_train.SGGStep.__call__
+    real = sgg_step.SGGStep.__call__
 
     def interrupt(self, batch, state):
         if state.iteration >= 2:
             raise KeyboardInterrupt
         return real(self, batch, state)
-    monkeypatch.setattr(sgg_train.SGGStep, '__call__', interrupt)
+    monkeypatch.setattr(sgg_step.SGGStep, '__call__', interrupt)
     case.opts = ['SOLVER.MAX_ITER', '6', 'SOLVER.CHECKPOINT_PERIOD', '2']
     code, _, err = run_main(case.argv(), capsys)
     line = check_refused(code, err, ['interrupted at', 'model_0000002.pth'], case.out,

@@ -44,17 +44,13 @@ from ..checkpoint import get_all_rng_states, save_file as save_torch_file, set_a
 from ..distributed import unwrap_model
 from ..weights import read_weights_file
 from .modeling.c2_loading import c2_body_state_dict, is_c2_file
-from .modeling.load_mapping import RELATION_LOAD_MAPPING, load_state_dict_with_mapping
+from .modeling.load_mapping import load_state_dict_with_mapping
 
-__all__ = ['Checkpointer', 'load_weights_file', 'LAST_CHECKPOINT', 'DETECTOR_LOAD_MAPPING',
-           'FIX_DETECTOR_CKPT', 'FIX_WEIGHT', 'TWO_STAGE', 'refuse_remote']
+__all__ = ['Checkpointer', 'load_weights_file', 'LAST_CHECKPOINT', 'FIX_DETECTOR_CKPT',
+           'FIX_WEIGHT', 'TWO_STAGE', 'refuse_remote']
 
 #: The text file naming the last checkpoint (SGB's name).
 LAST_CHECKPOINT = 'last_checkpoint'
-
-#: relation_train_net.py:62-63: relation-head extractors initialised from the detector's box
-#: feature extractor (SGB's module names; :data:`.modeling.load_mapping.RELATION_LOAD_MAPPING`).
-DETECTOR_LOAD_MAPPING = RELATION_LOAD_MAPPING
 
 #: What the errors about ``MODEL.PRETRAINED_DETECTOR_CKPT`` / ``MODEL.WEIGHT`` advise.
 FIX_DETECTOR_CKPT = ('pass as MODEL.PRETRAINED_DETECTOR_CKPT the model_final.pth of '
@@ -65,10 +61,6 @@ FIX_WEIGHT = ('pass as MODEL.WEIGHT a Scene-Graph-Benchmark / maskrcnn-benchmark
 
 #: How the errors name a seamseg / gluontrain ``frcnn`` snapshot.
 TWO_STAGE = 'a seamseg / two-stage (frcnn) snapshot'
-
-
-def _logger(logger):
-    return logger if logger is not None else logging.getLogger(__name__)
 
 
 def _flat_keys(obj, prefix='', depth=2):
@@ -200,7 +192,7 @@ class Checkpointer:
         self.cfg = cfg
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
         self.save_dir, self.save_to_disk = save_dir, save_to_disk
-        self.logger = _logger(logger)
+        self.logger = logger if logger is not None else logging.getLogger(__name__)
         self.last_report = None
 
     # ------------------------------------------------------------------ saving

@@ -386,7 +386,7 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
 def _check_dtype(cfg, config_file):
     """``DTYPE``: SGB trains in float32, or with ``"float16"`` through apex AMP O1
     (``relation_train_net.py``: ``amp.initialize(..., opt_level='O1')``), which needs CUDA;
-    the recipe runs it as torch's float16 autocast + GradScaler (``train.SGGStep``)."""
+    the recipe runs it as torch's float16 autocast + GradScaler (``step.SGGStep``)."""
     where = 'config file {}'.format(config_file) if config_file else 'command-line override'
     if cfg.DTYPE not in ('float32', 'float16'):
         raise ConfigError('{}: DTYPE = {!r}; SGB knows "float32" and "float16"'.format(

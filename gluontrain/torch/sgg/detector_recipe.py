@@ -9,15 +9,15 @@ validation).
 """
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, parse_args
 from .config_values import check_detector_classes
-from .recipe import (get_dataloader, get_dataset, get_net, save_params, validate, _cfg,
-                     do_train, run)
+from .recipe import get_dataloader, get_dataset, get_net, save_params, validate, _cfg, run
+from .trainer import do_train
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'OUTPUT_ARGUMENT', 'RESUME_ADVICE', 'check_detector_classes']
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args):
-    """detector_pretrain_net's ``train()`` from the model on (see :func:`.recipe.do_train`).
+    """detector_pretrain_net's ``train()`` from the model on (see :func:`.trainer.do_train`).
 
     Returns
     -------

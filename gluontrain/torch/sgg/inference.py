@@ -1,5 +1,7 @@
 """Scene-Graph-Benchmark's ``engine/inference.py``: predictions over a loader, gathered from
-every process, then the VG evaluation.
+every process, then the VG evaluation; and the tools' ``run_val`` / ``run_test``
+(:func:`run_val`, :func:`run_test`, :func:`test` building the test loaders,
+:func:`validation_metrics` for the loop's validation).
 
 The evaluation (:func:`evaluate`, SGB's ``do_vg_evaluation``) writes into the output folder,
 in SGB's layout and through staged writes (a crash never leaves a torn file):
@@ -37,7 +39,8 @@ from ..weights import read_weights_file
 from ..twostage.structures import BoxList
 
 __all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of',
-           'load_cached_predictions', 'EVAL_RESULTS', 'RESULT_DICT', 'SGB_BOXLIST']
+           'load_cached_predictions', 'run_val', 'run_test', 'test', 'validation_metrics',
+           'zeroshot_triplets', 'EVAL_RESULTS', 'RESULT_DICT', 'SGB_BOXLIST']
 
 #: SGB's file names in the output folder (``vg_eval.py``).
 EVAL_RESULTS, RESULT_DICT = 'eval_results.pytorch', 'result_dict.pytorch'
@@ -225,3 +228,121 @@ def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
                                      iou_types=iou_types, zeroshot_triplet=zeroshot_triplet,
                                      return_result_dict=True)
     return float(score), dict(result or {})
+
+
+def _mean_over_ranks(score):
+    """relation_train_net.py:264-268: gather each rank's result, mean of those >= 0."""
+    if not is_distributed():
+        return float(score)
+    values = [None] * get_world_size()
+    torch.distributed.all_gather_object(values, float(score))
+    valid = [v for v in values if v >= 0]
+    return float(sum(valid) / len(valid)) if valid else -1.0
+
+
+def run_val(cfg, model, val_data_loaders, distributed=False, logger=None, zeroshot=None):
+    """SGB's ``run_val``: evaluate every ``DATASETS.VAL`` loader, return the validation score
+    (mean R@100 of the mode; box mAP for the detector), the same on every rank.
+
+    zeroshot : list, optional
+        Per dataset, the zero-shot triplets (array or file) for zR@K.
+
+    Returns
+    -------
+    (float, dict)
+        The score and rank 0's result dict of the last dataset.
+    """
+    results = _run_all(cfg, model, cfg.DATASETS.VAL, val_data_loaders, logger, zeroshot,
+                       test_folders=False)
+    score, result = results[-1] if results else (-1.0, {})
+    return _mean_over_ranks(score), result
+
+
+def run_test(cfg, model, test_data_loaders, distributed=False, logger=None, zeroshot=None):
+    """SGB's ``run_test``: evaluate every ``DATASETS.TEST`` loader, writing into
+    ``OUTPUT_DIR/inference/<name>/`` (rank 0).
+
+    Returns
+    -------
+    list of (float, dict)
+        One ``(score, result_dict)`` per test dataset.
+    """
+    return _run_all(cfg, model, cfg.DATASETS.TEST, test_data_loaders, logger, zeroshot,
+                    test_folders=True)
+
+
+def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
+    """:func:`inference` on every ``(name, loader)``; the test writes its files into
+    ``OUTPUT_DIR/inference/<name>/``, the validation none."""
+    model = model.module if hasattr(model, 'module') else model
+    out = []
+    for name, loader, zs in zip(names, loaders, zeroshot or [None] * len(loaders)):
+        folder = None
+        if test_folders and cfg.OUTPUT_DIR:
+            folder = os.path.join(cfg.OUTPUT_DIR, "inference", name)
+            if get_rank() == 0:
+                os.makedirs(folder, exist_ok=True)
+        out.append(inference(cfg, model, loader, dataset_name=name,
+                             iou_types=iou_types_of(cfg), device=cfg.MODEL.DEVICE,
+                             output_folder=folder, logger=logger, zeroshot_triplet=zs))
+    return out
+
+
+#: (name, result_dict key suffix, K) of the metrics a validation reports before its score
+_REPORTED = (('R@20', 'recall', 20), ('R@50', 'recall', 50), ('R@100', 'recall', 100),
+             ('ngR@50', 'recall_nogc', 50), ('mR@50', 'mean_recall', 50),
+             ('zR@50', 'zeroshot_recall', 50))
+
+
+def _result_names(cfg, result):
+    """``(names, values)`` of SGB's main metrics in a result dict (the mode's R@20/50/100,
+    ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
+    if not result:
+        return [], []
+    from .evaluation.vg_eval import eval_mode  # pylint: disable=import-outside-toplevel
+    mode = eval_mode(cfg)
+    names, values = [], []
+    for name, key, k in _REPORTED:
+        value = result.get('{}_{}'.format(mode, key), {}).get(k)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = float(sum(value) / len(value)) if len(value) else float('nan')
+        names.append(name)
+        values.append(float(value))
+    return names, values
+
+
+def validation_metrics(cfg, net, val_data, zeroshot=None, logger=None):
+    """SGB's ``run_val`` on ``val_data``: ``(names, values)``, every metric of the evaluation
+    and SGB's validation score (``val_score``: mean R@100 of the mode, or box mAP) last."""
+    score, result = run_val(cfg, net, [val_data], zeroshot=zeroshot, logger=logger)
+    names, values = _result_names(cfg, result)
+    return names + ['val_score'], values + [score]
+
+
+def zeroshot_triplets(cfg, train_dataset, eval_dataset):
+    """Zero-shot triplets of ``eval_dataset`` for zR@K: ``TEST.RELATION.ZERO_SHOT_FILE``
+    (computed and written there when missing), else computed from the training split
+    (SGB ships a file for VG150's test split). None without relations."""
+    if not cfg.MODEL.RELATION_ON or train_dataset is None:
+        return None
+    from .evaluation import zeroshot  # pylint: disable=import-outside-toplevel
+    base = getattr(train_dataset, 'datasets', [train_dataset])[0]
+    if cfg.TEST.RELATION.ZERO_SHOT_FILE:
+        return zeroshot.load_or_compute_zeroshot_triplets(cfg.TEST.RELATION.ZERO_SHOT_FILE,
+                                                          base, eval_dataset)
+    return zeroshot.compute_zeroshot_triplets(base, eval_dataset)
+
+
+def test(cfg, net, train_dataset=None, data_dir=None, logger=None):
+    """SGB's ``run_test`` on ``DATASETS.TEST`` (loaders built here): ``[(score,
+    result_dict)]`` per test dataset; ``train_dataset`` gives the zero-shot triplets."""
+    # pylint: disable-next=import-outside-toplevel
+    from .data.build import build_dataset, make_loader
+    from .data.transforms import build_transforms  # pylint: disable=import-outside-toplevel
+    datasets = build_dataset(cfg, cfg.DATASETS.TEST, build_transforms(cfg, False),
+                             is_train=False, data_dir=data_dir)
+    loaders = [make_loader(cfg, ds, False) for ds in datasets]
+    return run_test(cfg, net, loaders, logger=logger,
+                    zeroshot=[zeroshot_triplets(cfg, train_dataset, ds) for ds in datasets])

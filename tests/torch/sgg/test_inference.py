@@ -29,6 +29,7 @@ from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.data.vg import write_vg
 from gluontrain.torch.sgg import recipe
 from gluontrain.torch.sgg.config import CONFIGS_DIR, get_cfg, load_cfg
+from gluontrain.torch.sgg.data.build import make_loader
 from gluontrain.torch.sgg.inference import (EVAL_RESULTS, RESULT_DICT, accumulate_predictions,
                                             compute_on_dataset, inference, iou_types_of,
                                             load_cached_predictions)
@@ -86,7 +87,7 @@ def predcls_predictions(root, out):
     torch.manual_seed(0)
     _, val, iou_types = recipe.get_dataset(None, cfg)
     _, model = recipe.get_net(cfg, [torch.device('cpu')])
-    loader = recipe.make_loader(cfg, val, False)
+    loader = make_loader(cfg, val, False)
     predictions = accumulate_predictions(compute_on_dataset(model, loader, torch.device('cpu')))
     return cfg, val, iou_types, model, loader, predictions
 

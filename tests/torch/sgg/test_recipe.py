@@ -20,7 +20,7 @@ from gluontrain.__main__ import main as cli_main
 from gluontrain.data.vg import write_vg
 from gluontrain.torch.frcnn.snapshot import save_snapshot
 from gluontrain.torch.sgg import recipe
-from gluontrain.torch.sgg import train as sgg_train
+from gluontrain.torch.sgg import step as sgg_step, trainer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -56,8 +56,8 @@ def _without_pictures(monkeypatch):
     """The recipe's hooks without the curves and scene-graph pictures (matplotlib: about half
     of a tiny run's time). They read the model and the meters only; what a resume restores is
     the same with or without them, and test_sgg_plots.py draws them."""
-    real = recipe.build_hooks
-    monkeypatch.setattr(recipe, 'build_hooks',
+    real = trainer.build_hooks
+    monkeypatch.setattr(trainer, 'build_hooks',
                         lambda *args, **kw: real(*args, **dict(kw, plots=False)))
 
 
@@ -71,17 +71,17 @@ def test_exact_resume_after_crash(vg_root, tmp_path, monkeypatch):
     assert full.iteration == 6
     reference = _weights(str(tmp_path / 'full' / 'model_final.pth'))
 
-    original = sgg_train.SGGStep.__call__
+    original = sgg_step.SGGStep.__call__
 
     def crashing(self, batch, state):
         if state.iteration == 4:
             raise RuntimeError('simulated crash')
         return original(self, batch, state)
-    monkeypatch.setattr(sgg_train.SGGStep, '__call__', crashing)
+    monkeypatch.setattr(sgg_step.SGGStep, '__call__', crashing)
     with pytest.raises(RuntimeError, match='simulated crash'):
         recipe.main(_argv(vg_root, tmp_path / 'crash', *opts))
     assert (tmp_path / 'crash' / 'last_checkpoint').read_text() == 'model_0000003.pth'
-    monkeypatch.setattr(sgg_train.SGGStep, '__call__', original)
+    monkeypatch.setattr(sgg_step.SGGStep, '__call__', original)
     resumed = recipe.main(_argv(vg_root, tmp_path / 'crash', *opts))  # same command resumes
     assert resumed.resumed_from.endswith('model_0000003.pth') and resumed.iteration == 6
     got = _weights(str(tmp_path / 'crash' / 'model_final.pth'))

@@ -31,9 +31,9 @@ from fixtures.recorded import SOURCES, Recorder, reference_source, source_module
 from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.torch.sgg.checkpoint import (FIX_DETECTOR_CKPT, FIX_WEIGHT, LAST_CHECKPOINT,
                                              Checkpointer)
-from gluontrain.torch.sgg.modeling import build_detector, build_relation_model
+from gluontrain.torch.sgg.model import build_relation_model, eval_modules, fix_eval_modules
+from gluontrain.torch.sgg.modeling import build_detector
 from gluontrain.torch.sgg.modeling.load_mapping import RELATION_LOAD_MAPPING
-from gluontrain.torch.sgg.modeling.model import eval_modules, fix_eval_modules
 from gluontrain.torch.sgg.solver import WarmupMultiStepLR, make_optimizer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'modeling'))

@@ -15,6 +15,7 @@ import torch
 import torch.utils.data
 
 from ....core.checkpoint import atomic_write
+from ...distributed import get_rank, get_world_size
 from .collate import BatchCollator, BBoxAugCollator
 from .samplers import (DistributedSampler, GroupedBatchSampler, IterationBasedBatchSampler,
                        SeededRandomSampler)
@@ -22,7 +23,7 @@ from .transforms import build_transforms
 from .vg_dataset import VGDataset
 
 __all__ = ['VG_CATALOG', 'ConcatDataset', 'dataset_args', 'build_dataset', 'make_data_sampler',
-           'make_batch_data_sampler', 'make_data_loader', 'save_labels']
+           'make_batch_data_sampler', 'make_data_loader', 'make_loader', 'save_labels']
 
 _LOG = logging.getLogger(__name__)
 
@@ -162,6 +163,59 @@ def make_batch_data_sampler(dataset, sampler, aspect_grouping, images_per_batch,
     return batch_sampler
 
 
+def _loader(cfg, dataset, is_train, images_per_gpu, distributed, rank, world_size, seed,
+            start_iter=0, num_workers=None, collator=None, exact_resume=True):
+    """One dataset's loader: shuffled when training or sharded, aspect-ratio grouped
+    (``DATALOADER.ASPECT_RATIO_GROUPING``), training iteration-based (``SOLVER.MAX_ITER``
+    batches from ``start_iter``), evaluation one pass."""
+    sampler = make_data_sampler(dataset, is_train or distributed, distributed, rank,
+                                world_size, seed)
+    batch_sampler = make_batch_data_sampler(
+        dataset, sampler, [1] if cfg.DATALOADER.ASPECT_RATIO_GROUPING else [], images_per_gpu,
+        cfg.SOLVER.MAX_ITER if is_train else None, start_iter if is_train else 0,
+        exact_resume=exact_resume)
+    # worker seeds from a seeded generator: the same run twice gets the same augmentation
+    generator = torch.Generator()
+    generator.manual_seed(seed + start_iter)
+    return torch.utils.data.DataLoader(
+        dataset, batch_sampler=batch_sampler, generator=generator,
+        num_workers=cfg.DATALOADER.NUM_WORKERS if num_workers is None else num_workers,
+        collate_fn=collator or BatchCollator(cfg.DATALOADER.SIZE_DIVISIBILITY))
+
+
+def make_loader(cfg, dataset, is_train, start_iter=0, images_per_batch=None,
+                num_workers=None):
+    """The recipe's loader of one dataset (:func:`make_data_loader`'s, this process's rank
+    and world size from ``torch.distributed``): aspect-ratio grouped batches; training
+    iteration-based (``SOLVER.MAX_ITER`` batches, seeded shuffles, exact from
+    ``start_iter``), evaluation one pass.
+
+    Parameters
+    ----------
+    cfg : yacs.config.CfgNode
+    dataset : VGDataset
+    is_train : bool
+    start_iter : int
+    images_per_batch : int, optional
+        All processes together (default ``SOLVER.IMS_PER_BATCH`` / ``TEST.IMS_PER_BATCH``).
+    num_workers : int, optional
+        Default ``DATALOADER.NUM_WORKERS``.
+
+    Returns
+    -------
+    torch.utils.data.DataLoader
+    """
+    world, rank = get_world_size(), get_rank()
+    key = 'SOLVER.IMS_PER_BATCH' if is_train else 'TEST.IMS_PER_BATCH'
+    ims = images_per_batch or (cfg.SOLVER.IMS_PER_BATCH if is_train
+                               else cfg.TEST.IMS_PER_BATCH)
+    if ims % world:
+        raise ValueError('{} ({}) must be divisible by the number of processes ({})'.format(
+            key, ims, world))
+    return _loader(cfg, dataset, is_train, ims // world, world > 1, rank, world,
+                   max(cfg.SEED, 0), start_iter, num_workers)
+
+
 def save_labels(dataset_list, output_dir, rank=0):
     """Write ``output_dir/labels.json`` (class index -> name) from the main process."""
     if rank != 0:
@@ -222,11 +276,8 @@ def make_data_loader(cfg, mode='train', is_distributed=False, start_iter=0, data
         raise ValueError('{} ({}) must be divisible by the number of processes ({}).'.format(
             key, images_per_batch, num_gpus))
     images_per_gpu = images_per_batch // num_gpus
-    if is_train:
-        shuffle, num_iters = True, cfg.SOLVER.MAX_ITER
-    else:
-        shuffle, num_iters, start_iter = is_distributed, None, 0
-    aspect_grouping = [1] if cfg.DATALOADER.ASPECT_RATIO_GROUPING else []
+    if not is_train:
+        start_iter = 0
     dataset_list = {'train': cfg.DATASETS.TRAIN, 'val': cfg.DATASETS.VAL,
                     'test': cfg.DATASETS.TEST}[dataset_to_test]
     bbox_aug = (not is_train) and cfg.TEST.BBOX_AUG.ENABLED
@@ -236,18 +287,10 @@ def make_data_loader(cfg, mode='train', is_distributed=False, start_iter=0, data
         save_labels(datasets, cfg.OUTPUT_DIR, rank)
     data_loaders = []
     for dataset in datasets:
-        sampler = make_data_sampler(dataset, shuffle, is_distributed, rank, world_size, seed)
-        batch_sampler = make_batch_data_sampler(dataset, sampler, aspect_grouping,
-                                                images_per_gpu, num_iters, start_iter,
-                                                exact_resume=exact_resume)
-        collator = BBoxAugCollator() if bbox_aug else BatchCollator(
-            cfg.DATALOADER.SIZE_DIVISIBILITY)
-        # worker seeds from a seeded generator: the same run twice gets the same augmentation
-        generator = torch.Generator()
-        generator.manual_seed(seed + start_iter)
-        data_loaders.append(torch.utils.data.DataLoader(
-            dataset, num_workers=cfg.DATALOADER.NUM_WORKERS, batch_sampler=batch_sampler,
-            collate_fn=collator, generator=generator))
+        collator = BBoxAugCollator() if bbox_aug else None
+        data_loaders.append(_loader(cfg, dataset, is_train, images_per_gpu, is_distributed,
+                                    rank, world_size, seed, start_iter, collator=collator,
+                                    exact_resume=exact_resume))
         if cfg.TEST.CUSTUM_EVAL and rank == 0:
             info = {'idx_to_files': dataset.custom_files,
                     'ind_to_classes': dataset.ind_to_classes,

@@ -87,27 +87,23 @@ class Resize:
 class RandomHorizontalFlip:
     """Flip image and boxes left-right with probability ``prob`` (``random.random()``)."""
 
+    # PIL's transpose of the image, BoxList.transpose's of the boxes
+    _image_method, _box_method = Image.FLIP_LEFT_RIGHT, 0
+
     def __init__(self, prob=0.5):
         self.prob = prob
 
     def __call__(self, image, target):
         if random.random() < self.prob:
-            image = image.transpose(Image.FLIP_LEFT_RIGHT)
-            target = target.transpose(0)
+            image = image.transpose(self._image_method)
+            target = target.transpose(self._box_method)
         return image, target
 
 
-class RandomVerticalFlip:
+class RandomVerticalFlip(RandomHorizontalFlip):
     """Flip image and boxes top-bottom with probability ``prob`` (``random.random()``)."""
 
-    def __init__(self, prob=0.5):
-        self.prob = prob
-
-    def __call__(self, image, target):
-        if random.random() < self.prob:
-            image = image.transpose(Image.FLIP_TOP_BOTTOM)
-            target = target.transpose(1)
-        return image, target
+    _image_method, _box_method = Image.FLIP_TOP_BOTTOM, 1
 
 
 class ColorJitter:

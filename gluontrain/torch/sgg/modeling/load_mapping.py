@@ -24,8 +24,7 @@ from ...weights import load_state_dict_reported, strip_ddp_prefix, tensor_shapes
 from ....core.load_report import WeightsLoadError, compare, guess_origin
 
 __all__ = ['RELATION_LOAD_MAPPING', 'match_keys', 'align_and_update_state_dicts',
-           'strip_prefix_if_present', 'load_state_dict_with_mapping', 'mapping_lines',
-           'ignored_in_files']
+           'load_state_dict_with_mapping', 'mapping_lines', 'ignored_in_files']
 
 #: ``load_mapping`` of SGB's ``relation_train_net.py`` (attributes off).
 RELATION_LOAD_MAPPING = OrderedDict([
@@ -116,13 +115,6 @@ def align_and_update_state_dicts(model_state_dict, loaded_state_dict, load_mappi
     return matched
 
 
-def strip_prefix_if_present(state_dict, prefix):
-    """``state_dict`` without ``prefix`` when *every* key starts with it."""
-    if not all(k.startswith(prefix) for k in state_dict):
-        return state_dict
-    return OrderedDict((k[len(prefix):], v) for k, v in state_dict.items())
-
-
 def mapping_lines(matched, applied, loaded):
     """One line per way model keys were filled from other names.
 
@@ -161,8 +153,9 @@ def mapping_lines(matched, applied, loaded):
 def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, source='checkpoint',
                                  what='checkpoint', fix='pass a checkpoint of this model',
                                  allow_partial=True, required=(), ignore=None, log=None):
-    """SGB's ``load_state_dict``: strip ``module.``, align by longest suffix after the mapping,
-    then load, reporting what loaded.
+    """SGB's ``load_state_dict``: strip ``module.`` (SGB's ``strip_prefix_if_present``,
+    :func:`gluontrain.torch.weights.strip_ddp_prefix`), align by longest suffix after the
+    mapping, then load, reporting what loaded.
 
     Parameters
     ----------

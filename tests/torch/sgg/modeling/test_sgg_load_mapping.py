@@ -14,12 +14,13 @@ import torch
 from fixtures.recorded import SOURCES, Recorder, reference_source, source_module
 from sgg_model_helpers import TinyPredictor, tiny_cfg
 from gluontrain.core.load_report import WeightsLoadError
-from gluontrain.torch.sgg.modeling import build_detector, build_relation_model
+from gluontrain.torch.sgg.model import build_relation_model
+from gluontrain.torch.sgg.modeling import build_detector
 from gluontrain.torch.sgg.modeling.load_mapping import (RELATION_LOAD_MAPPING,
                                                         align_and_update_state_dicts,
                                                         load_state_dict_with_mapping,
-                                                        mapping_lines, match_keys,
-                                                        strip_prefix_if_present)
+                                                        mapping_lines, match_keys)
+from gluontrain.torch.weights import strip_ddp_prefix
 
 
 def _t(v):
@@ -57,8 +58,9 @@ def test_mapping_and_longest_suffix():
 
 
 def test_strip_prefix_only_when_all_keys_have_it():
-    assert list(strip_prefix_if_present({'module.a': 1, 'module.b': 2}, 'module.')) == ['a', 'b']
-    assert list(strip_prefix_if_present({'module.a': 1, 'b': 2}, 'module.')) == ['module.a', 'b']
+    # SGB's strip_prefix_if_present(state_dict, 'module.') is gluontrain's strip_ddp_prefix
+    assert list(strip_ddp_prefix({'module.a': 1, 'module.b': 2})) == ['a', 'b']
+    assert list(strip_ddp_prefix({'module.a': 1, 'b': 2})) == ['module.a', 'b']
 
 
 def _det_and_relation(seed=0):

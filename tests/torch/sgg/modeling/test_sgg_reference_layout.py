@@ -17,7 +17,7 @@ import torch
 
 from gluontrain.torch.sgg.config import get_cfg, load_cfg
 from gluontrain.torch.twostage.maskrcnn import build_detector
-from gluontrain.torch.sgg.modeling.model import build_relation_model
+from gluontrain.torch.sgg.model import build_relation_model
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'references')
 REFS = os.environ.get('GLUONTRAIN_REFERENCES')

@@ -1,12 +1,17 @@
 """The relation model in its three modes: training loss dicts, evaluation predictions,
 frozen detector parts; with the test predictor and with the registry's predictors."""
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
 
-from sgg_model_helpers import TinyPredictor, make_batch, tiny_cfg
-from gluontrain.torch.sgg.modeling import build_relation_model, eval_modules, fix_eval_modules
-from gluontrain.torch.sgg.modeling.model import frozen_norm_eval, relation_mode
+from gluontrain.torch.sgg.model import (build_relation_model, eval_modules, fix_eval_modules,
+                                        frozen_norm_eval, relation_mode)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'modeling'))
+from sgg_model_helpers import TinyPredictor, make_batch, tiny_cfg  # noqa: E402
 
 
 def _model(mode):

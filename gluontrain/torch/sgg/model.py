@@ -1,6 +1,7 @@
-"""The relation model: Scene-Graph-Benchmark's ``GeneralizedRCNN`` with ``MODEL.RELATION_ON``
-(backbone, RPN, box head in relation mode, relation head), and ``fix_eval_modules`` of
-``tools/relation_train_net.py``.
+"""The scene-graph recipe's model: Scene-Graph-Benchmark's ``GeneralizedRCNN`` with
+``MODEL.RELATION_ON`` (backbone, RPN, box head in relation mode, relation head, assembled from
+the parts in :mod:`.modeling`), ``fix_eval_modules`` of ``tools/relation_train_net.py``, and
+:func:`build_model` (the relation model or the sgg-detector of a config).
 
 Modes (SGB README): PredCls = ``USE_GT_BOX`` and ``USE_GT_OBJECT_LABEL``; SGCls =
 ``USE_GT_BOX`` only; SGDet = neither. In relation mode SGB drops the RPN and box losses; the
@@ -16,13 +17,13 @@ from collections import OrderedDict
 import torch
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from ...twostage.structures import BoxList
-from ...twostage.images import to_image_list
-from ...twostage.maskrcnn import SGGDetector
-from .relation_head import build_roi_relation_head
+from ..twostage.structures import BoxList
+from ..twostage.images import to_image_list
+from ..twostage.maskrcnn import SGGDetector, build_detector
+from .modeling.relation_head import build_roi_relation_head
 
-__all__ = ['RelationModel', 'build_relation_model', 'fix_eval_modules', 'eval_modules',
-           'frozen_norm_eval', 'relation_mode', 'MODES']
+__all__ = ['RelationModel', 'build_relation_model', 'build_model', 'fix_eval_modules',
+           'eval_modules', 'frozen_norm_eval', 'relation_mode', 'MODES']
 
 #: ``(USE_GT_BOX, USE_GT_OBJECT_LABEL)`` -> SGB's mode name.
 MODES = {(True, True): 'predcls', (True, False): 'sgcls', (False, False): 'sgdet'}
@@ -54,7 +55,7 @@ class RelationModel(SGGDetector):
     cfg : yacs.config.CfgNode
         ``MODEL.RELATION_ON`` must be True.
     relation_head : nn.Module
-        :class:`~.relation_head.ROIRelationHead`.
+        :class:`~.modeling.relation_head.ROIRelationHead`.
     generator : torch.Generator, optional
         RPN / box-head draws (SGDet).
     """
@@ -208,3 +209,13 @@ def build_relation_model(cfg, statistics=None, predictor=None, generator=None, r
     out_channels = cfg.MODEL.RESNETS.BACKBONE_OUT_CHANNELS
     head = build_roi_relation_head(cfg, out_channels, statistics, predictor, generator, rng)
     return RelationModel(cfg, head, generator)
+
+
+def build_model(cfg, statistics=None):
+    """The relation model (``MODEL.RELATION_ON``) or the sgg-detector, on
+    ``MODEL.DEVICE``."""
+    if cfg.MODEL.RELATION_ON:
+        model = build_relation_model(cfg, statistics)
+    else:
+        model = build_detector(cfg)
+    return model.to(torch.device(cfg.MODEL.DEVICE))

@@ -1,0 +1,166 @@
+"""Scene-Graph-Benchmark's ``train()`` (``maskrcnn_benchmark/engine/trainer.py``'s
+``do_train`` as the tools ``relation_train_net.py`` and ``detector_pretrain_net.py`` write it)
+on gluontrain's loop: optimizer, schedule, checkpointer, the run's hooks, the load of the
+starting weights (or the resume), ``PRE_VAL``, then :func:`gluontrain.core.loop.run_loop`
+with :class:`.step.SGGStep` until ``SOLVER.MAX_ITER``.
+
+The engine adds progress, ``metrics.jsonl``, curves, the NaN guard and TensorBoard. Fixes
+(docs/faithfulness.md): RNGs are seeded and checkpointed, validation leaves every RNG where it
+was (:mod:`.inference`), the schedule is checkpointed (:mod:`.hooks`).
+"""
+import logging
+import os
+
+from ...core.defaults import RunPaths, build_hooks
+from ...core.hooks import restore_hooks_state
+from ...core.loop import Period, TrainState, run_loop
+from ...core.meters import LossMeter
+from ...core.writers import tensorboard_available
+from ..distributed import get_rank, get_world_size, unwrap_model
+from ..step import mixed_precision
+from .checkpoint import FIX_DETECTOR_CKPT, FIX_WEIGHT, Checkpointer
+from .hooks import SGBCheckpointHook, SGBLogHook, SGBScheduleHook
+from .inference import validation_metrics, zeroshot_triplets
+from .model import eval_modules as sgb_eval_modules, fix_eval_modules, frozen_norm_eval
+from .modeling.load_mapping import RELATION_LOAD_MAPPING
+from .solver import make_lr_scheduler, make_optimizer
+from .step import SGGStep
+
+__all__ = ['do_train', 'PREFIX']
+
+#: gluontrain's files in OUTPUT_DIR: ``sgg_metrics.jsonl``, ``sgg_curves.png``, ...
+PREFIX = 'sgg'
+
+_MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
+_LOG = logging.getLogger('gluontrain.sgg')
+
+
+def _slow_heads(cfg):
+    """relation_train_net.py:55-59: IMP's relation box and union feature extractors train at
+    lr / 10 (the predictor class's ``SLOW_HEADS``)."""
+    if not cfg.MODEL.RELATION_ON:
+        return []
+    from .modeling.predictors import slow_heads  # pylint: disable=import-outside-toplevel
+    return slow_heads(cfg)
+
+
+def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=None,
+             header=()):
+    """SGB's ``train()`` of relation_train_net (``mode='relation'``) or detector_pretrain_net
+    (``mode='detector'``) from the model on: optimizer, schedule, checkpointer (resume from
+    ``last_checkpoint``, else ``PRETRAINED_DETECTOR_CKPT`` with ``load_mapping`` /
+    ``MODEL.WEIGHT``), ``PRE_VAL``, then the loop until ``MAX_ITER``.
+
+    Returns
+    -------
+    TrainState
+        ``scores['val']`` holds the last validation; ``stop_reason`` says why it ended.
+    """
+    logger = logger or _LOG
+    relation = mode == 'relation'
+    model = unwrap_model(net)
+    is_main = get_rank() == 0
+    eval_modules, norm_eval = (), True
+    if relation:
+        eval_modules, norm_eval = sgb_eval_modules(model), frozen_norm_eval(cfg)
+        fix_eval_modules(eval_modules, norm_eval)
+    optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg),
+                               slow_ratio=10.0, rl_factor=float(cfg.SOLVER.IMS_PER_BATCH))
+    scheduler = make_lr_scheduler(cfg, optimizer, logger)
+    checkpointer = Checkpointer(cfg, model, optimizer, scheduler, cfg.OUTPUT_DIR,
+                                save_to_disk=is_main, logger=logger)
+    paths = RunPaths(os.path.join(cfg.OUTPUT_DIR, PREFIX if relation else PREFIX + '_detector'))
+    if is_main:
+        paths.makedirs()
+    max_iter = cfg.SOLVER.MAX_ITER
+    schedule = SGBScheduleHook(scheduler, cfg, before=not relation, logger=logger)
+    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter,
+                                      schedule)
+
+    zs = [zeroshot_triplets(cfg, train_data.dataset, val_data.dataset)]
+
+    def run_validation():
+        names, values = validation_metrics(cfg, net, val_data, zeroshot=zs, logger=logger)
+        logger.info("Validation Result: %.4f", values[-1])
+        return names, values
+
+    hooks = build_hooks(
+        paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
+        log_interval=0, num_batches=len(train_data),
+        recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
+        validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
+        val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
+        samples_hook=_samples_hook(cfg, model, val_data, paths, device) if is_main else None,
+        curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
+        tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '',
+        tensorboard_interval=20,
+        plots=is_main)
+    if not is_main:
+        hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
+    # after the validation (the plateau schedule reads it), before the periodic checkpoint
+    names = [type(h).__name__ for h in hooks]
+    at = names.index('ValidationHook') + 1 if 'ValidationHook' in names else \
+        names.index('SGBLogHook') + 1
+    hooks[at:at] = [schedule, periodic]
+    periodic.hooks = hooks
+
+    state = TrainState()
+    # every rank runs the loop; rank 0 alone speaks for the job (the CLI's final line)
+    state.rank, state.world_size = get_rank(), get_world_size()
+    if checkpointer.has_checkpoint():
+        extra = checkpointer.load(update_schedule=cfg.SOLVER.UPDATE_SCHEDULE_DURING_LOAD,
+                                  restore_scheduler=cfg.SOLVER.RESTORE_SCHEDULER)
+        state.iteration = int(extra.get('iteration', 0))
+        restore_hooks_state(hooks, {'extra': {'hooks': extra.get('hooks', {})}})
+        state.resumed_from = state.last_checkpoint = checkpointer.get_checkpoint_file()
+        logger.info('resumed from %s at iteration %d', state.resumed_from, state.iteration)
+    elif relation:
+        # SGB loads partially (the relation head's own layers are in no detector file):
+        # allowed and reported; the frozen detector must get something
+        checkpointer.load(cfg.MODEL.PRETRAINED_DETECTOR_CKPT or None, with_optim=False,
+                          load_mapping=_load_mapping(cfg),
+                          what='MODEL.PRETRAINED_DETECTOR_CKPT', fix=FIX_DETECTOR_CKPT,
+                          required=('backbone', 'roi_heads.box'))
+    else:
+        checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT',
+                          fix=FIX_WEIGHT)
+    if cfg.SOLVER.PRE_VAL:
+        # SGB: also on a resume and with TO_VAL off; its score feeds nothing
+        logger.info("Validate before training")
+        run_validation()
+    logger.info("Start training")
+    if state.iteration:
+        # the iteration-based sampler replays the draws before it and starts there
+        train_data.batch_sampler.start_iter = state.iteration
+        state.resume_batch = state.iteration
+    # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
+    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16',
+                                       argument='DTYPE "float16"')
+    step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
+                   norm_eval=norm_eval, autocast=autocast, scaler=scaler)
+    state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)
+    if state.nonfinite:
+        raise FloatingPointError(state.stop_reason)
+    return state
+
+
+def _load_mapping(cfg):
+    # relation_train_net.py:62-63: relation-head extractors from the detector's box extractor
+    mapping = dict(RELATION_LOAD_MAPPING)
+    if cfg.MODEL.ATTRIBUTE_ON:
+        mapping["roi_heads.relation.att_feature_extractor"] = \
+            "roi_heads.attribute.feature_extractor"
+        mapping["roi_heads.relation.union_feature_extractor.att_feature_extractor"] = \
+            "roi_heads.attribute.feature_extractor"
+    return mapping
+
+
+def _samples_hook(cfg, model, val_data, paths, device):
+    if not cfg.MODEL.RELATION_ON:
+        return None
+    try:
+        from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None
+    return val_samples_hook(cfg, model, getattr(val_data, 'dataset', None), paths.val_samples,
+                            device)
