@@ -121,22 +121,10 @@ class ObjectContext(nn.Module):
     def _counterfactual(self, flag):
         return flag and self.effect_analysis and not self.training
 
-    def object_inputs(self, proposals, need_labels):
-        """Ground-truth labels, soft class logits and class embeddings of all objects.
-
-        Parameters
-        ----------
-        proposals : list of BoxList
-        need_labels : bool
-            Read the ``labels`` field (the contexts differ in when they do).
-
-        Returns
-        -------
-        tuple
-            ``(obj_labels or None, obj_logits or None, obj_embed (N, EMBED_DIM))``: with
-            ``USE_GT_OBJECT_LABEL`` the embedding of the labels, else the
-            ``softmax(predict_logits)``-weighted mean embedding (logits detached).
-        """
+    def _object_inputs(self, proposals, need_labels):
+        """``(labels or None, detached predict_logits or None, class embedding)``: with
+        ``USE_GT_OBJECT_LABEL`` the labels' embedding, else the softmax-weighted mean one.
+        ``need_labels``: read ``labels`` (the contexts differ in when they do)."""
         obj_labels = obj_logits = None
         if need_labels:
             obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
@@ -147,24 +135,14 @@ class ObjectContext(nn.Module):
             obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
         return obj_labels, obj_logits, obj_embed
 
-    def object_rep(self, x, obj_embed, pos_embed, average=False):
-        """``[roi feature, class embedding, box embedding]``, or the untreated average.
-
-        Parameters
-        ----------
-        x, obj_embed, pos_embed : torch.Tensor
-        average : bool
-            Counterfactual request; honoured at test time with ``EFFECT_ANALYSIS``.
-
-        Returns
-        -------
-        torch.Tensor
-        """
+    def _object_rep(self, x, obj_embed, pos_embed, average=False):
+        """``[roi feature, class embedding, box embedding]``, or its untreated average when
+        ``average`` is asked for at test time with ``EFFECT_ANALYSIS``."""
         if self._counterfactual(average):
             return self.untreated_obj_feat.view(1, -1).expand(x.shape[0], -1)
         return cat((x, obj_embed, pos_embed), -1)
 
-    def decoder_input(self, feat, enc, ctx_average=False):
+    def _decoder_input(self, feat, enc, ctx_average=False):
         """MOTIFS' / VCTree's label-decoder input ``[feat, enc]`` (or its untreated average),
         whose average it updates in training with ``EFFECT_ANALYSIS``."""
         if self._counterfactual(ctx_average):
@@ -176,30 +154,18 @@ class ObjectContext(nn.Module):
                                                      self.average_ratio)
         return dec_inp
 
-    def edge_input(self, x, obj_preds, obj_ctx, average=False):
-        """MOTIFS' / VCTree's edge-context input ``[class embedding, roi feature, object
-        context]``, the first two replaced by their untreated average on request.
-
-        Returns
-        -------
-        tuple of torch.Tensor
-            ``(obj_embed2, edge input)``.
-        """
+    def _edge_input(self, x, obj_preds, obj_ctx, average=False):
+        """``(obj_embed2, [class embedding, roi feature, object context])`` of MOTIFS /
+        VCTree, the first two replaced by their untreated average on request."""
         obj_embed2 = self.obj_embed2(obj_preds.long())
         if self._counterfactual(average):
             untreated = self.untreated_edg_feat.view(1, -1).expand(x.shape[0], -1)
             return obj_embed2, cat((untreated, obj_ctx), dim=-1)
         return obj_embed2, cat((obj_embed2, x, obj_ctx), -1)
 
-    def update_untreated(self, obj_pre_rep, edge_parts):
-        """In training with ``EFFECT_ANALYSIS``: move the object and edge input averages.
-
-        Parameters
-        ----------
-        obj_pre_rep : torch.Tensor
-        edge_parts : tuple of torch.Tensor
-            Concatenated along the last axis for the edge average.
-        """
+    def _update_untreated(self, obj_pre_rep, edge_parts):
+        """In training with ``EFFECT_ANALYSIS``: move the averages of the object input and
+        of the edge input (``edge_parts`` concatenated)."""
         if self.training and self.effect_analysis:
             self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
                                                      self.average_ratio)
@@ -237,12 +203,15 @@ class PairPredictor(nn.Module):
         self.hidden_dim = head.CONTEXT_HIDDEN_DIM
         self.pooling_dim = head.CONTEXT_POOLING_DIM
 
-    def _add_pair_layers(self, compress, init_order):
-        """``post_emb`` (hidden -> 2 hidden), ``post_cat`` (2 hidden -> pooling), then the
-        ``(name, in_features)`` predicate layers of ``compress``, initialised in
-        ``init_order`` (each predictor's order in SGB: it fixes the random stream)."""
-        self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
-        self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
+    def _add_post_layers(self, cfg, statistics, compress=(), init_order=()):
+        """With ``compress``: ``post_emb`` (hidden -> 2 hidden), ``post_cat`` (2 hidden ->
+        pooling) and the ``(name, in_features)`` predicate layers of ``compress``,
+        initialised in ``init_order`` (each predictor's order in SGB: it fixes the random
+        stream). Then ``up_dim`` when the union features are not ``pooling_dim`` wide, and
+        the frequency bias when ``use_bias``."""
+        if compress:
+            self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
+            self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
         for name, in_features in compress:
             setattr(self, name, nn.Linear(in_features, self.num_rel_cls))
         for name in init_order:
@@ -250,10 +219,6 @@ class PairPredictor(nn.Module):
                 layer_init(self.post_emb, 10.0 * (1.0 / self.hidden_dim) ** 0.5, normal=True)
             else:
                 layer_init(getattr(self, name), xavier=True)
-
-    def _add_union_and_bias(self, cfg, statistics):
-        """``up_dim`` when the union features are not ``pooling_dim`` wide, then the
-        frequency bias when ``use_bias``."""
         self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
         if self.union_single_not_match:
             self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
@@ -261,11 +226,11 @@ class PairPredictor(nn.Module):
         if self.use_bias:
             self.freq_bias = FrequencyBias(cfg, statistics)
 
-    def union(self, union_features):
+    def _union(self, union_features):
         """Union features, projected to ``pooling_dim`` by ``up_dim`` where needed."""
         return self.up_dim(union_features) if self.union_single_not_match else union_features
 
-    def add_bias(self, rel_dists, pair_pred):
+    def _add_bias(self, rel_dists, pair_pred):
         """``rel_dists`` plus the frequency bias of the pairs' classes when ``use_bias``."""
         if self.use_bias:
             return rel_dists + self.freq_bias.index_with_labels(pair_pred.long())
@@ -304,14 +269,8 @@ class PairPredictor(nn.Module):
         return prod_rep, pair_pred, edge_rep
 
     @staticmethod
-    def per_image(proposals, rel_pair_idxs, obj_dists, rel_dists, add_losses=None):
-        """SGB's return value: logits split per image, and the extra losses.
-
-        Returns
-        -------
-        tuple
-            ``(obj_dists per image, rel_dists per image, add_losses or {})``.
-        """
+    def _per_image(proposals, rel_pair_idxs, obj_dists, rel_dists, add_losses=None):
+        """SGB's return value: ``(obj_dists, rel_dists)`` split per image, ``add_losses``."""
         return (obj_dists.split([len(b) for b in proposals], dim=0),
                 rel_dists.split([r.shape[0] for r in rel_pair_idxs], dim=0),
                 {} if add_losses is None else add_losses)

@@ -154,17 +154,17 @@ class IMPPredictor(PairPredictor):
         kw = {} if hidden_dim is None else {'hidden_dim': hidden_dim}
         self.context_layer = IMPContext(cfg, self.num_obj_cls, self.num_rel_cls, in_channels,
                                         **kw)
-        self._add_union_and_bias(cfg, statistics)
+        self._add_post_layers(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
         """Same contract as :meth:`MotifPredictor.forward`."""
         check_inputs(proposals, rel_pair_idxs)
         obj_dists, rel_dists = self.context_layer(roi_features, proposals,
-                                                  self.union(union_features), rel_pair_idxs,
+                                                  self._union(union_features), rel_pair_idxs,
                                                   logger)
         if self.use_bias:
             _, pair_pred = pair_features(obj_dists, obj_dists, obj_dists.max(-1)[1],
                                          rel_pair_idxs, [len(b) for b in proposals])
-            rel_dists = self.add_bias(rel_dists, pair_pred)
-        return self.per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)
+            rel_dists = self._add_bias(rel_dists, pair_pred)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)

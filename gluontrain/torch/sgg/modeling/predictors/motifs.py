@@ -176,7 +176,7 @@ class LSTMContext(ObjectContext):
         obj_inp_rep = obj_feats[perm].contiguous()
         encoder_rep = self.obj_ctx_rnn(PackedSequence(obj_inp_rep, ls_transposed))[0][0]
         encoder_rep = self.lin_obj_h(encoder_rep)
-        decoder_inp = self.decoder_input(obj_inp_rep, encoder_rep, ctx_average)
+        decoder_inp = self._decoder_input(obj_inp_rep, encoder_rep, ctx_average)
         if self.mode != 'predcls':
             obj_dists, obj_preds = self.decoder_rnn(
                 PackedSequence(decoder_inp, ls_transposed),
@@ -230,10 +230,10 @@ class LSTMContext(ObjectContext):
         tuple
             ``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim), None)``.
         """
-        obj_labels, obj_logits, obj_embed = self.object_inputs(
+        obj_labels, obj_logits, obj_embed = self._object_inputs(
             proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX)
         pos_embed = self.pos_embed(encode_box_info(proposals))
-        obj_pre_rep = self.object_rep(x, obj_embed, pos_embed, all_average)
+        obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         boxes_per_cls = None
         if self.mode == 'sgdet' and not self.training:
             boxes_per_cls = cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
@@ -242,10 +242,10 @@ class LSTMContext(ObjectContext):
         obj_dists, obj_preds, obj_ctx, perm, inv_perm, ls_transposed = self.obj_ctx(
             obj_pre_rep, proposals, obj_labels, boxes_per_cls, ctx_average=ctx_average,
             obj_logits=obj_logits)
-        obj_embed2, obj_rel_rep = self.edge_input(x, obj_preds, obj_ctx,
+        obj_embed2, obj_rel_rep = self._edge_input(x, obj_preds, obj_ctx,
                                                   all_average or ctx_average)
         edge_ctx = self.edge_ctx(obj_rel_rep, perm, inv_perm, ls_transposed)
-        self.update_untreated(obj_pre_rep, (obj_embed2, x))
+        self._update_untreated(obj_pre_rep, (obj_embed2, x))
         return obj_dists, obj_preds, edge_ctx, None
 
 
@@ -270,9 +270,8 @@ class MotifPredictor(PairPredictor):
         super().__init__(cfg, statistics)
         self.context_layer = LSTMContext(cfg, self.obj_classes, self.rel_classes, in_channels,
                                          sort_mode=sort_mode)
-        self._add_pair_layers([('rel_compress', self.pooling_dim)],
+        self._add_post_layers(cfg, statistics, [('rel_compress', self.pooling_dim)],
                               ('post_emb', 'post_cat', 'rel_compress'))
-        self._add_union_and_bias(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
@@ -304,6 +303,6 @@ class MotifPredictor(PairPredictor):
                                                    rel_pair_idxs)
         prod_rep = self.post_cat(prod_rep)
         if self.use_vision:
-            prod_rep = prod_rep * self.union(union_features)
-        rel_dists = self.add_bias(self.rel_compress(prod_rep), pair_pred)
-        return self.per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)
+            prod_rep = prod_rep * self._union(union_features)
+        rel_dists = self._add_bias(self.rel_compress(prod_rep), pair_pred)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)

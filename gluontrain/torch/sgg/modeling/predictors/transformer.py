@@ -186,7 +186,7 @@ class TransformerContext(ObjectContext):
 
     def forward(self, roi_features, proposals, logger=None):
         """``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim))``."""
-        obj_labels, _, obj_embed = self.object_inputs(
+        obj_labels, _, obj_embed = self._object_inputs(
             proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL)
         pos_embed = self.bbox_embed(encode_box_info(proposals))
         num_objs = [len(p) for p in proposals]
@@ -230,10 +230,9 @@ class TransformerPredictor(PairPredictor):
         super().__init__(cfg, statistics)
         self.context_layer = TransformerContext(cfg, self.obj_classes, self.rel_classes,
                                                 in_channels)
-        self._add_pair_layers([('rel_compress', self.pooling_dim),
-                               ('ctx_compress', self.hidden_dim * 2)],
+        self._add_post_layers(cfg, statistics, [('rel_compress', self.pooling_dim),
+                                                ('ctx_compress', self.hidden_dim * 2)],
                               ('post_emb', 'rel_compress', 'ctx_compress', 'post_cat'))
-        self._add_union_and_bias(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
@@ -244,7 +243,7 @@ class TransformerPredictor(PairPredictor):
                                                    rel_pair_idxs)
         rel_dists = self.ctx_compress(prod_rep)
         if self.use_vision:
-            union = self.union(union_features)
+            union = self._union(union_features)
             rel_dists = self.rel_compress(self.post_cat(prod_rep) * union) + rel_dists
-        rel_dists = self.add_bias(rel_dists, pair_pred)
-        return self.per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)
+        rel_dists = self._add_bias(rel_dists, pair_pred)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)

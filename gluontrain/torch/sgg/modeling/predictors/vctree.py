@@ -127,7 +127,7 @@ class VCTreeLSTMContext(ObjectContext):
             enc = self.obj_ctx_rnn(tree, feat, len(proposal))
             ctxs.append(enc)
             if self.mode != 'predcls':
-                dec_inp = self.decoder_input(feat, enc, ctx_average)
+                dec_inp = self._decoder_input(feat, enc, ctx_average)
                 dist, pred = self.decoder_rnn(tree, dec_inp, len(proposal))
             else:
                 if labels is None:
@@ -174,13 +174,13 @@ class VCTreeLSTMContext(ObjectContext):
                 ctx_average=False):
         """``(obj_dists, obj_preds, edge_ctx, bi_preds)`` as :class:`~.motifs.LSTMContext`."""
         num_objs = [len(b) for b in proposals]
-        obj_labels, obj_logits, obj_embed = self.object_inputs(
+        obj_labels, obj_logits, obj_embed = self._object_inputs(
             proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX)
         if obj_logits is None:    # ground-truth labels: their one-hot logits rate the pairs
             obj_logits = to_onehot(obj_labels, self.num_obj_classes)
         box_info = encode_box_info(proposals)
         pos_embed = self.pos_embed(box_info)
-        obj_pre_rep = self.object_rep(x, obj_embed, pos_embed, all_average)
+        obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         box_inp = self.box_embed(box_info)
         pair_inp = self.overlap_embed(get_overlap_info(proposals))
         bi_inp = cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()), box_inp,
@@ -189,10 +189,10 @@ class VCTreeLSTMContext(ObjectContext):
         vc_forest = arbForest_to_biForest(generate_forest(vc_scores, proposals, self.mode))
         obj_ctxs, obj_preds, obj_dists = self.obj_ctx(num_objs, obj_pre_rep, proposals,
                                                       obj_labels, vc_forest, ctx_average)
-        obj_embed2, obj_rel_rep = self.edge_input(x, obj_preds, obj_ctxs,
+        obj_embed2, obj_rel_rep = self._edge_input(x, obj_preds, obj_ctxs,
                                                   all_average or ctx_average)
         edge_ctx = self.edge_ctx(num_objs, obj_rel_rep, vc_forest)
-        self.update_untreated(obj_pre_rep, (obj_embed2, x))
+        self._update_untreated(obj_pre_rep, (obj_embed2, x))
         return obj_dists, obj_preds, edge_ctx, bi_preds
 
 
@@ -211,9 +211,8 @@ class VCTreePredictor(PairPredictor):
         self.use_vision = self.use_bias = True
         self.context_layer = VCTreeLSTMContext(cfg, self.obj_classes, self.rel_classes,
                                                statistics, in_channels)
-        self._add_pair_layers([('ctx_compress', self.pooling_dim)],
+        self._add_post_layers(cfg, statistics, [('ctx_compress', self.pooling_dim)],
                               ('ctx_compress', 'post_emb', 'post_cat'))
-        self._add_union_and_bias(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
@@ -225,11 +224,11 @@ class VCTreePredictor(PairPredictor):
         prod_rep, pair_pred, _ = self.pair_context(edge_ctx, obj_preds, proposals,
                                                    rel_pair_idxs, relu=True)
         prod_rep = self.post_cat(prod_rep)
-        rel_dists = self.add_bias(self.ctx_compress(prod_rep * self.union(union_features)),
+        rel_dists = self._add_bias(self.ctx_compress(prod_rep * self._union(union_features)),
                                   pair_pred)
         add_losses = {}
         if self.training:
             if rel_binarys is None:
                 raise ValueError('VCTreePredictor needs rel_binarys in training')
             add_losses['binary_loss'] = binary_loss(rel_binarys, binary_preds)
-        return self.per_image(proposals, rel_pair_idxs, obj_dists, rel_dists, add_losses)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists, add_losses)

@@ -35,11 +35,11 @@ class VTransEFeature(ObjectContext):
     def forward(self, x, proposals, rel_pair_idxs=None, logger=None, all_average=False,
                 ctx_average=False):
         """``(obj_dists, obj_preds, edge_ctx (N, hidden_dim), None)`` as :class:`LSTMContext`."""
-        _, _, obj_embed = self.object_inputs(
+        _, _, obj_embed = self._object_inputs(
             proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX)
         pos_embed = self.pos_embed(encode_box_info(proposals))
         counterfactual = self._counterfactual(all_average or ctx_average)
-        obj_pre_rep = self.object_rep(x, obj_embed, pos_embed, all_average or ctx_average)
+        obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average or ctx_average)
         obj_dists = self.pred_layer(obj_pre_rep)
         obj_preds = obj_dists.max(-1)[1]
         if counterfactual:
@@ -49,5 +49,5 @@ class VTransEFeature(ObjectContext):
         else:
             obj_rel_rep = cat((x, pos_embed, self.obj_embed2(obj_preds.long())), -1)
         edge_ctx = F.relu(self.fc_layer(obj_rel_rep))
-        self.update_untreated(obj_pre_rep, (x, pos_embed))
+        self._update_untreated(obj_pre_rep, (x, pos_embed))
         return obj_dists, obj_preds, edge_ctx, None
