@@ -19,9 +19,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .base import AVERAGE_RATIO, PairPredictor, binary_loss, moving_average
 from .frequency_bias import FrequencyBias
-from .motifs import AVERAGE_RATIO, LSTMContext, moving_average
-from .utils_motifs import cat, check_inputs, class_names
+from .motifs import LSTMContext
+from .utils_motifs import cat, check_inputs
 from .utils_relation import get_box_info, get_box_pair_info, layer_init
 from .vctree import VCTreeLSTMContext
 from .vtranse import VTransEFeature
@@ -33,7 +34,7 @@ FUSION_TYPES = ('sum', 'gate')
 CONTEXT_LAYERS = ('motifs', 'vtranse', 'vctree')
 
 
-class CausalAnalysisPredictor(nn.Module):
+class CausalAnalysisPredictor(PairPredictor):
     """SGB's ``CausalAnalysisPredictor``.
 
     Parameters
@@ -49,15 +50,10 @@ class CausalAnalysisPredictor(nn.Module):
     """
 
     def __init__(self, cfg, in_channels, statistics):
-        super().__init__()
-        if cfg.MODEL.ATTRIBUTE_ON:
-            raise NotImplementedError('MODEL.ATTRIBUTE_ON is not ported; set it False')
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        causal = head.CAUSAL
+        super().__init__(cfg, statistics)
+        causal = cfg.MODEL.ROI_RELATION_HEAD.CAUSAL
         self.cfg = cfg
         self.spatial_for_vision = causal.SPATIAL_FOR_VISION
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
         self.fusion_type = causal.FUSION_TYPE
         self.separate_spatial = causal.SEPARATE_SPATIAL
         self.use_vtranse = causal.CONTEXT_LAYER == 'vtranse'
@@ -69,7 +65,7 @@ class CausalAnalysisPredictor(nn.Module):
         if self.effect_analysis and self.effect_type not in EFFECT_TYPES:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.EFFECT_TYPE must be one of {}, got '
                              '{!r}'.format(EFFECT_TYPES, self.effect_type))
-        obj_classes, rel_classes = class_names(cfg, statistics)
+        obj_classes, rel_classes = self.obj_classes, self.rel_classes
         if causal.CONTEXT_LAYER == 'motifs':
             self.context_layer = LSTMContext(cfg, obj_classes, rel_classes, in_channels)
         elif causal.CONTEXT_LAYER == 'vtranse':
@@ -80,14 +76,10 @@ class CausalAnalysisPredictor(nn.Module):
         else:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.CONTEXT_LAYER must be one of {}, '
                              'got {!r}'.format(CONTEXT_LAYERS, causal.CONTEXT_LAYER))
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.pooling_dim = head.CONTEXT_POOLING_DIM
         if self.use_vtranse:
-            self.edge_dim = self.pooling_dim
             self.post_emb = nn.Linear(self.hidden_dim, self.pooling_dim * 2)
             self.ctx_compress = nn.Linear(self.pooling_dim, self.num_rel_cls, bias=False)
         else:
-            self.edge_dim = self.hidden_dim
             self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
             self.post_cat = nn.Sequential(nn.Linear(self.hidden_dim * 2, self.pooling_dim),
                                           nn.ReLU(inplace=True))
@@ -132,26 +124,18 @@ class CausalAnalysisPredictor(nn.Module):
         obj_dists, obj_preds, edge_ctx, binary_preds = self.context_layer(
             roi_features, proposals, rel_pair_idxs, logger, ctx_average=ctx_average)
         obj_dist_prob = F.softmax(obj_dists, dim=-1)
-        edge_rep = self.post_emb(edge_ctx).view(edge_ctx.size(0), 2, self.edge_dim)
-        head_rep = edge_rep[:, 0].contiguous().view(-1, self.edge_dim)
-        tail_rep = edge_rep[:, 1].contiguous().view(-1, self.edge_dim)
-        ctx_reps, pair_preds, pair_obj_probs, pair_bboxs = [], [], [], []
-        for pair_idx, h, t, pred, box, prob in zip(
-                rel_pair_idxs, head_rep.split(num_objs, dim=0), tail_rep.split(num_objs, dim=0),
-                obj_preds.split(num_objs, dim=0), obj_boxs, obj_dist_prob.split(num_objs, dim=0)):
+        ctx_rep, pair_pred, edge_rep = self.pair_context(edge_ctx, obj_preds, proposals,
+                                                         rel_pair_idxs,
+                                                         difference=self.use_vtranse)
+        pair_obj_probs, pair_bboxs = [], []
+        for pair_idx, box, prob in zip(rel_pair_idxs, obj_boxs,
+                                       obj_dist_prob.split(num_objs, dim=0)):
             s, o = pair_idx[:, 0].long(), pair_idx[:, 1].long()
-            if self.use_vtranse:
-                ctx_reps.append(h[s] - t[o])
-            else:
-                ctx_reps.append(torch.cat((h[s], t[o]), dim=-1))
-            pair_preds.append(torch.stack((pred[s], pred[o]), dim=1))
             pair_obj_probs.append(torch.stack((prob[s], prob[o]), dim=2))
             pair_bboxs.append(get_box_pair_info(box[s], box[o]))
-        ctx_rep = cat(ctx_reps, dim=0)
         post_ctx_rep = ctx_rep if self.use_vtranse else self.post_cat(ctx_rep)
-        return (post_ctx_rep, cat(pair_preds, dim=0), cat(pair_bboxs, dim=0),
-                cat(pair_obj_probs, dim=0), binary_preds, obj_dist_prob, edge_rep,
-                obj_dists.split(num_objs, dim=0))
+        return (post_ctx_rep, pair_pred, cat(pair_bboxs, dim=0), cat(pair_obj_probs, dim=0),
+                binary_preds, obj_dist_prob, edge_rep, obj_dists.split(num_objs, dim=0))
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
@@ -187,9 +171,7 @@ class CausalAnalysisPredictor(nn.Module):
                 raise ValueError('CausalAnalysisPredictor needs rel_labels in training')
             rel_labels = cat(list(rel_labels), dim=0)
             if binary_preds is not None:
-                losses = [F.binary_cross_entropy_with_logits(p, (g > 0).float())
-                          for g, p in zip(rel_binarys, binary_preds)]
-                add_losses['binary_loss'] = sum(losses) / len(losses)
+                add_losses['binary_loss'] = binary_loss(rel_binarys, binary_preds)
             add_losses['auxiliary_ctx'] = F.cross_entropy(self.ctx_compress(post_ctx_rep),
                                                           rel_labels)
             if self.fusion_type != 'gate':

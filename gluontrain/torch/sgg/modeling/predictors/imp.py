@@ -10,9 +10,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .frequency_bias import FrequencyBias
+from .base import PairPredictor
 from .utils_motifs import cat, check_inputs, pair_features, relation_mode, to_onehot
-from .utils_relation import layer_init, make_fc
+from .utils_relation import make_fc
 
 __all__ = ['IMPContext', 'IMPPredictor', 'SLOW_HEADS', 'SLOW_RATIO']
 
@@ -122,7 +122,7 @@ class IMPContext(nn.Module):
         return obj_dists, self.rel_fc(edge[-1])
 
 
-class IMPPredictor(nn.Module):
+class IMPPredictor(PairPredictor):
     """SGB's ``IMPPredictor`` (no frequency bias: SGB hard-codes ``use_bias = False``).
 
     Parameters
@@ -149,36 +149,22 @@ class IMPPredictor(nn.Module):
     SLOW_RATIO = SLOW_RATIO
 
     def __init__(self, cfg, in_channels, statistics, use_bias=False, hidden_dim=None):
-        super().__init__()
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
+        super().__init__(cfg)
         self.use_bias = use_bias
         kw = {} if hidden_dim is None else {'hidden_dim': hidden_dim}
         self.context_layer = IMPContext(cfg, self.num_obj_cls, self.num_rel_cls, in_channels,
                                         **kw)
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.pooling_dim = head.CONTEXT_POOLING_DIM
-        self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
-        if self.union_single_not_match:
-            self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
-            layer_init(self.up_dim, xavier=True)
-        if self.use_bias:
-            self.freq_bias = FrequencyBias(cfg, statistics)
+        self._add_post_layers(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
         """Same contract as :meth:`MotifPredictor.forward`."""
         check_inputs(proposals, rel_pair_idxs)
-        if self.union_single_not_match:
-            union_features = self.up_dim(union_features)
-        obj_dists, rel_dists = self.context_layer(roi_features, proposals, union_features,
-                                                  rel_pair_idxs, logger)
-        num_objs = [len(b) for b in proposals]
-        num_rels = [r.shape[0] for r in rel_pair_idxs]
+        obj_dists, rel_dists = self.context_layer(roi_features, proposals,
+                                                  self._union(union_features), rel_pair_idxs,
+                                                  logger)
         if self.use_bias:
-            obj_preds = obj_dists.max(-1)[1]
-            _, pair_pred = pair_features(obj_dists, obj_dists, obj_preds, rel_pair_idxs,
-                                         num_objs)
-            rel_dists = rel_dists + self.freq_bias.index_with_labels(pair_pred.long())
-        return obj_dists.split(num_objs, dim=0), rel_dists.split(num_rels, dim=0), {}
+            _, pair_pred = pair_features(obj_dists, obj_dists, obj_dists.max(-1)[1],
+                                         rel_pair_idxs, [len(b) for b in proposals])
+            rel_dists = self._add_bias(rel_dists, pair_pred)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)

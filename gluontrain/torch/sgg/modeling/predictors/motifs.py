@@ -15,37 +15,12 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence
 
-from .frequency_bias import FrequencyBias
-from .utils_motifs import (cat, class_names, check_inputs, encode_box_info, get_dropout_mask,
-                           obj_edge_vectors, pair_features, relation_mode, sort_rois, to_onehot)
-from .utils_relation import layer_init, obj_prediction_nms
+from .base import ObjectContext, PairPredictor
+from .utils_motifs import (cat, check_inputs, encode_box_info, get_dropout_mask,
+                           obj_edge_vectors, sort_rois, to_onehot)
+from .utils_relation import obj_prediction_nms
 
-__all__ = ['DecoderRNN', 'LSTMContext', 'MotifPredictor', 'moving_average']
-
-#: SGB's momentum of the untreated feature averages (``average_ratio``).
-AVERAGE_RATIO = 0.0005
-
-
-def moving_average(holder, x, ratio=AVERAGE_RATIO):
-    """``holder * (1 - ratio) + ratio * mean_rows(x)`` without gradient.
-
-    Parameters
-    ----------
-    holder : torch.Tensor
-        ``(D,)`` running average.
-    x : torch.Tensor
-        ``(N, D)`` batch.
-    ratio : float
-
-    Returns
-    -------
-    torch.Tensor
-        The new average (a new tensor; assign it back to the buffer).
-    """
-    if x.dim() != 2:
-        raise ValueError('moving_average expects (N, D) input, got {}'.format(tuple(x.shape)))
-    with torch.no_grad():
-        return holder * (1 - ratio) + ratio * x.mean(0).view(-1)
+__all__ = ['DecoderRNN', 'LSTMContext', 'MotifPredictor']
 
 
 class DecoderRNN(nn.Module):
@@ -150,7 +125,7 @@ class DecoderRNN(nn.Module):
         return torch.cat(out_dists, 0), torch.cat(commitments, 0)
 
 
-class LSTMContext(nn.Module):
+class LSTMContext(ObjectContext):
     """MOTIFS object and edge context (SGB's ``LSTMContext``).
 
     Parameters
@@ -167,29 +142,9 @@ class LSTMContext(nn.Module):
     """
 
     def __init__(self, cfg, obj_classes, rel_classes, in_channels, sort_mode='leftright'):
-        super().__init__()
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        self.cfg = cfg
-        self.obj_classes, self.rel_classes = obj_classes, rel_classes
-        self.num_obj_classes = len(obj_classes)
-        self.mode = relation_mode(cfg)
+        super().__init__(cfg, obj_classes, rel_classes, in_channels)
         self.sort_mode = sort_mode
-        self.embed_dim = head.EMBED_DIM
-        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
-        self.obj_embed1 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        self.obj_embed2 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        with torch.no_grad():
-            self.obj_embed1.weight.copy_(vecs)
-            self.obj_embed2.weight.copy_(vecs)
-        self.pos_embed = nn.Sequential(nn.Linear(9, 32), nn.BatchNorm1d(32, momentum=0.001),
-                                       nn.Linear(32, 128), nn.ReLU(inplace=True))
-        self.obj_dim = in_channels
-        self.dropout_rate = head.CONTEXT_DROPOUT_RATE
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.nl_obj, self.nl_edge = head.CONTEXT_OBJ_LAYER, head.CONTEXT_REL_LAYER
-        if self.nl_obj < 1 or self.nl_edge < 1:
-            raise ValueError('MODEL.ROI_RELATION_HEAD.CONTEXT_OBJ_LAYER and CONTEXT_REL_LAYER '
-                             'must be >= 1, got {} and {}'.format(self.nl_obj, self.nl_edge))
+        self._layer_counts()
         self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         obj_in = self.obj_dim + self.embed_dim + 128
         self.obj_ctx_rnn = nn.LSTM(input_size=obj_in, hidden_size=self.hidden_dim,
@@ -205,12 +160,7 @@ class LSTMContext(nn.Module):
                                     bidirectional=True)
         self.lin_obj_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
         self.lin_edge_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
-        self.average_ratio = AVERAGE_RATIO
-        self.effect_analysis = head.CAUSAL.EFFECT_ANALYSIS
-        if self.effect_analysis:
-            self.register_buffer('untreated_dcd_feat', torch.zeros(self.hidden_dim + obj_in))
-            self.register_buffer('untreated_obj_feat', torch.zeros(obj_in))
-            self.register_buffer('untreated_edg_feat', torch.zeros(self.embed_dim + self.obj_dim))
+        self._register_untreated(obj_in, self.embed_dim + self.obj_dim, self.hidden_dim + obj_in)
 
     def obj_ctx(self, obj_feats, proposals, obj_labels=None, boxes_per_cls=None,
                 ctx_average=False, obj_logits=None):
@@ -226,13 +176,7 @@ class LSTMContext(nn.Module):
         obj_inp_rep = obj_feats[perm].contiguous()
         encoder_rep = self.obj_ctx_rnn(PackedSequence(obj_inp_rep, ls_transposed))[0][0]
         encoder_rep = self.lin_obj_h(encoder_rep)
-        if (not self.training) and self.effect_analysis and ctx_average:
-            decoder_inp = self.untreated_dcd_feat.view(1, -1).expand(encoder_rep.shape[0], -1)
-        else:
-            decoder_inp = torch.cat((obj_inp_rep, encoder_rep), 1)
-        if self.training and self.effect_analysis:
-            self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, decoder_inp,
-                                                     self.average_ratio)
+        decoder_inp = self._decoder_input(obj_inp_rep, encoder_rep, ctx_average)
         if self.mode != 'predcls':
             obj_dists, obj_preds = self.decoder_rnn(
                 PackedSequence(decoder_inp, ls_transposed),
@@ -286,23 +230,10 @@ class LSTMContext(nn.Module):
         tuple
             ``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim), None)``.
         """
-        head = self.cfg.MODEL.ROI_RELATION_HEAD
-        if self.training or head.USE_GT_BOX:
-            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
-        else:
-            obj_labels = None
-        obj_logits = None
-        if head.USE_GT_OBJECT_LABEL:
-            obj_embed = self.obj_embed1(obj_labels.long())
-        else:
-            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
-            obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
+        obj_labels, obj_logits, obj_embed = self._object_inputs(
+            proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX)
         pos_embed = self.pos_embed(encode_box_info(proposals))
-        batch_size = x.shape[0]
-        if all_average and self.effect_analysis and not self.training:
-            obj_pre_rep = self.untreated_obj_feat.view(1, -1).expand(batch_size, -1)
-        else:
-            obj_pre_rep = cat((x, obj_embed, pos_embed), -1)
+        obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         boxes_per_cls = None
         if self.mode == 'sgdet' and not self.training:
             boxes_per_cls = cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
@@ -311,22 +242,14 @@ class LSTMContext(nn.Module):
         obj_dists, obj_preds, obj_ctx, perm, inv_perm, ls_transposed = self.obj_ctx(
             obj_pre_rep, proposals, obj_labels, boxes_per_cls, ctx_average=ctx_average,
             obj_logits=obj_logits)
-        obj_embed2 = self.obj_embed2(obj_preds.long())
-        if (all_average or ctx_average) and self.effect_analysis and not self.training:
-            obj_rel_rep = cat((self.untreated_edg_feat.view(1, -1).expand(batch_size, -1),
-                               obj_ctx), dim=-1)
-        else:
-            obj_rel_rep = cat((obj_embed2, x, obj_ctx), -1)
+        obj_embed2, obj_rel_rep = self._edge_input(x, obj_preds, obj_ctx,
+                                                  all_average or ctx_average)
         edge_ctx = self.edge_ctx(obj_rel_rep, perm, inv_perm, ls_transposed)
-        if self.training and self.effect_analysis:
-            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
-                                                     self.average_ratio)
-            self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
-                                                     cat((obj_embed2, x), -1), self.average_ratio)
+        self._update_untreated(obj_pre_rep, (obj_embed2, x))
         return obj_dists, obj_preds, edge_ctx, None
 
 
-class MotifPredictor(nn.Module):
+class MotifPredictor(PairPredictor):
     """SGB's ``MotifPredictor``.
 
     Parameters
@@ -344,32 +267,11 @@ class MotifPredictor(nn.Module):
     """
 
     def __init__(self, cfg, in_channels, statistics, sort_mode='leftright'):
-        super().__init__()
-        if cfg.MODEL.ATTRIBUTE_ON:
-            raise NotImplementedError('MODEL.ATTRIBUTE_ON (SGB\'s AttributeLSTMContext) is not '
-                                      'ported; set MODEL.ATTRIBUTE_ON False')
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
-        self.use_vision = head.PREDICT_USE_VISION
-        self.use_bias = head.PREDICT_USE_BIAS
-        obj_classes, rel_classes = class_names(cfg, statistics)
-        self.context_layer = LSTMContext(cfg, obj_classes, rel_classes, in_channels,
+        super().__init__(cfg, statistics)
+        self.context_layer = LSTMContext(cfg, self.obj_classes, self.rel_classes, in_channels,
                                          sort_mode=sort_mode)
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.pooling_dim = head.CONTEXT_POOLING_DIM
-        self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
-        self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
-        self.rel_compress = nn.Linear(self.pooling_dim, self.num_rel_cls, bias=True)
-        layer_init(self.post_emb, 10.0 * (1.0 / self.hidden_dim) ** 0.5, normal=True)
-        layer_init(self.post_cat, xavier=True)
-        layer_init(self.rel_compress, xavier=True)
-        self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
-        if self.union_single_not_match:
-            self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
-            layer_init(self.up_dim, xavier=True)
-        if self.use_bias:
-            self.freq_bias = FrequencyBias(cfg, statistics)
+        self._add_post_layers(cfg, statistics, [('rel_compress', self.pooling_dim)],
+                              ('post_emb', 'post_cat', 'rel_compress'))
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
@@ -397,18 +299,10 @@ class MotifPredictor(nn.Module):
         check_inputs(proposals, rel_pair_idxs)
         obj_dists, obj_preds, edge_ctx, _ = self.context_layer(roi_features, proposals,
                                                                rel_pair_idxs, logger)
-        edge_rep = self.post_emb(edge_ctx).view(edge_ctx.size(0), 2, self.hidden_dim)
-        head_rep = edge_rep[:, 0].contiguous().view(-1, self.hidden_dim)
-        tail_rep = edge_rep[:, 1].contiguous().view(-1, self.hidden_dim)
-        num_rels = [r.shape[0] for r in rel_pair_idxs]
-        num_objs = [len(b) for b in proposals]
-        prod_rep, pair_pred = pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs,
-                                            num_objs)
+        prod_rep, pair_pred, _ = self.pair_context(edge_ctx, obj_preds, proposals,
+                                                   rel_pair_idxs)
         prod_rep = self.post_cat(prod_rep)
         if self.use_vision:
-            union = self.up_dim(union_features) if self.union_single_not_match else union_features
-            prod_rep = prod_rep * union
-        rel_dists = self.rel_compress(prod_rep)
-        if self.use_bias:
-            rel_dists = rel_dists + self.freq_bias.index_with_labels(pair_pred.long())
-        return obj_dists.split(num_objs, dim=0), rel_dists.split(num_rels, dim=0), {}
+            prod_rep = prod_rep * self._union(union_features)
+        rel_dists = self._add_bias(self.rel_compress(prod_rep), pair_pred)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)

@@ -10,10 +10,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .frequency_bias import FrequencyBias
-from .utils_motifs import (cat, check_inputs, class_names, encode_box_info, obj_edge_vectors,
-                           pair_features, relation_mode, to_onehot)
-from .utils_relation import layer_init, obj_prediction_nms
+from .base import ObjectContext, PairPredictor
+from .utils_motifs import cat, check_inputs, encode_box_info, to_onehot
+from .utils_relation import obj_prediction_nms
 
 __all__ = ['ScaledDotProductAttention', 'MultiHeadAttention', 'PositionwiseFeedForward',
            'EncoderLayer', 'TransformerEncoder', 'TransformerContext', 'TransformerPredictor']
@@ -155,7 +154,7 @@ class TransformerEncoder(nn.Module):
         return out[non_pad_mask.squeeze(-1)]
 
 
-class TransformerContext(nn.Module):
+class TransformerContext(ObjectContext):
     """SGB's ``TransformerContext``.
 
     Parameters
@@ -169,23 +168,11 @@ class TransformerContext(nn.Module):
     """
 
     def __init__(self, cfg, obj_classes, rel_classes, in_channels):
-        super().__init__()
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        t = head.TRANSFORMER
-        self.cfg = cfg
-        self.mode = relation_mode(cfg)
-        self.obj_classes, self.rel_classes = obj_classes, rel_classes
+        super().__init__(cfg, obj_classes, rel_classes, in_channels, pos_embed=False)
+        t = cfg.MODEL.ROI_RELATION_HEAD.TRANSFORMER
         self.num_obj_cls, self.num_rel_cls = len(obj_classes), len(rel_classes)
-        self.in_channels = self.obj_dim = in_channels
-        self.embed_dim = head.EMBED_DIM
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
+        self.in_channels = in_channels
         self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
-        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
-        self.obj_embed1 = nn.Embedding(self.num_obj_cls, self.embed_dim)
-        self.obj_embed2 = nn.Embedding(self.num_obj_cls, self.embed_dim)
-        with torch.no_grad():
-            self.obj_embed1.weight.copy_(vecs)
-            self.obj_embed2.weight.copy_(vecs)
         self.bbox_embed = nn.Sequential(nn.Linear(9, 32), nn.ReLU(inplace=True), nn.Dropout(0.1),
                                         nn.Linear(32, 128), nn.ReLU(inplace=True),
                                         nn.Dropout(0.1))
@@ -199,15 +186,8 @@ class TransformerContext(nn.Module):
 
     def forward(self, roi_features, proposals, logger=None):
         """``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim))``."""
-        head = self.cfg.MODEL.ROI_RELATION_HEAD
-        use_gt_label = self.training or head.USE_GT_OBJECT_LABEL
-        obj_labels = (cat([p.get_field('labels') for p in proposals], dim=0)
-                      if use_gt_label else None)
-        if head.USE_GT_OBJECT_LABEL:
-            obj_embed = self.obj_embed1(obj_labels.long())
-        else:
-            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
-            obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
+        obj_labels, _, obj_embed = self._object_inputs(
+            proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL)
         pos_embed = self.bbox_embed(encode_box_info(proposals))
         num_objs = [len(p) for p in proposals]
         obj_pre_rep = self.lin_obj(cat((roi_features, obj_embed, pos_embed), -1))
@@ -232,7 +212,7 @@ class TransformerContext(nn.Module):
                           for b, d in zip(boxes_per_cls, obj_dists.split(num_objs, dim=0))], 0)
 
 
-class TransformerPredictor(nn.Module):
+class TransformerPredictor(PairPredictor):
     """SGB's ``TransformerPredictor``.
 
     ``rel = rel_compress(post_cat(pair) * union) + ctx_compress(pair) [+ freq_bias]``. SGB
@@ -247,49 +227,23 @@ class TransformerPredictor(nn.Module):
     """
 
     def __init__(self, cfg, in_channels, statistics):
-        super().__init__()
-        if cfg.MODEL.ATTRIBUTE_ON:
-            raise NotImplementedError('MODEL.ATTRIBUTE_ON is not ported; set it False')
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
-        self.use_vision = head.PREDICT_USE_VISION
-        self.use_bias = head.PREDICT_USE_BIAS
-        obj_classes, rel_classes = class_names(cfg, statistics)
-        self.context_layer = TransformerContext(cfg, obj_classes, rel_classes, in_channels)
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.pooling_dim = head.CONTEXT_POOLING_DIM
-        self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
-        self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
-        self.rel_compress = nn.Linear(self.pooling_dim, self.num_rel_cls)
-        self.ctx_compress = nn.Linear(self.hidden_dim * 2, self.num_rel_cls)
-        layer_init(self.post_emb, 10.0 * (1.0 / self.hidden_dim) ** 0.5, normal=True)
-        layer_init(self.rel_compress, xavier=True)
-        layer_init(self.ctx_compress, xavier=True)
-        layer_init(self.post_cat, xavier=True)
-        self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
-        if self.union_single_not_match:
-            self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
-            layer_init(self.up_dim, xavier=True)
-        if self.use_bias:
-            self.freq_bias = FrequencyBias(cfg, statistics)
+        super().__init__(cfg, statistics)
+        self.context_layer = TransformerContext(cfg, self.obj_classes, self.rel_classes,
+                                                in_channels)
+        self._add_post_layers(cfg, statistics, [('rel_compress', self.pooling_dim),
+                                                ('ctx_compress', self.hidden_dim * 2)],
+                              ('post_emb', 'rel_compress', 'ctx_compress', 'post_cat'))
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
         """Same contract as :meth:`MotifPredictor.forward`."""
         check_inputs(proposals, rel_pair_idxs)
         obj_dists, obj_preds, edge_ctx = self.context_layer(roi_features, proposals, logger)
-        edge_rep = self.post_emb(edge_ctx).view(edge_ctx.size(0), 2, self.hidden_dim)
-        head_rep = edge_rep[:, 0].contiguous().view(-1, self.hidden_dim)
-        tail_rep = edge_rep[:, 1].contiguous().view(-1, self.hidden_dim)
-        num_rels = [r.shape[0] for r in rel_pair_idxs]
-        num_objs = [len(b) for b in proposals]
-        prod_rep, pair_pred = pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs,
-                                            num_objs)
+        prod_rep, pair_pred, _ = self.pair_context(edge_ctx, obj_preds, proposals,
+                                                   rel_pair_idxs)
         rel_dists = self.ctx_compress(prod_rep)
         if self.use_vision:
-            union = self.up_dim(union_features) if self.union_single_not_match else union_features
+            union = self._union(union_features)
             rel_dists = self.rel_compress(self.post_cat(prod_rep) * union) + rel_dists
-        if self.use_bias:
-            rel_dists = rel_dists + self.freq_bias.index_with_labels(pair_pred.long())
-        return obj_dists.split(num_objs, dim=0), rel_dists.split(num_rels, dim=0), {}
+        rel_dists = self._add_bias(rel_dists, pair_pred)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists)

@@ -414,7 +414,7 @@ def class_names(cfg, statistics):
     return obj_classes, rel_classes
 
 
-def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs):
+def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs, difference=False):
     """Concatenate subject-head and object-tail features per relation pair, with class pairs.
 
     Parameters
@@ -426,18 +426,22 @@ def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs):
     rel_pair_idxs : list of torch.Tensor
         ``(R_i, 2)`` per image, indices local to the image.
     num_objs : list of int
+    difference : bool
+        ``head - tail`` (``D`` wide) instead of the concatenation (the causal predictor on
+        VTransE features).
 
     Returns
     -------
     tuple of torch.Tensor
-        ``(prod_rep (sum R_i, 2D), pair_pred (sum R_i, 2))``.
+        ``(prod_rep (sum R_i, 2D or D), pair_pred (sum R_i, 2))``.
     """
     prod_reps, pair_preds = [], []
     for pair_idx, head, tail, pred in zip(rel_pair_idxs, head_rep.split(num_objs, dim=0),
                                           tail_rep.split(num_objs, dim=0),
                                           obj_preds.split(num_objs, dim=0)):
         pair_idx = pair_idx.long()
-        prod_reps.append(torch.cat((head[pair_idx[:, 0]], tail[pair_idx[:, 1]]), dim=-1))
+        sub, obj = head[pair_idx[:, 0]], tail[pair_idx[:, 1]]
+        prod_reps.append(sub - obj if difference else torch.cat((sub, obj), dim=-1))
         pair_preds.append(torch.stack((pred[pair_idx[:, 0]], pred[pair_idx[:, 1]]), dim=1))
     return cat(prod_reps, dim=0), cat(pair_preds, dim=0)
 

@@ -8,6 +8,7 @@ import torch
 from torch.nn import functional as F
 
 from ....ops import box_iou
+from ....twostage.box_head import make_fc  # maskrcnn-benchmark's, one copy with the box head
 
 __all__ = ['get_box_info', 'get_box_pair_info', 'nms_overlaps', 'obj_prediction_nms',
            'layer_init', 'make_fc']
@@ -140,20 +141,3 @@ def layer_init(layer, init_para=0.1, normal=False, xavier=True):
         else:
             torch.nn.init.xavier_normal_(layer.weight, gain=1.0)
         torch.nn.init.constant_(layer.bias, 0)
-
-
-def make_fc(dim_in, hidden_dim):
-    """maskrcnn-benchmark's ``make_fc``: Linear with Caffe2's XavierFill (kaiming-uniform a=1).
-
-    Parameters
-    ----------
-    dim_in, hidden_dim : int
-
-    Returns
-    -------
-    torch.nn.Linear
-    """
-    fc = torch.nn.Linear(dim_in, hidden_dim)
-    torch.nn.init.kaiming_uniform_(fc.weight, a=1)
-    torch.nn.init.constant_(fc.bias, 0)
-    return fc

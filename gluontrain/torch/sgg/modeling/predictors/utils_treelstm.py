@@ -65,21 +65,42 @@ class TreeLSTM_IO:
         self.dropout_mask = dropout_mask
 
 
-def _pass_embed(h, out_layer, embed_layer, tree, io, training):
-    # class logits of this node; the embedding of its (sampled) class goes to the next nodes
-    pred_dist = out_layer(h)
-    prob = F.softmax(pred_dist.view(-1), 0)[1:]
-    label = prob.max(0)[1] + 1
-    if training:
-        sampled = prob.multinomial(1).detach() + 1
-        tree.embeded_label = embed_layer(sampled + 1)
-    else:
-        tree.embeded_label = embed_layer(label + 1)
-    io.dists[tree.index] = pred_dist.view(-1)
-    io.commitments[tree.index] = label.view(-1)
+class _HighwayTreeLSTM(nn.Module):
+    """What both directions share: the input projection ``px``, the highway output, the
+    per-node results and, in decoder mode, the class embedding passed on."""
+
+    def __init__(self, feat_dim, h_dim, is_pass_embed=False, embed_layer=None,
+                 embed_out_layer=None):
+        super().__init__()
+        self.feat_dim, self.h_dim = feat_dim, h_dim
+        self.is_pass_embed = is_pass_embed
+        self.embed_layer, self.embed_out_layer = embed_layer, embed_out_layer
+        self.px = nn.Linear(feat_dim, h_dim)
+
+    def _highway(self, c, o, r, projected_x, dropout_mask):
+        h = r * (o * torch.tanh(c)) + (1 - r) * projected_x
+        if dropout_mask is not None and self.training:
+            h = h * dropout_mask
+        return h
+
+    def _store(self, tree, h, io):
+        # decoder mode: class logits of this node; the embedding of its (sampled) class goes
+        # to the next nodes
+        if self.is_pass_embed:
+            pred_dist = self.embed_out_layer(h)
+            prob = F.softmax(pred_dist.view(-1), 0)[1:]
+            label = prob.max(0)[1] + 1
+            if self.training:
+                sampled = prob.multinomial(1).detach() + 1
+                tree.embeded_label = self.embed_layer(sampled + 1)
+            else:
+                tree.embeded_label = self.embed_layer(label + 1)
+            io.dists[tree.index] = pred_dist.view(-1)
+            io.commitments[tree.index] = label.view(-1)
+        io.hidden[tree.index] = h.view(-1)
 
 
-class BiTreeLSTM_Foreward(nn.Module):
+class BiTreeLSTM_Foreward(_HighwayTreeLSTM):
     """Leaves-to-root highway tree LSTM.
 
     Parameters
@@ -93,11 +114,7 @@ class BiTreeLSTM_Foreward(nn.Module):
 
     def __init__(self, feat_dim, h_dim, is_pass_embed=False, embed_layer=None,
                  embed_out_layer=None):
-        super().__init__()
-        self.feat_dim, self.h_dim = feat_dim, h_dim
-        self.is_pass_embed = is_pass_embed
-        self.embed_layer, self.embed_out_layer = embed_layer, embed_out_layer
-        self.px = nn.Linear(feat_dim, h_dim)
+        super().__init__(feat_dim, h_dim, is_pass_embed, embed_layer, embed_out_layer)
         self.ioffux = nn.Linear(feat_dim, 6 * h_dim)
         self.ioffuh_left = nn.Linear(h_dim, 6 * h_dim)
         self.ioffuh_right = nn.Linear(h_dim, 6 * h_dim)
@@ -120,10 +137,7 @@ class BiTreeLSTM_Foreward(nn.Module):
         i, o, f_l, f_r = torch.sigmoid(i), torch.sigmoid(o), torch.sigmoid(f_l), torch.sigmoid(f_r)
         u, r = torch.tanh(u), torch.sigmoid(r)
         c = i * u + f_l * left_c + f_r * right_c
-        h = r * (o * torch.tanh(c)) + (1 - r) * projected_x
-        if dropout_mask is not None and self.training:
-            h = h * dropout_mask
-        return c, h
+        return c, self._highway(c, o, r, projected_x, dropout_mask)
 
     def _child(self, child, features):
         if child is None:
@@ -144,22 +158,15 @@ class BiTreeLSTM_Foreward(nn.Module):
             x = torch.cat((x, left_embed.view(1, -1), right_embed.view(1, -1)), 1)
         c, h = self.node_forward(x, left_c, right_c, left_h, right_h, treelstm_io.dropout_mask)
         tree.state_c, tree.state_h = c, h
-        if self.is_pass_embed:
-            _pass_embed(h, self.embed_out_layer, self.embed_layer, tree, treelstm_io,
-                        self.training)
-        treelstm_io.hidden[tree.index] = h.view(-1)
+        self._store(tree, h, treelstm_io)
 
 
-class BiTreeLSTM_Backward(nn.Module):
+class BiTreeLSTM_Backward(_HighwayTreeLSTM):
     """Root-to-leaves highway tree LSTM (parameters as :class:`BiTreeLSTM_Foreward`)."""
 
     def __init__(self, feat_dim, h_dim, is_pass_embed=False, embed_layer=None,
                  embed_out_layer=None):
-        super().__init__()
-        self.feat_dim, self.h_dim = feat_dim, h_dim
-        self.is_pass_embed = is_pass_embed
-        self.embed_layer, self.embed_out_layer = embed_layer, embed_out_layer
-        self.px = nn.Linear(feat_dim, h_dim)
+        super().__init__(feat_dim, h_dim, is_pass_embed, embed_layer, embed_out_layer)
         self.iofux = nn.Linear(feat_dim, 5 * h_dim)
         self.iofuh = nn.Linear(h_dim, 5 * h_dim)
         with torch.no_grad():
@@ -178,10 +185,7 @@ class BiTreeLSTM_Backward(nn.Module):
         i, o, f, u, r = (torch.sigmoid(i), torch.sigmoid(o), torch.sigmoid(f), torch.tanh(u),
                          torch.sigmoid(r))
         c = i * u + f * root_c
-        h = r * (o * torch.tanh(c)) + (1 - r) * projected_x
-        if dropout_mask is not None and self.training:
-            h = h * dropout_mask
-        return c, h
+        return c, self._highway(c, o, r, projected_x, dropout_mask)
 
     def forward(self, tree, features, treelstm_io):
         """Walk ``tree`` pre-order, filling ``treelstm_io``."""
@@ -196,10 +200,7 @@ class BiTreeLSTM_Backward(nn.Module):
             x = torch.cat((x, root_embed.view(1, -1)), 1)
         c, h = self.node_backward(x, root_c, root_h, treelstm_io.dropout_mask)
         tree.state_c_backward, tree.state_h_backward = c, h
-        if self.is_pass_embed:
-            _pass_embed(h, self.embed_out_layer, self.embed_layer, tree, treelstm_io,
-                        self.training)
-        treelstm_io.hidden[tree.index] = h.view(-1)
+        self._store(tree, h, treelstm_io)
         for child in (tree.left_child, tree.right_child):
             if child is not None:
                 self.forward(child, features, treelstm_io)

@@ -12,10 +12,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .frequency_bias import FrequencyBias
-from .motifs import AVERAGE_RATIO, moving_average
-from .utils_motifs import (cat, check_inputs, class_names, encode_box_info, get_dropout_mask,
-                           obj_edge_vectors, pair_features, relation_mode, to_onehot)
+from .base import ObjectContext, PairPredictor, binary_loss
+from .utils_motifs import (cat, check_inputs, encode_box_info, get_dropout_mask,
+                           obj_edge_vectors, to_onehot)
 from .utils_relation import layer_init
 from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, \
     TreeLSTM_IO
@@ -69,7 +68,7 @@ class DecoderTreeLSTM(nn.Module):
         return torch.stack(io.dists, 0), torch.cat(io.commitments, 0)
 
 
-class VCTreeLSTMContext(nn.Module):
+class VCTreeLSTMContext(ObjectContext):
     """SGB's ``VCTreeLSTMContext``.
 
     Parameters
@@ -84,32 +83,12 @@ class VCTreeLSTMContext(nn.Module):
     """
 
     def __init__(self, cfg, obj_classes, rel_classes, statistics, in_channels):
-        super().__init__()
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        self.cfg = cfg
-        self.obj_classes, self.rel_classes = obj_classes, rel_classes
-        self.num_obj_classes = len(obj_classes)
-        self.mode = relation_mode(cfg)
-        self.embed_dim = head.EMBED_DIM
-        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
-        self.obj_embed1 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        self.obj_embed2 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        with torch.no_grad():
-            self.obj_embed1.weight.copy_(vecs)
-            self.obj_embed2.weight.copy_(vecs)
-        self.pos_embed = nn.Sequential(nn.Linear(9, 32), nn.BatchNorm1d(32, momentum=0.001),
-                                       nn.Linear(32, 128), nn.ReLU(inplace=True))
+        super().__init__(cfg, obj_classes, rel_classes, in_channels)
         self.overlap_embed = nn.Sequential(nn.Linear(6, 128), nn.BatchNorm1d(128, momentum=0.001),
                                            nn.ReLU(inplace=True))
         self.box_embed = nn.Sequential(nn.Linear(9, 128), nn.BatchNorm1d(128, momentum=0.001),
                                        nn.ReLU(inplace=True))
-        self.obj_dim = in_channels
-        self.dropout_rate = head.CONTEXT_DROPOUT_RATE
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.nl_obj, self.nl_edge = head.CONTEXT_OBJ_LAYER, head.CONTEXT_REL_LAYER
-        if self.nl_obj < 1 or self.nl_edge < 1:
-            raise ValueError('MODEL.ROI_RELATION_HEAD.CONTEXT_OBJ_LAYER and CONTEXT_REL_LAYER '
-                             'must be >= 1, got {} and {}'.format(self.nl_obj, self.nl_edge))
+        self._layer_counts()
         co_occour = torch.as_tensor(statistics['pred_dist']).float().sum(-1)
         if co_occour.dim() != 2 or co_occour.shape[0] != co_occour.shape[1]:
             raise ValueError("statistics['pred_dist'] must be (C_obj, C_obj, C_rel)")
@@ -136,12 +115,7 @@ class VCTreeLSTMContext(nn.Module):
         self.edge_ctx_rnn = MultiLayer_BTreeLSTM(self.embed_dim + self.hidden_dim + self.obj_dim,
                                                  self.hidden_dim, self.nl_edge,
                                                  self.dropout_rate if self.nl_edge > 1 else 0)
-        self.average_ratio = AVERAGE_RATIO
-        self.effect_analysis = head.CAUSAL.EFFECT_ANALYSIS
-        if self.effect_analysis:
-            self.register_buffer('untreated_dcd_feat', torch.zeros(self.hidden_dim + obj_in))
-            self.register_buffer('untreated_obj_feat', torch.zeros(obj_in))
-            self.register_buffer('untreated_edg_feat', torch.zeros(self.embed_dim + self.obj_dim))
+        self._register_untreated(obj_in, self.embed_dim + self.obj_dim, self.hidden_dim + obj_in)
 
     def obj_ctx(self, num_objs, obj_feats, proposals, obj_labels=None, vc_forest=None,
                 ctx_average=False):
@@ -153,13 +127,7 @@ class VCTreeLSTMContext(nn.Module):
             enc = self.obj_ctx_rnn(tree, feat, len(proposal))
             ctxs.append(enc)
             if self.mode != 'predcls':
-                if (not self.training) and self.effect_analysis and ctx_average:
-                    dec_inp = self.untreated_dcd_feat.view(1, -1).expand(enc.shape[0], -1)
-                else:
-                    dec_inp = torch.cat((feat, enc), 1)
-                if self.training and self.effect_analysis:
-                    self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, dec_inp,
-                                                             self.average_ratio)
+                dec_inp = self._decoder_input(feat, enc, ctx_average)
                 dist, pred = self.decoder_rnn(tree, dec_inp, len(proposal))
             else:
                 if labels is None:
@@ -205,25 +173,14 @@ class VCTreeLSTMContext(nn.Module):
     def forward(self, x, proposals, rel_pair_idxs=None, logger=None, all_average=False,
                 ctx_average=False):
         """``(obj_dists, obj_preds, edge_ctx, bi_preds)`` as :class:`~.motifs.LSTMContext`."""
-        head = self.cfg.MODEL.ROI_RELATION_HEAD
         num_objs = [len(b) for b in proposals]
-        if self.training or head.USE_GT_BOX:
-            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
-        else:
-            obj_labels = None
-        if head.USE_GT_OBJECT_LABEL:
-            obj_embed = self.obj_embed1(obj_labels.long())
+        obj_labels, obj_logits, obj_embed = self._object_inputs(
+            proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX)
+        if obj_logits is None:    # ground-truth labels: their one-hot logits rate the pairs
             obj_logits = to_onehot(obj_labels, self.num_obj_classes)
-        else:
-            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
-            obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
         box_info = encode_box_info(proposals)
         pos_embed = self.pos_embed(box_info)
-        batch_size = x.shape[0]
-        if all_average and self.effect_analysis and not self.training:
-            obj_pre_rep = self.untreated_obj_feat.view(1, -1).expand(batch_size, -1)
-        else:
-            obj_pre_rep = cat((x, obj_embed, pos_embed), -1)
+        obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         box_inp = self.box_embed(box_info)
         pair_inp = self.overlap_embed(get_overlap_info(proposals))
         bi_inp = cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()), box_inp,
@@ -232,22 +189,14 @@ class VCTreeLSTMContext(nn.Module):
         vc_forest = arbForest_to_biForest(generate_forest(vc_scores, proposals, self.mode))
         obj_ctxs, obj_preds, obj_dists = self.obj_ctx(num_objs, obj_pre_rep, proposals,
                                                       obj_labels, vc_forest, ctx_average)
-        obj_embed2 = self.obj_embed2(obj_preds.long())
-        if (all_average or ctx_average) and self.effect_analysis and not self.training:
-            obj_rel_rep = cat((self.untreated_edg_feat.view(1, -1).expand(batch_size, -1),
-                               obj_ctxs), dim=-1)
-        else:
-            obj_rel_rep = cat((obj_embed2, x, obj_ctxs), -1)
+        obj_embed2, obj_rel_rep = self._edge_input(x, obj_preds, obj_ctxs,
+                                                  all_average or ctx_average)
         edge_ctx = self.edge_ctx(num_objs, obj_rel_rep, vc_forest)
-        if self.training and self.effect_analysis:
-            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
-                                                     self.average_ratio)
-            self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
-                                                     cat((obj_embed2, x), -1), self.average_ratio)
+        self._update_untreated(obj_pre_rep, (obj_embed2, x))
         return obj_dists, obj_preds, edge_ctx, bi_preds
 
 
-class VCTreePredictor(nn.Module):
+class VCTreePredictor(PairPredictor):
     """SGB's ``VCTreePredictor`` (vision and frequency bias always on, as SGB).
 
     Parameters
@@ -258,28 +207,12 @@ class VCTreePredictor(nn.Module):
     """
 
     def __init__(self, cfg, in_channels, statistics):
-        super().__init__()
-        if cfg.MODEL.ATTRIBUTE_ON:
-            raise NotImplementedError('MODEL.ATTRIBUTE_ON is not ported; set it False')
-        head = cfg.MODEL.ROI_RELATION_HEAD
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
-        obj_classes, rel_classes = class_names(cfg, statistics)
-        self.context_layer = VCTreeLSTMContext(cfg, obj_classes, rel_classes, statistics,
-                                               in_channels)
-        self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.pooling_dim = head.CONTEXT_POOLING_DIM
-        self.post_emb = nn.Linear(self.hidden_dim, self.hidden_dim * 2)
-        self.post_cat = nn.Linear(self.hidden_dim * 2, self.pooling_dim)
-        self.ctx_compress = nn.Linear(self.pooling_dim, self.num_rel_cls)
-        layer_init(self.ctx_compress, xavier=True)
-        layer_init(self.post_emb, 10.0 * (1.0 / self.hidden_dim) ** 0.5, normal=True)
-        layer_init(self.post_cat, xavier=True)
-        self.union_single_not_match = self.pooling_dim != cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
-        if self.union_single_not_match:
-            self.up_dim = nn.Linear(cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, self.pooling_dim)
-            layer_init(self.up_dim, xavier=True)
-        self.freq_bias = FrequencyBias(cfg, statistics)
+        super().__init__(cfg, statistics)
+        self.use_vision = self.use_bias = True
+        self.context_layer = VCTreeLSTMContext(cfg, self.obj_classes, self.rel_classes,
+                                               statistics, in_channels)
+        self._add_post_layers(cfg, statistics, [('ctx_compress', self.pooling_dim)],
+                              ('ctx_compress', 'post_emb', 'post_cat'))
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
                 union_features, logger=None):
@@ -288,23 +221,14 @@ class VCTreePredictor(nn.Module):
         check_inputs(proposals, rel_pair_idxs)
         obj_dists, obj_preds, edge_ctx, binary_preds = self.context_layer(
             roi_features, proposals, rel_pair_idxs, logger)
-        edge_rep = F.relu(self.post_emb(edge_ctx)).view(edge_ctx.size(0), 2, self.hidden_dim)
-        head_rep = edge_rep[:, 0].contiguous().view(-1, self.hidden_dim)
-        tail_rep = edge_rep[:, 1].contiguous().view(-1, self.hidden_dim)
-        num_rels = [r.shape[0] for r in rel_pair_idxs]
-        num_objs = [len(b) for b in proposals]
-        prod_rep, pair_pred = pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs,
-                                            num_objs)
+        prod_rep, pair_pred, _ = self.pair_context(edge_ctx, obj_preds, proposals,
+                                                   rel_pair_idxs, relu=True)
         prod_rep = self.post_cat(prod_rep)
-        if self.union_single_not_match:
-            union_features = self.up_dim(union_features)
-        rel_dists = self.ctx_compress(prod_rep * union_features) + \
-            self.freq_bias.index_with_labels(pair_pred.long())
+        rel_dists = self._add_bias(self.ctx_compress(prod_rep * self._union(union_features)),
+                                  pair_pred)
         add_losses = {}
         if self.training:
             if rel_binarys is None:
                 raise ValueError('VCTreePredictor needs rel_binarys in training')
-            losses = [F.binary_cross_entropy_with_logits(p, (g > 0).float())
-                      for g, p in zip(rel_binarys, binary_preds)]
-            add_losses['binary_loss'] = sum(losses) / len(losses)
-        return obj_dists.split(num_objs, dim=0), rel_dists.split(num_rels, dim=0), add_losses
+            add_losses['binary_loss'] = binary_loss(rel_binarys, binary_preds)
+        return self._per_image(proposals, rel_pair_idxs, obj_dists, rel_dists, add_losses)

@@ -3,8 +3,7 @@ import pytest
 import torch
 
 from gluontrain.torch.sgg.modeling.predictors import build_predictor
-from gluontrain.torch.sgg.modeling.predictors.motifs import (LSTMContext, MotifPredictor,
-                                                             moving_average)
+from gluontrain.torch.sgg.modeling.predictors.motifs import LSTMContext, MotifPredictor
 
 MODES = ('predcls', 'sgcls', 'sgdet')
 
@@ -138,5 +137,3 @@ def test_effect_analysis_buffers_move_by_sgb_ratio(tiny, glove_dir):
     edg = torch.cat((ctx.obj_embed2(labels), inputs[4]), -1).mean(0)
     torch.testing.assert_close(ctx.untreated_edg_feat, 0.0005 * edg.detach())
     assert 'untreated_obj_feat' in dict(ctx.named_buffers())
-    torch.testing.assert_close(moving_average(torch.ones(2), torch.tensor([[3., 5.]]), 0.5),
-                               torch.tensor([2., 3.]))
