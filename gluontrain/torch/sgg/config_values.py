@@ -7,11 +7,33 @@ one line naming where it came from (the config file or the command-line override
 the value and what is allowed.
 """
 __all__ = ['ConfigError', 'MAX_IMAGE_SIDE', 'VALUE_CHECKS', 'check_values', 'check_world_size',
-           'check_detector_classes']
+           'check_detector_classes', 'relation_mode', 'MODES']
 
 
 class ConfigError(ValueError):
     """A config file is missing or malformed, or names a key SGB's config does not have."""
+
+
+#: ``(USE_GT_BOX, USE_GT_OBJECT_LABEL)`` -> SGB's mode name.
+MODES = {(True, True): 'predcls', (True, False): 'sgcls', (False, False): 'sgdet'}
+
+
+def relation_mode(cfg):
+    """``'predcls'``, ``'sgcls'`` or ``'sgdet'`` from ``MODEL.ROI_RELATION_HEAD.USE_GT_BOX``
+    / ``USE_GT_OBJECT_LABEL`` (the model, its predictors and the evaluation read it here).
+
+    Raises
+    ------
+    ValueError
+        For ``USE_GT_BOX False`` with ``USE_GT_OBJECT_LABEL True`` (no such mode).
+    """
+    r = cfg.MODEL.ROI_RELATION_HEAD
+    key = (bool(r.USE_GT_BOX), bool(r.USE_GT_OBJECT_LABEL))
+    if key not in MODES:
+        raise ValueError('MODEL.ROI_RELATION_HEAD.USE_GT_BOX False with USE_GT_OBJECT_LABEL '
+                         'True is not a mode; use (True, True) PredCls, (True, False) SGCls '
+                         'or (False, False) SGDet')
+    return MODES[key]
 
 
 #: The largest image side the INPUT sizes accept: one 8192 x 8192 float image is 0.8 GB

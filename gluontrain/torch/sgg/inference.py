@@ -37,6 +37,7 @@ from ..distributed import get_rank, get_world_size, is_distributed
 from ..passes import preserved_rng
 from ..weights import read_weights_file
 from ..twostage.structures import BoxList
+from .config_values import relation_mode
 
 __all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of',
            'load_cached_predictions', 'run_val', 'run_test', 'test', 'validation_metrics',
@@ -299,8 +300,7 @@ def _result_names(cfg, result):
     ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
     if not result:
         return [], []
-    from .evaluation.vg_eval import eval_mode  # pylint: disable=import-outside-toplevel
-    mode = eval_mode(cfg)
+    mode = relation_mode(cfg)
     names, values = [], []
     for name, key, k in _REPORTED:
         value = result.get('{}_{}'.format(mode, key), {}).get(k)

@@ -20,32 +20,11 @@ from torch.nn.modules.batchnorm import _BatchNorm
 from ..twostage.structures import BoxList
 from ..twostage.images import to_image_list
 from ..twostage.maskrcnn import SGGDetector, build_detector
+from .config_values import MODES, relation_mode
 from .modeling.relation_head import build_roi_relation_head
 
 __all__ = ['RelationModel', 'build_relation_model', 'build_model', 'fix_eval_modules',
            'eval_modules', 'frozen_norm_eval', 'relation_mode', 'MODES']
-
-#: ``(USE_GT_BOX, USE_GT_OBJECT_LABEL)`` -> SGB's mode name.
-MODES = {(True, True): 'predcls', (True, False): 'sgcls', (False, False): 'sgdet'}
-
-
-def relation_mode(cfg):
-    """``'predcls'``, ``'sgcls'`` or ``'sgdet'`` from ``MODEL.ROI_RELATION_HEAD.USE_GT_BOX``
-    / ``USE_GT_OBJECT_LABEL``.
-
-    Raises
-    ------
-    ValueError
-        For ``USE_GT_BOX False`` with ``USE_GT_OBJECT_LABEL True`` (no such mode).
-    """
-    r = cfg.MODEL.ROI_RELATION_HEAD
-    key = (bool(r.USE_GT_BOX), bool(r.USE_GT_OBJECT_LABEL))
-    if key not in MODES:
-        raise ValueError('MODEL.ROI_RELATION_HEAD.USE_GT_BOX False with USE_GT_OBJECT_LABEL '
-                         'True is not a mode; use (True, True) PredCls, (True, False) SGCls '
-                         'or (False, False) SGDet')
-    return MODES[key]
-
 
 class RelationModel(SGGDetector):
     """``backbone``, ``rpn``, ``roi_heads`` = {``box``, ``relation``} (SGB's names).

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ....core.checkpoint import atomic_save_file, atomic_write
+from ..config_values import relation_mode
 from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall,
                        SGNoGraphConstraintRecall, SGPairAccuracy, SGRecall, SGZeroShotRecall,
                        TOP_KS)
@@ -35,14 +36,6 @@ __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'buil
 
 MODES = ('predcls', 'sgcls', 'sgdet', 'phrdet')
 RULE = '=' * 100 + '\n'
-
-
-def eval_mode(cfg):
-    """SGB's mode from ``MODEL.ROI_RELATION_HEAD.USE_GT_BOX`` / ``USE_GT_OBJECT_LABEL``."""
-    head = cfg.MODEL.ROI_RELATION_HEAD
-    if head.USE_GT_BOX:
-        return 'predcls' if head.USE_GT_OBJECT_LABEL else 'sgcls'
-    return 'sgdet'
 
 
 def _np(x, dtype=None):
@@ -342,7 +335,7 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
         R@100 of the mode with ``'relations'`` (SGB), else the detection mAP@0.5, else -1.
     """
     logger = logger or logging.getLogger(__name__)
-    mode = mode or eval_mode(cfg)
+    mode = mode or relation_mode(cfg)
     if mode not in MODES:
         raise ValueError('invalid mode {!r}: one of {}'.format(mode, MODES))
     if len(predictions) > len(dataset):

@@ -23,7 +23,8 @@ import torch
 from yacs.config import CfgNode as CN
 
 from fixtures.recorded import SOURCES, Recorder, from_json_array, json_array
-from gluontrain.torch.sgg.evaluation import do_vg_evaluation, eval_mode, save_zeroshot_triplets
+from gluontrain.torch.sgg.config_values import relation_mode
+from gluontrain.torch.sgg.evaluation import do_vg_evaluation, save_zeroshot_triplets
 from gluontrain.torch.sgg.evaluation.vg_eval import (build_evaluators, evaluate_detection,
                                                      evaluate_relation_of_one_image)
 from sgg_eval_support import (PREDICATES, FakeVG, load_live_sgb, make_prediction, random_case,
@@ -92,8 +93,8 @@ def run_ours(mode, ds, preds, out, **kw):
     return score, rd, buf.getvalue()
 
 
-def test_eval_mode_from_cfg():
-    assert [eval_mode(cfg_for(m)) for m in ('predcls', 'sgcls', 'sgdet')] == \
+def test_relation_mode_from_cfg():
+    assert [relation_mode(cfg_for(m)) for m in ('predcls', 'sgcls', 'sgdet')] == \
         ['predcls', 'sgcls', 'sgdet']
 
 

@@ -12,7 +12,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
-from .utils_motifs import cat, class_names, obj_edge_vectors, pair_features, relation_mode
+from ...config_values import relation_mode
+from .utils_motifs import cat, class_names, obj_edge_vectors, pair_features
 from .utils_relation import layer_init
 
 __all__ = ['AVERAGE_RATIO', 'moving_average', 'binary_loss', 'ObjectContext', 'PairPredictor']

@@ -11,7 +11,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .base import PairPredictor
-from .utils_motifs import cat, check_inputs, pair_features, relation_mode, to_onehot
+from ...config_values import relation_mode
+from .utils_motifs import cat, check_inputs, pair_features, to_onehot
 from .utils_relation import make_fc
 
 __all__ = ['IMPContext', 'IMPPredictor', 'SLOW_HEADS', 'SLOW_RATIO']

@@ -367,23 +367,6 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
 
 
 # ------------------------------------------------------------------------ predictor plumbing
-def relation_mode(cfg):
-    """``'predcls'``, ``'sgcls'`` or ``'sgdet'`` from ``USE_GT_BOX`` / ``USE_GT_OBJECT_LABEL``.
-
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-
-    Returns
-    -------
-    str
-    """
-    head = cfg.MODEL.ROI_RELATION_HEAD
-    if head.USE_GT_BOX:
-        return 'predcls' if head.USE_GT_OBJECT_LABEL else 'sgcls'
-    return 'sgdet'
-
-
 def class_names(cfg, statistics):
     """``(obj_classes, rel_classes)`` from the statistics, checked against the config sizes.
 
