@@ -119,17 +119,13 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
         # shuffle=True's sampler, wrapped so that a run can resume inside a pass
         train_loader = shuffled_loader(train_dataset, batch_size, collate_fn=train_collate,
                                        **options)
-    val_options = dict(collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()), **options)
     if val_dataset is None:
-        val_loader = None
-    elif world > 1:
-        val_loader = torch.utils.data.DataLoader(
-            val_dataset, batch_size, sampler=ShardSampler(len(val_dataset), rank, world),
-            **val_options)
-    else:
-        val_loader = torch.utils.data.DataLoader(val_dataset, batch_size, shuffle=False,
-                                                 **val_options)
-    return train_loader, val_loader
+        return train_loader, None
+    # in dataset order; a distributed run gives each rank every WORLD_SIZE-th image
+    sampler = ShardSampler(len(val_dataset), rank, world) if world > 1 else None
+    return train_loader, torch.utils.data.DataLoader(
+        val_dataset, batch_size, shuffle=False, sampler=sampler,
+        collate_fn=Tuple(Stack(), Pad(pad_val=-1), Stack()), **options)
 
 
 def loader_pins(args):
