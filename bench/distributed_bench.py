@@ -46,10 +46,10 @@ def worker(out, argv):
     import torch
     import torch.distributed as dist
     from gluontrain.torch.ssd import recipe
-    ssd_train = importlib.import_module('gluontrain.torch.ssd.train')
+    from gluontrain.torch.ssd.step import SSDStep
     torch.set_num_threads(1)
     stats = {'step_end': [], 'comm': [0.0], 'loss_reduce': []}
-    real_call, real_wrap = ssd_train.SSDStep.__call__, ssd_train.wrap_ddp
+    real_call, real_wrap = SSDStep.__call__, recipe.wrap_ddp
     real_reduce = importlib.import_module('gluontrain.torch.step').all_reduce_mean
 
     def timed_step(self, batch, state=None):
@@ -99,8 +99,8 @@ def worker(out, argv):
         blocking[0] = sorted(times)[len(times) // 2]
         real_cleanup()
 
-    ssd_train.SSDStep.__call__ = step_and_mark
-    ssd_train.wrap_ddp = wrap
+    SSDStep.__call__ = step_and_mark
+    recipe.wrap_ddp = wrap
     importlib.import_module('gluontrain.torch.step').all_reduce_mean = timed_reduce
     recipe.cleanup = measure_then_cleanup
     recipe.main(argv)

@@ -22,7 +22,7 @@ from gluontrain.data import synthetic  # noqa: E402
 from gluontrain.torch.ssd import recipe  # noqa: E402
 from gluontrain.torch.ssd.args import parse_args  # noqa: E402
 from gluontrain.torch.ssd.multibox_loss import MultiBoxLoss  # noqa: E402
-from gluontrain.torch.ssd.train import SSDStep  # noqa: E402
+from gluontrain.torch.ssd.step import SSDStep  # noqa: E402
 from gluontrain.torch.step import seed_all  # noqa: E402
 
 

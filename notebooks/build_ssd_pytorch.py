@@ -38,8 +38,8 @@ from gluontrain.torch.ssd.augmentations import SSDAugmentation
 from gluontrain.torch.ssd.box_utils import decode, encode, jaccard, match, point_form
 from gluontrain.torch.data import VOCDetection
 from gluontrain.torch.ssd.prior_box import PriorBox
-from gluontrain.torch.ssd.recipe import get_dataloader, get_dataset, get_net, parse_args
-from gluontrain.torch.ssd.train import train, validate
+from gluontrain.torch.ssd.recipe import (get_dataloader, get_dataset, get_net, parse_args,
+                                        train, validate)
 from gluontrain.torch.ssd.plots import draw_val_samples
 
 %matplotlib inline

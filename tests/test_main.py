@@ -209,7 +209,7 @@ def test_ssd_nan_at_the_budget_gives_the_nan_reason_and_no_validation(voc_root, 
 
 def test_ctrl_c_after_a_resume_names_the_resumed_checkpoint(voc_root, tmp_path, capsys,
                                                             monkeypatch):
-    from gluontrain.torch.ssd.train import SSDStep
+    from gluontrain.torch.ssd.step import SSDStep
     assert main(_ssd(tmp_path / 'first', voc_root)) == 0
     ckpt = str(tmp_path / 'first' / 'ssd300_VOC_last.ckpt')
     capsys.readouterr()

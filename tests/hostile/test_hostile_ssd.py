@@ -200,7 +200,7 @@ def test_reported_in_process(name, case, capsys):
 
 
 def test_ctrl_c_in_process_names_the_position(case, capsys, monkeypatch):
-    from gluontrain.torch.ssd.train import SSDStep
+    from gluontrain.torch.ssd.step import SSDStep
 
     def interrupt(self, batch, state=None):
         raise KeyboardInterrupt

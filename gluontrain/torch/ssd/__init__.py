@@ -17,12 +17,12 @@ Numeric layers (plain torch, no torchvision):
 Network and data: :mod:`.model` (``build_ssd``), :mod:`.augmentations`
 (``SSDAugmentation``, ``BaseTransform``), :mod:`.data` (collation; the VOC/COCO datasets are
 in :mod:`gluontrain.torch.data`).
-Recipe: :mod:`.args`, :mod:`.recipe`, :mod:`.train`; pictures: :mod:`.plots` (detections on raw
-images, the validation samples picture).
+Recipe: :mod:`.args`, :mod:`.recipe` (the contract), :mod:`.step` (``SSDStep``, the loop body),
+:mod:`.hooks` (``SSDScheduleHook``, ``SSDLogHook``, ``SSDCheckpointHook``); pictures:
+:mod:`.plots` (detections on raw images, the validation samples picture).
 """
 from .args import OUTPUT_ARGUMENT, build_parser, parse_args
-from .recipe import get_dataloader, get_dataset, get_net, main
-from .train import save_params, train, validate
+from .recipe import get_dataloader, get_dataset, get_net, main, save_params, train, validate
 
 __all__ = ['build_parser', 'parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train',
            'validate', 'save_params', 'main']

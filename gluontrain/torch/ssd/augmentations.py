@@ -75,10 +75,8 @@ class ToAbsoluteCoords:
     def __call__(self, image, boxes=None, labels=None):
         """Returns ``(image, boxes in pixels, labels)``."""
         height, width, _ = image.shape
-        boxes[:, 0] *= width
-        boxes[:, 2] *= width
-        boxes[:, 1] *= height
-        boxes[:, 3] *= height
+        boxes[:, 0::2] *= width
+        boxes[:, 1::2] *= height
         return image, boxes, labels
 
 
@@ -88,10 +86,8 @@ class ToPercentCoords:
     def __call__(self, image, boxes=None, labels=None):
         """Returns ``(image, boxes in [0, 1], labels)``."""
         height, width, _ = image.shape
-        boxes[:, 0] /= width
-        boxes[:, 2] /= width
-        boxes[:, 1] /= height
-        boxes[:, 3] /= height
+        boxes[:, 0::2] /= width
+        boxes[:, 1::2] /= height
         return image, boxes, labels
 
 
@@ -107,8 +103,11 @@ class Resize:
         return cv2.resize(image, (self.size, self.size)), boxes, labels
 
 
-class RandomSaturation:
-    """With p = 0.5, multiply the S channel of an HSV image by U(lower, upper)."""
+class _RandomScale:
+    """With p = 0.5, multiply the image's ``channels`` by U(lower, upper), in place: the
+    reference's RandomSaturation and RandomContrast, which differ only in the channels
+    (their checks and messages are the reference's, 'contrast' in both)."""
+    channels = slice(None)
 
     def __init__(self, lower=0.5, upper=1.5):
         assert upper >= lower, 'contrast upper must be >= lower.'
@@ -119,8 +118,13 @@ class RandomSaturation:
     def __call__(self, image, boxes=None, labels=None):
         """Returns ``(image, boxes, labels)``; ``image`` is modified in place."""
         if random.randint(2):
-            image[:, :, 1] *= random.uniform(self.lower, self.upper)
+            image[:, :, self.channels] *= random.uniform(self.lower, self.upper)
         return image, boxes, labels
+
+
+class RandomSaturation(_RandomScale):
+    """With p = 0.5, multiply the S channel of an HSV image by U(lower, upper)."""
+    channels = 1
 
 
 class RandomHue:
@@ -182,20 +186,8 @@ class ConvertColor:
         return image, boxes, labels
 
 
-class RandomContrast:
+class RandomContrast(_RandomScale):
     """With p = 0.5, multiply the (float) image by U(lower, upper)."""
-
-    def __init__(self, lower=0.5, upper=1.5):
-        assert upper >= lower, 'contrast upper must be >= lower.'
-        assert lower >= 0, 'contrast lower must be non-negative.'
-        self.lower = lower
-        self.upper = upper
-
-    def __call__(self, image, boxes=None, labels=None):
-        """Returns ``(image, boxes, labels)``; ``image`` is modified in place."""
-        if random.randint(2):
-            image *= random.uniform(self.lower, self.upper)
-        return image, boxes, labels
 
 
 class RandomBrightness:

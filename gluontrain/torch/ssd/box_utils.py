@@ -76,26 +76,16 @@ def match(threshold, truths, priors, variances, labels, loc_t, conf_t, idx):
     idx : int
         The image's index in the batch.
     """
-    if truths.shape[0] == 0:
-        # The reference raises here; an image without objects is all background.
-        loc_t[idx] = 0
-        conf_t[idx] = 0
-        return
-    overlaps = jaccard(truths, point_form(priors))  # [G, P]
-    _, best_prior_idx = overlaps.max(1)  # best prior of each gt (first on ties)
-    best_truth_overlap, best_truth_idx = overlaps.max(0)  # best gt of each prior
-    best_truth_overlap = best_truth_overlap.index_fill(0, best_prior_idx, 2)
-    forced = _forced_truth(best_prior_idx, priors.shape[0])
-    best_truth_idx = torch.where(forced >= 0, forced, best_truth_idx)
-    matches = truths[best_truth_idx]
-    conf = labels[best_truth_idx] + 1
-    conf[best_truth_overlap < threshold] = 0
-    loc_t[idx] = encode(matches, priors, variances)
-    conf_t[idx] = conf  # cast to conf_t's integer dtype, as the reference does
+    # the batch of one: no padding, so the same overlaps, ties and targets as the reference's
+    # per-image loop (an image without objects is all background, where the reference raises)
+    loc, conf = match_batch(threshold, truths[None], priors, variances, labels[None])
+    loc_t[idx] = loc[0]
+    conf_t[idx] = conf[0]  # cast to conf_t's integer dtype, as the reference does
 
 
 def match_batch(threshold, truths, priors, variances, labels, valid=None):
-    """:func:`match` for a whole padded batch at once (same targets, bit for bit).
+    """The targets of :func:`match` for a whole padded batch at once (:func:`match` is its
+    batch of one; the same targets, bit for bit, as the reference's per-image loop).
 
     Padding gts (``valid`` False) take part in nothing: their overlaps are set to -1, below
     any real IoU, so they never become a prior's best gt, and their best prior is sent to a

@@ -218,6 +218,16 @@ def multibox(vgg, extras, cfg=MBOX_CFG, num_classes=21):
     return loc, conf
 
 
+def _add_test_layers(model):
+    """Give ``model`` the reference's test-phase layers (no parameters): ``softmax`` and
+    ``Detect`` with conf 0.01, NMS 0.45, top 200."""
+    from .detection import Detect  # pylint: disable=import-outside-toplevel
+    model.softmax = nn.Softmax(dim=-1)
+    # the reference's Detect read the variance from the VOC config: same (0.1, 0.2)
+    model.detect = Detect(model.num_classes, 0, 200, 0.01, 0.45,
+                          variance=model.cfg.get('variance', (0.1, 0.2)))
+
+
 class SSD(nn.Module):
     """Single Shot MultiBox Detector with a VGG16 base (use :func:`build_ssd`).
 
@@ -259,11 +269,7 @@ class SSD(nn.Module):
         self.conf = nn.ModuleList(head[1])
 
         if phase == 'test':
-            from .detection import Detect
-            self.softmax = nn.Softmax(dim=-1)
-            # the reference's Detect read the variance from the VOC config: same (0.1, 0.2)
-            self.detect = Detect(num_classes, 0, 200, 0.01, 0.45,
-                                 variance=self.cfg.get('variance', (0.1, 0.2)))
+            _add_test_layers(self)
 
     def forward(self, x):
         """Run the network on a batch.
@@ -296,10 +302,9 @@ class SSD(nn.Module):
             # NHWC before flattening: the reference's (and its checkpoints') prior order
             loc.append(l(s).permute(0, 2, 3, 1).contiguous())
             conf.append(c(s).permute(0, 2, 3, 1).contiguous())
-        loc = torch.cat([o.view(o.size(0), -1) for o in loc], 1)
-        conf = torch.cat([o.view(o.size(0), -1) for o in conf], 1)
-        loc = loc.view(loc.size(0), -1, 4)
-        conf = conf.view(conf.size(0), -1, self.num_classes)
+        # [B, P_s, 4] per source, concatenated: the reference's flatten, cat and view
+        loc = torch.cat([o.view(o.size(0), -1, 4) for o in loc], 1)
+        conf = torch.cat([o.view(o.size(0), -1, self.num_classes) for o in conf], 1)
         if self.phase == 'test':
             return self.detect(loc, self.softmax(conf), self.priors.to(loc.dtype))
         return loc, conf, self.priors
@@ -339,10 +344,7 @@ def test_phase(net):
     """
     model = net.module if hasattr(net, 'module') else net
     if not hasattr(model, 'detect'):
-        from .detection import Detect  # pylint: disable=import-outside-toplevel
-        model.softmax = nn.Softmax(dim=-1)
-        model.detect = Detect(model.num_classes, 0, 200, 0.01, 0.45,
-                              variance=model.cfg.get('variance', (0.1, 0.2)))
+        _add_test_layers(model)
     was_training, phase = model.training, model.phase
     model.eval()
     model.phase = 'test'
@@ -413,9 +415,8 @@ def init_weights(net):
         ``net``.
     """
     with torch.no_grad():
-        net.extras.apply(_xavier_zero)
-        net.loc.apply(_xavier_zero)
-        net.conf.apply(_xavier_zero)
+        for layers in (net.extras, net.loc, net.conf):
+            layers.apply(_xavier_zero)
     return net
 
 

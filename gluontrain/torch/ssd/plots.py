@@ -2,11 +2,11 @@
 :class:`gluontrain.core.plots.SamplesHook` redraws after validations."""
 import os
 
-import cv2
 import numpy as np
 import torch
 
 from ...core.plots import SamplesHook, draw_samples
+from ...data.images import read_bgr
 from ..passes import preserved_rng
 from .augmentations import base_transform
 from .config import MEANS
@@ -65,10 +65,8 @@ def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10
     """
     samples = []
     for base, image_id in dataset.ids[:num]:
-        img = cv2.imread(os.path.join(base, 'JPEGImages', image_id + '.jpg'))
-        if img is None:
-            raise ValueError('cannot read {}'.format(
-                os.path.join(base, 'JPEGImages', image_id + '.jpg')))
+        # a missing or undecodable JPEG is one clear error (the hook logs it and goes on)
+        img = read_bgr(os.path.join(base, 'JPEGImages', image_id + '.jpg'))
         gt = dataset.annotation(base, image_id)
         labels, scores, boxes = detect(net, img, device)
         # XML boxes are 1-based pixels

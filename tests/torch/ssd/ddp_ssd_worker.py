@@ -6,7 +6,6 @@ training dataset indices this rank loaded, in order, the final validation, rank 
 size). With ``GLUONTRAIN_TEST_CRASH_AT=N`` rank 1 raises at the step that would make
 iteration N + 1 (a crash: torchrun then stops rank 0 too).
 """
-import importlib
 import json
 import os
 import sys
@@ -15,16 +14,14 @@ import torch
 
 from gluontrain.torch.data.voc import VOCDetection
 from gluontrain.torch.ssd import recipe
-
-# the module (the package exports its train() function under the same name)
-ssd_train = importlib.import_module('gluontrain.torch.ssd.train')
+from gluontrain.torch.ssd.step import SSDStep
 
 
 def main(out_dir, argv):
     torch.set_num_threads(1)
     rank = int(os.environ['RANK'])
     loaded, record = [], {}
-    real_getitem, real_train = VOCDetection.__getitem__, ssd_train.train
+    real_getitem, real_train = VOCDetection.__getitem__, recipe.train
 
     def getitem(self, index):
         loaded.append(int(index))
@@ -41,15 +38,15 @@ def main(out_dir, argv):
 
     crash_at = os.environ.get('GLUONTRAIN_TEST_CRASH_AT')
     if crash_at and rank == 1:
-        real_step = ssd_train.SSDStep.__call__
+        real_step = SSDStep.__call__
 
         def crash(self, batch, state=None):
             if state.iteration == int(crash_at):
                 raise RuntimeError('planted crash at iteration {}'.format(crash_at))
             return real_step(self, batch, state)
-        ssd_train.SSDStep.__call__ = crash
+        SSDStep.__call__ = crash
     VOCDetection.__getitem__ = getitem
-    ssd_train.train = spy_train
+    recipe.train = spy_train
     try:
         recipe.main(argv)
     finally:

@@ -100,7 +100,7 @@ def test_gathered_validation_equals_one_process_on_the_same_weights(ddp_run, tin
     from gluontrain.torch.ssd.args import parse_args
     from gluontrain.torch.ssd.model import build_ssd
     from gluontrain.torch.ssd.recipe import get_dataloader, get_dataset
-    from gluontrain.torch.ssd.train import validate
+    from gluontrain.torch.ssd.recipe import validate
     args = parse_args(_argv(tiny_voc, ddp_run / 'unused', 2))
     train_ds, val_ds, metric = get_dataset('VOC', args)
     _, val_data = get_dataloader(None, train_ds, val_ds, 300, 2, 0, args)

@@ -26,7 +26,7 @@ import torch
 
 from gluontrain.data import synthetic
 from gluontrain.torch.ssd.recipe import get_dataloader, get_dataset, get_net, parse_args
-from gluontrain.torch.ssd.train import train, validate
+from gluontrain.torch.ssd.recipe import train, validate
 
 
 @pytest.mark.slow

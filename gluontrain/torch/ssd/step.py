@@ -1,0 +1,36 @@
+"""The backend step of the SSD300 recipe: ssd.pytorch's loop body (forward, MultiBoxLoss,
+backward, SGD update), called by :func:`gluontrain.core.loop.run_loop` once per batch."""
+import torch
+
+from ..step import LossDictStep, mixed_precision, to_device
+
+__all__ = ['LOSS_NAMES', 'SSDStep']
+
+LOSS_NAMES = ('loc_loss', 'conf_loss')
+
+
+class SSDStep:
+    """One SSD step: forward, MultiBoxLoss, backward, SGD update (ssd.pytorch's loop body),
+    through :class:`gluontrain.torch.step.LossDictStep`.
+
+    Returns ``{'losses': {'loc_loss': [(l, 1)], 'conf_loss': [(c, 1)]}, 'lr', 'batch_size'}``:
+    one value per step, so the meters average per-iteration losses as ssd.pytorch's
+    ``loc_loss += loss_l`` counters do. ``amp`` (``--amp``): float16 autocast + GradScaler
+    on CUDA; on the CPU refused unless ``cpu_bf16`` (see :func:`..step.mixed_precision`).
+    """
+
+    def __init__(self, net, criterion, optimizer, device, amp=False, cpu_bf16=False):
+        self.net, self.criterion, self.optimizer, self.device = net, criterion, optimizer, device
+        autocast, scaler = mixed_precision(device, amp, cpu_bf16)
+        self.step = LossDictStep(self.forward, optimizer, scaler=scaler, autocast=autocast)
+
+    def forward(self, batch):
+        """``({'loc_loss', 'conf_loss'}, batch size)`` of one batch."""
+        # pinned host batches copy asynchronously to the GPU
+        images, targets = to_device(batch, self.device,
+                                    non_blocking=torch.device(self.device).type == 'cuda')
+        loss_l, loss_c = self.criterion(self.net(images), targets)
+        return dict(zip(LOSS_NAMES, (loss_l, loss_c))), images.shape[0]
+
+    def __call__(self, batch, state=None):
+        return self.step(batch, state)
