@@ -1,7 +1,7 @@
 """Inference and evaluation of trained YOLOv3 networks: from ``.params`` or an exported model.
 
 Used by ``scripts/demo_yolov3.py`` (annotated pictures + ``detections.json``) and
-``scripts/eval_yolov3.py`` (the recipe's :func:`.train.validate` beside the model-zoo numbers).
+``scripts/eval_yolov3.py`` (the recipe's :func:`.recipe.validate` beside the model-zoo numbers).
 """
 import warnings
 
@@ -18,7 +18,7 @@ from ...yolo3.infer import (ZOO_SCORES, detection_record, draw_detections,  # no
                             zoo_table)
 from .data import val_batchify_fn
 from .plots import detect
-from .train import validate
+from .recipe import validate
 from .weights import load_params
 
 
@@ -62,7 +62,7 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
         model-zoo files, or a gluontrain checkpoint; loaded strictly, with a report
         (:func:`.weights.load_params`).
     symbol, exported_params : str, optional
-        ``model-symbol.json`` and ``model-0000.params`` from :func:`.train.export_model`.
+        ``model-symbol.json`` and ``model-0000.params`` from :func:`.recipe.export_model`.
     reports : list, optional
         Receives the load report (``params`` only).
 
