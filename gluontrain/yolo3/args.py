@@ -259,22 +259,10 @@ def lr_decay_epochs(args):
 
 
 def lr_schedule(args, num_batches, scheduler, sequential):
-    """GluonCV's LR schedule: linear warm-up from 0 over ``--warmup-epochs``, then
-    ``--lr-mode`` with its decays (:func:`lr_decay_epochs`), over ``num_batches`` updates per
-    epoch.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-    num_batches : int
-        Updates per epoch.
-    scheduler, sequential : type
-        The ``LRScheduler`` and ``LRSequential`` classes to build it from: gluoncv's (an MXNet
-        optimizer's ``lr_scheduler``) or :mod:`gluontrain.core.lr_scheduler`'s (PyTorch).
-
-    Returns
-    -------
-    sequential
+    """GluonCV's LR schedule over ``num_batches`` updates per epoch: linear warm-up from 0
+    over ``--warmup-epochs``, then ``--lr-mode`` with its decays (:func:`lr_decay_epochs`),
+    built from the ``scheduler`` and ``sequential`` classes: gluoncv's ``LRScheduler`` /
+    ``LRSequential`` (an MXNet optimizer's) or :mod:`gluontrain.core.lr_scheduler`'s.
     """
     return sequential([
         scheduler('linear', base_lr=0, target_lr=args.lr,

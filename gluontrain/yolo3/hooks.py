@@ -71,26 +71,11 @@ class RolloverLeftoversHook(Hook):
 def gluoncv_hooks(args, paths, meter, header, num_batches, recipe_hooks, validate, save_params,
                   checkpoint_fn, samples_hook, comm=None, rank_state=(None, None)):
     """The recipe's hook list: :func:`gluontrain.core.defaults.build_hooks` with the
-    intervals, validation period, TensorBoard folder and plots of the command line.
+    intervals, validation period, TensorBoard folder and plots of ``args``.
 
-    Parameters
-    ----------
-    args : argparse.Namespace
-        The recipe's arguments (:func:`.args.parse_args`).
-    paths : gluontrain.core.defaults.RunPaths
-    meter : gluontrain.core.meters.LossMeter
-    header : list of str
-        The log's first lines (the arguments, then the load reports).
-    num_batches : int or None
-        Batches per epoch, for the progress bar.
-    recipe_hooks : list of Hook
-    validate : callable
-        ``validate() -> (names, values)``.
-    save_params : callable
-        ``save_params(best_map, current_map, epoch, save_interval, prefix)``, the reference's
-        ``save_params`` without its network.
-    checkpoint_fn, samples_hook, comm, rank_state
-        As :func:`~gluontrain.core.defaults.build_hooks`.
+    ``validate() -> (names, values)`` and ``save_params(best_map, current_map, epoch,
+    save_interval, prefix)`` are the recipe's (the network bound); ``num_batches`` is for the
+    progress bar; the other parameters are :func:`~gluontrain.core.defaults.build_hooks`'.
 
     Returns
     -------

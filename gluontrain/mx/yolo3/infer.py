@@ -22,17 +22,8 @@ from .recipe import validate
 from .weights import load_params
 
 
-def dataset_classes(dataset, classes=''):
-    """Class names: VOC's 20, COCO's 80, or the comma-separated ``classes`` (custom data)."""
-    if classes:
-        return [c.strip() for c in classes.split(',') if c.strip()]
-    name = dataset.lower()
-    if name == 'voc':
-        return list(gdata.VOCDetection.CLASSES)
-    if name == 'coco':
-        return list(gdata.COCODetection.CLASSES)
-    raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
-                     'order)'.format(dataset))
+# the class lists of --dataset voc / coco (others name theirs with --classes)
+KNOWN_CLASSES = {'voc': gdata.VOCDetection.CLASSES, 'coco': gdata.COCODetection.CLASSES}
 
 
 def _fixed_nms(**_kwargs):

@@ -9,10 +9,10 @@ from gluoncv.model_zoo import model_store
 
 from ..context import get_contexts
 # the parsers and cli are both backends' (gluontrain.yolo3.infer), re-exported here
-from ...yolo3.infer import (cli, demo_parser, eval_lines, eval_parser,  # noqa: F401
-                            is_zoo_true, model_name)
+from ...yolo3.infer import (cli, dataset_classes, demo_parser, eval_lines,  # noqa: F401
+                            eval_parser, is_zoo_true, model_name)
 from .data import get_dataset
-from .infer import dataset_classes, evaluate, load_net, run_demo
+from .infer import KNOWN_CLASSES, evaluate, load_net, run_demo
 from .model import model_store_path
 
 
@@ -45,7 +45,7 @@ def demo_main(argv=None):
     """Run the demo; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
     ctx = get_contexts(args.gpus, 0)
-    classes = dataset_classes(args.dataset, args.classes)
+    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
     reports = []
     net = load_net(args.network, args.dataset, classes, ctx, zoo_params(args),
                    args.symbol or None, args.exported_params or None, reports)
