@@ -37,7 +37,7 @@ def worker(out, argv):
     import horovod.mxnet as hvd
     from gluontrain.mx.distributed import HorovodComm
     from gluontrain.mx.yolo3 import step as yolo_step
-    yolo_main = sys.modules['gluontrain.mx.yolo3.main']
+    yolo_main = sys.modules['gluontrain.mx.yolo3.recipe']
     stats = {'step_end': [], 'grad_reduce': [], 'loss_reduce': []}
     real_call = yolo_step.YOLOv3Step.__call__
     real_grads = hvd.DistributedTrainer._allreduce_grads

@@ -34,10 +34,10 @@ from gluontrain.core.loop import run_loop  # noqa: E402
 from gluontrain.core.meters import LossMeter  # noqa: E402
 from gluontrain.mx.yolo3 import get_dataloader, get_dataset, get_net, parse_args  # noqa: E402
 from gluontrain.mx.yolo3.data import YOLO3DefaultTrainTransform  # noqa: E402
-from gluontrain.mx.yolo3.fast_targets import FastYOLOV3TargetGenerator  # noqa: E402
 from gluontrain.mx.yolo3.fast_transform import FastYOLO3TrainTransform  # noqa: E402
+from gluontrain.mx.yolo3.recipe import save_checkpoint  # noqa: E402
 from gluontrain.mx.yolo3.step import LOSS_NAMES, YOLOv3Step  # noqa: E402
-from gluontrain.mx.yolo3.train import save_checkpoint  # noqa: E402
+from gluontrain.yolo3.targets import FastYOLOV3TargetGenerator  # noqa: E402
 
 
 def _args(root, network, shape, batch, prefix, epochs=1):

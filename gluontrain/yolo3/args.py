@@ -12,8 +12,10 @@ import argparse
 import os
 import warnings
 
-from ..core.argtypes import (finite_non_negative_float, int_at_least, int_list, multiple_of,
-                              non_negative_int, output_dir_problem, positive_int)
+from ..core.argtypes import (check_input_file, finite_non_negative_float, int_at_least,
+                              int_list, multiple_of, non_negative_int, output_dir_problem,
+                              positive_int)
+
 BACKENDS = ('mxnet', 'torch')
 DATASETS = ('voc', 'coco', 'custom', 'synthetic')
 NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
@@ -23,6 +25,10 @@ OUTPUT_ARGUMENT = '--save-prefix'
 STRIDE = 32
 # the largest --data-shape: larger inputs run out of memory (GluonCV trains at 320-608)
 MAX_DATA_SHAPE = 4096
+# what fixes the network, its input or the meaning of the restored update count: a resume
+# that changes one of these is refused (everything else is honoured and logged)
+RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples',
+                     'batch_size', 'syncbn')
 
 # The GluonCV model zoo's training commands (scripts/detection/yolo, 8 GPUs); --gpus is left
 # to the machine. VOC: --batch-size 64 -j 16 --log-interval 100 --lr-decay-epoch 160,180
@@ -250,3 +256,33 @@ def lr_decay_epochs(args):
     else:
         epochs = [int(i) for i in args.lr_decay_epoch.split(',')]
     return [e - args.warmup_epochs for e in epochs]
+
+
+def lr_schedule(args, num_batches, scheduler, sequential):
+    """GluonCV's LR schedule over ``num_batches`` updates per epoch: linear warm-up from 0
+    over ``--warmup-epochs``, then ``--lr-mode`` with its decays (:func:`lr_decay_epochs`),
+    built from the ``scheduler`` and ``sequential`` classes: gluoncv's ``LRScheduler`` /
+    ``LRSequential`` (an MXNet optimizer's) or :mod:`gluontrain.core.lr_scheduler`'s.
+    """
+    return sequential([
+        scheduler('linear', base_lr=0, target_lr=args.lr,
+                  nepochs=args.warmup_epochs, iters_per_epoch=num_batches),
+        scheduler(args.lr_mode, base_lr=args.lr, nepochs=args.epochs - args.warmup_epochs,
+                  iters_per_epoch=num_batches, step_epoch=lr_decay_epochs(args),
+                  step_factor=args.lr_decay, power=2),
+    ])
+
+
+def net_name(args):
+    """``yolo3_<network>_<voc|coco|custom>``; custom and synthetic data use the custom nets."""
+    suffix = {'synthetic': 'custom'}.get(args.dataset.lower(), args.dataset.lower())
+    return '_'.join(('yolo3', args.network, suffix))
+
+
+def check_weight_files(args, fix):
+    """Refuse a missing or folder ``--resume`` / ``--load-weights`` before the data is read
+    (:func:`gluontrain.core.argtypes.check_input_file`; ``fix`` ends the message)."""
+    for argument, path in (('--resume', args.resume.strip()),
+                           ('--load-weights', args.load_weights.strip())):
+        if path:
+            check_input_file(path, argument, fix)

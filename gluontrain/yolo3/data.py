@@ -20,11 +20,15 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from ..data import checks
 from ..data.images import read_bgr
 
 __all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'custom_root',
-           'custom_splits',
-           'voc_class_names']
+           'custom_splits', 'voc_class_names', 'voc_folders', 'mixup_switch',
+           'set_mixup_switch', 'VOC_DEFAULT_ROOT']
+
+# gluoncv's default VOCdevkit folder
+VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
 
 
 def voc_class_names(roots):
@@ -49,7 +53,7 @@ def custom_root(name, root):
         When the folder does not exist (naming it and the fix).
     """
     # here, not at the top: the data writers are needed only by these two datasets
-    from ..data import checks, synthetic  # pylint: disable=import-outside-toplevel
+    from ..data import synthetic  # pylint: disable=import-outside-toplevel
     if name == 'synthetic':
         root = synthetic.default_voc_root(root)
     elif root is None:
@@ -80,6 +84,63 @@ def custom_splits(root):
     lists = os.path.join(root, 'ImageSets', 'Main')
     val = 'test' if os.path.isfile(os.path.join(lists, 'test.txt')) else 'val'
     return [root], [('', 'trainval' if val == 'test' else 'train')], [('', val)]
+
+
+def voc_folders(name, args):
+    """Where ``--dataset voc``, ``custom`` or ``synthetic`` is read from, checked before any
+    reader opens it (:func:`gluontrain.data.checks.check_voc`).
+
+    Parameters
+    ----------
+    name : str
+        ``voc``, ``custom`` or ``synthetic`` (lower case).
+    args : argparse.Namespace
+        Uses ``dataset_root`` and ``classes``; sets ``args.classes`` for custom / synthetic
+        data (the classes found in the annotations unless given), as the reference does.
+
+    Returns
+    -------
+    (root, train_splits, val_splits, classes)
+        ``classes`` is None for ``voc`` (VOC's own 20).
+    """
+    root = os.path.expanduser(args.dataset_root) if getattr(args, 'dataset_root', None) else None
+    if name == 'voc':
+        root = root or os.path.expanduser(VOC_DEFAULT_ROOT)
+        train_splits, val_splits = [(2007, 'trainval'), (2012, 'trainval')], [(2007, 'test')]
+        checks.check_voc(root, train_splits + val_splits)
+        return root, train_splits, val_splits, None
+    root = custom_root(name, root)
+    folders, train_splits, val_splits = custom_splits(root)
+    if getattr(args, 'classes', ''):
+        classes = [c.strip() for c in args.classes.split(',') if c.strip()]
+    else:
+        try:
+            classes = voc_class_names(folders)
+        except (ET.ParseError, AttributeError):
+            classes = None  # check_voc below reports the broken file
+    checks.check_voc(root, train_splits + val_splits, classes=classes)
+    args.classes = ','.join(classes)
+    return root, train_splits, val_splits, classes
+
+
+def mixup_switch():
+    """A mixup on/off switch ``[enabled, a, b]`` in shared memory: created before a loader
+    forks or spawns its workers, it is the one they read (lock-free: one writer, the
+    training loop)."""
+    return multiprocessing.Array('d', 3, lock=False)
+
+
+def set_mixup_switch(switch, mixup, args, owner):
+    """Set ``switch`` (:func:`mixup_switch`) to ``np.random.beta`` with ``args = (a, b)``, or
+    off for ``mixup=None``; any other sampler is refused (only this one crosses processes),
+    naming ``owner``."""
+    if mixup is None:
+        switch[0] = 0.0
+    elif mixup is np.random.beta and len(args) == 2:
+        switch[0], switch[1], switch[2] = 1.0, float(args[0]), float(args[1])
+    else:
+        raise ValueError('{} shares only np.random.beta(a, b) (or None) with worker '
+                         'processes; got {!r}{}'.format(owner, mixup, args))
 
 
 class VOCDetection:
@@ -173,19 +234,12 @@ class MixupDetection:
     def __init__(self, dataset):
         self._dataset = dataset
         self.classes = getattr(dataset, 'classes', None)
-        # [enabled, a, b], shared with worker processes forked or spawned later
-        self._shared = multiprocessing.Array('d', 3, lock=False)
+        self._shared = mixup_switch()
         self._transform = None
 
     def set_mixup(self, mixup=None, *args):
         """``np.random.beta, a, b`` to enable, ``None`` to disable."""
-        if mixup is None:
-            self._shared[0] = 0.0
-        elif mixup is np.random.beta and len(args) == 2:
-            self._shared[0], self._shared[1], self._shared[2] = 1.0, float(args[0]), float(args[1])
-        else:
-            raise ValueError('MixupDetection takes np.random.beta(a, b) or None; got {!r}{}'
-                             .format(mixup, args))
+        set_mixup_switch(self._shared, mixup, args, 'MixupDetection')
 
     def __len__(self):
         return len(self._dataset)

@@ -17,7 +17,7 @@ from ..core.checkpoint import atomic_save_file
 from ..core.plots import draw_boxes, new_figure, save_png
 from .args import BACKENDS, DATASETS, NETWORKS
 
-__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
+__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
            'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
            'draw_detections', 'detection_record', 'run_demo']
 
@@ -110,6 +110,17 @@ def backend_of(argv):
         elif arg.startswith('--backend='):
             backend = arg.split('=', 1)[1]
     return backend
+
+
+def dataset_classes(dataset, classes, known):
+    """Class names: the comma-separated ``classes`` (custom data), else ``known[dataset]``
+    (the backend's VOC and COCO lists)."""
+    if classes:
+        return [c.strip() for c in classes.split(',') if c.strip()]
+    if dataset.lower() in known:
+        return list(known[dataset.lower()])
+    raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
+                     'order)'.format(dataset))
 
 
 def model_name(network, dataset):

@@ -25,5 +25,5 @@ def script_main(kind, argv):
     if backend_of(argv) == 'torch':
         from ..torch.yolo3 import infer as backend
     else:
-        from ..mx.yolo3 import infer_cli as backend
+        from ..mx.yolo3 import infer as backend
     return cli(getattr(backend, kind + '_main'), argv)

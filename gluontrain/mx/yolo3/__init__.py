@@ -6,9 +6,8 @@
 """
 from .args import OUTPUT_ARGUMENT, build_parser, check_args, parse_args
 from .data import get_dataloader, get_dataset
-from .main import main
 from .model import get_net, net_name
-from .train import get_lr_scheduler, save_params, train, validate
+from .recipe import get_lr_scheduler, main, save_params, train, validate
 
 __all__ = ['build_parser', 'check_args', 'parse_args', 'get_dataset', 'get_dataloader',
            'get_net', 'net_name', 'train', 'validate', 'save_params', 'get_lr_scheduler', 'main']

@@ -1,7 +1,5 @@
 """Datasets and data loaders of the YOLOv3 recipe, as in GluonCV's ``train_yolo3.py``."""
-import multiprocessing
 import os
-import xml.etree.ElementTree as ET
 
 import numpy as np
 from mxnet import gluon
@@ -17,11 +15,14 @@ from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...core.sharding import ShardedSampler, contiguous_shard
 from ...data import checks
-from ...yolo3.data import custom_root, custom_splits as _custom_splits, voc_class_names
+from ...yolo3.data import VOC_DEFAULT_ROOT, mixup_switch, set_mixup_switch, voc_folders
 from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
 
-VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
+__all__ = ['SharedMixupDetection', 'voc_metric', 'get_dataset', 'train_batchify_fn',
+           'val_batchify_fn', 'get_dataloader', 'mixup_dataset', 'VOC_DEFAULT_ROOT',
+           'COCO_DEFAULT_ROOT']
+
 COCO_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'coco')
 
 
@@ -38,19 +39,12 @@ class SharedMixupDetection(MixupDetection):
 
     def __init__(self, dataset, mixup=None, *args):
         super().__init__(dataset, mixup, *args)
-        # [enabled, a, b]; a lock-free array: one writer (the training loop), readers in workers
-        self._shared = multiprocessing.Array('d', 3, lock=False)
+        self._shared = mixup_switch()
         self.set_mixup(mixup, *args)
 
     def set_mixup(self, mixup=None, *args):
         """Set the mixup ratio sampler (``np.random.beta, a, b``) or disable it with ``None``."""
-        if mixup is None:
-            self._shared[0] = 0.0
-        elif mixup is np.random.beta and len(args) == 2:
-            self._shared[0], self._shared[1], self._shared[2] = 1.0, float(args[0]), float(args[1])
-        else:
-            raise ValueError('SharedMixupDetection shares only np.random.beta(a, b) with worker '
-                             'processes; got {!r}{}'.format(mixup, args))
+        set_mixup_switch(self._shared, mixup, args, 'SharedMixupDetection')
         super().set_mixup(mixup, *args)
 
     def __getitem__(self, idx):
@@ -87,16 +81,19 @@ def get_dataset(dataset, args):
     (train_dataset, val_dataset, val_metric)
     """
     name = dataset.lower()
-    root = os.path.expanduser(args.dataset_root) if getattr(args, 'dataset_root', None) else None
-    if name == 'voc':
-        root = root or os.path.expanduser(VOC_DEFAULT_ROOT)
-        train_splits, val_splits = [(2007, 'trainval'), (2012, 'trainval')], [(2007, 'test')]
-        checks.check_voc(root, train_splits + val_splits)
-        train_dataset = gdata.VOCDetection(root=root, splits=train_splits)
-        val_dataset = gdata.VOCDetection(root=root, splits=val_splits)
+    if name in ('voc', 'custom', 'synthetic'):
+        root, train_splits, val_splits, classes = voc_folders(name, args)
+        if classes is None:
+            train_dataset = gdata.VOCDetection(root=root, splits=train_splits)
+            val_dataset = gdata.VOCDetection(root=root, splits=val_splits)
+        else:
+            train_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
+                                                         splits=train_splits)
+            val_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
+                                                       splits=val_splits)
         val_metric = voc_metric(val_dataset.classes, args)
     elif name == 'coco':
-        root = root or os.path.expanduser(COCO_DEFAULT_ROOT)
+        root = os.path.expanduser(getattr(args, 'dataset_root', None) or COCO_DEFAULT_ROOT)
         checks.check_coco(root, 'instances_train2017')
         checks.check_coco(root, 'instances_val2017')
         train_dataset = gdata.COCODetection(root=root, splits='instances_train2017',
@@ -107,22 +104,6 @@ def get_dataset(dataset, args):
         os.makedirs(os.path.dirname(os.path.abspath(args.save_prefix + '_eval')), exist_ok=True)
         val_metric = COCODetectionMetric(val_dataset, args.save_prefix + '_eval', cleanup=True,
                                          data_shape=(args.data_shape, args.data_shape))
-    elif name in ('custom', 'synthetic'):
-        root = custom_root(name, root)
-        folders, train_splits, val_splits = _custom_splits(root)
-        if getattr(args, 'classes', ''):
-            classes = [c.strip() for c in args.classes.split(',') if c.strip()]
-        else:
-            try:
-                classes = voc_class_names(folders)
-            except (ET.ParseError, AttributeError):
-                classes = None  # check_voc below reports the broken file
-        checks.check_voc(root, train_splits + val_splits, classes=classes)
-        args.classes = ','.join(classes)
-        train_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
-                                                     splits=train_splits)
-        val_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root, splits=val_splits)
-        val_metric = voc_metric(val_dataset.classes, args)
     else:
         raise NotImplementedError('Dataset: {} not implemented.'.format(dataset))
     if args.num_samples < 0:
@@ -169,63 +150,35 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
         val-samples picture read. The sharded training loader also has ``shard_sampler``
         (for ``set_epoch``).
     """
-    if comm is not None:
-        return _sharded_dataloaders(net, train_dataset, val_dataset, data_shape, batch_size,
-                                    num_workers, args, comm)
-    width, height = data_shape, data_shape
-    batchify_fn = train_batchify_fn()
-    train_transform = YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
+    transform = YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
         else FastYOLO3TrainTransform
-    if args.no_random_shape:
-        train_loader = gluon.data.DataLoader(
-            train_dataset.transform(train_transform(width, height, net, mixup=args.mixup)),
-            batch_size, True, batchify_fn=batchify_fn, last_batch='rollover',
-            num_workers=num_workers)
+    shard = None
+    if comm is None:
+        sampling = {'batch_size': batch_size, 'shuffle': True, 'last_batch': 'rollover'}
+        val_sampling = {'shuffle': False}
     else:
-        transform_fns = [train_transform(x * 32, x * 32, net, mixup=args.mixup)
-                         for x in range(10, 20)]
-        train_loader = RandomTransformDataLoader(
-            transform_fns, train_dataset, batch_size=batch_size, interval=10,
-            last_batch='rollover', shuffle=True, batchify_fn=batchify_fn,
-            num_workers=num_workers)
-    val_loader = gluon.data.DataLoader(
-        val_dataset.transform(YOLO3DefaultValTransform(width, height)),
-        batch_size, False, batchify_fn=val_batchify_fn(), last_batch='keep',
-        num_workers=num_workers)
-    # what train() needs from the loaders, public (gluon's loaders keep them private)
-    train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
-    return train_loader, val_loader
-
-
-def _train_transform(args):
-    return YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
-        else FastYOLO3TrainTransform
-
-
-def _sharded_dataloaders(net, train_dataset, val_dataset, data_shape, batch_size, num_workers,
-                         args, comm):
-    """:func:`get_dataloader` for one rank of several: the same transforms and batchify, the
-    samples from this rank's shards."""
-    shard = ShardedSampler(len(train_dataset), comm.rank, comm.world_size, shuffle=True,
-                           seed=args.seed)
-    batch_sampler = gluon.data.BatchSampler(shard, batch_size, 'rollover')
-    transform = _train_transform(args)
+        shard = ShardedSampler(len(train_dataset), comm.rank, comm.world_size, shuffle=True,
+                               seed=args.seed)
+        sampling = {'batch_sampler': gluon.data.BatchSampler(shard, batch_size, 'rollover')}
+        val_sampling = {'sampler': contiguous_shard(len(val_dataset), comm.rank,
+                                                    comm.world_size)}
     if args.no_random_shape:
         train_loader = gluon.data.DataLoader(
             train_dataset.transform(transform(data_shape, data_shape, net, mixup=args.mixup)),
-            batch_sampler=batch_sampler, batchify_fn=train_batchify_fn(),
-            num_workers=num_workers)
+            batchify_fn=train_batchify_fn(), num_workers=num_workers, **sampling)
     else:
         transform_fns = [transform(x * 32, x * 32, net, mixup=args.mixup) for x in range(10, 20)]
         train_loader = RandomTransformDataLoader(
-            transform_fns, train_dataset, interval=10, batch_sampler=batch_sampler,
-            batchify_fn=train_batchify_fn(), num_workers=num_workers)
+            transform_fns, train_dataset, interval=10, batchify_fn=train_batchify_fn(),
+            num_workers=num_workers, **sampling)
     val_loader = gluon.data.DataLoader(
         val_dataset.transform(YOLO3DefaultValTransform(data_shape, data_shape)), batch_size,
-        sampler=contiguous_shard(len(val_dataset), comm.rank, comm.world_size),
-        batchify_fn=val_batchify_fn(), last_batch='keep', num_workers=num_workers)
+        batchify_fn=val_batchify_fn(), last_batch='keep', num_workers=num_workers,
+        **val_sampling)
+    # what train() needs from the loaders, public (gluon's loaders keep them private)
     train_loader.raw_dataset, val_loader.raw_dataset = train_dataset, val_dataset
-    train_loader.shard_sampler = shard
+    if shard is not None:
+        train_loader.shard_sampler = shard
     return train_loader, val_loader
 
 

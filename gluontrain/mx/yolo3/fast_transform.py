@@ -18,9 +18,9 @@ import mxnet as mx
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
 
 from ...yolo3.targets import FastYOLOV3TargetGenerator
-from ...yolo3.transform import augment, random_color_distort, random_crop_with_constraints
+from ...yolo3.transform import augment
 
-__all__ = ['FastYOLO3TrainTransform', 'random_color_distort', 'random_crop_with_constraints']
+__all__ = ['FastYOLO3TrainTransform']
 
 
 def _imresize(img, w, h, interp):

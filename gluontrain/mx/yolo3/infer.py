@@ -1,38 +1,37 @@
-"""Inference and evaluation of trained YOLOv3 networks: from ``.params`` or an exported model.
-
-Used by ``scripts/demo_yolov3.py`` (annotated pictures + ``detections.json``) and
-``scripts/eval_yolov3.py`` (the recipe's :func:`.train.validate` beside the model-zoo numbers).
+"""Inference and evaluation of trained YOLOv3 networks: from ``.params`` or an exported model,
+and the command lines of ``scripts/demo_yolov3.py`` (annotated pictures + ``detections.json``)
+and ``scripts/eval_yolov3.py`` (the recipe's :func:`.recipe.validate` beside the model-zoo
+numbers) on MXNet (``--backend mxnet``, the default; the parsers are
+:mod:`gluontrain.yolo3.infer`'s).
 """
+import argparse
+import os
+import tempfile
 import warnings
 
 import mxnet as mx
 from mxnet import gluon
 
 from gluoncv import data as gdata
+from gluoncv import utils as gutils
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
-from gluoncv.model_zoo import get_model
+from gluoncv.model_zoo import get_model, model_store
 
 # the backend-neutral pieces live in gluontrain.yolo3.infer (re-exported here, as before)
-from ...yolo3.infer import (ZOO_SCORES, detection_record, draw_detections,  # noqa: F401
-                            main_score_percent, model_name, run_demo as shared_run_demo,
-                            zoo_table)
-from .data import val_batchify_fn
+from ...yolo3.infer import (ZOO_SCORES, cli, dataset_classes, demo_parser,  # noqa: F401
+                            detection_record, draw_detections, eval_lines, eval_parser,
+                            is_zoo_true, main_score_percent, model_name,
+                            run_demo as shared_run_demo, zoo_table)
+from ..context import get_contexts
+from .data import get_dataset, val_batchify_fn
+from .model import model_store_path
 from .plots import detect
-from .train import validate
+from .recipe import validate
 from .weights import load_params
 
 
-def dataset_classes(dataset, classes=''):
-    """Class names: VOC's 20, COCO's 80, or the comma-separated ``classes`` (custom data)."""
-    if classes:
-        return [c.strip() for c in classes.split(',') if c.strip()]
-    name = dataset.lower()
-    if name == 'voc':
-        return list(gdata.VOCDetection.CLASSES)
-    if name == 'coco':
-        return list(gdata.COCODetection.CLASSES)
-    raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
-                     'order)'.format(dataset))
+# the class lists of --dataset voc / coco (others name theirs with --classes)
+KNOWN_CLASSES = {'voc': gdata.VOCDetection.CLASSES, 'coco': gdata.COCODetection.CLASSES}
 
 
 def _fixed_nms(**_kwargs):
@@ -62,7 +61,7 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
         model-zoo files, or a gluontrain checkpoint; loaded strictly, with a report
         (:func:`.weights.load_params`).
     symbol, exported_params : str, optional
-        ``model-symbol.json`` and ``model-0000.params`` from :func:`.train.export_model`.
+        ``model-symbol.json`` and ``model-0000.params`` from :func:`.recipe.export_model`.
     reports : list, optional
         Receives the load report (``params`` only).
 
@@ -134,3 +133,73 @@ def run_demo(net, paths, classes, ctx, data_shape, out_dir, thresh=0.5, ext='png
     return shared_run_demo(
         lambda path: detect_file(net, path, classes, ctx, data_shape, thresh), paths, classes,
         data_shape, out_dir, thresh, ext, meta)
+
+
+def zoo_params(args):
+    """The weights file of ``--params``/``--pretrained``: the file itself, or for ``True``
+    (the reference scripts' default spelling) GluonCV's model-zoo file for ``--network`` and
+    ``--dataset`` in gluoncv's model store, which must be on this machine (no download).
+
+    Returns
+    -------
+    str or None
+    """
+    value = (args.params or '').strip()
+    if not is_zoo_true(value):
+        return value or None
+    name = model_name(args.network, args.dataset)
+    if name not in model_store._model_sha1:
+        raise ValueError('--pretrained {}: GluonCV has no model-zoo {}; pass a .params file '
+                         'instead'.format(value, name))
+    path = model_store_path(name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError('--pretrained {}: the model-zoo {} is not on this machine and '
+                                'cannot be downloaded here; put it at {} ($MXNET_HOME/models if '
+                                'MXNET_HOME is set) or pass the file\'s path'.format(
+                                    value, name, path))
+    return path
+
+
+def demo_main(argv=None):
+    """Run the demo; returns what ``detections.json`` holds."""
+    args = demo_parser().parse_args(argv)
+    ctx = get_contexts(args.gpus, 0)
+    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
+    reports = []
+    net = load_net(args.network, args.dataset, classes, ctx, zoo_params(args),
+                   args.symbol or None, args.exported_params or None, reports)
+    for line in reports:
+        print(line)
+    result = run_demo(net, args.images, classes, ctx[0], args.data_shape, args.out,
+                      args.thresh, args.ext,
+                      meta={'network': args.network, 'dataset': args.dataset,
+                            'weights': args.params or [args.symbol, args.exported_params]})
+    for rec in result['images']:
+        print('{}: {} detections -> {}'.format(rec['image'], len(rec['detections']),
+                                               rec['output']))
+    return result
+
+
+def eval_main(argv=None):
+    """Evaluate and print the table; returns ``(names, values)`` of ``validate``."""
+    args = eval_parser().parse_args(argv)
+    ctx = get_contexts(args.gpus, 0)
+    gutils.random.seed(233)
+    with tempfile.TemporaryDirectory() as tmp:
+        # get_dataset reads the recipe's arguments; COCO's metric writes its JSON below prefix
+        ds_args = argparse.Namespace(
+            dataset_root=args.dataset_root, classes=args.classes, data_shape=args.data_shape,
+            save_prefix=os.path.join(tmp, 'eval'), num_samples=-1, mixup=False,
+            reference_mixup=False)
+        _, val_dataset, metric = get_dataset(args.dataset, ds_args)
+        reports = []
+        net = load_net(args.network, args.dataset, list(val_dataset.classes), ctx,
+                       zoo_params(args), args.symbol or None, args.exported_params or None,
+                       reports)
+        for line in reports:
+            print(line)
+        names, values = evaluate(net, val_dataset, metric, ctx, args.data_shape,
+                                 args.batch_size, args.num_workers)
+    for line in eval_lines(args, names, values):
+        print(line)
+    return names, values

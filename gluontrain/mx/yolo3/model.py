@@ -7,17 +7,15 @@ from mxnet import gluon
 from gluoncv.model_zoo import get_model
 from gluoncv.model_zoo import model_store
 
+from ...yolo3.args import net_name
 from .weights import load_base, sha1_of
 
 # the ImageNet base each YOLOv3 variant asks gluoncv's model store for
 BASE_NETS = {'darknet53': 'darknet53', 'mobilenet1.0': 'mobilenet1.0',
              'mobilenet0.25': 'mobilenet0.25'}
 
-
-def net_name(args):
-    """``yolo3_<network>_<voc|coco|custom>``; custom and synthetic data use the custom nets."""
-    suffix = {'synthetic': 'custom'}.get(args.dataset.lower(), args.dataset.lower())
-    return '_'.join(('yolo3', args.network, suffix))
+__all__ = ['BASE_NETS', 'net_name', 'model_store_path', 'pretrained_base_path',
+           'load_pretrained_base', 'get_net']
 
 
 def model_store_path(name):

@@ -6,23 +6,19 @@ The items, labels, mixup, transforms and batch order are those of :mod:`gluontra
 (:func:`gluontrain.yolo3.transform.cv2_imresize`). The loaders are
 ``torch.utils.data.DataLoader``s with GluonCV's batchify (:mod:`gluontrain.torch.batchify`).
 """
-import os
 
 import numpy as np
 import torch
 
 from ...core.voc_eval import VOCEvaluator
-from ...data import checks
 from ...data.classes import VOC_CLASSES
-from ...yolo3.data import (MixupDetection, RolloverBatchSampler, VOCDetection, custom_root,
-                           custom_splits, voc_class_names)
+from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSampler, VOCDetection,
+                           voc_folders)
 from ...yolo3.transform import TrainTransform, ValTransform
 from ..batchify import Pad, Stack, Tuple
 from ..distributed import ShardSampler, get_rank, get_world_size
 
 __all__ = ['get_dataset', 'get_dataloader', 'get_val_loader', 'network_layout', 'VOC_DEFAULT_ROOT']
-
-VOC_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'voc')
 
 
 def voc_metric(class_names):
@@ -36,27 +32,15 @@ def get_dataset(dataset, args):
     refused on PyTorch for now). Sets ``args.num_samples`` (and ``args.classes`` for
     custom / synthetic) as the reference does."""
     name = dataset.lower()
-    root = os.path.expanduser(args.dataset_root) if getattr(args, 'dataset_root', None) else None
-    if name == 'voc':
-        root = root or os.path.expanduser(VOC_DEFAULT_ROOT)
-        train_splits, val_splits = [(2007, 'trainval'), (2012, 'trainval')], [(2007, 'test')]
-        checks.check_voc(root, train_splits + val_splits)
-        train_dataset = VOCDetection(root, train_splits, VOC_CLASSES)
-        val_dataset = VOCDetection(root, val_splits, VOC_CLASSES)
-    elif name in ('custom', 'synthetic'):
-        root = custom_root(name, root)
-        folders, train_splits, val_splits = custom_splits(root)
-        classes = [c.strip() for c in args.classes.split(',') if c.strip()] \
-            if getattr(args, 'classes', '') else voc_class_names(folders)
-        checks.check_voc(root, train_splits + val_splits, classes=classes)
-        args.classes = ','.join(classes)
-        train_dataset = VOCDetection(root, train_splits, classes, custom=True)
-        val_dataset = VOCDetection(root, val_splits, classes, custom=True)
-    elif name == 'coco':
+    if name == 'coco':
         raise ValueError('--dataset coco is not available with --backend torch yet; train COCO '
                          'with --backend mxnet, or use voc / custom / synthetic')
-    else:
+    if name not in ('voc', 'custom', 'synthetic'):
         raise ValueError('--dataset {!r} is not supported'.format(dataset))
+    root, train_splits, val_splits, classes = voc_folders(name, args)
+    custom = classes is not None
+    train_dataset = VOCDetection(root, train_splits, classes if custom else VOC_CLASSES, custom)
+    val_dataset = VOCDetection(root, val_splits, classes if custom else VOC_CLASSES, custom)
     if args.num_samples < 0:
         args.num_samples = len(train_dataset)
     metric = voc_metric(val_dataset.classes)

@@ -1,39 +1,22 @@
-"""The YOLOv3 recipe's own hooks on PyTorch: the per-epoch mixup switch and the batch
-sampler's rollover leftovers (checkpointed for an exact resume)."""
-import numpy as np
+"""The YOLOv3 recipe's hooks on PyTorch: the backend-neutral ones of
+:mod:`gluontrain.yolo3.hooks` (the mixup schedule, the batch sampler's rollover leftovers,
+checkpointed for an exact resume) and the LR schedule's, in the order they run."""
+from ...yolo3.hooks import GluonCVMixupHook, RolloverLeftoversHook
+from ..lr_scheduler import LRSchedulerHook
 
-from ...core.loop import Hook
-
-__all__ = ['EpochStart', 'SamplerPosition']
-
-
-class EpochStart(Hook):
-    """GluonCV's per-epoch preamble: with ``--mixup``, Beta(1.5, 1.5) mixing, switched off
-    for the last ``--no-mixup-epochs`` epochs."""
-
-    def __init__(self, train_data, args):
-        self.train_data, self.args = train_data, args
-
-    def before_epoch(self, state):
-        args = self.args
-        dataset = getattr(self.train_data, 'raw_dataset', None)
-        if args.mixup and dataset is not None and hasattr(dataset, 'set_mixup'):
-            dataset.set_mixup(np.random.beta, 1.5, 1.5)
-            if state.epoch >= args.epochs - args.no_mixup_epochs:
-                dataset.set_mixup(None)
+__all__ = ['recipe_hooks']
 
 
-class SamplerPosition(Hook):
-    """The rollover leftovers of the batch sampler (``RolloverBatchSampler.prev``) as hook
-    state: the first batch of the next epoch starts with them, as Gluon's ``rollover``."""
+def recipe_hooks(train_data, args, scheduler):
+    """The recipe's own hooks: the mixup schedule of ``train_data.raw_dataset``, the
+    leftovers of its :class:`~gluontrain.yolo3.data.RolloverBatchSampler`, and the
+    :class:`~gluontrain.torch.lr_scheduler.LRSchedulerHook` of ``scheduler`` (GluonCV's
+    schedule, stepped after every update).
 
-    def __init__(self, sampler):
-        self.sampler = sampler
-
-    def state_dict(self):
-        """``{'prev': [...]}``."""
-        return {'prev': [int(i) for i in self.sampler.prev]}
-
-    def load_state_dict(self, state_dict):
-        """Put the leftovers back."""
-        self.sampler.prev = [int(i) for i in state_dict.get('prev', [])]
+    Returns
+    -------
+    list of Hook
+    """
+    return [GluonCVMixupHook(getattr(train_data, 'raw_dataset', None), args),
+            RolloverLeftoversHook(train_data.batch_sampler, 'prev'),
+            LRSchedulerHook(scheduler)]

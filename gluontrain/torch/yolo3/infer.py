@@ -14,8 +14,8 @@ import numpy as np
 
 from ...data.classes import VOC_CLASSES
 from ...data.images import read_bgr
-from ...yolo3.infer import (demo_parser, detection_record, eval_lines, eval_parser, is_zoo_true,
-                            model_name, run_demo)
+from ...yolo3.infer import (dataset_classes, demo_parser, detection_record, eval_lines,
+                            eval_parser, is_zoo_true, model_name, run_demo)
 from ..parallel import get_devices
 from .data import get_dataset, get_val_loader
 from .model import COCO_CLASSES, get_yolov3
@@ -23,24 +23,15 @@ from .plots import detect
 from .recipe import validate
 from .weights import load_params
 
-__all__ = ['check_weights_args', 'dataset_classes', 'load_net', 'get_device', 'evaluate', 'detect_file', 'eval_main', 'demo_main',
+__all__ = ['check_weights_args', 'load_net', 'get_device', 'evaluate', 'detect_file', 'eval_main', 'demo_main',
            'PARAMS_FIX']
 
+# the class lists of --dataset voc / coco (others name theirs with --classes)
+KNOWN_CLASSES = {'voc': VOC_CLASSES, 'coco': COCO_CLASSES}
 # what to pass instead of a --params file that does not fit (as the MXNet scripts say)
 PARAMS_FIX = ('pass the .params of a {name} (save_parameters: a run\'s {{prefix}}_best.params, '
               'from either backend, or GluonCV\'s model-zoo file), or set --network/--dataset/'
               '--classes to the ones the file was trained with')
-
-
-def dataset_classes(dataset, classes=''):
-    """Class names: VOC's 20, COCO's 80, or the comma-separated ``classes`` (custom data)."""
-    if classes:
-        return [c.strip() for c in classes.split(',') if c.strip()]
-    defaults = {'voc': VOC_CLASSES, 'coco': COCO_CLASSES}
-    if dataset.lower() in defaults:
-        return list(defaults[dataset.lower()])
-    raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
-                     'order)'.format(dataset))
 
 
 def get_device(gpus):
@@ -120,7 +111,7 @@ def demo_main(argv=None):
     """``demo_yolov3.py --backend torch``; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
     device = get_device(args.gpus)
-    classes = dataset_classes(args.dataset, args.classes)
+    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
     reports = []
     net = load_net(args.network, args.dataset, classes, device, args.params,
                    args.symbol or None, args.exported_params or None, reports)

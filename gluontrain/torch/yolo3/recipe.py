@@ -16,24 +16,25 @@ import numpy as np
 import torch
 
 from ...core import checkpoint as ckpt_io, writers
-from ...core.argtypes import check_input_file
-from ...core.defaults import RunPaths, build_hooks
+from ...core.defaults import RunPaths
 from ...core.hooks import restore_hooks_state
-from ...core.loop import Period, TrainState, run_loop
+from ...core.loop import TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
-from ...yolo3.args import check_common, lr_decay_epochs, parse_args
+from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_weight_files, lr_schedule,
+                           net_name, parse_args)
+from ...yolo3.hooks import gluoncv_hooks
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
 from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
                            get_world_size, init_distributed, unwrap_model, wrap_ddp)
-from ..lr_scheduler import GluonLRScheduler, LRSchedulerHook
+from ..lr_scheduler import GluonLRScheduler
 from ..parallel import get_devices
 from ..step import mixed_precision
 from .data import get_dataloader, get_dataset
-from .hooks import EpochStart, SamplerPosition
+from .hooks import recipe_hooks
 from .model import get_yolov3
-from .step import GluonSGD, YOLOv3Step, gluon_batchnorm
+from .step import LOSS_NAMES, GluonSGD, YOLOv3Step, gluon_batchnorm
 from .weights import load_params, save_params as write_params
 
 __all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_scheduler',
@@ -42,9 +43,6 @@ __all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_schedu
 WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and --dataset '
                '(either backend, or a GluonCV model-zoo yolo3 .params), or a {prefix}_last.ckpt '
                'written by --backend torch to --resume')
-# what fixes the network, its input or the meaning of the restored update count
-RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples',
-                     'batch_size', 'syncbn')
 # arguments of the MXNet recipe with no PyTorch meaning yet: refused, never ignored
 _REFUSED = (('cpus', '--cpus splits a batch over CPU contexts (MXNet); on PyTorch start '
                      'processes with torchrun --nproc_per_node N and --gpus \'\''),
@@ -58,12 +56,6 @@ _REFUSED = (('cpus', '--cpus splits a batch over CPU contexts (MXNet); on PyTorc
                                 'drop it with --backend torch'),
             ('model_dir', '--model-dir is where MXNet exports its symbol; on PyTorch export '
                           'with torch.onnx (docs/faithfulness.md)'))
-
-
-def net_name(args):
-    """``yolo3_<network>_<voc|custom>`` (synthetic data uses the custom network)."""
-    suffix = {'synthetic': 'custom'}.get(args.dataset.lower(), args.dataset.lower())
-    return '_'.join(('yolo3', args.network, suffix))
 
 
 def gluon_init(net):
@@ -146,12 +138,7 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
 def get_lr_scheduler(args, num_batches):
     """GluonCV's schedule: linear warm-up from 0, then ``--lr-mode`` with its decays, over
     ``num_batches`` updates per epoch (:mod:`gluontrain.core.lr_scheduler`)."""
-    return LRSequential([
-        LRScheduler('linear', base_lr=0, target_lr=args.lr, nepochs=args.warmup_epochs,
-                    iters_per_epoch=num_batches),
-        LRScheduler(args.lr_mode, base_lr=args.lr, nepochs=args.epochs - args.warmup_epochs,
-                    iters_per_epoch=num_batches, step_epoch=lr_decay_epochs(args),
-                    step_factor=args.lr_decay, power=2)])
+    return lr_schedule(args, num_batches, LRScheduler, LRSequential)
 
 
 def param_groups(net, no_wd):
@@ -168,7 +155,7 @@ def param_groups(net, no_wd):
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=()):
-    """GluonCV's training pipeline on PyTorch (see :func:`gluontrain.mx.yolo3.train`: same
+    """GluonCV's training pipeline on PyTorch (see :func:`gluontrain.mx.yolo3.recipe.train`: same
     arguments, files and log; the weights files are MXNet ``.params``, the full checkpoint
     ``{prefix}_last.ckpt`` is a PyTorch one). Returns the final :class:`TrainState`."""
     comm = comm or TorchComm()
@@ -200,25 +187,17 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         for group in optimizer.param_groups:
             group['momentum'], group['weight_decay'] = args.momentum, args.wd
         header.append('resumed from {}'.format(resume))
-    paths, meter = RunPaths(args.save_prefix), LossMeter(('ObjLoss', 'BoxCenterLoss',
-                                                          'BoxScaleLoss', 'ClassLoss'))
-    recipe_hooks = [EpochStart(train_data, args), SamplerPosition(sampler),
-                    LRSchedulerHook(scheduler)]
+    paths = RunPaths(args.save_prefix)
     autocast, scaler = mixed_precision(device, args.amp)
-    hooks = build_hooks(
-        paths, meter, header=header, batch_size=args.batch_size,
-        log_interval=args.log_interval, num_batches=len(train_data), recipe_hooks=recipe_hooks,
-        validate_fn=lambda: validate(net, val_data, ctx, eval_metric, comm),
-        val_period=Period(epochs=args.val_interval),
-        save_params_fn=lambda best, current, epoch, interval: save_params(
-            net, best, current, epoch, interval, paths.prefix),
-        save_interval=args.save_interval,
-        checkpoint_fn=lambda st, hooks_state: save_checkpoint(
+    hooks = gluoncv_hooks(
+        args, paths, LossMeter(LOSS_NAMES), header, len(train_data),
+        recipe_hooks(train_data, args, scheduler),
+        lambda: validate(net, val_data, ctx, eval_metric, comm),
+        lambda *a: save_params(net, *a),
+        lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, net, optimizer, scheduler, st.epoch, st.iteration, st.best,
             args, extra={'hooks': hooks_state}),
-        samples_hook=_samples_hook(net, val_data, device, args, paths),
-        curves_title=os.path.basename(paths.prefix),
-        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True),
+        _samples_hook(net, val_data, device, args, paths),
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
     start_epoch, state = args.start_epoch, TrainState(iteration=begin)
     if kind == ckpt_io.CHECKPOINT:
@@ -270,10 +249,7 @@ def main(argv=None):
         ctx = get_contexts(args)
         comm = TorchComm()
         check_common(args, ctx[0].type == 'cpu', 1, comm.world_size, 'PyTorch')
-        for argument, path in (('--resume', args.resume.strip()),
-                               ('--load-weights', args.load_weights.strip())):
-            if path:
-                check_input_file(path, argument, WEIGHTS_FIX)
+        check_weight_files(args, WEIGHTS_FIX)
         random.seed(args.seed)
         np.random.seed(args.seed + comm.rank)
         torch.manual_seed(args.seed)

@@ -15,8 +15,8 @@ import gluontrain.mx  # noqa: F401  (imports gluoncv through the shim, before ho
 from gluoncv import data as gdata
 
 from gluontrain.core import sharding
-import gluontrain.mx.yolo3.main  # noqa: F401  (the module, not the function the package exports)
-yolo_main = sys.modules["gluontrain.mx.yolo3.main"]
+import gluontrain.mx.yolo3.recipe  # noqa: F401  (the module, whose train main calls)
+yolo_main = sys.modules["gluontrain.mx.yolo3.recipe"]
 
 
 def run(out_dir, argv):

@@ -122,7 +122,7 @@ def test_save_prefix_under_an_existing_file_is_one_line(tmp_path):
 
 @pytest.mark.parametrize('flag', ['--resume', '--load-weights'])
 def test_weights_folder_is_refused_before_the_data_is_read(tmp_path, flag):
-    from gluontrain.mx.yolo3.main import main
+    from gluontrain.mx.yolo3.recipe import main
     with pytest.raises(FileNotFoundError, match=r'^{} .* is a folder, not a file; pass a '
                                                 r'.params file'.format(flag)):
         main(['--gpus', '', flag, str(tmp_path), '--dataset-root', str(tmp_path / 'none')])

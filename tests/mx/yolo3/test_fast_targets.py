@@ -24,7 +24,7 @@ import gluontrain.mx  # noqa: F401  (imports gluoncv through the shim)
 import mxnet as mx
 from gluoncv.model_zoo.yolo.yolo_target import YOLOV3PrefetchTargetGenerator
 
-from gluontrain.mx.yolo3.fast_targets import FastYOLOV3TargetGenerator, zero_center_iou
+from gluontrain.yolo3.targets import FastYOLOV3TargetGenerator, zero_center_iou
 
 # the YOLOv3 anchors of GluonCV's model zoo, per output layer (strides 32, 16, 8)
 ANCHORS = [[116, 90, 156, 198, 373, 326], [30, 61, 62, 45, 59, 119], [10, 13, 16, 30, 33, 23]]

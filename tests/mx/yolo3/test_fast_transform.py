@@ -13,8 +13,8 @@ from gluoncv.data.transforms.experimental.image import \
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
 from gluoncv.model_zoo import get_model
 
-from gluontrain.mx.yolo3 import fast_transform
 from gluontrain.mx.yolo3.fast_transform import FastYOLO3TrainTransform
+from gluontrain.yolo3 import transform as fast_transform
 
 
 @pytest.fixture(scope='module')

@@ -12,7 +12,7 @@ from gluontrain.mx.yolo3 import main, parse_args
 from gluontrain.mx.yolo3.args import PRESETS
 from gluontrain.mx.yolo3.data import get_dataset
 from gluontrain.mx.yolo3.infer import evaluate, load_net, zoo_table
-from gluontrain.mx.yolo3.infer_cli import demo_main, eval_main
+from gluontrain.mx.yolo3.infer import demo_main, eval_main
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 

@@ -8,7 +8,7 @@ import mxnet as mx
 import pytest
 
 from gluontrain.mx._gluoncv import gluoncv
-from gluontrain.mx.yolo3.infer_cli import cli, demo_main, eval_main, zoo_params
+from gluontrain.mx.yolo3.infer import cli, demo_main, eval_main, zoo_params
 from gluontrain.mx.yolo3.model import model_store_path
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..')

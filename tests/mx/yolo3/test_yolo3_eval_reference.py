@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from gluontrain.mx.yolo3.infer_cli import eval_main
+from gluontrain.mx.yolo3.infer import eval_main
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'fixtures')
 sys.path.insert(0, FIXTURES)

@@ -15,7 +15,7 @@ from gluontrain.core.load_report import WeightsLoadError
 from gluontrain.mx import blobs
 from gluontrain.mx._gluoncv import gluoncv
 from gluontrain.mx.yolo3 import get_net
-from gluontrain.mx.yolo3.main import load_weights
+from gluontrain.mx.yolo3.recipe import load_weights
 from gluontrain.mx.yolo3.weights import (base_mapping, describe, load_params, read_params,
                                          target_shapes)
 

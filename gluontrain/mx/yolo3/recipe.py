@@ -1,31 +1,47 @@
-"""``train``, ``validate`` and ``save_params`` of the YOLOv3 recipe, with the reference's signatures.
+"""GluonCV's YOLOv3 recipe on MXNet: the contract (``parse_args, get_dataset, get_dataloader,
+get_net, train, validate, save_params, main``) with the reference's signatures.
 
 ``train`` assembles the backend step (:class:`.step.YOLOv3Step`), the backend-neutral loop
-(:func:`gluontrain.core.loop.run_loop`) and hooks; see docs/faithfulness.md for where it
-deliberately differs from GluonCV's ``train_yolo3.py``.
+(:func:`gluontrain.core.loop.run_loop`) and hooks (:mod:`.hooks`); ``main`` is the reference
+script's ``__main__``. See docs/faithfulness.md for where it deliberately differs from
+GluonCV's ``train_yolo3.py``.
 """
 import os
 import warnings
 
 import mxnet as mx
-import numpy as np
 from mxnet import gluon
 
+from gluoncv import utils as gutils
 from gluoncv.utils import LRScheduler, LRSequential
 
 from ...core import checkpoint as ckpt_io
-from ...yolo3.args import lr_decay_epochs
-from ...core.defaults import RunPaths, build_hooks
+from ...core.argtypes import check_input_file
+from ...core.defaults import RunPaths
 from ...core.hooks import get_logger, restore_hooks_state
-from ...core.distributed import SetEpochHook
-from ...core.loop import Hook, Period, TrainState, run_loop
+from ...core.loop import TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval
+from ...yolo3.args import RESUME_MUST_MATCH, check_weight_files, lr_schedule
+from ...yolo3.hooks import gluoncv_hooks
 from .. import blobs
-from .data import mixup_dataset
+from ..context import get_contexts
+from ..distributed import HorovodComm, horovod_contexts, import_horovod, quiet_other_ranks
+from .args import check_args, parse_args
+from .data import get_dataloader, get_dataset
+from .hooks import recipe_hooks
+from .model import get_net
 from .plots import raw_val_dataset, val_samples_hook
 from .step import LOSS_NAMES, YOLOv3Step
-from .weights import load_params
+from .weights import load_params, read_params
+
+__all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
+           'save_params', 'main', 'get_lr_scheduler', 'load_weights', 'save_checkpoint',
+           'restore_checkpoint', 'export_model', 'batches_per_epoch']
+
+WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and --dataset '
+               '(its {prefix}_best.params or {prefix}_EPOCH_MAP.params, or a GluonCV model-zoo '
+               'yolo3 .params), or its {prefix}_last.ckpt checkpoint to --resume')
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkpoint_dir=None):
@@ -109,13 +125,7 @@ def get_lr_scheduler(args, num_batches=None):
     """
     if num_batches is None:
         num_batches = args.num_samples // args.batch_size
-    return LRSequential([
-        LRScheduler('linear', base_lr=0, target_lr=args.lr,
-                    nepochs=args.warmup_epochs, iters_per_epoch=num_batches),
-        LRScheduler(args.lr_mode, base_lr=args.lr, nepochs=args.epochs - args.warmup_epochs,
-                    iters_per_epoch=num_batches, step_epoch=lr_decay_epochs(args),
-                    step_factor=args.lr_decay, power=2),
-    ])
+    return lr_schedule(args, num_batches, LRScheduler, LRSequential)
 
 
 def _sampler(train_data):
@@ -131,64 +141,6 @@ def batches_per_epoch(train_data, args, batch_size):
     return len(shard) // batch_size
 
 
-class _DataPosition(Hook):
-    """A rank's rollover leftovers (``BatchSampler._prev``) as hook state: under Horovod
-    every rank has its own, and the engine's ``RankStateHook`` saves each rank's part into
-    rank 0's checkpoint and hands it back on resume."""
-
-    def __init__(self, train_data):
-        self.train_data = train_data
-
-    def state_dict(self):
-        sampler = _sampler(self.train_data)
-        return {'prev': list(getattr(sampler, '_prev', []) or [])}
-
-    def load_state_dict(self, state_dict):
-        sampler = _sampler(self.train_data)
-        if sampler is not None and hasattr(sampler, '_prev'):
-            sampler._prev = list(state_dict.get('prev', []))
-
-
-class _BroadcastRunningStats(Hook):
-    """Under Horovod, rank 0's BatchNorm running statistics to every rank after each epoch.
-
-    ``hvd.DistributedTrainer`` averages gradients only: each rank's running means and
-    variances follow its own shard, so the replicas' parameters would differ in them. Rank 0's
-    (the ones the reference saves) are given to every rank, as ``DistributedDataParallel``'s
-    ``broadcast_buffers``, before validation: the ranks then evaluate the weights rank 0
-    saves, and every rank holds bit-identical parameters at each epoch's end.
-    """
-
-    def __init__(self, net, comm):
-        self.comm = comm
-        self.params = {name: p for name, p in net.collect_params().items()
-                       if p.grad_req == 'null'}
-
-    def after_epoch(self, state):
-        if self.params:
-            self.comm.hvd.broadcast_parameters(
-                self.params, root_rank=0, prefix='gluontrain.running_stats.{}.'.format(
-                    state.epoch))
-            mx.nd.waitall()
-
-
-class _EpochStart(Hook):
-    """The reference's per-epoch preamble: the mixup schedule, ``waitall`` and ``hybridize``."""
-
-    def __init__(self, net, train_data, args):
-        self.net, self.train_data, self.args = net, train_data, args
-
-    def before_epoch(self, state):
-        args = self.args
-        if args.mixup:
-            dataset = mixup_dataset(self.train_data)
-            dataset.set_mixup(np.random.beta, 1.5, 1.5)
-            if state.epoch >= args.epochs - args.no_mixup_epochs:
-                dataset.set_mixup(None)
-        mx.nd.waitall()
-        self.net.hybridize()
-
-
 def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
     """Write the full checkpoint of a finished epoch atomically (see docs/recipes.md):
     weights, trainer, position, best score, the hooks' state and the sampler's leftovers."""
@@ -200,12 +152,6 @@ def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
         trainer=blobs.to_bytes(trainer.save_states, path),
         epoch=state.epoch, iteration=state.iteration, best_score=state.best, args=args,
         extra=extra)
-
-
-# what fixes the network, its input or the meaning of the restored update count: a resume
-# that changes one of these is refused (everything else is honoured and logged)
-RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples',
-                     'batch_size', 'syncbn')
 
 
 def _flag(name):
@@ -308,17 +254,12 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
     num_batches = batches_per_epoch(train_data, args, batch_size)
     optimizer_params = {'wd': args.wd, 'momentum': args.momentum,
                         'lr_scheduler': get_lr_scheduler(args, num_batches)}
-    recipe_hooks = [_EpochStart(net, train_data, args)]
     if comm is not None and hasattr(comm, 'hvd'):
         comm.hvd.broadcast_parameters(net.collect_params(), root_rank=0)
         trainer = comm.hvd.DistributedTrainer(net.collect_params(), 'sgd', optimizer_params)
-        recipe_hooks.append(_BroadcastRunningStats(net, comm))
     else:
         trainer = gluon.Trainer(net.collect_params(), 'sgd', optimizer_params, kvstore='local',
                                 update_on_kvstore=(False if args.amp else None))
-    shard = getattr(train_data, 'shard_sampler', None)
-    if shard is not None:
-        recipe_hooks += [SetEpochHook(shard), _DataPosition(train_data)]
     start_epoch, state = args.start_epoch, None
     resume = (getattr(args, 'resume', '') or '').strip()
     kind, header = None, [str(args)] + list(reports)
@@ -329,22 +270,15 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
             resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args,
                                                  num_batches, reports=header),
             lambda p: None, ckpt_io.MX_PARAMS)
-    paths, meter = RunPaths(args.save_prefix), LossMeter(LOSS_NAMES)
-    hooks = build_hooks(
-        paths, meter, header=header, batch_size=args.batch_size,
-        log_interval=args.log_interval, num_batches=_len_or_none(train_data),
-        recipe_hooks=recipe_hooks,
-        validate_fn=lambda: validate(net, val_data, ctx, eval_metric, comm),
-        val_period=Period(epochs=args.val_interval),
-        save_params_fn=lambda best, current, epoch, interval: save_params(
-            net, best, current, epoch, interval, paths.prefix),
-        save_interval=args.save_interval,
-        checkpoint_fn=lambda st, hooks_state: save_checkpoint(
+    paths = RunPaths(args.save_prefix)
+    hooks = gluoncv_hooks(
+        args, paths, LossMeter(LOSS_NAMES), header, _len_or_none(train_data),
+        recipe_hooks(net, train_data, args, comm),
+        lambda: validate(net, val_data, ctx, eval_metric, comm),
+        lambda *a: save_params(net, *a),
+        lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, net, trainer, train_data, st, args, hooks_state),
-        samples_hook=_samples_hook(net, val_data, ctx, args, paths),
-        curves_title=os.path.basename(paths.prefix),
-        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True),
-        comm=comm)
+        _samples_hook(net, val_data, ctx, args, paths), comm=comm)
     if kind == ckpt_io.CHECKPOINT:
         payload, state = restored
         restore_hooks_state(hooks, payload)
@@ -385,4 +319,105 @@ def _len_or_none(loader):
     try:
         return len(loader)
     except TypeError:
+        return None
+
+
+def load_weights(path, net, async_net, ctx, argument='--load-weights'):
+    """Load a weights file into both networks (``--load-weights`` / ``--resume x.params``).
+
+    Strict, as the reference's ``net.load_parameters``: every parameter must be in the file
+    with its shape and the file may hold nothing else. A gluontrain checkpoint's weights load
+    too. The parameters stay on the contexts ``get_net`` initialised them on (``ctx`` is not
+    used: :func:`train` moves them), as the reference's ``load_parameters(file)``.
+
+    Returns
+    -------
+    LoadReport
+        "loaded N of M tensors from FILE", for the training log.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        (:class:`~gluontrain.core.load_report.WeightsLoadError`) One line naming the file and
+        ``argument``: not an MXNet ``.params`` file (a PyTorch file, a truncated one), the
+        weights of another network (another ``--network`` or other classes: what the file
+        looks like and the arguments it fits), or tensors missing / unexpected / of another
+        shape.
+    """
+    del ctx  # kept for the callers; see below
+    arrays = read_params(path, argument, WEIGHTS_FIX)
+    # on the contexts get_net initialised them on, as the reference loads (train moves them
+    # to the training contexts): a GPU list here would fail Gluon's "initialized on" check
+    report = load_params(net, path, argument, WEIGHTS_FIX, arrays=arrays)
+    if async_net is not net:
+        load_params(async_net, path, argument, WEIGHTS_FIX, arrays=arrays)
+    return report
+
+
+def main(argv=None):
+    """Parse ``argv``, build everything and train, in the reference ``__main__``'s order.
+
+    Returns
+    -------
+    TrainState
+        As :func:`train` returns it.
+    """
+    args = parse_args(argv)
+    if args.backend != 'mxnet':
+        raise ValueError('--backend {} is the PyTorch recipe: run it through scripts/'
+                         'train_yolov3.py or gluontrain.torch.yolo3.main'.format(args.backend))
+    comm = None
+    if args.horovod:
+        if args.cpus:
+            raise ValueError('--horovod trains one context per process; drop --cpus (start '
+                             'more processes with horovodrun -np instead)')
+        hvd = import_horovod()
+        hvd.init()
+        comm = HorovodComm(hvd)
+        quiet_other_ranks(comm)
+        ctx = horovod_contexts(hvd, args.gpus)
+    else:
+        ctx = get_contexts(args.gpus, args.cpus)
+    check_args(args, ctx, comm)
+    # a missing or folder --resume / --load-weights fails before the data is read
+    check_weight_files(args, WEIGHTS_FIX)
+    # fix seed for mxnet, numpy and python builtin random generator.
+    gutils.random.seed(args.seed)
+    args.save_prefix += '_'.join(('yolo3', args.network, args.dataset))
+    # custom classes come from the data, so the dataset is read before the net is built;
+    # neither step draws random numbers, so the order changes no result
+    train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
+    reports = []
+    net, async_net = get_net(args, ctx, reports)
+    # --resume is decided by content (train() resumes a checkpoint): anything else is read as
+    # weights here, into both networks, before the loaders build their target generators
+    resume = args.resume.strip()
+    resume_weights = bool(resume) and _resume_kind(resume) != ckpt_io.CHECKPOINT
+    weights = args.load_weights.strip() or (resume if resume_weights else '')
+    if weights:
+        if resume_weights:
+            warnings.warn('--resume {} loads weights only; a full resume needs the '
+                          '{{prefix}}_last.ckpt checkpoint'.format(weights))
+        report = load_weights(weights, net, async_net, ctx,
+                              '--load-weights' if args.load_weights.strip() else '--resume')
+        reports.append(report.format())
+    # the reference's per-rank batch under Horovod; the loaders then shard the data
+    batch_size = args.batch_size // comm.world_size if comm is not None else args.batch_size
+    train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset, args.data_shape,
+                                          batch_size, args.num_workers, args, comm)
+    return train(net, train_data, val_data, eval_metric, ctx, args, comm, reports=reports)
+
+
+def _resume_kind(path):
+    """:func:`gluontrain.core.checkpoint.file_kind`, or ``None`` for a file it cannot name
+    (which :func:`load_weights` then describes, as it does a PyTorch file)."""
+    check_input_file(path, '--resume', WEIGHTS_FIX)  # a folder is not "does not exist"
+    try:
+        return ckpt_io.file_kind(path)
+    except FileNotFoundError:
+        raise FileNotFoundError('--resume {} does not exist; {}'.format(
+            path, WEIGHTS_FIX)) from None
+    except ValueError:
         return None

@@ -234,7 +234,7 @@ def test_resume_or_load_decides_by_content_for_mxnet(tmp_path):
     import torch
     from gluontrain.core import checkpoint as ck
     from gluontrain.core.loop import TrainState
-    from gluontrain.mx.yolo3.train import restore_checkpoint, save_checkpoint
+    from gluontrain.mx.yolo3.recipe import restore_checkpoint, save_checkpoint
 
     def build(seed):
         mx.random.seed(seed)
@@ -308,7 +308,7 @@ def test_resume_that_extends_the_run_equals_the_longer_run(voc_root, argv_for):
 
 def test_restore_sets_the_schedule_wd_and_momentum_from_the_arguments(tmp_path):
     from gluontrain.core.loop import TrainState
-    from gluontrain.mx.yolo3.train import restore_checkpoint, save_checkpoint
+    from gluontrain.mx.yolo3.recipe import restore_checkpoint, save_checkpoint
     saved = parse_args(['--epochs', '2', '--lr', '0.1', '--num-samples', '40',
                         '--batch-size', '4'])
     net = mx.gluon.nn.Dense(2, in_units=3)
