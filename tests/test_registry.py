@@ -1,5 +1,6 @@
 """The recipe registry and the contract's signatures (the seeds')."""
 import inspect
+import os
 import subprocess
 import sys
 
@@ -42,3 +43,23 @@ def test_importing_gluontrain_and_listing_recipes_imports_no_framework():
     code = ('import sys, gluontrain; gluontrain.list_recipes(); '
             'sys.exit(any(m in sys.modules for m in ("mxnet", "torch", "gluoncv")))')
     assert subprocess.run([sys.executable, '-c', code]).returncode == 0
+
+
+# every recipe package has the same files (issue #23: one layout for the four references);
+# a sub-package (``data/``) counts as its file
+RECIPE_LAYOUT = ('args', 'data', 'model', 'step', 'hooks', 'recipe', 'plots')
+# names that meant different things from one recipe to the next
+RETIRED_NAMES = ('train', 'main', 'engine')
+
+
+@pytest.mark.parametrize('name', gluontrain.list_recipes())
+def test_every_recipe_package_has_the_same_layout(name):
+    folder = os.path.dirname(gluontrain.get_recipe(name).__file__)
+    entries = set(os.listdir(folder))
+
+    def present(module):
+        return module + '.py' in entries or os.path.isfile(
+            os.path.join(folder, module, '__init__.py'))
+
+    assert [m for m in RECIPE_LAYOUT if not present(m)] == [], folder
+    assert [m for m in RETIRED_NAMES if present(m)] == [], folder
