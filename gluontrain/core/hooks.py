@@ -299,10 +299,15 @@ def hooks_state_dict(hooks):
 
 def load_hooks_state_dict(hooks, states):
     """Give every hook its entry of :func:`hooks_state_dict`'s output (hooks without one, e.g.
-    added since the checkpoint was written, keep their fresh state)."""
+    added since the checkpoint was written, keep their fresh state). A renamed hook lists its
+    earlier class names in ``former_names``, so that checkpoints written before the rename
+    resume exactly too."""
     for key, hook in zip(_hook_keys(hooks), hooks):
-        if key in states:
-            hook.load_state_dict(states[key])
+        number = key[len(type(hook).__name__):]
+        names = (type(hook).__name__,) + tuple(getattr(hook, 'former_names', ()))
+        found = [name + number for name in names if name + number in states]
+        if found:
+            hook.load_state_dict(states[found[0]])
 
 
 def restore_hooks_state(hooks, payload):

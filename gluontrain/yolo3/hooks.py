@@ -54,6 +54,8 @@ class RolloverLeftoversHook(Hook):
     attr : str
         Its attribute holding the leftover indices (Gluon's ``_prev``, ours ``prev``).
     """
+    # the names of checkpoints written before issue #23 (torch recipe, MXNet recipe)
+    former_names = ('SamplerPosition', '_DataPosition')
 
     def __init__(self, sampler, attr='prev'):
         self.sampler, self.attr = sampler, attr

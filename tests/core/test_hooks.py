@@ -5,7 +5,7 @@ import os
 from gluontrain.core.hooks import (CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
                                    NaNGuardHook, ProgressHook, TensorBoardHook,
                                    ValidationHook, progress_enabled)
-from gluontrain.core.loop import run_loop
+from gluontrain.core.loop import Hook, run_loop
 from gluontrain.core.meters import LossMeter
 
 
@@ -269,3 +269,27 @@ def test_loss_meter_keeps_the_restored_part_of_a_pass_resumed_inside_it():
              TrainState(iteration=3, resume_batch=1))
     # epoch 1 = the restored batch (1.0) + batch 1 (3.0); epoch 2 alone
     assert epochs == [(1, 1, 2.0), (2, 1, 6.0)]
+
+
+def test_a_renamed_hook_reads_the_state_saved_under_its_former_name():
+    from gluontrain.core.hooks import load_hooks_state_dict
+
+    class Counter(Hook):
+        former_names = ('OldCounter',)
+
+        def __init__(self):
+            self.count = 0
+
+        def state_dict(self):
+            return {'count': self.count}
+
+        def load_state_dict(self, state_dict):
+            self.count = state_dict['count']
+
+    hooks = [Counter(), Counter()]
+    # a checkpoint written before the rename: the second instance numbered as before
+    load_hooks_state_dict(hooks, {'OldCounter': {'count': 3}, 'OldCounter#2': {'count': 5}})
+    assert [h.count for h in hooks] == [3, 5]
+    # the current name wins where a checkpoint has both
+    load_hooks_state_dict(hooks, {'Counter': {'count': 7}, 'OldCounter': {'count': 1}})
+    assert hooks[0].count == 7

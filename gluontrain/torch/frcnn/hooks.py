@@ -99,6 +99,7 @@ class SeamsegCheckpointHook(Hook):
     ``model_best.pth.tar``. Must come after the validation hook. :meth:`resume` reads such a
     snapshot back (seamseg's ``--resume``)."""
     main_process_only = True  # seamseg's snapshot files are rank 0's
+    former_names = ('SeamsegSnapshotHook',)  # checkpoints written before issue #23
 
     def __init__(self, log_dir, model, optimizer, config_text, log_hook, is_main=True):
         self.last, self.best_file = os.path.join(log_dir, LAST), os.path.join(log_dir, BEST)
