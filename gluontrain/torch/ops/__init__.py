@@ -17,19 +17,20 @@
 """
 from .anchors import base_anchors, fpn_anchors, generate_anchors, grid_anchors
 from .boxes import (ENCODE_EPS, SCALE_CLIP, box_area, box_intersection, box_ioa, box_iou,
-                    center_to_corners, corners_to_center, decode, encode)
-from .losses import smooth_l1
+                    center_to_corners, clip_boxes, corners_to_center, decode, encode)
+from .losses import fast_rcnn_loss, smooth_l1
 from .matching import (NEGATIVE, VOID, balanced_sample, match_anchors, match_by_iou,
                        match_proposals, sample_proposals, subsample_anchors)
-from .nms import batched_nms, batched_ssd_nms, box_nms, nms, ssd_nms
+from .nms import (batched_nms, batched_ssd_nms, box_nms, classwise_nms, nms, proposal_nms,
+                  ssd_nms)
 from .roi import (fpn_levels, multilevel_roi_align, multilevel_roi_sampling, roi_align,
                   roi_sampling)
 
 __all__ = ['ENCODE_EPS', 'SCALE_CLIP', 'box_area', 'box_intersection', 'box_ioa', 'box_iou',
-           'center_to_corners', 'corners_to_center', 'decode', 'encode',
-           'nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms',
+           'center_to_corners', 'corners_to_center', 'clip_boxes', 'decode', 'encode',
+           'nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms',
            'roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align',
            'base_anchors', 'generate_anchors', 'grid_anchors', 'fpn_anchors',
            'VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',
-           'sample_proposals', 'match_by_iou', 'balanced_sample', 'smooth_l1']
+           'sample_proposals', 'match_by_iou', 'balanced_sample', 'smooth_l1', 'fast_rcnn_loss']

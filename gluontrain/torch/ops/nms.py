@@ -29,13 +29,16 @@ reference's own loop:
 different groups never suppress each other, which is exactly a loop of per-group NMS (the
 greedy decision of box ``j`` depends only on earlier kept boxes of its own group, visited in
 the same relative order since the sort is stable) without the rounding risk of the offset
-trick.
+trick. :func:`classwise_nms` is the same per-class NMS as a loop of :func:`nms`, each class
+with its own output limit (seamseg's and maskrcnn-benchmark's detection post-processing);
+:func:`proposal_nms` is the RPN's clip / filter / top-k / NMS of one image (both flavours).
 """
 import torch
 
-from .boxes import box_area, box_intersection
+from .boxes import box_area, box_intersection, clip_boxes
 
-__all__ = ['nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms']
+__all__ = ['nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms',
+           'box_nms']
 
 _REFERENCES = ('ssd', 'seamseg', 'mxnet')
 # references whose IoU is seamseg's rounding (clamped areas, NaN never suppresses)
@@ -216,6 +219,90 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
     """
     return _nms_by_score(boxes, scores, groups.long(), iou_threshold, top_k, suppress_equal,
                          plus_one, block_size, max_output, reference)
+
+
+def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
+                  suppress_equal=False, plus_one=False, reference='ssd'):
+    """:func:`nms` class by class (the detection post-processing of seamseg's
+    ``PredictionGenerator`` and maskrcnn-benchmark's box ``PostProcessor``).
+
+    The kept boxes of one class are those of one :func:`batched_nms` group; the loop over
+    classes (the references' structure) is faster on the CPU for many classes with few boxes
+    each (bench/frcnn_bench.py), and each class keeps at most ``max_per_class``.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(N, 4)`` corner boxes.
+    scores : torch.Tensor
+        ``(N,)`` scores.
+    classes : torch.Tensor
+        ``(N,)`` integer class of each box.
+    iou_threshold : float
+    max_per_class : int, optional
+        Keep at most this many boxes per class (maskrcnn-benchmark's
+        ``POST_NMS_PER_CLS_TOPN``; all when None).
+    suppress_equal, plus_one, reference
+        As in :func:`nms`.
+
+    Returns
+    -------
+    torch.Tensor
+        int64 indices of the kept boxes, class by class (increasing class), each class's by
+        descending score (equal scores by increasing index).
+    """
+    kept = [idx[nms(boxes[idx], scores[idx], iou_threshold, suppress_equal=suppress_equal,
+                    plus_one=plus_one, max_output=max_per_class, reference=reference)]
+            for idx in (torch.nonzero(classes == c).view(-1) for c in classes.unique())]
+    if not kept:
+        return torch.zeros(0, dtype=torch.long, device=classes.device)
+    return torch.cat(kept)
+
+
+def proposal_nms(boxes, scores, size, min_size, iou_threshold, pre_nms=None, post_nms=None,
+                 plus_one=False, suppress_equal=False, reference='ssd'):
+    """The proposals of one image from its decoded anchors: clipped into the image
+    (:func:`~.boxes.clip_boxes`), boxes with a side below ``min_size`` dropped, the ``pre_nms``
+    best scores kept, greedy NMS keeping at most ``post_nms``.
+
+    - seamseg's ``ProposalGenerator``: ``pre_nms`` here, ``suppress_equal=True``,
+      ``reference='seamseg'``, ``(y0, x0, y1, x1)`` boxes and ``size = (H, W)``;
+    - maskrcnn-benchmark's ``RPNPostProcessor`` (per level): its top-k comes before the
+      decoding (``pre_nms=None`` here), ``plus_one=True`` (clip to ``size - 1``, sides
+      ``x2 - x1 + 1``, ``+1`` IoU), ``(x1, y1, x2, y2)`` boxes and ``size = (W, H)``.
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(N, 4)`` decoded boxes.
+    scores : torch.Tensor
+        ``(N,)`` objectness.
+    size : (int, int)
+        Image size in the boxes' axis order.
+    min_size : float
+        Smallest side kept (``<= 0``: no filter).
+    iou_threshold : float
+    pre_nms, post_nms : int, optional
+        Candidates before and kept boxes after NMS (all when None).
+    plus_one, suppress_equal, reference
+        As in :func:`nms`.
+
+    Returns
+    -------
+    boxes, scores : torch.Tensor
+        ``(P, 4)`` and ``(P,)``, by descending score (``P = 0`` when nothing is left).
+    """
+    boxes = clip_boxes(boxes, size, plus_one)
+    if min_size > 0:
+        side = boxes[:, 2:] - boxes[:, :2] + (1 if plus_one else 0)
+        keep = (side[:, 0] >= min_size) & (side[:, 1] >= min_size)
+        boxes, scores = boxes[keep], scores[keep]
+    if pre_nms is not None:
+        scores, idx = scores.topk(min(scores.numel(), pre_nms))
+        boxes = boxes[idx]
+    keep = nms(boxes, scores, iou_threshold, suppress_equal=suppress_equal, plus_one=plus_one,
+               max_output=post_nms, reference=reference)
+    return boxes[keep], scores[keep]
 
 
 def ssd_nms(boxes, scores, overlap=0.5, top_k=200):
