@@ -153,7 +153,7 @@ def center_to_corners(boxes):
 
 
 def clip_boxes(boxes, size, plus_one=False):
-    """Corner boxes clamped into an image (seamseg's proposal and prediction clipping,
+    """Corner boxes clamped into an image (seamseg's clipping of proposals and predictions,
     maskrcnn-benchmark's ``BoxList.clip_to_image``).
 
     Parameters
@@ -161,15 +161,13 @@ def clip_boxes(boxes, size, plus_one=False):
     boxes : torch.Tensor
         ``(..., 4)`` corner boxes.
     size : (int, int)
-        Image size in the boxes' axis order: ``(H, W)`` for ``(y0, x0, y1, x1)``,
-        ``(W, H)`` for ``(x1, y1, x2, y2)``.
+        Image size in the boxes' axis order: ``(H, W)`` for ``(y0, x0, y1, x1)``.
     plus_one : bool, default False
-        Pixel-inclusive: the last pixel is ``size - 1`` (maskrcnn-benchmark); else ``size``.
+        Pixel-inclusive: coordinates in ``[0, size - 1]`` (else ``[0, size]``).
 
     Returns
     -------
     torch.Tensor
-        ``(..., 4)`` boxes with every coordinate in ``[0, size (- 1)]`` of its axis.
     """
     hi_0, hi_1 = (size[0] - 1, size[1] - 1) if plus_one else tuple(size)
     return torch.stack([boxes[..., 0].clamp(0, hi_0), boxes[..., 1].clamp(0, hi_1),
@@ -219,8 +217,7 @@ def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, l
     size_eps : float, optional
         Clamp the anchor sizes to at least this (seamseg: ``1e-5``).
     plus_one : bool, default False
-        maskrcnn-benchmark's ``BoxCoder``: corner boxes and anchors are pixel-inclusive (width
-        ``x2 - x1 + 1``, centre ``x1 + width / 2``).
+        Pixel-inclusive boxes and anchors (maskrcnn-benchmark's ``BoxCoder``).
 
     Returns
     -------
@@ -277,8 +274,7 @@ def decode(deltas, anchors, weights=None, variances=None, anchors_center=False,
         Clamp size deltas (after un-weighting) to at most this before ``exp``;
         :data:`SCALE_CLIP` (``log(1000/16)``) is seamseg's and Detectron's.
     plus_one : bool, default False
-        Pixel-inclusive anchors and boxes (maskrcnn-benchmark's ``BoxCoder``: the far corner
-        of the decoded box is ``centre + size / 2 - 1``).
+        Pixel-inclusive anchors and boxes (maskrcnn-benchmark's ``BoxCoder``).
 
     Returns
     -------

@@ -39,24 +39,22 @@ def smooth_l1(x1, x2, sigma=1., reduction='none'):
 
 
 def fast_rcnn_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, sigma=1.):
-    """The ROI box head's loss, seamseg's ``DetectionLoss`` and maskrcnn-benchmark's
-    ``FastRCNNLossComputation``: mean cross-entropy over the sampled ROIs; smooth-L1 of the
-    positives' deltas of their class, summed and divided by the number of ROIs.
+    """The ROI box head's loss (seamseg's ``DetectionLoss``, maskrcnn-benchmark's
+    ``FastRCNNLossComputation``): mean cross-entropy; smooth-L1 of the positives' deltas of
+    their class, summed and divided by the number of ROIs.
 
     Parameters
     ----------
     cls_logits : torch.Tensor
         ``(S, thing + 1)``, background first.
     bbx_logits : torch.Tensor
-        ``(S, thing, 4)``: the deltas of class ``c >= 1`` in column ``c - 1`` (seamseg's
-        layout; maskrcnn-benchmark's ``(S, 4 (thing + 1))`` without its background column,
-        a class-agnostic ``(S, 8)`` as its column 1 expanded over the classes).
+        ``(S, thing, 4)``: class ``c >= 1`` in column ``c - 1`` (maskrcnn-benchmark's
+        regression without its background column).
     cls_lbl : torch.Tensor
         ``(S,)`` int64, 0 for background.
     bbx_lbl : torch.Tensor
         ``(#positives, 4)`` targets of the positives, in ROI order.
     sigma : float, default 1.
-        Of :func:`smooth_l1` (1 in both references' box heads).
 
     Returns
     -------

@@ -29,9 +29,7 @@ reference's own loop:
 different groups never suppress each other, which is exactly a loop of per-group NMS (the
 greedy decision of box ``j`` depends only on earlier kept boxes of its own group, visited in
 the same relative order since the sort is stable) without the rounding risk of the offset
-trick. :func:`classwise_nms` is the same per-class NMS as a loop of :func:`nms`, each class
-with its own output limit (seamseg's and maskrcnn-benchmark's detection post-processing);
-:func:`proposal_nms` is the RPN's clip / filter / top-k / NMS of one image (both flavours).
+trick. :func:`classwise_nms` (the loop) and :func:`proposal_nms` serve both two-stage flavours.
 """
 import torch
 
@@ -223,33 +221,25 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
 
 def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
                   suppress_equal=False, plus_one=False, reference='ssd'):
-    """:func:`nms` class by class (the detection post-processing of seamseg's
-    ``PredictionGenerator`` and maskrcnn-benchmark's box ``PostProcessor``).
-
-    The kept boxes of one class are those of one :func:`batched_nms` group; the loop over
-    classes (the references' structure) is faster on the CPU for many classes with few boxes
-    each (bench/frcnn_bench.py), and each class keeps at most ``max_per_class``.
+    """:func:`nms` class by class, each keeping at most ``max_per_class`` (maskrcnn-benchmark's
+    ``POST_NMS_PER_CLS_TOPN``): the detections of seamseg's ``PredictionGenerator`` and
+    maskrcnn-benchmark's box ``PostProcessor``. A class's kept boxes are those of its
+    :func:`batched_nms` group; the references' loop is faster on the CPU for many classes
+    with few boxes each (bench/frcnn_bench.py).
 
     Parameters
     ----------
-    boxes : torch.Tensor
-        ``(N, 4)`` corner boxes.
-    scores : torch.Tensor
-        ``(N,)`` scores.
-    classes : torch.Tensor
-        ``(N,)`` integer class of each box.
+    boxes, scores, classes : torch.Tensor
+        ``(N, 4)``, ``(N,)`` and ``(N,)`` integer classes.
     iou_threshold : float
     max_per_class : int, optional
-        Keep at most this many boxes per class (maskrcnn-benchmark's
-        ``POST_NMS_PER_CLS_TOPN``; all when None).
     suppress_equal, plus_one, reference
         As in :func:`nms`.
 
     Returns
     -------
     torch.Tensor
-        int64 indices of the kept boxes, class by class (increasing class), each class's by
-        descending score (equal scores by increasing index).
+        int64 kept indices by increasing class, each class's by descending score.
     """
     kept = [idx[nms(boxes[idx], scores[idx], iou_threshold, suppress_equal=suppress_equal,
                     plus_one=plus_one, max_output=max_per_class, reference=reference)]
@@ -261,36 +251,30 @@ def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
 
 def proposal_nms(boxes, scores, size, min_size, iou_threshold, pre_nms=None, post_nms=None,
                  plus_one=False, suppress_equal=False, reference='ssd'):
-    """The proposals of one image from its decoded anchors: clipped into the image
-    (:func:`~.boxes.clip_boxes`), boxes with a side below ``min_size`` dropped, the ``pre_nms``
-    best scores kept, greedy NMS keeping at most ``post_nms``.
-
-    - seamseg's ``ProposalGenerator``: ``pre_nms`` here, ``suppress_equal=True``,
-      ``reference='seamseg'``, ``(y0, x0, y1, x1)`` boxes and ``size = (H, W)``;
-    - maskrcnn-benchmark's ``RPNPostProcessor`` (per level): its top-k comes before the
-      decoding (``pre_nms=None`` here), ``plus_one=True`` (clip to ``size - 1``, sides
-      ``x2 - x1 + 1``, ``+1`` IoU), ``(x1, y1, x2, y2)`` boxes and ``size = (W, H)``.
+    """The RPN proposals of one image: decoded boxes clipped to the image
+    (:func:`~.boxes.clip_boxes`), sides below ``min_size`` dropped, the ``pre_nms`` best
+    kept, NMS keeping at most ``post_nms``. seamseg's ``ProposalGenerator``: ``pre_nms``,
+    ``suppress_equal=True, reference='seamseg'``; maskrcnn-benchmark's per-level
+    ``RPNPostProcessor``: top-k before decoding (``pre_nms=None``), ``plus_one=True``.
 
     Parameters
     ----------
-    boxes : torch.Tensor
-        ``(N, 4)`` decoded boxes.
-    scores : torch.Tensor
-        ``(N,)`` objectness.
+    boxes, scores : torch.Tensor
+        ``(N, 4)`` decoded boxes, ``(N,)`` objectness.
     size : (int, int)
-        Image size in the boxes' axis order.
+        Image size in the boxes' axis order (:func:`~.boxes.clip_boxes`).
     min_size : float
-        Smallest side kept (``<= 0``: no filter).
+        Smallest side kept (``<= 0``: all).
     iou_threshold : float
     pre_nms, post_nms : int, optional
-        Candidates before and kept boxes after NMS (all when None).
+        Candidates before, boxes kept after NMS (all when None).
     plus_one, suppress_equal, reference
         As in :func:`nms`.
 
     Returns
     -------
     boxes, scores : torch.Tensor
-        ``(P, 4)`` and ``(P,)``, by descending score (``P = 0`` when nothing is left).
+        ``(P, 4)``, ``(P,)`` by descending score (``P = 0`` when nothing is left).
     """
     boxes = clip_boxes(boxes, size, plus_one)
     if min_size > 0:

@@ -9,7 +9,7 @@ widths and horizontal flips) so SGB's code paths read the same here.
 """
 import torch
 
-from ..ops import box_area, box_intersection, box_iou
+from ..ops import box_area, box_intersection, box_iou, clip_boxes
 
 __all__ = ['FLIP_LEFT_RIGHT', 'FLIP_TOP_BOTTOM', 'BoxList', 'boxlist_iou', 'boxlist_union',
            'boxlist_intersection', 'cat_boxlist']
@@ -132,11 +132,7 @@ class BoxList:
 
     def clip_to_image(self, remove_empty=True):
         """Clamp the boxes into ``[0, W-1] x [0, H-1]`` in place; drop empty ones if asked."""
-        w, h = self.size
-        self.bbox[:, 0].clamp_(min=0, max=w - _TO_REMOVE)
-        self.bbox[:, 1].clamp_(min=0, max=h - _TO_REMOVE)
-        self.bbox[:, 2].clamp_(min=0, max=w - _TO_REMOVE)
-        self.bbox[:, 3].clamp_(min=0, max=h - _TO_REMOVE)
+        self.bbox.copy_(clip_boxes(self.bbox, self.size, plus_one=True))
         if remove_empty:
             b = self.bbox
             return self[(b[:, 3] > b[:, 1]) & (b[:, 2] > b[:, 0])]
@@ -183,10 +179,14 @@ class BoxList:
             type(self).__name__, len(self), self.size[0], self.size[1], self.mode)
 
 
-def _same_image(a, b, what):
+def _same_image(a, b, what, pairs=False):
+    """The ``xyxy`` boxes of two ``BoxList`` of one image (and, with ``pairs``, as many)."""
     if a.size != b.size:
         raise ValueError('{}: boxes of different images, sizes {} and {}'
                          .format(what, a.size, b.size))
+    if pairs and len(a) != len(b):
+        raise ValueError('{}: {} and {} boxes'.format(what, len(a), len(b)))
+    return a.convert('xyxy').bbox, b.convert('xyxy').bbox
 
 
 def boxlist_iou(boxlist1, boxlist2):
@@ -197,8 +197,7 @@ def boxlist_iou(boxlist1, boxlist2):
     torch.Tensor
         ``(N, M)`` IoU.
     """
-    _same_image(boxlist1, boxlist2, 'boxlist_iou')
-    return box_iou(boxlist1.convert('xyxy').bbox, boxlist2.convert('xyxy').bbox, plus_one=True)
+    return box_iou(*_same_image(boxlist1, boxlist2, 'boxlist_iou'), plus_one=True)
 
 
 def boxlist_intersection(boxlist1, boxlist2):
@@ -206,11 +205,7 @@ def boxlist_intersection(boxlist1, boxlist2):
 
     Disjoint pairs give an all-zero box, as SGB's ``boxlist_intersection``.
     """
-    _same_image(boxlist1, boxlist2, 'boxlist_intersection')
-    if len(boxlist1) != len(boxlist2):
-        raise ValueError('boxlist_intersection: {} and {} boxes'.format(len(boxlist1),
-                                                                       len(boxlist2)))
-    a, b = boxlist1.convert('xyxy').bbox, boxlist2.convert('xyxy').bbox
+    a, b = _same_image(boxlist1, boxlist2, 'boxlist_intersection', pairs=True)
     box = torch.cat((torch.max(a[:, :2], b[:, :2]), torch.min(a[:, 2:], b[:, 2:])), dim=1)
     inter = box_intersection(a[:, None], b[:, None], plus_one=True)[:, 0, 0]
     box[inter == 0] = 0
@@ -219,10 +214,7 @@ def boxlist_intersection(boxlist1, boxlist2):
 
 def boxlist_union(boxlist1, boxlist2):
     """Element-wise smallest boxes enclosing each pair (the union box of a relation)."""
-    _same_image(boxlist1, boxlist2, 'boxlist_union')
-    if len(boxlist1) != len(boxlist2):
-        raise ValueError('boxlist_union: {} and {} boxes'.format(len(boxlist1), len(boxlist2)))
-    a, b = boxlist1.convert('xyxy').bbox, boxlist2.convert('xyxy').bbox
+    a, b = _same_image(boxlist1, boxlist2, 'boxlist_union', pairs=True)
     box = torch.cat((torch.min(a[:, :2], b[:, :2]), torch.max(a[:, 2:], b[:, 2:])), dim=1)
     return BoxList(box, boxlist1.size, 'xyxy')
 
