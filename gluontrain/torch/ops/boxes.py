@@ -19,7 +19,7 @@ import math
 import torch
 
 __all__ = ['box_area', 'box_intersection', 'box_iou', 'box_ioa', 'corners_to_center',
-           'center_to_corners', 'encode', 'decode', 'ENCODE_EPS', 'SCALE_CLIP']
+           'center_to_corners', 'clip_boxes', 'encode', 'decode', 'ENCODE_EPS', 'SCALE_CLIP']
 
 #: Lower bound of the size ratio inside SSD's ``encode`` ``log`` (gluontrain's fix).
 ENCODE_EPS = 1e-6
@@ -152,6 +152,34 @@ def center_to_corners(boxes):
     return torch.cat((boxes[..., :2] - boxes[..., 2:] / 2, boxes[..., :2] + boxes[..., 2:] / 2), -1)
 
 
+def clip_boxes(boxes, size, plus_one=False):
+    """Corner boxes clamped into an image (seamseg's clipping of proposals and predictions,
+    maskrcnn-benchmark's ``BoxList.clip_to_image``).
+
+    Parameters
+    ----------
+    boxes : torch.Tensor
+        ``(..., 4)`` corner boxes.
+    size : (int, int)
+        Image size in the boxes' axis order: ``(H, W)`` for ``(y0, x0, y1, x1)``.
+    plus_one : bool, default False
+        Pixel-inclusive: coordinates in ``[0, size - 1]`` (else ``[0, size]``).
+
+    Returns
+    -------
+    torch.Tensor
+    """
+    hi_0, hi_1 = (size[0] - 1, size[1] - 1) if plus_one else tuple(size)
+    return torch.stack([boxes[..., 0].clamp(0, hi_0), boxes[..., 1].clamp(0, hi_1),
+                        boxes[..., 2].clamp(0, hi_0), boxes[..., 3].clamp(0, hi_1)], -1)
+
+
+def _far_plus_one(boxes, sign=1):
+    """The far corner moved by ``sign`` pixel: a ``+1`` (pixel-inclusive) box as the
+    ``x2 - x1`` box of the same centre and size (and back with ``sign=-1``)."""
+    return torch.cat((boxes[..., :2], boxes[..., 2:] + sign), -1)
+
+
 def _check_coder(weights, variances):
     if (weights is None) == (variances is None):
         raise ValueError('give exactly one of weights= (Faster R-CNN, e.g. (10, 10, 5, 5)) '
@@ -159,7 +187,7 @@ def _check_coder(weights, variances):
 
 
 def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, log_eps=None,
-           size_eps=None):
+           size_eps=None, plus_one=False):
     """Regression targets of ``boxes`` relative to ``anchors`` (the box coder).
 
     Two parametrisations of the same transform, each with its reference's arithmetic so
@@ -188,6 +216,8 @@ def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, l
         :data:`ENCODE_EPS`): a zero-size box gives a finite target instead of ``-inf``.
     size_eps : float, optional
         Clamp the anchor sizes to at least this (seamseg: ``1e-5``).
+    plus_one : bool, default False
+        Pixel-inclusive boxes and anchors (maskrcnn-benchmark's ``BoxCoder``).
 
     Returns
     -------
@@ -195,6 +225,9 @@ def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, l
         ``(..., N, 4)`` deltas.
     """
     _check_coder(weights, variances)
+    if plus_one:
+        boxes = _far_plus_one(boxes)
+        anchors = anchors if anchors_center else _far_plus_one(anchors)
     anc = anchors if anchors_center else corners_to_center(anchors)
     a_c, a_s = anc[..., :2], anc[..., 2:]
     if size_eps is not None:
@@ -217,7 +250,7 @@ def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, l
 
 
 def decode(deltas, anchors, weights=None, variances=None, anchors_center=False,
-           scale_clip=None):
+           scale_clip=None, plus_one=False):
     """Boxes from regression deltas (the inverse of :func:`encode`).
 
     - ``weights`` (seamseg's ``shift_boxes(anchors, deltas / weights)``): centre
@@ -240,6 +273,8 @@ def decode(deltas, anchors, weights=None, variances=None, anchors_center=False,
     scale_clip : float, optional
         Clamp size deltas (after un-weighting) to at most this before ``exp``;
         :data:`SCALE_CLIP` (``log(1000/16)``) is seamseg's and Detectron's.
+    plus_one : bool, default False
+        Pixel-inclusive anchors and boxes (maskrcnn-benchmark's ``BoxCoder``).
 
     Returns
     -------
@@ -247,6 +282,10 @@ def decode(deltas, anchors, weights=None, variances=None, anchors_center=False,
         ``(..., N, 4)`` corner boxes.
     """
     _check_coder(weights, variances)
+    if plus_one:
+        anchors = anchors if anchors_center else _far_plus_one(anchors)
+        return _far_plus_one(decode(deltas, anchors, weights, variances, anchors_center,
+                                    scale_clip), -1)
     anc = anchors if anchors_center else corners_to_center(anchors)
     a_c, a_s = anc[..., :2], anc[..., 2:]
     if variances is not None:

@@ -76,22 +76,11 @@ def match_anchors(anchors, gt_boxes, crowd_boxes, valid_size, pos_threshold=.7,
     valid &= _crowd_overlap_ok(anchors, crowd_boxes, void_threshold)
     if not valid.any():
         return match
-    cand = anchors[valid]
     if not _has(gt_boxes):
         match[valid] = NEGATIVE
         return match
-    iou = box_iou(cand, gt_boxes)
-    best_iou, best_gt = iou.max(dim=1)
-    sub = torch.full_like(best_gt, VOID)
-    sub[best_iou >= pos_threshold] = best_gt[best_iou >= pos_threshold]
-    sub[best_iou < neg_threshold] = NEGATIVE
-    gt_best_iou, gt_best_anchor = iou.max(dim=0)
-    claims = torch.nonzero(gt_best_iou > 0).view(-1)
-    if claims.numel():
-        winner = torch.full_like(sub, -1)
-        winner.scatter_reduce_(0, gt_best_anchor[claims], claims, 'amax')
-        sub = torch.where(winner >= 0, winner, sub)
-    match[valid] = sub
+    match[valid] = match_by_iou(box_iou(gt_boxes, anchors[valid]), pos_threshold,
+                                neg_threshold, allow_low_quality='seamseg')
     return match
 
 
@@ -235,8 +224,9 @@ def match_proposals(proposals, gt_boxes, crowd_boxes, pos_threshold=.5, neg_thre
 
 
 def match_by_iou(iou, high, low, allow_low_quality=False):
-    """maskrcnn-benchmark's ``Matcher``: per column (proposal / anchor) the best row (ground
-    truth), :data:`NEGATIVE` below ``low``, :data:`VOID` in ``[low, high)`` (its
+    """maskrcnn-benchmark's ``Matcher`` (and the IoU rule of seamseg's ``AnchorMatcher``):
+    per column (proposal / anchor) the best row (ground truth, the first on ties),
+    :data:`NEGATIVE` below ``low``, :data:`VOID` in ``[low, high)`` (its
     ``BELOW_LOW_THRESHOLD`` / ``BETWEEN_THRESHOLDS``).
 
     Parameters
@@ -244,8 +234,11 @@ def match_by_iou(iou, high, low, allow_low_quality=False):
     iou : torch.Tensor
         ``(G, P)``.
     high, low : float
-    allow_low_quality : bool
-        Every column tied for a row's best IoU takes its own pre-threshold best match.
+    allow_low_quality : bool or 'seamseg'
+        The low-quality matches of each reference. True (maskrcnn-benchmark): every column
+        tied for a row's best IoU takes its own pre-threshold best match. ``'seamseg'``: every
+        row with a positive best IoU claims its best column (the first on ties), whatever
+        that column's label; when rows claim the same column the last row wins.
 
     Returns
     -------
@@ -258,7 +251,14 @@ def match_by_iou(iou, high, low, allow_low_quality=False):
     matches = all_matches.clone()
     matches[vals < low] = NEGATIVE
     matches[(vals >= low) & (vals < high)] = VOID
-    if allow_low_quality:
+    if allow_low_quality == 'seamseg':
+        row_best, row_best_col = iou.max(dim=1)
+        claims = torch.nonzero(row_best > 0).view(-1)
+        if claims.numel():
+            winner = torch.full_like(matches, -1)
+            winner.scatter_reduce_(0, row_best_col[claims], claims, 'amax')
+            matches = torch.where(winner >= 0, winner, matches)
+    elif allow_low_quality:
         highest = iou.max(dim=1)[0]
         preds = torch.nonzero(iou == highest[:, None])[:, 1]
         matches[preds] = all_matches[preds]

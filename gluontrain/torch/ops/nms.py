@@ -29,13 +29,14 @@ reference's own loop:
 different groups never suppress each other, which is exactly a loop of per-group NMS (the
 greedy decision of box ``j`` depends only on earlier kept boxes of its own group, visited in
 the same relative order since the sort is stable) without the rounding risk of the offset
-trick.
+trick. :func:`classwise_nms` (the loop) and :func:`proposal_nms` serve both two-stage flavours.
 """
 import torch
 
-from .boxes import box_area, box_intersection
+from .boxes import box_area, box_intersection, clip_boxes
 
-__all__ = ['nms', 'batched_nms', 'ssd_nms', 'batched_ssd_nms', 'box_nms']
+__all__ = ['nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms',
+           'box_nms']
 
 _REFERENCES = ('ssd', 'seamseg', 'mxnet')
 # references whose IoU is seamseg's rounding (clamped areas, NaN never suppresses)
@@ -216,6 +217,76 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
     """
     return _nms_by_score(boxes, scores, groups.long(), iou_threshold, top_k, suppress_equal,
                          plus_one, block_size, max_output, reference)
+
+
+def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
+                  suppress_equal=False, plus_one=False, reference='ssd'):
+    """:func:`nms` class by class, each keeping at most ``max_per_class`` (maskrcnn-benchmark's
+    ``POST_NMS_PER_CLS_TOPN``): the detections of seamseg's ``PredictionGenerator`` and
+    maskrcnn-benchmark's box ``PostProcessor``. A class's kept boxes are those of its
+    :func:`batched_nms` group; the references' loop is faster on the CPU for many classes
+    with few boxes each (bench/frcnn_bench.py).
+
+    Parameters
+    ----------
+    boxes, scores, classes : torch.Tensor
+        ``(N, 4)``, ``(N,)`` and ``(N,)`` integer classes.
+    iou_threshold : float
+    max_per_class : int, optional
+    suppress_equal, plus_one, reference
+        As in :func:`nms`.
+
+    Returns
+    -------
+    torch.Tensor
+        int64 kept indices by increasing class, each class's by descending score.
+    """
+    kept = [idx[nms(boxes[idx], scores[idx], iou_threshold, suppress_equal=suppress_equal,
+                    plus_one=plus_one, max_output=max_per_class, reference=reference)]
+            for idx in (torch.nonzero(classes == c).view(-1) for c in classes.unique())]
+    if not kept:
+        return torch.zeros(0, dtype=torch.long, device=classes.device)
+    return torch.cat(kept)
+
+
+def proposal_nms(boxes, scores, size, min_size, iou_threshold, pre_nms=None, post_nms=None,
+                 plus_one=False, suppress_equal=False, reference='ssd'):
+    """The RPN proposals of one image: decoded boxes clipped to the image
+    (:func:`~.boxes.clip_boxes`), sides below ``min_size`` dropped, the ``pre_nms`` best
+    kept, NMS keeping at most ``post_nms``. seamseg's ``ProposalGenerator``: ``pre_nms``,
+    ``suppress_equal=True, reference='seamseg'``; maskrcnn-benchmark's per-level
+    ``RPNPostProcessor``: top-k before decoding (``pre_nms=None``), ``plus_one=True``.
+
+    Parameters
+    ----------
+    boxes, scores : torch.Tensor
+        ``(N, 4)`` decoded boxes, ``(N,)`` objectness.
+    size : (int, int)
+        Image size in the boxes' axis order (:func:`~.boxes.clip_boxes`).
+    min_size : float
+        Smallest side kept (``<= 0``: all).
+    iou_threshold : float
+    pre_nms, post_nms : int, optional
+        Candidates before, boxes kept after NMS (all when None).
+    plus_one, suppress_equal, reference
+        As in :func:`nms`.
+
+    Returns
+    -------
+    boxes, scores : torch.Tensor
+        ``(P, 4)``, ``(P,)`` by descending score (``P = 0`` when nothing is left).
+    """
+    boxes = clip_boxes(boxes, size, plus_one)
+    if min_size > 0:
+        side = boxes[:, 2:] - boxes[:, :2] + (1 if plus_one else 0)
+        keep = (side[:, 0] >= min_size) & (side[:, 1] >= min_size)
+        boxes, scores = boxes[keep], scores[keep]
+    if pre_nms is not None:
+        scores, idx = scores.topk(min(scores.numel(), pre_nms))
+        boxes = boxes[idx]
+    keep = nms(boxes, scores, iou_threshold, suppress_equal=suppress_equal, plus_one=plus_one,
+               max_output=post_nms, reference=reference)
+    return boxes[keep], scores[keep]
 
 
 def ssd_nms(boxes, scores, overlap=0.5, top_k=200):

@@ -13,6 +13,8 @@ import numbers
 import torch
 import torch.nn.functional as F
 
+from .boxes import box_area
+
 __all__ = ['roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align']
 
@@ -278,8 +280,7 @@ def fpn_levels(boxes, k_min, k_max, canonical_scale=224, canonical_level=4, eps=
     torch.Tensor
         ``(K,)`` int64 in ``[0, k_max - k_min]``.
     """
-    one = 1.0 if plus_one else 0.0
-    area = (boxes[:, 2] - boxes[:, 0] + one) * (boxes[:, 3] - boxes[:, 1] + one)
+    area = box_area(boxes, plus_one)
     level = torch.floor(canonical_level + torch.log2(torch.sqrt(area) / canonical_scale + eps))
     return level.clamp(min=k_min, max=k_max).long() - k_min
 

@@ -14,11 +14,12 @@ the NMS are broken by index (stable sorts).
 import torch
 import torch.nn.functional as F
 
-from ..ops import (SCALE_CLIP, decode, encode, fpn_anchors, match_anchors,
-                   match_proposals, multilevel_roi_sampling, nms, smooth_l1, subsample_anchors)
+from ..ops import (SCALE_CLIP, classwise_nms, clip_boxes, decode, encode, fpn_anchors,
+                   match_anchors, match_proposals, multilevel_roi_sampling, proposal_nms,
+                   smooth_l1, subsample_anchors)
 
 __all__ = ['RPNSettings', 'ROISettings', 'rpn_targets', 'rpn_loss', 'generate_proposals',
-           'roi_targets', 'roi_loss', 'roi_features', 'predict', 'CALCULATE_SHIFT_EPS']
+           'roi_targets', 'roi_features', 'predict', 'CALCULATE_SHIFT_EPS']
 
 #: seamseg's ``calculate_shift`` clamps the reference box sizes to at least this.
 CALCULATE_SHIFT_EPS = 1e-5
@@ -184,24 +185,13 @@ def generate_proposals(obj_logits, bbx_logits, anchors, valid_size, settings, tr
     list of (torch.Tensor or None)
         ``(P_i, 4)`` per image, by descending objectness; ``None`` when nothing is left.
     """
-    num_pre, num_post = settings.num_pre_nms[training], settings.num_post_nms[training]
     boxes = decode(bbx_logits.detach(), anchors, weights=_UNIT, scale_clip=SCALE_CLIP)
     out = []
-    for bbx_i, obj_i, (h, w) in zip(boxes, obj_logits.detach(), valid_size):
-        bbx_i = torch.stack([bbx_i[:, 0].clamp(0, h), bbx_i[:, 1].clamp(0, w),
-                             bbx_i[:, 2].clamp(0, h), bbx_i[:, 3].clamp(0, w)], 1)
-        if settings.min_size > 0:
-            size = bbx_i[:, 2:] - bbx_i[:, :2]
-            keep = (size[:, 0] >= settings.min_size) & (size[:, 1] >= settings.min_size)
-            bbx_i, obj_i = bbx_i[keep], obj_i[keep]
-        if obj_i.numel() == 0:
-            out.append(None)
-            continue
-        obj_i, idx = obj_i.topk(min(obj_i.numel(), num_pre))
-        bbx_i = bbx_i[idx]
-        keep = nms(bbx_i, obj_i, settings.nms_threshold, suppress_equal=True,
-                   max_output=num_post, reference='seamseg')
-        out.append(bbx_i[keep] if keep.numel() else None)
+    for bbx_i, obj_i, size_i in zip(boxes, obj_logits.detach(), valid_size):
+        bbx_i, _ = proposal_nms(bbx_i, obj_i, size_i, settings.min_size, settings.nms_threshold,
+                                settings.num_pre_nms[training], settings.num_post_nms[training],
+                                suppress_equal=True, reference='seamseg')
+        out.append(bbx_i if bbx_i.shape[0] else None)
     return out
 
 
@@ -278,38 +268,6 @@ def roi_features(features, rois, rois_idx, img_size, settings):
                                    settings.min_level)
 
 
-def roi_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, sigma=1.):
-    """seamseg's ``DetectionLoss``: mean cross-entropy over the sampled ROIs; smooth-L1 of
-    the positives' class-specific deltas, summed and divided by the number of ROIs.
-
-    Parameters
-    ----------
-    cls_logits : torch.Tensor
-        ``(S, thing + 1)``.
-    bbx_logits : torch.Tensor
-        ``(S, thing, 4)``.
-    cls_lbl : torch.Tensor
-        ``(S,)``.
-    bbx_lbl : torch.Tensor
-        ``(#positives, 4)``, in ROI order.
-    sigma : float, default 1.
-
-    Returns
-    -------
-    cls_loss, bbx_loss : torch.Tensor
-        0-d.
-    """
-    cls_loss = F.cross_entropy(cls_logits, cls_lbl)
-    positives = cls_lbl > 0
-    if positives.any():
-        lbl = cls_lbl[positives]
-        deltas = bbx_logits[positives][torch.arange(lbl.numel(), device=lbl.device), lbl - 1]
-        bbx_loss = smooth_l1(deltas, bbx_lbl, sigma).sum() / cls_lbl.numel()
-    else:
-        bbx_loss = bbx_logits.sum() * 0
-    return cls_loss, bbx_loss
-
-
 def predict(cls_logits, bbx_logits, proposals, proposals_idx, valid_size, settings):
     """Final detections (seamseg's ``DetectionAlgoFPN.inference`` after the head +
     ``PredictionGenerator``).
@@ -338,11 +296,9 @@ def predict(cls_logits, bbx_logits, proposals, proposals_idx, valid_size, settin
     scores = torch.softmax(cls_logits, dim=1)
     num_thing = bbx_logits.shape[1]
     bbx_pred, cls_pred, obj_pred = [], [], []
-    for i, (h, w) in enumerate(valid_size):
+    for i, size_i in enumerate(valid_size):
         sel = proposals_idx == i
-        b = boxes[sel]
-        b = torch.stack([b[..., 0].clamp(0, h), b[..., 1].clamp(0, w),
-                         b[..., 2].clamp(0, h), b[..., 3].clamp(0, w)], -1).reshape(-1, 4)
+        b = clip_boxes(boxes[sel], size_i).reshape(-1, 4)
         s = scores[sel][:, 1:].reshape(-1)
         c = torch.arange(num_thing, device=b.device).repeat(int(sel.sum()))
         keep = (s > settings.score_threshold) & (b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])
@@ -363,15 +319,10 @@ def _classwise_nms(boxes, scores, classes, threshold, max_output):
     """NMS class by class (``>=`` suppresses), then the ``max_output`` best by score (equal
     scores by increasing index).
 
-    Equal to one :func:`~gluontrain.torch.ops.batched_nms` over the classes (tested); on the
-    CPU the per-class loop (seamseg's structure) is faster for many classes with few boxes
-    each (bench/frcnn_bench.py)."""
-    kept = [idx[nms(boxes[idx], scores[idx], threshold, suppress_equal=True,
-                    reference='seamseg')]
-            for idx in (torch.nonzero(classes == c).view(-1) for c in classes.unique())]
-    if not kept:
-        return classes.new_zeros(0)
-    kept = torch.sort(torch.cat(kept))[0]
+    Equal to one :func:`~gluontrain.torch.ops.batched_nms` over the classes (tested)."""
+    kept = classwise_nms(boxes, scores, classes, threshold, suppress_equal=True,
+                         reference='seamseg')
+    kept = torch.sort(kept)[0]
     order = torch.sort(scores[kept], descending=True, stable=True)[1]
     return kept[order][:max_output]
 

@@ -20,8 +20,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..ops import (NEGATIVE, VOID, balanced_sample, match_by_iou, multilevel_roi_align,
-                   roi_align, smooth_l1)
+from ..ops import (VOID, balanced_sample, fast_rcnn_loss, match_by_iou, multilevel_roi_align,
+                   roi_align)
 from .box_inference import BoxCoder, BoxPostProcessor
 from .fpn import norm_act_gain
 from .norm import NORM_LAYERS, BatchNormAct
@@ -183,18 +183,24 @@ class BoxSampler:
         self.box_coder = BoxCoder(heads.BBOX_REG_WEIGHTS)
         self.generator = generator
 
-    def _matched(self, proposal, target):
+    def _label(self, proposal, target, void=True):
+        """Match ``proposal`` to ``target`` and attach the matched ``labels`` (and
+        ``attributes``): 0 below ``BG_IOU_THRESHOLD``, -1 between the thresholds with
+        ``void`` (``subsample``), else 0 for every unmatched proposal (SGDet's
+        ``matched_idxs < 0``). Returns the matches."""
         matched = match_by_iou(boxlist_iou(target, proposal), self.fg_iou, self.bg_iou)
         tgt = matched.clamp(min=0)
         labels = target.get_field('labels').long()[tgt] if len(target) else \
             matched.new_zeros(len(proposal))
-        return matched, tgt, labels
-
-    @staticmethod
-    def _attributes(target, tgt):
+        labels[matched < 0] = 0
+        if void:
+            labels[matched == VOID] = -1
+        proposal.add_field('labels', labels)
         if target.has_field('attributes') and len(target):
-            return target.get_field('attributes').long()[tgt]
-        return None
+            attrs = target.get_field('attributes').long()[tgt]
+            attrs[matched < 0] = 0
+            proposal.add_field('attributes', attrs)
+        return matched
 
     def subsample(self, proposals, targets):
         """Label, encode and subsample the proposals of each image (SGB ``subsample``).
@@ -207,22 +213,11 @@ class BoxSampler:
         """
         out = []
         for proposal, target in zip(proposals, targets):
-            matched, tgt, labels = self._matched(proposal, target)
-            labels = labels.clone()
-            labels[matched == NEGATIVE] = 0
-            labels[matched == VOID] = -1
-            reg = self.box_coder.encode(target.bbox[tgt], proposal.bbox) if len(target) else \
-                proposal.bbox.new_zeros(len(proposal), 4)
-            proposal.add_field('labels', labels)
-            attrs = self._attributes(target, tgt)
-            if attrs is not None:
-                attrs = attrs.clone()
-                attrs[matched < 0] = 0
-                proposal.add_field('attributes', attrs)
-            proposal.add_field('regression_targets', reg)
+            matched = self._label(proposal, target)
+            proposal.add_field('regression_targets', self.box_coder.encode_matched(
+                target.bbox, matched, proposal.bbox))
             proposal.add_field('matched_idxs', matched)
-            keep = self._balanced(labels)
-            out.append(proposal[keep])
+            out.append(proposal[self._balanced(proposal.get_field('labels'))])
         return out
 
     def _balanced(self, labels):
@@ -235,15 +230,7 @@ class BoxSampler:
         """SGDet: ``labels`` (and ``attributes``) of the matched ground truth, 0 for
         proposals below ``FG_IOU_THRESHOLD`` (SGB's ``matched_idxs < 0``)."""
         for proposal, target in zip(proposals, targets):
-            matched, tgt, labels = self._matched(proposal, target)
-            labels = labels.clone()
-            labels[matched < 0] = 0
-            proposal.add_field('labels', labels)
-            attrs = self._attributes(target, tgt)
-            if attrs is not None:
-                attrs = attrs.clone()
-                attrs[matched < 0] = 0
-                proposal.add_field('attributes', attrs)
+            self._label(proposal, target, void=False)
         return proposals
 
 
@@ -268,16 +255,11 @@ def box_loss(class_logits, box_regression, proposals, cls_agnostic=False):
     """
     labels = torch.cat([p.get_field('labels') for p in proposals]).long()
     targets = torch.cat([p.get_field('regression_targets') for p in proposals])
-    loss_cls = F.cross_entropy(class_logits, labels)
-    pos = torch.nonzero(labels > 0).squeeze(1)
-    cols = torch.arange(4, device=labels.device)
+    # without the background column (class-agnostic: column 1 for every class)
+    deltas = box_regression.reshape(labels.numel(), box_regression.shape[1] // 4, 4)[:, 1:]
     if cls_agnostic:
-        map_inds = (cols + 4).expand(pos.numel(), 4)
-    else:
-        map_inds = 4 * labels[pos][:, None] + cols
-    reg = box_regression[pos[:, None], map_inds]
-    loss_reg = smooth_l1(reg, targets[pos], 1.).sum() / labels.numel()
-    return loss_cls, loss_reg
+        deltas = deltas.expand(-1, class_logits.shape[1] - 1, 4)
+    return fast_rcnn_loss(class_logits, deltas, labels, targets[labels > 0], 1.)
 
 
 def add_predict_logits(proposals, class_logits):

@@ -3,8 +3,7 @@
 
 The coder is maskrcnn-benchmark's ``+1`` parametrisation: a box ``[x0, x1]`` is
 ``x1 - x0 + 1`` wide, its centre ``x0 + w / 2``; decoding subtracts the 1 again from the far
-corner. It is :func:`gluontrain.torch.ops.encode` / ``decode`` on boxes whose far corner is
-moved by +1 (same centre and size), so the generic coder is reused.
+corner. It is :func:`gluontrain.torch.ops.encode` / ``decode`` with ``plus_one=True``.
 """
 import math
 
@@ -12,8 +11,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..ops import decode, encode, nms
-from .structures import BoxList, cat_boxlist
+from ..ops import classwise_nms, decode, encode
+from .structures import BoxList
 
 __all__ = ['BoxCoder', 'BoxPostProcessor', 'BBOX_XFORM_CLIP']
 
@@ -35,23 +34,24 @@ class BoxCoder:
         self.weights = tuple(float(w) for w in weights)
         self.bbox_xform_clip = bbox_xform_clip
 
-    @staticmethod
-    def _plus_one(boxes):
-        return torch.cat((boxes[..., :2], boxes[..., 2:] + 1), -1)
-
     def encode(self, reference_boxes, proposals):
         """Deltas ``(N, 4)`` of ``reference_boxes`` (targets) relative to ``proposals``."""
-        return encode(self._plus_one(reference_boxes), self._plus_one(proposals),
-                      weights=self.weights)
+        return encode(reference_boxes, proposals, weights=self.weights, plus_one=True)
+
+    def encode_matched(self, targets, matched, proposals):
+        """Deltas ``(N, 4)`` of each proposal's matched target (a negative ``matched`` reads
+        target 0, as maskrcnn-benchmark's ``clamp(min=0)``); zeros without targets."""
+        if targets.shape[0] == 0:
+            return proposals.new_zeros(proposals.shape[0], 4)
+        return self.encode(targets[matched.clamp(min=0)], proposals)
 
     def decode(self, rel_codes, boxes):
         """Boxes ``(N, 4 K)`` from deltas ``(N, 4 K)`` relative to ``boxes`` ``(N, 4)``."""
         boxes = boxes.to(rel_codes.dtype)
         n = rel_codes.shape[0]
         deltas = rel_codes.reshape(n, -1, 4)
-        out = decode(deltas, self._plus_one(boxes)[:, None], weights=self.weights,
-                     scale_clip=self.bbox_xform_clip)
-        out = torch.cat((out[..., :2], out[..., 2:] - 1), -1)
+        out = decode(deltas, boxes[:, None], weights=self.weights,
+                     scale_clip=self.bbox_xform_clip, plus_one=True)
         return out.reshape(n, -1)
 
 
@@ -145,35 +145,22 @@ class BoxPostProcessor(nn.Module):
         """SGB's ``filter_results``: -> ``(result, orig_inds, boxes_per_cls[orig_inds])``."""
         boxes_per_cls = boxlist.bbox.reshape(-1, num_classes, 4)
         scores = boxlist.get_field('pred_scores').reshape(-1, num_classes)
-        device = scores.device
-        inds_all = scores > self.score_thresh
-        per_class, orig = [], []
-        for j in range(1, num_classes):
-            inds = torch.nonzero(inds_all[:, j]).squeeze(1)
-            keep = nms(boxes_per_cls[inds, j], scores[inds, j], self.nms, plus_one=True,
-                       max_output=self.post_nms_per_cls_topn if
-                       self.post_nms_per_cls_topn > 0 else None)
-            inds = inds[keep]
-            orig.append(inds)
-            res = BoxList(boxes_per_cls[inds, j], boxlist.size, 'xyxy')
-            res.add_field('pred_scores', scores[inds, j])
-            res.add_field('pred_labels', torch.full((inds.numel(),), j, dtype=torch.int64,
-                                                    device=device))
-            per_class.append(res)
+        # (proposal, class) candidates; proposal-major, so each class's come in SGB's order
+        inds, labels = torch.nonzero(scores[:, 1:] > self.score_thresh).unbind(1)
+        labels = labels + 1
+        keep = classwise_nms(boxes_per_cls[inds, labels], scores[inds, labels], labels,
+                             self.nms, self.post_nms_per_cls_topn
+                             if self.post_nms_per_cls_topn > 0 else None, plus_one=True)
+        orig_inds, labels = inds[keep], labels[keep]
         if self.nms_filter_duplicates:
-            kept = torch.zeros_like(inds_all)
-            for j, inds in enumerate(orig, start=1):
-                kept[inds, j] = True
-            scores_pre, labels_pre = (scores * kept.to(scores.dtype)).max(1)
-            final = torch.nonzero(scores_pre).squeeze(1)
-            result = BoxList(boxes_per_cls[final, labels_pre[final]], boxlist.size, 'xyxy')
-            result.add_field('pred_scores', scores_pre[final])
-            result.add_field('pred_labels', labels_pre[final])
-            orig_inds = final
-        else:
-            result = cat_boxlist(per_class)
-            orig_inds = torch.cat(orig) if orig else torch.zeros(0, dtype=torch.long,
-                                                                  device=device)
+            kept = torch.zeros_like(scores, dtype=torch.bool)
+            kept[orig_inds, labels] = True
+            scores_pre, labels = (scores * kept.to(scores.dtype)).max(1)
+            orig_inds = torch.nonzero(scores_pre).squeeze(1)
+            labels = labels[orig_inds]
+        result = BoxList(boxes_per_cls[orig_inds, labels], boxlist.size, 'xyxy')
+        result.add_field('pred_scores', scores[orig_inds, labels])
+        result.add_field('pred_labels', labels)
         n = len(result)
         if n > self.detections_per_img > 0:
             s = result.get_field('pred_scores')

@@ -57,6 +57,16 @@ def activate(x, activation, param):
 
 
 class _ActMixin:
+    """The activation attributes, and batch norm's constructor (``eps=1e-5``,
+    ``momentum=0.1``, LeakyReLU 0.01: InPlaceABN's defaults)."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 activation='leaky_relu', activation_param=0.01):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats=True)
+        self._set_act(activation, activation_param)
+
+    def forward(self, x):
+        return activate(super().forward(x), self.activation, self.activation_param)
     def _set_act(self, activation, activation_param):
         activate(torch.zeros(1), activation, activation_param)  # validate the name now
         self.activation = activation
@@ -71,17 +81,9 @@ class BatchNormAct(_ActMixin, _BatchNorm):
     """Batch norm + activation over ``(N, C)``, ``(N, C, L)``, ``(N, C, H, W)`` ... input
     (InPlaceABN's defaults: ``eps=1e-5``, ``momentum=0.1``, LeakyReLU 0.01)."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 activation='leaky_relu', activation_param=0.01):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats=True)
-        self._set_act(activation, activation_param)
-
     def _check_input_dim(self, input):
         if input.dim() < 2:
             raise ValueError('expected at least 2-D input, got {}-D'.format(input.dim()))
-
-    def forward(self, x):
-        return activate(super().forward(x), self.activation, self.activation_param)
 
 
 class _AllReduceSum(torch.autograd.Function):
@@ -129,19 +131,13 @@ class SyncBatchNormAct(_ActMixin, nn.SyncBatchNorm):
     Several processes: torch's SyncBatchNorm on GPUs; on CPU (where torch's refuses) the
     per-channel sums are all-reduced with autograd."""
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 activation='leaky_relu', activation_param=0.01):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats=True)
-        self._set_act(activation, activation_param)
-
     def forward(self, x):
         dist = torch.distributed
         if (self.training and x.device.type == 'cpu' and dist.is_available()
                 and dist.is_initialized() and dist.get_world_size() > 1):
-            y = _cpu_sync_batch_norm(self, x)
-        else:
-            y = super().forward(x)
-        return activate(y, self.activation, self.activation_param)
+            return activate(_cpu_sync_batch_norm(self, x), self.activation,
+                            self.activation_param)
+        return super().forward(x)
 
 
 class GroupNormAct(_ActMixin, nn.GroupNorm):
@@ -153,11 +149,8 @@ class GroupNormAct(_ActMixin, nn.GroupNorm):
             raise ValueError('group norm: {} channels are not divisible by gn_groups={}; '
                              'choose gn_groups dividing every channel count'
                              .format(num_channels, num_groups))
-        super().__init__(num_groups, num_channels, eps, affine)
+        nn.GroupNorm.__init__(self, num_groups, num_channels, eps, affine)
         self._set_act(activation, activation_param)
-
-    def forward(self, x):
-        return activate(super().forward(x), self.activation, self.activation_param)
 
 
 class FrozenAffineAct(BatchNormAct):

@@ -14,8 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..ops import (NEGATIVE, VOID, balanced_sample, generate_anchors, grid_anchors,
-                   match_by_iou, nms, smooth_l1)
+from ..ops import (VOID, balanced_sample, generate_anchors, grid_anchors, match_by_iou,
+                   proposal_nms, smooth_l1)
 from .box_inference import BoxCoder
 from .fpn import norm_act_gain
 from .norm import BatchNormAct
@@ -246,18 +246,14 @@ class RPNModule(nn.Module):
         reg = reg[batch, idx]
         anc = torch.stack([x.bbox for x in anchors])[batch, idx]
         props = self.box_coder.decode(reg.reshape(-1, 4), anc.reshape(-1, 4)).view(n, -1, 4)
+        post = self.post_nms[self.training]
         out = []
         for p, s, anc_i in zip(props, obj, anchors):
-            box = BoxList(p, anc_i.size, 'xyxy')
-            box.add_field('objectness', s)
-            box = box.clip_to_image(remove_empty=False)
-            if self.min_size > 0:
-                ws, hs = box.bbox[:, 2] - box.bbox[:, 0] + 1, box.bbox[:, 3] - box.bbox[:, 1] + 1
-                box = box[(ws >= self.min_size) & (hs >= self.min_size)]
-            post = self.post_nms[self.training]
-            keep = nms(box.bbox, box.get_field('objectness'), self.nms_thresh, plus_one=True,
-                       max_output=post if post > 0 else None)
-            out.append(box[keep])
+            # float32 first, as SGB's BoxList holds the boxes (half under autocast)
+            p, s = proposal_nms(p.float(), s, anc_i.size, self.min_size, self.nms_thresh,
+                                post_nms=post if post > 0 else None, plus_one=True)
+            out.append(BoxList(p, anc_i.size, 'xyxy'))
+            out[-1].add_field('objectness', s)
         return out
 
     def select(self, anchors, objectness, box_regression, targets=None):
@@ -296,14 +292,8 @@ class RPNModule(nn.Module):
         iou = boxlist_iou(target, anchors)
         matched = match_by_iou(iou, self.fg_iou, self.bg_iou, allow_low_quality=True)
         labels = (matched >= 0).to(torch.float32)
-        labels[matched == NEGATIVE] = 0
-        labels[~anchors.get_field('visibility')] = -1
-        labels[matched == VOID] = -1
-        if len(target):
-            reg = self.box_coder.encode(target.bbox[matched.clamp(min=0)], anchors.bbox)
-        else:
-            reg = anchors.bbox.new_zeros(len(anchors), 4)
-        return labels, reg
+        labels[(matched == VOID) | ~anchors.get_field('visibility')] = -1
+        return labels, self.box_coder.encode_matched(target.bbox, matched, anchors.bbox)
 
     def loss(self, anchors, objectness, box_regression, targets):
         """SGB's ``RPNLossComputation``: ``(loss_objectness, loss_rpn_box_reg)``."""

@@ -12,6 +12,7 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 
+from ..ops import fast_rcnn_loss
 from . import algos
 from .images import pad_images
 from .rpn import flatten_rpn_outputs
@@ -154,7 +155,7 @@ class DetectionNet(nn.Module):
             return zero, zero
         cls_logits, bbx_logits = self.roi_head(
             algos.roi_features(feats, rois, rois_idx, img_size, roi))
-        return algos.roi_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, roi.sigma)
+        return fast_rcnn_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, roi.sigma)
 
     def _predict(self, feats, proposals, valid_size, img_size):
         none = [None] * len(valid_size)

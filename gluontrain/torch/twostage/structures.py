@@ -183,10 +183,14 @@ class BoxList:
             type(self).__name__, len(self), self.size[0], self.size[1], self.mode)
 
 
-def _same_image(a, b, what):
+def _same_image(a, b, what, pairs=False):
+    """The ``xyxy`` boxes of two ``BoxList`` of one image (and, with ``pairs``, as many)."""
     if a.size != b.size:
         raise ValueError('{}: boxes of different images, sizes {} and {}'
                          .format(what, a.size, b.size))
+    if pairs and len(a) != len(b):
+        raise ValueError('{}: {} and {} boxes'.format(what, len(a), len(b)))
+    return a.convert('xyxy').bbox, b.convert('xyxy').bbox
 
 
 def boxlist_iou(boxlist1, boxlist2):
@@ -197,8 +201,7 @@ def boxlist_iou(boxlist1, boxlist2):
     torch.Tensor
         ``(N, M)`` IoU.
     """
-    _same_image(boxlist1, boxlist2, 'boxlist_iou')
-    return box_iou(boxlist1.convert('xyxy').bbox, boxlist2.convert('xyxy').bbox, plus_one=True)
+    return box_iou(*_same_image(boxlist1, boxlist2, 'boxlist_iou'), plus_one=True)
 
 
 def boxlist_intersection(boxlist1, boxlist2):
@@ -206,11 +209,7 @@ def boxlist_intersection(boxlist1, boxlist2):
 
     Disjoint pairs give an all-zero box, as SGB's ``boxlist_intersection``.
     """
-    _same_image(boxlist1, boxlist2, 'boxlist_intersection')
-    if len(boxlist1) != len(boxlist2):
-        raise ValueError('boxlist_intersection: {} and {} boxes'.format(len(boxlist1),
-                                                                       len(boxlist2)))
-    a, b = boxlist1.convert('xyxy').bbox, boxlist2.convert('xyxy').bbox
+    a, b = _same_image(boxlist1, boxlist2, 'boxlist_intersection', pairs=True)
     box = torch.cat((torch.max(a[:, :2], b[:, :2]), torch.min(a[:, 2:], b[:, 2:])), dim=1)
     inter = box_intersection(a[:, None], b[:, None], plus_one=True)[:, 0, 0]
     box[inter == 0] = 0
@@ -219,10 +218,7 @@ def boxlist_intersection(boxlist1, boxlist2):
 
 def boxlist_union(boxlist1, boxlist2):
     """Element-wise smallest boxes enclosing each pair (the union box of a relation)."""
-    _same_image(boxlist1, boxlist2, 'boxlist_union')
-    if len(boxlist1) != len(boxlist2):
-        raise ValueError('boxlist_union: {} and {} boxes'.format(len(boxlist1), len(boxlist2)))
-    a, b = boxlist1.convert('xyxy').bbox, boxlist2.convert('xyxy').bbox
+    a, b = _same_image(boxlist1, boxlist2, 'boxlist_union', pairs=True)
     box = torch.cat((torch.min(a[:, :2], b[:, :2]), torch.max(a[:, 2:], b[:, 2:])), dim=1)
     return BoxList(box, boxlist1.size, 'xyxy')
 

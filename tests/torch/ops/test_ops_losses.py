@@ -1,8 +1,17 @@
-"""seamseg's smooth_l1: hand-computed values on both branches, the gradient, reductions."""
+"""seamseg's smooth_l1: hand-computed values on both branches, the gradient, reductions;
+the ROI box head's loss (seamseg's ``DetectionLoss``) on hand-computed values."""
+import math
+
 import pytest
 import torch
 
-from gluontrain.torch.ops import smooth_l1
+from gluontrain.torch.ops import fast_rcnn_loss, smooth_l1
+
+
+def _sl1(d, sigma):
+    d = abs(d)
+    s2 = sigma ** 2
+    return 0.5 * s2 * d * d if d < 1. / s2 else d - 0.5 / s2
 
 
 def test_hand_computed_sigma_3_and_1():
@@ -24,3 +33,19 @@ def test_reductions():
     assert smooth_l1(torch.zeros(0, 4), torch.zeros(0, 4), reduction='sum').item() == 0
     with pytest.raises(ValueError, match='reduction'):
         smooth_l1(a, b, reduction='avg')
+
+
+def test_fast_rcnn_loss_hand_computed():
+    p = [[.2, .3, .5], [.6, .3, .1], [.25, .25, .5]]
+    cls_logits = torch.tensor(p, dtype=torch.float64).log()
+    cls_lbl = torch.tensor([2, 0, 1])
+    bbx_logits = torch.zeros(3, 2, 4, dtype=torch.float64)
+    bbx_logits[0, 1] = torch.tensor([0.5, 0., 0., 0.], dtype=torch.float64)  # class 2 of ROI 0
+    bbx_logits[0, 0] = 9.  # another class: ignored
+    bbx_logits[1] = 9.  # background ROI: ignored
+    bbx_logits[2, 0] = torch.tensor([0., 2., 0., 0.], dtype=torch.float64)  # class 1 of ROI 2
+    bbx_lbl = torch.zeros(2, 4, dtype=torch.float64)
+    cls, bbx = fast_rcnn_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, sigma=1.)
+    assert cls.item() == pytest.approx(-(math.log(.5) + math.log(.6) + math.log(.25)) / 3)
+    # divided by all 3 sampled ROIs, not by the 2 positives
+    assert bbx.item() == pytest.approx((_sl1(.5, 1.) + _sl1(2., 1.)) / 3)

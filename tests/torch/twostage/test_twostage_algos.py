@@ -48,22 +48,6 @@ def test_rpn_loss_without_positives_is_zero_and_connected():
     assert bbx_logits.grad is not None
 
 
-def test_roi_loss_hand_computed():
-    p = [[.2, .3, .5], [.6, .3, .1], [.25, .25, .5]]
-    cls_logits = torch.tensor(p, dtype=torch.float64).log()
-    cls_lbl = torch.tensor([2, 0, 1])
-    bbx_logits = torch.zeros(3, 2, 4, dtype=torch.float64)
-    bbx_logits[0, 1] = torch.tensor([0.5, 0., 0., 0.], dtype=torch.float64)  # class 2 of ROI 0
-    bbx_logits[0, 0] = 9.  # another class: ignored
-    bbx_logits[1] = 9.  # background ROI: ignored
-    bbx_logits[2, 0] = torch.tensor([0., 2., 0., 0.], dtype=torch.float64)  # class 1 of ROI 2
-    bbx_lbl = torch.zeros(2, 4, dtype=torch.float64)
-    cls, bbx = algos.roi_loss(cls_logits, bbx_logits, cls_lbl, bbx_lbl, sigma=1.)
-    assert cls.item() == pytest.approx(-(math.log(.5) + math.log(.6) + math.log(.25)) / 3)
-    # divided by all 3 sampled ROIs, not by the 2 positives
-    assert bbx.item() == pytest.approx((_sl1(.5, 1.) + _sl1(2., 1.)) / 3)
-
-
 def test_rpn_targets_void_outside_and_crowd_and_shift():
     anchors = torch.tensor([[0., 0, 50, 50], [0, 0, 40, 50], [60, 60, 110, 110],
                             [50, 50, 100, 100], [0, 50, 50, 100]])
