@@ -238,6 +238,6 @@ def build_detector(cfg, generator=None):
     """
     if cfg.MODEL.RELATION_ON:
         raise ValueError('build_detector: MODEL.RELATION_ON is True; the relation model is '
-                         'gluontrain.torch.sgg.modeling.model.build_relation_model')
+                         'gluontrain.torch.sgg.model.build_relation_model')
     return SGGDetector(cfg, generator)
 
