@@ -97,7 +97,8 @@ def test_notebook_is_committed_executed_with_small_pictures(name):
     assert len(nb.metadata.get('gluontrain', {}).get('float_fingerprint', '')) == 16, \
         _rebuild_hint(name)
     # TRAINING_CELL still names the cell that runs the training loop
-    assert re.search(r'state = (recipe\.)?(do_)?train\(', nb.cells[TRAINING_CELL[name]].source), \
+    training = nb.cells[TRAINING_CELL[name]].source
+    assert re.search(r'state = (recipe\.|trainer\.)?(do_)?train\(', training), \
         'TRAINING_CELL[{!r}] is not the training cell'.format(name)
 
 
