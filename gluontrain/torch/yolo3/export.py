@@ -8,6 +8,7 @@ operator with the same results, so the caller runs it (``gluontrain.torch.ops.bo
 :func:`nms_rows`, or ONNX's ``NonMaxSuppression``, whose scores layout ``(B, C, N)`` is
 ``scores.transpose(1, 2)``, with its own semantics).
 """
+import argparse
 import importlib.util
 import os
 
@@ -17,7 +18,7 @@ from torch import nn
 from ...core.checkpoint import atomic_save_file
 from ..distributed import unwrap_model
 
-__all__ = ['DecodedYOLOV3', 'export_onnx', 'nms_rows', 'OUTPUT_NAMES']
+__all__ = ['DecodedYOLOV3', 'export_onnx', 'export_main', 'nms_rows', 'OUTPUT_NAMES']
 
 #: the exported graph's input and outputs
 INPUT_NAME, OUTPUT_NAMES = 'data', ('boxes', 'scores')
@@ -101,3 +102,37 @@ def export_onnx(net, path, data_shape=416, batch_size=1, opset_version=17):
     finally:
         model.net.train(was_training)
     return path
+
+
+def export_main(argv=None):
+    """``scripts/export_yolov3.py``: a trained YOLOv3's ``.params`` (either backend's or
+    GluonCV's) to an ONNX file with its decoding; returns the file written.
+
+    Arguments: ``--network``, ``--dataset``, ``--classes`` and ``--params`` as the demo and
+    evaluation scripts take them, ``--data-shape`` and ``--batch-size`` (fixed in the graph)
+    and ``--out`` (default ``yolo3_<network>_<dataset>.onnx``).
+    """
+    # pylint: disable=import-outside-toplevel
+    from ...yolo3.infer import dataset_classes
+    from .infer import KNOWN_CLASSES, load_net
+    p = argparse.ArgumentParser(description='Export a trained YOLOv3 to ONNX, decoding '
+                                'included and NMS left out (docs/from_gluoncv.md, "ONNX")')
+    p.add_argument('--network', type=str, default='darknet53')
+    p.add_argument('--dataset', type=str, default='voc', help='voc, coco, or custom')
+    p.add_argument('--classes', type=str, default='', help='custom data: class names in order')
+    p.add_argument('--params', type=str, required=True,
+                   help='.params written by either backend or by GluonCV')
+    p.add_argument('--data-shape', type=int, default=416, help='square input side')
+    p.add_argument('--batch-size', type=int, default=1)
+    p.add_argument('--out', type=str, default='', help='the .onnx file')
+    args = p.parse_args(argv)
+    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
+    reports = []
+    net = load_net(args.network, args.dataset, classes, torch.device('cpu'), args.params,
+                   reports=reports)
+    print('\n'.join(reports))
+    out = args.out or 'yolo3_{}_{}.onnx'.format(args.network, args.dataset)
+    export_onnx(net, out, args.data_shape, args.batch_size)
+    print('wrote {} (input data (B, 3, {s}, {s}); outputs boxes, scores; NMS not included)'
+          .format(out, s=args.data_shape))
+    return out

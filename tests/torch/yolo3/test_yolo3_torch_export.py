@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from gluontrain.torch.yolo3 import get_yolov3
-from gluontrain.torch.yolo3.export import DecodedYOLOV3, export_onnx, nms_rows
+from gluontrain.torch.yolo3.export import DecodedYOLOV3, export_main, export_onnx, nms_rows
 from gluontrain.torch.yolo3.recipe import gluon_init
+from gluontrain.torch.yolo3.weights import save_params
+from gluontrain.yolo3.infer import cli
 
 HAS_ONNX = importlib.util.find_spec('onnx') is not None
 HAS_ORT = importlib.util.find_spec('onnxruntime') is not None
@@ -76,3 +78,27 @@ def test_onnx_file_checks_and_runs_to_the_same_numbers(net, tmp_path):
         want_boxes, want_scores = DecodedYOLOV3(net)(x)
     np.testing.assert_allclose(boxes, want_boxes.numpy(), atol=1e-3)
     np.testing.assert_allclose(scores, want_scores.numpy(), atol=1e-5)
+
+
+def test_export_script_reads_params_and_writes_the_graph_or_one_error_line(net, tmp_path,
+                                                                            capsys):
+    params, out = str(tmp_path / 'w.params'), tmp_path / 'm.onnx'
+    save_params(net, params)
+    argv = ['--network', 'mobilenet0.25', '--dataset', 'voc', '--params', params,
+            '--data-shape', '64', '--out', str(out)]
+    status = cli(export_main, argv)
+    printed, err = capsys.readouterr()
+    # every tensor but BatchNorm's num_batches_tracked, which Gluon does not have
+    tensors = len([k for k in net.state_dict() if not k.endswith('num_batches_tracked')])
+    assert printed.startswith('loaded {0} of {0} tensors from {1} (0 missing, 0 unexpected, '
+                              '0 wrong shape)'.format(tensors, params))
+    if HAS_ONNX:
+        assert status == 0 and out.is_file() and err == ''
+    else:
+        assert status == 1 and not out.exists()
+        assert err == ('error: torch.onnx.export needs the onnx package: pip install onnx '
+                       "(the 'onnx' extra of gluontrain)\n")
+    # a missing weights file: one line naming it
+    assert cli(export_main, argv[:5] + [str(tmp_path / 'nope.params')]) == 1
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'nope.params' in err
