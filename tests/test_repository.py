@@ -1,5 +1,5 @@
 """Facts of the repository itself: no machine's absolute paths, CI runs README command (b), no
-import circles in the package."""
+import circles in the package, no module that only the tests reach."""
 import ast
 import os
 import re
@@ -130,3 +130,57 @@ def test_no_two_test_files_share_a_name():
             names.setdefault(base, []).append(rel)
     assert len(names) > 100
     assert {b: paths for b, paths in names.items() if len(paths) > 1} == {}
+
+
+# modules no script, bench, notebook or recipe imports, kept as public API for users' own code
+PUBLIC_ONLY = {
+    # GluonCV 0.3's LRScheduler for train() cells written against it (docs/from_gluoncv.md)
+    'gluontrain.mx.compat',
+}
+_DOTTED = re.compile(r"""['"](gluontrain(?:\.\w+)+)['"]""")
+_IMPORTED = re.compile(r'^\s*(?:from|import)\s+(gluontrain(?:\.\w+)*)(?:\s+import\s+([\w, ]+))?',
+                       re.M)
+
+
+def _entry_modules(root, modules):
+    """The gluontrain modules that scripts/, bench/, notebooks/ and the CLI import, and the
+    dotted names any module spells out (the registry imports recipes by name)."""
+    texts = []
+    for sub, ext in (('scripts', '.py'), ('bench', '.py'), ('notebooks', '.ipynb')):
+        for folder, _, files in os.walk(os.path.join(root, sub)):
+            texts += [open(os.path.join(folder, n), encoding='utf-8').read()
+                      for n in files if n.endswith(ext)]
+    entries = {'gluontrain.__main__', 'gluontrain.registry'}
+    for text in texts + [open(p, encoding='utf-8').read() for p in modules.values()]:
+        entries.update(_DOTTED.findall(text))
+    for text in texts:
+        # notebooks hold their cells as JSON strings: each source line starts a string
+        for line in text.replace('\\n', '\n').replace('"', '\n').splitlines():
+            match = _IMPORTED.match(line)
+            if match:
+                names = (match.group(2) or '').replace(' ', '').split(',')
+                entries.update([match.group(1)] + [match.group(1) + '.' + n for n in names])
+    return {m for m in entries if m in modules}
+
+
+def test_every_module_is_reached_from_a_script_bench_notebook_or_recipe():
+    edges = _module_imports(ROOT)
+    modules = dict.fromkeys(edges)
+    for folder, _, files in os.walk(os.path.join(ROOT, 'gluontrain')):
+        for name in files:
+            if name.endswith('.py'):
+                dotted = os.path.relpath(os.path.join(folder, name), ROOT)[:-3]
+                modules[dotted.replace(os.sep, '.').replace('.__init__', '')] = \
+                    os.path.join(folder, name)
+    reached, todo = set(), sorted(_entry_modules(ROOT, modules))
+    while todo:
+        mod = todo.pop()
+        if mod in reached:
+            continue
+        # importing a module imports the packages above it
+        parents = {'.'.join(mod.split('.')[:i]) for i in range(1, mod.count('.') + 1)}
+        reached.add(mod)
+        todo += sorted((edges[mod] | (parents & set(modules))) - reached)
+    assert 'gluontrain.torch.sgg.modeling.predictors.motifs' in reached
+    assert sorted(set(modules) - reached - PUBLIC_ONLY) == []
+    assert sorted(PUBLIC_ONLY - set(modules)) == []
