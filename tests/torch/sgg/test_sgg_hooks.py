@@ -1,7 +1,6 @@
 """SGB's training hooks: SGBScheduleHook (both schedules, MAX_DECAY_STEP), SGBCheckpointHook
 (files), SGBLogHook (SGB's line)."""
 import logging
-from collections import OrderedDict
 
 import pytest
 import torch
@@ -11,19 +10,6 @@ from gluontrain.torch.sgg.checkpoint import Checkpointer
 from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.hooks import SGBCheckpointHook, SGBLogHook, SGBScheduleHook
 from gluontrain.torch.sgg.solver import WarmupMultiStepLR, WarmupReduceLROnPlateau
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.backbone = torch.nn.Linear(1, 1, bias=False)
-        self.head = torch.nn.Linear(1, 1, bias=False)
-        self.backbone.weight.data.fill_(1.0)
-        self.head.weight.data.fill_(1.0)
-
-    def forward(self, images, targets):
-        x = self.backbone(images.t)
-        return OrderedDict(loss_a=(self.head(x) * 10).sum(), loss_b=self.head.weight.sum())
 
 
 def _opt():
@@ -75,7 +61,7 @@ def test_schedule_hook_plateau_reads_this_iterations_validation_and_stops():
 
 
 def test_periodic_checkpoints_and_final(tmp_path):
-    net = Net()
+    net = torch.nn.Linear(1, 1)
     ckpt = Checkpointer(get_cfg(), net, _opt(), None, str(tmp_path))
     cfg = get_cfg()
     cfg.SOLVER.SCHEDULE.TYPE = 'WarmupReduceLROnPlateau'
