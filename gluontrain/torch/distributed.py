@@ -62,7 +62,7 @@ def _env_int(name, default):
                          .format(name, value)) from None
 
 
-def init_distributed(backend=None, use_cuda=None, timeout_s=None):
+def init_distributed(backend=None, use_cuda=None, timeout_s=None, local_rank=None):
     """Join the process group that ``torchrun`` set up, or run alone.
 
     Reads ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (and ``MASTER_ADDR``/``MASTER_PORT``
@@ -80,6 +80,9 @@ def init_distributed(backend=None, use_cuda=None, timeout_s=None):
         How long a collective waits for the other ranks, and how long a rank may stop before
         the watchdog ends the job (:func:`dist_timeout`: default ``$GLUONTRAIN_DIST_TIMEOUT``,
         else 600 s).
+    local_rank : int, optional
+        The GPU of this process; default ``LOCAL_RANK`` (seamseg's and SGB's tools pass their
+        ``--local_rank``, as ``torch.distributed.launch`` sets it).
 
     Returns
     -------
@@ -88,7 +91,7 @@ def init_distributed(backend=None, use_cuda=None, timeout_s=None):
         ``backend``.
     """
     rank, world_size = _env_int('RANK', 0), _env_int('WORLD_SIZE', 1)
-    local_rank = _env_int('LOCAL_RANK', 0)
+    local_rank = _env_int('LOCAL_RANK', 0) if local_rank is None else local_rank
     use_cuda = torch.cuda.is_available() if use_cuda is None else use_cuda
     if use_cuda:
         if local_rank >= torch.cuda.device_count():

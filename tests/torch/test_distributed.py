@@ -74,6 +74,11 @@ def test_single_process_fallbacks(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     info = gdist.init_distributed(use_cuda=False)
     assert info == gdist.DistInfo(0, 1, 0, torch.device('cpu'), None)
+    # a --local_rank argument (seamseg's, SGB's tools) wins over torchrun's LOCAL_RANK
+    monkeypatch.setenv('LOCAL_RANK', '1')
+    assert gdist.init_distributed(use_cuda=False).local_rank == 1
+    assert gdist.init_distributed(use_cuda=False, local_rank=3).local_rank == 3
+    monkeypatch.delenv('LOCAL_RANK')
     assert not gdist.is_distributed() and gdist.is_main_process()
     assert gdist.get_rank() == 0 and gdist.get_world_size() == 1
     gdist.barrier()

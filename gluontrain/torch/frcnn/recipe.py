@@ -18,7 +18,7 @@ from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval, tensorboard_available
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
-from ..distributed import (TorchComm, get_rank, get_world_size, init_process_group, teardown,
+from ..distributed import (TorchComm, get_rank, get_world_size, init_distributed, teardown,
                            unwrap_model, wrap_ddp)
 from ..step import seed_all
 from . import log as logging
@@ -224,25 +224,14 @@ def get_contexts(args):
     return [torch.device('cpu')]
 
 
-def init_distributed(args):
-    """seamseg's process group from torchrun's environment (``WORLD_SIZE > 1``): NCCL on
-    CUDA, gloo on the CPU. Returns whether one was started."""
-    if int(os.environ.get('WORLD_SIZE', '1')) <= 1 or torch.distributed.is_initialized():
-        return False
-    backend = 'nccl' if torch.cuda.is_available() else 'gloo'
-    if torch.cuda.is_available():
-        torch.cuda.set_device(args.local_rank)
-    # with a timeout and a watchdog: a stopped rank ends the job in one line
-    init_process_group(backend)
-    return True
-
-
 def main(argv=None):
     """seamseg's ``main``: parse, log to ``{log_dir}/training.log`` (``eval.log`` with
     ``--eval``), build, train (or validate once); returns the TrainState (``--eval``: the
     ``(names, values)`` of the validation)."""
     args = parse_args(argv)
-    started = init_distributed(args)
+    # seamseg's --local_rank names the GPU; a job torchrun started is joined, not restarted
+    started = get_world_size() == 1 and init_distributed(
+        use_cuda=torch.cuda.is_available(), local_rank=args.local_rank).world_size > 1
     try:
         if args.seed is not None:
             seed_all(args.seed + get_rank())

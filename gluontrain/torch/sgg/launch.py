@@ -1,7 +1,7 @@
 """The process set-up of Scene-Graph-Benchmark's tools (``relation_train_net.py``,
 ``detector_pretrain_net.py``) before their ``train()``: the device of ``MODEL.DEVICE``
-(:func:`get_contexts`), the process group of a ``torchrun`` job (:func:`init_distributed`)
-and SGB's logger (:func:`setup_logger`, ``OUTPUT_DIR/log.txt``).
+(:func:`get_contexts`) and SGB's logger (:func:`setup_logger`, ``OUTPUT_DIR/log.txt``); a
+``torchrun`` job's process group is :func:`gluontrain.torch.distributed.init_distributed`'s.
 """
 import logging
 import os
@@ -9,9 +9,8 @@ import os
 import torch
 
 from ...core.writers import LogFileHandler
-from ..distributed import init_process_group
 
-__all__ = ['get_contexts', 'init_distributed', 'setup_logger']
+__all__ = ['get_contexts', 'setup_logger']
 
 
 def get_contexts(cfg, local_rank=0):
@@ -23,19 +22,6 @@ def get_contexts(cfg, local_rank=0):
                              "MODEL.DEVICE cpu")
         return [torch.device('cuda', local_rank)]
     return [torch.device(cfg.MODEL.DEVICE)]
-
-
-def init_distributed(local_rank, cfg):
-    """SGB's process group from torchrun's environment when ``WORLD_SIZE > 1``: NCCL on
-    CUDA, gloo on the CPU (SGB: NCCL only). Returns whether one was started."""
-    if int(os.environ.get('WORLD_SIZE', '1')) <= 1 or torch.distributed.is_initialized():
-        return False
-    cuda = cfg.MODEL.DEVICE.startswith('cuda')
-    if cuda:
-        torch.cuda.set_device(local_rank)
-    # with a timeout and a watchdog: a stopped rank ends the job in one line
-    init_process_group('nccl' if cuda else 'gloo')
-    return True
 
 
 def setup_logger(output_dir, rank, name='log.txt'):

@@ -24,13 +24,13 @@ import torch
 from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_output_dir
 from ...core.writers import save_best_and_interval
-from ..distributed import get_rank, get_world_size, teardown, unwrap_model
+from ..distributed import get_rank, get_world_size, init_distributed, teardown, unwrap_model
 from ..step import seed_all
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
 from .config import check_world_size
 from .config_values import check_detector_classes
 from .inference import iou_types_of, test, validation_metrics
-from .launch import get_contexts, init_distributed, setup_logger
+from .launch import get_contexts, setup_logger
 from .model import build_model, eval_modules, fix_eval_modules, frozen_norm_eval
 from .trainer import do_train
 
@@ -155,7 +155,9 @@ def run(argv=None, mode='relation'):
         check_output_dir(cfg.OUTPUT_DIR, 'OUTPUT_DIR',
                          'pass OUTPUT_DIR with a folder (it is created if missing)')
     ctx = get_contexts(cfg, args.local_rank)
-    started = init_distributed(args.local_rank, cfg)
+    # SGB's --local_rank names the GPU; a job torchrun started is joined, not restarted
+    started = get_world_size() == 1 and init_distributed(
+        use_cuda=ctx[0].type == 'cuda', local_rank=args.local_rank).world_size > 1
     try:
         check_world_size(cfg, get_world_size())
         rank = get_rank()
