@@ -42,7 +42,11 @@ memory (``ru_maxrss`` of the child).
 Measured on 2 shared cores, ``OMP_NUM_THREADS=1``, 6 iterations x batch 2 (the full VGG16
 SSD300 takes ~12 s of CPU per iteration here), 3 pairs: all 6 losses identical in every
 pair; CPU 1.24x, wall 1.27x, peak RSS 1189 / 1250 MiB (0.95x). The ~18 s more CPU are
-fixed costs of the end of our run, not of the iterations.
+fixed costs at the end of our run, not of the iterations (cProfile of our run alone: 6 steps
+63.7 s, 10.6 s each; the validation at the last iteration 6.7 s; the validation sample
+pictures 7.5 s, a second forward + Detect over the same test images; checkpoint and curves
+~1.5 s): on a long run the ratio tends to the steps' ratio, and item 2 of issue 25 (render
+the pictures from the validation's detections, not a second pass) takes off most of it.
 """
 import argparse
 import os
