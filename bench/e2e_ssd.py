@@ -53,10 +53,10 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from child_usage import timed  # bench/child_usage.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOSS = re.compile(r'iter (\d+) \|\| Loss: (\S+) \|\|')
@@ -106,22 +106,6 @@ def write_base(path, seed=0):
     from gluontrain.torch.ssd.model import build_ssd  # pylint: disable=import-outside-toplevel
     torch.manual_seed(seed)
     torch.save(build_ssd('train', 300, 21).vgg.state_dict(), path)
-
-
-def timed(cmd, cwd, env):
-    """Run ``cmd``; returns ``(cpu seconds, wall seconds, peak RSS MiB)`` and its stdout."""
-    start = time.perf_counter()
-    out_path = os.path.join(cwd, 'stdout.txt')
-    with open(out_path, 'w+') as out, open(os.path.join(cwd, 'stderr.txt'), 'w+') as err:
-        child = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status):
-            err.seek(0)
-            raise SystemExit('{} failed: {}'.format(' '.join(cmd[:3]), err.read()[-3000:]))
-        out.seek(0)
-        text = out.read()
-    return (usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024.0), text
 
 
 def losses(text):

@@ -27,10 +27,10 @@ import importlib.util
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from child_usage import timed  # bench/child_usage.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOSSES = re.compile(r'\[Epoch (\d+)\]\[Batch (\d+)\].*ObjLoss=(\S+), BoxCenterLoss=(\S+), '
@@ -59,19 +59,6 @@ def initial_params(path, seed=0):
     constants = {k: v for k, v in arrays.items() if k.endswith(('.anchors', '.offsets'))}
     mxparams.write_params(path, gluon_default_arrays(
         {k: v.shape for k, v in arrays.items()}, constants, seed))
-
-
-def timed(cmd, cwd, env):
-    """Run ``cmd``; returns ``(cpu seconds, wall seconds, peak RSS MiB)`` of that child."""
-    start = time.perf_counter()
-    with open(os.path.join(cwd, 'stderr.txt'), 'w+') as err:
-        child = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - start
-        if os.waitstatus_to_exitcode(status):
-            err.seek(0)
-            raise SystemExit('{} failed: {}'.format(' '.join(cmd[:4]), err.read()[-2000:]))
-    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024.0
 
 
 def losses(log_file):
@@ -131,13 +118,13 @@ def main(argv=None):
         for pair in range(args.pairs):
             run = os.path.join(work, 'gluoncv{}'.format(pair))
             os.makedirs(run)
-            ref = timed([sys.executable, '-c', logs.RUNNER, script] + common +
+            ref, _ = timed([sys.executable, '-c', logs.RUNNER, script] + common +
                         ['--resume', init, '--save-prefix', 'out/'], run, env)
             ref_losses = losses(os.path.join(run, 'out', log_name))
             for backend in backends:
                 run = os.path.join(work, '{}{}'.format(backend, pair))
                 os.makedirs(run)
-                ours = timed([sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py'),
+                ours, _ = timed([sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py'),
                               '--backend', backend, '--no-pretrained-base'] + common +
                              ['--dataset-root', data, '--resume', init, '--save-prefix', 'out/'],
                              run, ours_env)
