@@ -15,8 +15,7 @@ fills the body, reporting what loaded.
 import re
 from collections import OrderedDict
 
-from ...core.load_report import WeightsLoadError, compare, group_keys
-from ..weights import load_state_dict_reported, read_weights_file, tensor_shapes
+from ..weights import load_state_dict_reported, read_weights_file
 
 __all__ = ['body_key_scheme', 'rename_body_keys', 'load_body_weights']
 
@@ -153,13 +152,7 @@ def load_body_weights(body, path, what='[body] weights', logger=None):
         if state and all(k.startswith(prefix) for k in state):
             state = OrderedDict((k[len(prefix):], v) for k, v in state.items())
         state = rename_body_keys(state, body.naming)
-        # seamseg loads a body strictly: tensors the body has no place for (a deeper
-        # network's blocks) are refused too, not only missing ones
-        report = compare(tensor_shapes(body.state_dict()), tensor_shapes(state), path,
-                         ignore=('num_batches_tracked',))
-        if report.loaded and report.unexpected:
-            raise WeightsLoadError('{} {}: {} tensors of the file have no place in the {} body '
-                                   '(unexpected {}); {}'.format(
-                                       what, path, len(report.unexpected), body.naming,
-                                       ', '.join(group_keys(report.unexpected)[:3]), fix))
-    return load_state_dict_reported(body, state, path, what, fix, logger=logger)
+    # seamseg loads a body strictly: tensors the body has no place for (a deeper network's
+    # blocks) are refused too, not only missing ones
+    return load_state_dict_reported(body, state, path, what, fix, logger=logger,
+                                    allow_unexpected=False)

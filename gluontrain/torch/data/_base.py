@@ -8,44 +8,6 @@ from gluontrain.data.checks import DatasetError
 from gluontrain.data.images import read_bgr
 
 
-def as_target(rows):
-    """A list of [x1, y1, x2, y2, label] rows as a float64 [N, 5] array (also when empty)."""
-    return np.array(rows, dtype=np.float64).reshape(-1, 5)
-
-
-def apply_transform(transform, img, target):
-    """Run an ssd.pytorch transform on (BGR image, [N, 5] target) like the reference's
-    ``pull_item``; returns the CHW tensor (RGB after a transform) and a float32 target."""
-    target = as_target(target)
-    if transform is not None:
-        # copies: transforms scale boxes in place
-        img, boxes, labels = transform(img, target[:, :4].copy(), target[:, 4].copy())
-        img = img[:, :, (2, 1, 0)]  # to RGB, as the reference
-        target = np.hstack((boxes, np.expand_dims(labels, axis=1)))
-    img = torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
-    return img, target.astype(np.float32).reshape(-1, 5)
-
-
-def read_image(path, context=''):
-    """The BGR uint8 image ``[H, W, 3]`` at ``path`` (``cv2.imread``, as the reference).
-
-    Parameters
-    ----------
-    path : str
-    context : str
-        What refers to the image (dataset file, image id), for the message.
-
-    Raises
-    ------
-    FileNotFoundError
-        No file (:class:`gluontrain.data.images.ImageMissingError`, one line).
-    ValueError
-        A file OpenCV cannot decode (:class:`gluontrain.data.images.ImageReadError`; OpenCV's
-        ``imread`` returns None silently). Both stay one line from a loader worker.
-    """
-    return read_bgr(path, context)
-
-
 class PullItemDataset(data.Dataset):
     """ssd.pytorch's dataset protocol (``pull_item`` / ``pull_image``) over ``self.ids``.
 
@@ -75,8 +37,14 @@ class PullItemDataset(data.Dataset):
                                    'remove the image from the dataset'.format(
                                        self._image_context(index), type(exc).__name__,
                                        exc)) from None
-        img, target = apply_transform(self.transform, img, target)
-        return img, target, height, width
+        target = np.array(target, dtype=np.float64).reshape(-1, 5)  # also when empty
+        if self.transform is not None:
+            # copies: transforms scale boxes in place
+            img, boxes, labels = self.transform(img, target[:, :4].copy(), target[:, 4].copy())
+            img = img[:, :, (2, 1, 0)]  # to RGB, as the reference
+            target = np.hstack((boxes, np.expand_dims(labels, axis=1)))
+        img = torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)
+        return img, target.astype(np.float32).reshape(-1, 5), height, width
 
     def pull_image(self, index):
         """The original BGR uint8 image ``[H, W, 3]`` (no transform).
@@ -84,9 +52,13 @@ class PullItemDataset(data.Dataset):
         Raises
         ------
         FileNotFoundError
-            When the image cannot be read.
+            No file (:class:`gluontrain.data.images.ImageMissingError`, one line).
+        ValueError
+            A file OpenCV cannot decode (:class:`gluontrain.data.images.ImageReadError`;
+            OpenCV's ``imread`` returns None silently). Both stay one line from a loader
+            worker.
         """
-        return read_image(self._image_path(index), self._image_context(index))
+        return read_bgr(self._image_path(index), self._image_context(index))
 
     def _image_context(self, index):
         """What refers to image ``index`` (subclasses name their annotation file)."""

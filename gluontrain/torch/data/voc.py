@@ -9,13 +9,22 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import torch
 
-from ._base import PullItemDataset, read_image
+from gluontrain.data.classes import VOC_CLASSES
+from gluontrain.data.images import read_bgr
+
+from ._base import PullItemDataset
 
 __all__ = ['VOC_CLASSES', 'VOCAnnotationTransform', 'VOCDetection', 'VOCEvalDataset']
 
-VOC_CLASSES = ('aeroplane', 'bicycle', 'bird', 'boat', 'bottle', 'bus', 'car', 'cat', 'chair',
-               'cow', 'diningtable', 'dog', 'horse', 'motorbike', 'person', 'pottedplant',
-               'sheep', 'sofa', 'train', 'tvmonitor')
+
+def _split_ids(root, image_sets):
+    """``(VOC<year> folder, image id)`` of every line of the ``(year, split)`` lists."""
+    ids = []
+    for year, name in image_sets:
+        base = os.path.join(root, 'VOC' + str(year))
+        with open(os.path.join(base, 'ImageSets', 'Main', name + '.txt')) as f:
+            ids += [(base, line.strip()) for line in f if line.strip()]
+    return ids
 
 
 class VOCAnnotationTransform:
@@ -96,11 +105,7 @@ class VOCDetection(PullItemDataset):
         self.name = dataset_name
         self._annopath = os.path.join('%s', 'Annotations', '%s.xml')
         self._imgpath = os.path.join('%s', 'JPEGImages', '%s.jpg')
-        self.ids = []
-        for year, name in image_sets:
-            rootpath = os.path.join(self.root, 'VOC' + str(year))
-            with open(os.path.join(rootpath, 'ImageSets', 'Main', name + '.txt')) as f:
-                self.ids += [(rootpath, line.strip()) for line in f if line.strip()]
+        self.ids = _split_ids(root, image_sets)
 
     def _raw_target(self, index):
         return ET.parse(self._annopath % self.ids[index]).getroot()
@@ -134,11 +139,7 @@ class VOCEvalDataset(torch.utils.data.Dataset):
     def __init__(self, root, image_sets=(('2007', 'test'),), transform=None, classes=None):
         self.classes = list(classes or VOC_CLASSES)
         self.transform = transform
-        self.ids = []
-        for year, name in image_sets:
-            base = os.path.join(root, 'VOC' + str(year))
-            with open(os.path.join(base, 'ImageSets', 'Main', name + '.txt')) as f:
-                self.ids += [(base, line.strip()) for line in f if line.strip()]
+        self.ids = _split_ids(root, image_sets)
 
     def __len__(self):
         return len(self.ids)
@@ -155,9 +156,9 @@ class VOCEvalDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, index):
         base, image_id = self.ids[index]
-        img = read_image(os.path.join(base, 'JPEGImages', image_id + '.jpg'),
-                         'annotation {}'.format(os.path.join(base, 'Annotations',
-                                                             image_id + '.xml')))
+        img = read_bgr(os.path.join(base, 'JPEGImages', image_id + '.jpg'),
+                       'annotation {}'.format(os.path.join(base, 'Annotations',
+                                                           image_id + '.xml')))
         h, w = img.shape[:2]
         if self.transform is not None:
             img = self.transform(img)[0]

@@ -19,9 +19,6 @@ def detection_collate(batch):
     (torch.Tensor, list of torch.Tensor)
         Images ``[B, 3, H, W]`` and one float32 ``[N_i, 5]`` tensor per image.
     """
-    imgs, targets = [], []
-    for sample in batch:
-        imgs.append(sample[0])
-        targets.append(torch.as_tensor(np.asarray(sample[1]), dtype=torch.float32))
-    return torch.stack(imgs, 0), targets
+    return (torch.stack([sample[0] for sample in batch], 0),
+            [torch.as_tensor(np.asarray(sample[1]), dtype=torch.float32) for sample in batch])
 

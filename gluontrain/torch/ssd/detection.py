@@ -59,14 +59,11 @@ class Detect(nn.Module):
     def __init__(self, num_classes, bkg_label, top_k, conf_thresh, nms_thresh,
                  variance=(0.1, 0.2)):
         super().__init__()
-        self.num_classes = num_classes
-        self.background_label = bkg_label
-        self.top_k = top_k
-        self.nms_thresh = nms_thresh
+        del bkg_label  # unused, as in the reference
         if nms_thresh <= 0:
             raise ValueError('nms_threshold must be non negative.')
-        self.conf_thresh = conf_thresh
-        self.variance = tuple(variance)
+        self.num_classes, self.top_k, self.variance = num_classes, top_k, tuple(variance)
+        self.nms_thresh, self.conf_thresh = nms_thresh, conf_thresh
 
     @torch.no_grad()
     def forward(self, loc_data, conf_data, prior_data):

@@ -173,21 +173,16 @@ def extra_layers(cfg=EXTRAS_CFG, in_channels=1024, width_mult=1.0):
     list of nn.Conv2d
         8 convs for :data:`EXTRAS_CFG`.
     """
-    layers = []
-    flag = False  # False: 1x1, True: 3x3
-    prev = in_channels
-    for k, v in enumerate(cfg):
-        if prev != 'S':
-            if v == 'S':
-                layers.append(nn.Conv2d(in_channels, _scaled(cfg[k + 1], width_mult),
-                                        kernel_size=(1, 3)[flag], stride=2, padding=1))
-            else:
-                layers.append(nn.Conv2d(in_channels, _scaled(v, width_mult),
-                                        kernel_size=(1, 3)[flag]))
-            flag = not flag
-        prev = v
-        if v != 'S':
-            in_channels = _scaled(v, width_mult)
+    layers, stride2 = [], False
+    for v in cfg:
+        if v == 'S':
+            stride2 = True
+            continue
+        out = _scaled(v, width_mult)
+        # the reference's flag: kernels alternate 1x1, 3x3 over the convs made
+        layers.append(nn.Conv2d(in_channels, out, kernel_size=(1, 3)[len(layers) % 2],
+                                stride=(1, 2)[stride2], padding=(0, 1)[stride2]))
+        in_channels, stride2 = out, False
     return layers
 
 
@@ -426,7 +421,9 @@ RESUME_FIX = ('pass a state_dict of this SSD (ssd.pytorch\'s torch.save(ssd_net.
               'classes), --width_mult and --batch_norm, or a *_last.ckpt of this recipe')
 #: The end of errors about a ``--basenet`` file.
 BASENET_FIX = ("pass ssd.pytorch's vgg16_reducedfc.pth (keys 0.weight ... 33.bias; found in "
-               "--save_folder) with --width_mult 1, or --basenet '' to start from scratch")
+               '--save_folder; from https://s3.amazonaws.com/amdegroot-models/'
+               "vgg16_reducedfc.pth) with --width_mult 1, or --basenet '' to start from "
+               'scratch')
 
 
 def load_ssd_weights(net, path, what='--resume', logger=None):
@@ -489,10 +486,6 @@ def load_base_weights(net, path, logger=None):
         A file that does not fill ``net.vgg`` exactly (one line naming the file, what it
         looks like or the first keys, and the fix); nothing is loaded then.
     """
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            'VGG16 base weights not found: {} (ssd.pytorch uses vgg16_reducedfc.pth from '
-            'https://s3.amazonaws.com/amdegroot-models/vgg16_reducedfc.pth)'.format(path))
     state = read_weights_file(path, '--basenet', BASENET_FIX)
     report = load_state_dict_reported(net.vgg, state, path, '--basenet', BASENET_FIX,
                                       ignore=(), allow_unexpected=False, logger=logger)

@@ -125,15 +125,11 @@ class MultiBoxLoss(nn.Module):
                  neg_mining, neg_pos, neg_overlap, encode_target, use_gpu=False,
                  variance=(0.1, 0.2)):
         super().__init__()
-        self.use_gpu = use_gpu
+        # train.py passes them; unused, as in the reference (see above)
+        del prior_for_matching, bkg_label, neg_mining, neg_overlap, encode_target, use_gpu
         self.num_classes = num_classes
         self.threshold = overlap_thresh
-        self.background_label = bkg_label
-        self.encode_target = encode_target
-        self.use_prior_for_matching = prior_for_matching
-        self.do_neg_mining = neg_mining
         self.negpos_ratio = neg_pos
-        self.neg_overlap = neg_overlap
         self.variance = tuple(variance)
 
     def forward(self, predictions, targets):
