@@ -38,6 +38,8 @@ from collections import OrderedDict
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..twostage.norm import activate
+
 __all__ = ['ARCHITECTURES', 'NAMINGS', 'ResidualBlock', 'Stem', 'ResNet', 'make_resnet',
            'freeze_stages']
 
@@ -61,13 +63,7 @@ def _activation(norm):
 def _apply(x, norm):
     """The activation after ``norm``: seamseg's by name, ReLU after a plain norm."""
     act = _activation(norm)
-    if act is None or act == 'relu':
-        return F.relu(x)
-    if act == 'leaky_relu':
-        return F.leaky_relu(x, negative_slope=norm.activation_param)
-    if act == 'elu':
-        return F.elu(x, alpha=norm.activation_param)
-    return x
+    return F.relu(x) if act is None else activate(x, act, norm.activation_param)
 
 
 def _no_activation(norm):
@@ -229,8 +225,6 @@ class ResNet(nn.Module):
             raise ValueError('If dilation is not 1 it must contain four values')
         if not width_mult > 0:
             raise ValueError('width_mult must be > 0, got {!r}'.format(width_mult))
-        if naming not in NAMINGS:
-            raise ValueError('naming must be one of {}, got {!r}'.format(NAMINGS, naming))
         if conv_init not in ('torch', 'maskrcnn'):
             raise ValueError("conv_init must be 'torch' or 'maskrcnn', got {!r}".format(conv_init))
         self.structure, self.bottleneck, self.dilation = tuple(structure), bottleneck, dilation

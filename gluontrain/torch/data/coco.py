@@ -31,13 +31,9 @@ def get_label_map(source):
     """
     if isinstance(source, str):
         if source.endswith('.txt'):
-            label_map = {}
             with open(source) as f:
-                for line in f:
-                    if line.strip():
-                        ids = line.split(',')
-                        label_map[int(ids[0])] = int(ids[1])
-            return label_map
+                rows = [line.split(',') for line in f if line.strip()]
+            return {int(row[0]): int(row[1]) for row in rows}
         import json
         with open(source) as f:
             categories = json.load(f)['categories']
@@ -64,10 +60,8 @@ class COCOAnnotationTransform:
     """
 
     def __init__(self, label_map=None):
-        self.label_map = label_map
         self._default = label_map is None
-        if label_map is None:
-            self.label_map = get_label_map(_COCO_2017)
+        self.label_map = get_label_map(_COCO_2017) if label_map is None else label_map
 
     def __call__(self, target, width, height):
         """Convert a list of COCO annotation dicts (not modified).

@@ -69,12 +69,9 @@ class VOCAnnotationTransform:
                 continue
             name = obj.find('name').text.lower().strip()
             bbox = obj.find('bndbox')
-            box = []
-            for i, pt in enumerate(('xmin', 'ymin', 'xmax', 'ymax')):
-                cur = int(bbox.find(pt).text) - 1
-                box.append(cur / width if i % 2 == 0 else cur / height)
-            box.append(self.class_to_ind[name])
-            res.append(box)
+            corners = [int(bbox.find(pt).text) - 1 for pt in ('xmin', 'ymin', 'xmax', 'ymax')]
+            res.append([c / size for c, size in zip(corners, (width, height, width, height))]
+                       + [self.class_to_ind[name]])
         return res
 
 
@@ -119,9 +116,7 @@ class VOCDetection(PullItemDataset):
     def pull_anno(self, index):
         """Returns ``(image id, rows)`` with the target transform at width = height = 1
         (pixel corners minus one), as the reference's ``pull_anno``."""
-        img_id = self.ids[index]
-        anno = ET.parse(self._annopath % img_id).getroot()
-        return img_id[1], self.target_transform(anno, 1, 1)
+        return self.ids[index][1], self.target_transform(self._raw_target(index), 1, 1)
 
     def pull_tensor(self, index):
         """The original image as a float ``[1, H, W, 3]`` tensor (the reference's layout)."""

@@ -4,6 +4,7 @@ import argparse
 
 from ...core.argtypes import (finite_non_negative_float, int_list, non_negative_int,
                                positive_float, positive_int, resolve_local_rank)
+from .config import coco, voc
 
 # the argument naming where outputs go, for the CLI's messages about unwritable files
 OUTPUT_ARGUMENT = '--save_folder'
@@ -19,9 +20,14 @@ class SSDArgs(argparse.Namespace):
 
     @property
     def cfg(self):
-        """The config dict of ``self.dataset`` (or the one a caller set)."""
+        """The config dict of ``self.dataset`` (or the one a caller set): ssd.pytorch's
+        ``voc`` or ``coco``."""
         override = self.__dict__.get('_cfg')
-        return override if override is not None else config_for(self.dataset)
+        if override is not None:
+            return override
+        if self.dataset not in ('VOC', 'COCO'):
+            raise ValueError('--dataset {!r}: choose VOC or COCO'.format(self.dataset))
+        return voc if self.dataset == 'VOC' else coco
 
     @cfg.setter
     def cfg(self, value):
@@ -30,14 +36,6 @@ class SSDArgs(argparse.Namespace):
     def _get_kwargs(self):
         # the log header and the checkpoint list the arguments, not the derived config
         return [(k, v) for k, v in super()._get_kwargs() if k != '_cfg']
-
-
-def config_for(dataset):
-    """ssd.pytorch's config dict of ``'VOC'`` or ``'COCO'``."""
-    from .config import coco, voc  # pylint: disable=import-outside-toplevel
-    if dataset not in ('VOC', 'COCO'):
-        raise ValueError('--dataset {!r}: choose VOC or COCO'.format(dataset))
-    return voc if dataset == 'VOC' else coco
 
 
 def str2bool(v):

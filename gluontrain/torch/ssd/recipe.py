@@ -396,21 +396,20 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
                                               ignored=RESUME_IGNORED))
 
     if args.resume and resume_kind != ckpt_io.TORCH_WEIGHTS:
-        kind, restored = ckpt_io.resume_or_load(
+        # a checkpoint (torch weights were loaded above; MXNet's are refused here)
+        _, (payload, state) = ckpt_io.resume_or_load(
             args.resume, lambda p: restore_checkpoint(
                 p, net, optimizer, check=lambda payload: check(payload, p)),
-            lambda p: load_ssd_weights(net, p), ckpt_io.TORCH_WEIGHTS)
-        if kind == ckpt_io.CHECKPOINT:
-            payload, state = restored
-            # every rank takes its own generators and data position (RankStateHook)
-            restore_hooks_state(hooks, payload)
-            # optimizer.load_state_dict brought back the checkpoint's hyper-parameters: the
-            # ones typed now win (the LR is set per step from the arguments anyway)
-            for group in optimizer.param_groups:
-                group['momentum'], group['weight_decay'] = args.momentum, args.weight_decay
-            # until this run writes its own, the resumed checkpoint is the last good one
-            state.resumed_from = state.last_checkpoint = args.resume
-            state.resume_changes = changes
+            None, ckpt_io.TORCH_WEIGHTS)
+        # every rank takes its own generators and data position (RankStateHook)
+        restore_hooks_state(hooks, payload)
+        # optimizer.load_state_dict brought back the checkpoint's hyper-parameters: the
+        # ones typed now win (the LR is set per step from the arguments anyway)
+        for group in optimizer.param_groups:
+            group['momentum'], group['weight_decay'] = args.momentum, args.weight_decay
+        # until this run writes its own, the resumed checkpoint is the last good one
+        state.resumed_from = state.last_checkpoint = args.resume
+        state.resume_changes = changes
     # a resumed run continues the pass it stopped in (its epoch index counts passes), from
     # the batch it stopped at (PassPositionHook replays the pass's order)
     start = state.iteration // max(len(train_data), 1)
