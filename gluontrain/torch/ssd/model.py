@@ -99,12 +99,9 @@ def conv4_3_end(base):
     (int, nn.Conv2d)
         The layer count and the conv4_3 conv itself.
     """
-    convs = [i for i, m in enumerate(base) if isinstance(m, nn.Conv2d)]
-    conv = convs[_CONV4_3_INDEX]
-    end = conv + 1
-    while not isinstance(base[end], nn.ReLU):
-        end += 1
-    return end + 1, base[conv]
+    conv = [i for i, m in enumerate(base) if isinstance(m, nn.Conv2d)][_CONV4_3_INDEX]
+    relu = next(i for i in range(conv + 1, len(base)) if isinstance(base[i], nn.ReLU))
+    return relu + 1, base[conv]
 
 
 def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0, batch_norm=False):

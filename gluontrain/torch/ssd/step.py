@@ -9,9 +9,9 @@ __all__ = ['LOSS_NAMES', 'SSDStep']
 LOSS_NAMES = ('loc_loss', 'conf_loss')
 
 
-class SSDStep:
-    """One SSD step: forward, MultiBoxLoss, backward, SGD update (ssd.pytorch's loop body),
-    through :class:`gluontrain.torch.step.LossDictStep`.
+class SSDStep(LossDictStep):
+    """One SSD step: forward, MultiBoxLoss, backward, SGD update (ssd.pytorch's loop body):
+    a :class:`gluontrain.torch.step.LossDictStep` over :meth:`forward`.
 
     Returns ``{'losses': {'loc_loss': [(l, 1)], 'conf_loss': [(c, 1)]}, 'lr', 'batch_size'}``:
     one value per step, so the meters average per-iteration losses as ssd.pytorch's
@@ -20,9 +20,9 @@ class SSDStep:
     """
 
     def __init__(self, net, criterion, optimizer, device, amp=False, cpu_bf16=False):
-        self.net, self.criterion, self.optimizer, self.device = net, criterion, optimizer, device
+        self.net, self.criterion, self.device = net, criterion, device
         autocast, scaler = mixed_precision(device, amp, cpu_bf16)
-        self.step = LossDictStep(self.forward, optimizer, scaler=scaler, autocast=autocast)
+        super().__init__(self.forward, optimizer, scaler=scaler, autocast=autocast)
 
     def forward(self, batch):
         """``({'loc_loss', 'conf_loss'}, batch size)`` of one batch."""
@@ -31,6 +31,3 @@ class SSDStep:
                                     non_blocking=torch.device(self.device).type == 'cuda')
         loss_l, loss_c = self.criterion(self.net(images), targets)
         return dict(zip(LOSS_NAMES, (loss_l, loss_c))), images.shape[0]
-
-    def __call__(self, batch, state=None):
-        return self.step(batch, state)
