@@ -240,14 +240,12 @@ class Expand:
         ratio = random.uniform(1, 4)
         left = random.uniform(0, width * ratio - width)
         top = random.uniform(0, height * ratio - height)
-        expand_image = np.zeros((int(height * ratio), int(width * ratio), depth),
-                                dtype=image.dtype)
-        expand_image[:, :, :] = self.mean
+        expand_image = np.full((int(height * ratio), int(width * ratio), depth), self.mean,
+                               dtype=image.dtype)
         expand_image[int(top):int(top + height), int(left):int(left + width)] = image
         if boxes is not None:
             boxes = boxes.copy()
-            boxes[:, :2] += (int(left), int(top))
-            boxes[:, 2:] += (int(left), int(top))
+            boxes += (int(left), int(top), int(left), int(top))
         return expand_image, boxes, labels
 
 
@@ -307,8 +305,7 @@ class RandomSampleCrop:
                     continue
                 current_image = image[rect[1]:rect[3], rect[0]:rect[2], :]
                 centers = (boxes[:, :2] + boxes[:, 2:]) / 2.0
-                mask = ((rect[0] < centers[:, 0]) & (rect[1] < centers[:, 1]) &
-                        (rect[2] > centers[:, 0]) & (rect[3] > centers[:, 1]))
+                mask = ((rect[:2] < centers) & (centers < rect[2:])).all(1)
                 if not mask.any():
                     continue
                 current_boxes = boxes[mask, :].copy()

@@ -71,10 +71,9 @@ class PriorBox:
             centres = (torch.arange(f, dtype=torch.float64) + 0.5) / f_k
             cy, cx = torch.meshgrid(centres, centres, indexing='ij')  # row i -> cy
             wh = torch.tensor(self._cell_sizes(k), dtype=torch.float64)  # [A, 2]
-            num_cells, num_anchors = f * f, wh.shape[0]
             xy = torch.stack([cx.reshape(-1), cy.reshape(-1)], 1)  # [f*f, 2] row-major
-            boxes = torch.cat([xy[:, None, :].expand(num_cells, num_anchors, 2),
-                               wh[None].expand(num_cells, num_anchors, 2)], 2)
+            # every cell's centre with every (w, h): [f*f, A, 4]
+            boxes = torch.cat(torch.broadcast_tensors(xy[:, None], wh[None]), 2)
             out.append(boxes.reshape(-1, 4))
         output = torch.cat(out).to(torch.float32)
         if self.clip:
