@@ -117,9 +117,6 @@ class COCODetection(PullItemDataset):
         self.target_transform = target_transform
         self.name = dataset_name
 
-    def _raw_target(self, index):
-        return self.pull_anno(index)
-
     def _image_path(self, index):
         return os.path.join(self.root, self.coco.loadImgs(self.ids[index])[0]['file_name'])
 
@@ -129,6 +126,8 @@ class COCODetection(PullItemDataset):
     def pull_anno(self, index):
         """The image's annotation dicts as ``coco.loadAnns`` returns them (do not modify)."""
         return self.coco.loadAnns(self.coco.getAnnIds(imgIds=self.ids[index]))
+
+    _raw_target = pull_anno
 
     def __repr__(self):
         return ('Dataset {}\n    Number of datapoints: {}\n    Root Location: {}\n'
