@@ -78,8 +78,8 @@ def train(model, optimizer, scheduler, dataloader, meters, **varargs):
     loss_weights = varargs['loss_weights']
     device = varargs.get('device', torch.device('cpu'))
     summary = varargs.get('summary')
-    data_time_meter = AverageMeter((), meters['loss'].momentum)
-    batch_time_meter = AverageMeter((), meters['loss'].momentum)
+    data_time_meter, batch_time_meter = (AverageMeter((), meters['loss'].momentum)
+                                         for _ in range(2))
 
     data_time = time.time()
     for it, batch in enumerate(dataloader):

@@ -285,13 +285,10 @@ class RPNModule(nn.Module):
             raise ValueError('RPN training needs the targets (one BoxList per image)')
         labels, regs, pos_masks, neg_masks = [], [], [], []
         for anc, tgt in zip(anchors, targets):
-            anc = cat_boxlist(anc)
-            lab, reg = self._labels(anc, tgt)
+            lab, reg = self._labels(cat_boxlist(anc), tgt)
             p, n = balanced_sample(lab, self.batch_size, self.pos_fraction, self.generator)
-            labels.append(lab)
-            regs.append(reg)
-            pos_masks.append(p)
-            neg_masks.append(n)
+            for out, value in zip((labels, regs, pos_masks, neg_masks), (lab, reg, p, n)):
+                out.append(value)
         pos = torch.nonzero(torch.cat(pos_masks)).squeeze(1)
         neg = torch.nonzero(torch.cat(neg_masks)).squeeze(1)
         sampled = torch.cat([pos, neg])
