@@ -9,7 +9,7 @@ widths and horizontal flips) so SGB's code paths read the same here.
 """
 import torch
 
-from ..ops import box_area, box_intersection, box_iou, clip_boxes
+from ..ops import box_area, box_intersection, box_iou
 
 __all__ = ['FLIP_LEFT_RIGHT', 'FLIP_TOP_BOTTOM', 'BoxList', 'boxlist_iou', 'boxlist_union',
            'boxlist_intersection', 'cat_boxlist']
@@ -132,7 +132,11 @@ class BoxList:
 
     def clip_to_image(self, remove_empty=True):
         """Clamp the boxes into ``[0, W-1] x [0, H-1]`` in place; drop empty ones if asked."""
-        self.bbox.copy_(clip_boxes(self.bbox, self.size, plus_one=True))
+        w, h = self.size
+        self.bbox[:, 0].clamp_(min=0, max=w - _TO_REMOVE)
+        self.bbox[:, 1].clamp_(min=0, max=h - _TO_REMOVE)
+        self.bbox[:, 2].clamp_(min=0, max=w - _TO_REMOVE)
+        self.bbox[:, 3].clamp_(min=0, max=h - _TO_REMOVE)
         if remove_empty:
             b = self.bbox
             return self[(b[:, 3] > b[:, 1]) & (b[:, 2] > b[:, 0])]
