@@ -83,10 +83,6 @@ def process_prediction(bbx_pred, cls_pred, obj_pred, img_size, idx, original_siz
     return out
 
 
-def _quiet():
-    return contextlib.redirect_stdout(io.StringIO())
-
-
 def summarize(predictions, annotations_file, img_list, reference_img_filter=False):
     """AP@[.50:.95] (``COCOeval.stats[0]``) of ``predictions`` on the images ``img_list``.
 
@@ -118,7 +114,7 @@ def summarize(predictions, annotations_file, img_list, reference_img_filter=Fals
     dataset['annotations'] = [a for a in dataset['annotations'] if a['image_id'] in keep]
     if not predictions or not dataset['images']:
         return 0.0
-    with _quiet():
+    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its tables
         gt = COCO()
         gt.dataset = dataset
         gt.createIndex()

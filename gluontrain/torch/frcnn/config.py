@@ -11,6 +11,7 @@ import configparser
 import difflib
 import io
 import os
+from functools import partial
 
 from ...core.argtypes import path_problem
 
@@ -133,7 +134,7 @@ class _Bad(Exception):
     """A value that fails its check: ``args[0]`` says what is allowed."""
 
 
-def _number(kind, lo=None, hi=None, lo_open=False, note=''):
+def _number(kind, lo=None, hi=None, note='', lo_open=False):
     def check(text):
         try:
             value = kind(text)
@@ -155,12 +156,7 @@ def _number(kind, lo=None, hi=None, lo_open=False, note=''):
     return check
 
 
-def _int(lo=None, hi=None, note=''):
-    return _number(int, lo, hi, note=note)
-
-
-def _float(lo=None, hi=None, lo_open=False, note=''):
-    return _number(float, lo, hi, lo_open, note)
+_int, _float = partial(_number, int), partial(_number, float)
 
 
 _BOOLEANS = configparser.ConfigParser.BOOLEAN_STATES

@@ -14,6 +14,7 @@ from which ``--resume`` continues exactly.
 """
 import os
 import shutil
+import time
 from collections import OrderedDict
 
 import torch
@@ -60,19 +61,34 @@ class SeamsegScheduleHook(ScheduleHook):
 
 class SeamsegLogHook(Hook):
     """seamseg's ``AverageMeter(momentum = 1 - 1 / len(loader))`` per loss and its train log
-    line every ``log_interval`` batches (``lr``, ``loss``, the four losses), with TensorBoard
-    scalars when a writer is given. Its meters are saved in the checkpoint."""
+    line every ``log_interval`` batches (``lr``, ``loss``, the four losses, ``data_time``:
+    from the end of the previous step to this one's start, ``batch_time``: the step), with
+    TensorBoard scalars when a writer is given. Its loss meters (``meters``, default new
+    ones) are saved in the checkpoint."""
     main_process_only = True  # seamseg's log lines; rank 0 alone logs
 
     def __init__(self, optimizer, loss_weights, num_batches, num_epochs, log_interval,
-                 summary=None, is_main=True):
+                 summary=None, is_main=True, meters=None):
         momentum = 1. - 1. / max(num_batches, 1)
-        self.meters = OrderedDict((k, AverageMeter((), momentum)) for k in METERS)
+        self.meters = meters if meters is not None else OrderedDict(
+            (k, AverageMeter((), momentum)) for k in METERS)
+        self.times = OrderedDict((k, AverageMeter((), momentum))
+                                 for k in ('data_time', 'batch_time'))
         self.optimizer, self.loss_weights = optimizer, tuple(loss_weights)
         self.num_batches, self.num_epochs = num_batches, num_epochs
         self.log_interval, self.summary, self.is_main = log_interval, summary, is_main
+        self._since = time.time()
+
+    def before_epoch(self, state):
+        self._since = time.time()
+
+    def before_batch(self, state):
+        now = time.time()
+        self.times['data_time'].update(now - self._since)
+        self._since = now
 
     def after_batch(self, state):
+        self.times['batch_time'].update(time.time() - self._since)
         losses = {k: parts[0][0] for k, parts in state.outputs['losses'].items()}
         values = [float(losses[k]) for k in LOSS_NAMES]
         self.meters['loss'].update(sum(w * v for w, v in zip(self.loss_weights, values)))
@@ -80,9 +96,11 @@ class SeamsegLogHook(Hook):
             self.meters[k].update(v)
         if self.is_main and self.log_interval and (state.batch + 1) % self.log_interval == 0:
             line = OrderedDict([('lr', current_lr(self.optimizer))])
-            line.update(self.meters)
+            line.update((k, self.meters[k]) for k in METERS)
+            line.update(self.times)
             logging.iteration(self.summary, 'train', state.iteration, state.epoch + 1,
                               self.num_epochs, state.batch + 1, self.num_batches, line)
+        self._since = time.time()
 
     def state_dict(self):
         return {k: {n: t.tolist() for n, t in m.state_dict().items()}

@@ -1,7 +1,8 @@
 """seamseg's own ``train`` and ``validate`` loops (scripts/train_detection.py), with the
 seed's signature ``train(model, optimizer, scheduler, dataloader, meters, **varargs)``, for
-users who drive the recipe as seamseg does. The recipe's ``validate`` is :func:`validate`;
-its training runs on gluontrain's loop (:mod:`.step`, :mod:`.hooks`).
+users who drive the recipe as seamseg does. :func:`train` is one epoch of the recipe's
+training (gluontrain's loop with :mod:`.step` and :mod:`.hooks`); the recipe's ``validate``
+is :func:`validate`.
 
 The model contract is seamseg's ``DetectionNet``: ``model(img=, cat=, iscrowd=, bbx=,
 do_loss=, do_prediction=)`` returns ``(losses, predictions)``, ``losses`` an ordered dict
@@ -11,7 +12,8 @@ The detector that fulfils it needs :mod:`gluontrain.torch.ops`; these loops are 
 a stand-in model.
 
 Differences from seamseg (docs/faithfulness.md): no CUDA requirement (``device`` any torch
-device), the barrier and all-reduce only in a distributed run, lines logged on rank 0 also
+device), no barrier after the forward (the backward of DistributedDataParallel synchronises
+the ranks), the all-reduce only in a distributed run, lines logged on rank 0 also
 without a TensorBoard writer, the logged ``lr`` is the conv/linear group's
 (:func:`.optim.current_lr`), and validation keeps images without detections in the ground
 truth.
@@ -21,13 +23,14 @@ from collections import OrderedDict
 
 import torch
 
-from ..distributed import barrier, is_distributed, is_main_process
+from ...core.loop import TrainState, run_loop
+from ..distributed import is_distributed, is_main_process
 from . import log as logging
 from .coco_eval import category_map, process_prediction, summarize_distributed
+from .hooks import SeamsegLogHook, SeamsegScheduleHook
 from .meters import AverageMeter
 from .model import LOSS_NAMES
-from .optim import current_lr
-from .step import upload
+from .step import make_step, upload
 
 __all__ = ['train', 'validate', 'all_reduce_losses', 'LOSS_NAMES']
 
@@ -53,7 +56,9 @@ def all_reduce_losses(losses):
 
 
 def train(model, optimizer, scheduler, dataloader, meters, **varargs):
-    """One training epoch, as seamseg's ``train``.
+    """One training epoch, as seamseg's ``train``: one epoch of gluontrain's loop with the
+    recipe's step and hooks (:func:`.step.make_step`, :class:`.hooks.SeamsegScheduleHook`,
+    :class:`.hooks.SeamsegLogHook`).
 
     Parameters
     ----------
@@ -64,58 +69,25 @@ def train(model, optimizer, scheduler, dataloader, meters, **varargs):
     **varargs
         ``epoch`` (0-based), ``num_epochs``, ``global_step``, ``batch_update``,
         ``loss_weights``, ``log_interval``, optional ``summary`` (TensorBoard writer) and
-        ``device`` (default CPU).
+        ``device`` (default CPU). With ``batch_update`` false the rate of ``epoch`` is set
+        at the start (``scheduler.step(epoch)``, which seamseg's ``main`` calls before
+        ``train``: a second call changes nothing).
 
     Returns
     -------
     int
         The global step after the epoch.
     """
-    model.train()
-    dataloader.batch_sampler.set_epoch(varargs['epoch'])
-    optimizer.zero_grad()
-    global_step = varargs['global_step']
-    loss_weights = varargs['loss_weights']
-    device = varargs.get('device', torch.device('cpu'))
-    summary = varargs.get('summary')
-    data_time_meter = AverageMeter((), meters['loss'].momentum)
-    batch_time_meter = AverageMeter((), meters['loss'].momentum)
-
-    data_time = time.time()
-    for it, batch in enumerate(dataloader):
-        batch = upload(batch, device)
-        data_time_meter.update(time.time() - data_time)
-
-        # The rate of iteration k is set before its forward: lr(global_step).
-        global_step += 1
-        if varargs['batch_update']:
-            scheduler.step(global_step)
-
-        batch_time = time.time()
-        losses, _ = model(**batch, do_loss=True, do_prediction=False)
-        barrier()
-        losses = OrderedDict((k, v.mean()) for k, v in losses.items())
-        losses['loss'] = sum(w * l for w, l in zip(loss_weights, losses.values()))
-
-        optimizer.zero_grad()
-        losses['loss'].backward()
-        optimizer.step()
-
-        losses = all_reduce_losses(losses)
-        with torch.no_grad():
-            for name, value in losses.items():
-                meters[name].update(value.cpu())
-        batch_time_meter.update(time.time() - batch_time)
-        del batch, losses
-
-        if is_main_process() and (it + 1) % varargs['log_interval'] == 0:
-            values = OrderedDict([('lr', current_lr(optimizer)), ('loss', meters['loss'])])
-            values.update((k, meters[k]) for k in LOSS_NAMES)
-            values.update([('data_time', data_time_meter), ('batch_time', batch_time_meter)])
-            logging.iteration(summary, 'train', global_step, varargs['epoch'] + 1,
-                              varargs['num_epochs'], it + 1, len(dataloader), values)
-        data_time = time.time()
-    return global_step
+    epoch, weights = varargs['epoch'], varargs['loss_weights']
+    hooks = [SeamsegScheduleHook(model, scheduler, dataloader.batch_sampler,
+                                 varargs['batch_update']),
+             SeamsegLogHook(optimizer, weights, len(dataloader), varargs['num_epochs'],
+                            varargs['log_interval'], varargs.get('summary'), is_main_process(),
+                            meters)]
+    step = make_step(model, optimizer, varargs.get('device', torch.device('cpu')), weights)
+    state = run_loop(step, dataloader, hooks, epoch, epoch + 1,
+                     TrainState(iteration=varargs['global_step']))
+    return state.iteration
 
 
 def validate(model, dataloader, loss_weights, **varargs):

@@ -93,10 +93,6 @@ def load_snapshot(file, what='--resume'):
     return data
 
 
-def _source(file, name):
-    return '{} [{}]'.format(file, name)
-
-
 def resume_from_snapshot(model, snapshot, modules=MODULES, what='--resume', logger=None):
     """Load every module of ``modules`` from ``snapshot``; returns the snapshot dict.
 
@@ -132,7 +128,7 @@ def resume_from_snapshot(model, snapshot, modules=MODULES, what='--resume', logg
     for name in modules:
         module = getattr(model, name)
         report, state = compare_state_dict(module, data['state_dict'][name],
-                                           _source(snapshot, name), what, SNAPSHOT_FIX)
+                                           '{} [{}]'.format(snapshot, name), what, SNAPSHOT_FIX)
         check(report, what, SNAPSHOT_FIX)
         planned.append((name, module, state, report))
     logger = logger or get_logger()
@@ -187,7 +183,7 @@ def pre_train_from_snapshots(model, snapshots, modules=MODULES, logger=None):
                                        SNAPSHOT_FIX))
         for name in names:
             reports.append((name, load_state_dict_reported(
-                getattr(model, name), data['state_dict'][name], _source(path, name),
+                getattr(model, name), data['state_dict'][name], '{} [{}]'.format(path, name),
                 '--pre_train', SNAPSHOT_FIX, allow_partial=True,
                 logger=logger or get_logger())))
     return reports

@@ -45,19 +45,13 @@ def base_anchors(stride, scales=(8.,), ratios=(1., .5, 2.)):
     return out
 
 
-def _mkanchors(ws, hs, x_ctr, y_ctr):
-    ws, hs = ws[:, None], hs[:, None]
-    return np.hstack((x_ctr - 0.5 * (ws - 1), y_ctr - 0.5 * (hs - 1),
-                      x_ctr + 0.5 * (ws - 1), y_ctr + 0.5 * (hs - 1)))
-
-
-def _whctrs(anchor):
-    w, h = anchor[2] - anchor[0] + 1, anchor[3] - anchor[1] + 1
-    return w, h, anchor[0] + 0.5 * (w - 1), anchor[1] + 0.5 * (h - 1)
-
-
 def generate_anchors(stride, sizes, aspect_ratios):
     """maskrcnn-benchmark's ``generate_anchors``: the cell anchors of one level.
+
+    Its ``_ratio_enum`` then ``_scale_enum`` about the centre ``(stride - 1) / 2`` of the
+    ``+1``-convention cell: sides ``w = round(sqrt(stride^2 / r))``, ``h = round(w * r)``,
+    each times ``size / stride`` (the reference's re-derived widths and centres are these
+    numbers exactly: half-integers in float64).
 
     Parameters
     ----------
@@ -70,20 +64,17 @@ def generate_anchors(stride, sizes, aspect_ratios):
     -------
     torch.Tensor
         ``(len(ratios) * len(sizes), 4)`` float32 ``xyxy`` anchors of the cell at the origin
-        (``+1`` convention).
+        (``+1`` convention), ratio-major.
     """
-    anchor = np.array([1, 1, stride, stride], dtype=np.float64) - 1
-    w, h, x_ctr, y_ctr = _whctrs(anchor)
     ratios = np.asarray(aspect_ratios, dtype=np.float64)
-    ws = np.round(np.sqrt(w * h / ratios))
+    ws = np.round(np.sqrt(float(stride) * float(stride) / ratios))
     hs = np.round(ws * ratios)
-    by_ratio = _mkanchors(ws, hs, x_ctr, y_ctr)
     scales = np.asarray(sizes, dtype=np.float64) / stride
-    out = []
-    for a in by_ratio:
-        w, h, x_ctr, y_ctr = _whctrs(a)
-        out.append(_mkanchors(w * scales, h * scales, x_ctr, y_ctr))
-    return torch.from_numpy(np.vstack(out)).float()
+    ws, hs = np.outer(ws, scales).reshape(-1, 1), np.outer(hs, scales).reshape(-1, 1)
+    ctr = (stride - 1) / 2.
+    anchors = np.hstack((ctr - 0.5 * (ws - 1), ctr - 0.5 * (hs - 1),
+                         ctr + 0.5 * (ws - 1), ctr + 0.5 * (hs - 1)))
+    return torch.from_numpy(anchors).float()
 
 
 def grid_anchors(base, stride, height, width, dtype=torch.float32, device='cpu', layout='yx'):

@@ -288,8 +288,5 @@ def balanced_sample(labels, batch_size, pos_fraction, generator=None):
     num_neg = min(batch_size - num_pos, neg.numel())
     pos = pos[torch.randperm(pos.numel(), generator=generator)[:num_pos].to(pos.device)]
     neg = neg[torch.randperm(neg.numel(), generator=generator)[:num_neg].to(neg.device)]
-    pos_mask = torch.zeros_like(labels, dtype=torch.bool)
-    neg_mask = torch.zeros_like(labels, dtype=torch.bool)
-    pos_mask[pos] = True
-    neg_mask[neg] = True
-    return pos_mask, neg_mask
+    return tuple(torch.zeros_like(labels, dtype=torch.bool).index_fill_(0, idx, True)
+                 for idx in (pos, neg))

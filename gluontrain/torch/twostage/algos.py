@@ -14,9 +14,9 @@ the NMS are broken by index (stable sorts).
 import torch
 import torch.nn.functional as F
 
-from ..ops import (SCALE_CLIP, classwise_nms, clip_boxes, decode, encode, fpn_anchors,
-                   match_anchors, match_proposals, multilevel_roi_sampling, proposal_nms,
-                   smooth_l1, subsample_anchors)
+from ..ops import (SCALE_CLIP, classwise_nms, clip_boxes, decode, encode, match_anchors,
+                   match_proposals, multilevel_roi_sampling, proposal_nms, smooth_l1,
+                   subsample_anchors)
 
 __all__ = ['RPNSettings', 'ROISettings', 'rpn_targets', 'rpn_loss', 'generate_proposals',
            'roi_targets', 'roi_features', 'predict', 'CALCULATE_SHIFT_EPS']
@@ -304,14 +304,8 @@ def predict(cls_logits, bbx_logits, proposals, proposals_idx, valid_size, settin
         keep = (s > settings.score_threshold) & (b[:, 2] > b[:, 0]) & (b[:, 3] > b[:, 1])
         b, s, c = b[keep], s[keep], c[keep]
         keep = _classwise_nms(b, s, c, settings.nms_threshold, settings.max_predictions)
-        if keep.numel() == 0:
-            bbx_pred.append(None)
-            cls_pred.append(None)
-            obj_pred.append(None)
-        else:
-            bbx_pred.append(b[keep])
-            cls_pred.append(c[keep])
-            obj_pred.append(s[keep])
+        for out, values in zip((bbx_pred, cls_pred, obj_pred), (b, c, s)):
+            out.append(values[keep] if keep.numel() else None)
     return bbx_pred, cls_pred, obj_pred
 
 
@@ -326,8 +320,3 @@ def _classwise_nms(boxes, scores, classes, threshold, max_output):
     order = torch.sort(scores[kept], descending=True, stable=True)[1]
     return kept[order][:max_output]
 
-
-def image_anchors(level_sizes, settings, dtype, device):
-    """All anchors of the RPN levels (seamseg's per-level ``_shifted_anchors``, concatenated)."""
-    return fpn_anchors(level_sizes, settings.strides, settings.anchor_scale,
-                       settings.anchor_ratios, dtype, device)

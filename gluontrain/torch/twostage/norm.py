@@ -28,6 +28,9 @@ __all__ = ['BatchNormAct', 'SyncBatchNormAct', 'GroupNormAct', 'FrozenAffineAct'
            'norm_act_from_config', 'make_norm_act']
 
 NORMALIZATION_MODES = ('bn', 'syncbn', 'syncbn+bn', 'gn', 'syncbn+gn', 'off')
+_ACTIVATIONS = {'leaky_relu': lambda x, p: F.leaky_relu(x, negative_slope=p),
+                'relu': lambda x, p: F.relu(x), 'elu': lambda x, p: F.elu(x, alpha=p),
+                'identity': lambda x, p: x}
 
 
 def activate(x, activation, param):
@@ -44,16 +47,10 @@ def activate(x, activation, param):
     -------
     torch.Tensor
     """
-    if activation == 'leaky_relu':
-        return F.leaky_relu(x, negative_slope=param)
-    if activation == 'relu':
-        return F.relu(x)
-    if activation == 'elu':
-        return F.elu(x, alpha=param)
-    if activation == 'identity':
-        return x
-    raise ValueError('Unknown activation {!r}: use leaky_relu, relu, elu or identity'
-                     .format(activation))
+    if activation not in _ACTIVATIONS:
+        raise ValueError('Unknown activation {!r}: use leaky_relu, relu, elu or identity'
+                         .format(activation))
+    return _ACTIVATIONS[activation](x, param)
 
 
 class _ActMixin:

@@ -24,21 +24,6 @@ from .structures import BoxList, boxlist_iou, cat_boxlist
 __all__ = ['RPNHead', 'flatten_rpn_outputs', 'AnchorGenerator', 'RPNModule']
 
 
-class _BufferList(nn.Module):
-    """Tensors registered as buffers ``0``, ``1`` ... (maskrcnn-benchmark's ``BufferList``)."""
-
-    def __init__(self, tensors):
-        super().__init__()
-        for i, tensor in enumerate(tensors):
-            self.register_buffer(str(i), tensor)
-
-    def __len__(self):
-        return len(self._buffers)
-
-    def __iter__(self):
-        return iter(self._buffers.values())
-
-
 class AnchorGenerator(nn.Module):
     """The per-level cell anchors as maskrcnn-benchmark's ``AnchorGenerator`` holds them:
     buffers ``cell_anchors.0`` .. (so SGB's detector checkpoints, which carry them, load
@@ -55,8 +40,10 @@ class AnchorGenerator(nn.Module):
 
     def __init__(self, strides, sizes, aspect_ratios):
         super().__init__()
-        self.cell_anchors = _BufferList([generate_anchors(s, (size,), aspect_ratios)
-                                         for s, size in zip(strides, sizes)])
+        # a bare module holding buffers '0', '1' ... (maskrcnn-benchmark's BufferList)
+        self.cell_anchors = nn.Module()
+        for i, (s, size) in enumerate(zip(strides, sizes)):
+            self.cell_anchors.register_buffer(str(i), generate_anchors(s, (size,), aspect_ratios))
 
 
 class RPNHead(nn.Module):
@@ -194,20 +181,17 @@ class RPNModule(nn.Module):
     def anchors(self, image_sizes, features):
         """Per image, per level ``BoxList`` of anchors with a ``visibility`` field."""
         out = []
+        cells = self.anchor_generator.cell_anchors.buffers()
         per_level = [grid_anchors(c, s, f.shape[-2], f.shape[-1], device=f.device,
                                   layout='xy')
-                     for c, s, f in zip(self.anchor_generator.cell_anchors, self.strides,
-                                           features)]
+                     for c, s, f in zip(cells, self.strides, features)]
+        t = self.straddle_thresh
         for (h, w) in image_sizes:
             levels = []
             for a in per_level:
                 box = BoxList(a, (w, h), 'xyxy')
-                t = self.straddle_thresh
-                if t >= 0:
-                    vis = ((a[:, 0] >= -t) & (a[:, 1] >= -t) & (a[:, 2] < w + t)
-                           & (a[:, 3] < h + t))
-                else:
-                    vis = torch.ones(a.shape[0], dtype=torch.bool, device=a.device)
+                vis = ((a[:, 0] >= -t) & (a[:, 1] >= -t) & (a[:, 2] < w + t) & (a[:, 3] < h + t)
+                       if t >= 0 else torch.ones(a.shape[0], dtype=torch.bool, device=a.device))
                 box.add_field('visibility', vis)
                 levels.append(box)
             out.append(levels)
@@ -301,13 +285,10 @@ class RPNModule(nn.Module):
             raise ValueError('RPN training needs the targets (one BoxList per image)')
         labels, regs, pos_masks, neg_masks = [], [], [], []
         for anc, tgt in zip(anchors, targets):
-            anc = cat_boxlist(anc)
-            lab, reg = self._labels(anc, tgt)
+            lab, reg = self._labels(cat_boxlist(anc), tgt)
             p, n = balanced_sample(lab, self.batch_size, self.pos_fraction, self.generator)
-            labels.append(lab)
-            regs.append(reg)
-            pos_masks.append(p)
-            neg_masks.append(n)
+            for out, value in zip((labels, regs, pos_masks, neg_masks), (lab, reg, p, n)):
+                out.append(value)
         pos = torch.nonzero(torch.cat(pos_masks)).squeeze(1)
         neg = torch.nonzero(torch.cat(neg_masks)).squeeze(1)
         sampled = torch.cat([pos, neg])

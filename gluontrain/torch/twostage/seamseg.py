@@ -12,7 +12,7 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 
-from ..ops import fast_rcnn_loss
+from ..ops import fast_rcnn_loss, fpn_anchors
 from . import algos
 from .images import pad_images
 from .rpn import flatten_rpn_outputs
@@ -46,12 +46,8 @@ def prepare_inputs(cat, iscrowd, bbx, num_stuff):
         thing = (cat_i >= num_stuff) & (cat_i != 255)
         crowd_i = crowd_i.bool()
         valid = thing & ~crowd_i
-        if valid.any():
-            cat_out.append(cat_i[valid])
-            bbx_out.append(bbx_i[valid])
-        else:
-            cat_out.append(None)
-            bbx_out.append(None)
+        cat_out.append(cat_i[valid] if valid.any() else None)
+        bbx_out.append(bbx_i[valid] if valid.any() else None)
         crowd_thing = crowd_i & thing
         crowd_out.append(bbx_i[crowd_thing] if crowd_thing.any() else None)
     return cat_out, crowd_out, bbx_out
@@ -118,15 +114,15 @@ class DetectionNet(nn.Module):
         out = self.head_outputs(img)
         feats, valid_size, img_size = out['features'], out['valid_size'], out['img_size']
         obj_logits, bbx_logits = out['obj_logits'], out['bbx_logits']
-        rpn, roi = self.rpn_settings, self.roi_settings
+        rpn = self.rpn_settings
         losses = OrderedDict((k, None) for k in
                              ('obj_loss', 'bbx_loss', 'roi_cls_loss', 'roi_bbx_loss'))
         pred = OrderedDict((k, None) for k in ('bbx_pred', 'cls_pred', 'obj_pred'))
         if not (do_loss or do_prediction):
             return losses, pred
         with torch.no_grad():
-            anchors = algos.image_anchors(out['level_sizes'], rpn, bbx_logits.dtype,
-                                          bbx_logits.device)
+            anchors = fpn_anchors(out['level_sizes'], rpn.strides, rpn.anchor_scale,
+                                  rpn.anchor_ratios, bbx_logits.dtype, bbx_logits.device)
             proposals = algos.generate_proposals(obj_logits, bbx_logits, anchors, valid_size,
                                                  rpn, self.training)
         if do_loss:

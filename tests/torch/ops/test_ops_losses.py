@@ -25,16 +25,6 @@ def test_hand_computed_sigma_3_and_1():
     assert smooth_l1(torch.tensor([0.5, 2.]), torch.zeros(2)).tolist() == pytest.approx([.125, 1.5])
 
 
-def test_reductions():
-    a, b = torch.randn(5, 4), torch.randn(5, 4)
-    full = smooth_l1(a, b, 3.)
-    assert smooth_l1(a, b, 3., 'sum').item() == pytest.approx(full.sum().item())
-    assert smooth_l1(a, b, 3., 'mean').item() == pytest.approx(full.mean().item())
-    assert smooth_l1(torch.zeros(0, 4), torch.zeros(0, 4), reduction='sum').item() == 0
-    with pytest.raises(ValueError, match='reduction'):
-        smooth_l1(a, b, reduction='avg')
-
-
 def test_fast_rcnn_loss_hand_computed():
     p = [[.2, .3, .5], [.6, .3, .1], [.25, .25, .5]]
     cls_logits = torch.tensor(p, dtype=torch.float64).log()
