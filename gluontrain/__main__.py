@@ -27,17 +27,22 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NO_PERMISSION = (errno.EACCES, errno.EPERM)
 
 
+def _chain(error):
+    """``error`` and the errors it was raised while handling, the earliest last."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__context__
+
+
 def _named_filename(error):
     """The file of ``error`` or, when it names none (``f.write`` on a full disk), of the
     earliest error of the same kind it was raised while handling: a hook that fails to write
     as the loop unwinds must not hide the file that failed first."""
-    name, seen = None, set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, OSError) and error.filename is not None:
-            name = error.filename
-        error = error.__context__
-    return name
+    names = [e.filename for e in _chain(error) if isinstance(e, OSError)
+             and e.filename is not None]
+    return names[-1] if names else None
 
 
 def oserror_message(error, output_argument=None):
@@ -54,28 +59,26 @@ def oserror_message(error, output_argument=None):
             'annotations'.format(error)
     elsewhere = 'write the outputs elsewhere{}'.format(
         ' with ' + output_argument if output_argument else '')
-    if error.errno == errno.EROFS:
-        fix = 'the file system is read-only: ' + elsewhere
-    elif error.errno in _NO_SPACE:
-        fix = 'free space on that disk or ' + elsewhere
-    elif error.errno in _NO_PERMISSION:
+    where = _named_filename(error)
+    if error.errno in (errno.EROFS,) + _NO_SPACE:
+        fix = ('the file system is read-only: ' if error.errno == errno.EROFS else
+               'free space on that disk or ')
+        return 'cannot write {}: {}; {}{}'.format(where or 'a file', error.strerror, fix,
+                                                  elsewhere)
+    if error.errno in _NO_PERMISSION:
         # reading a dataset can fail this way too, so no "cannot write"
         return '{}: {}; check its permissions, or {}'.format(
-            _named_filename(error) or 'a file', error.strerror, elsewhere)
-    elif error.errno == errno.EEXIST:
+            where or 'a file', error.strerror, elsewhere)
+    if error.errno == errno.EEXIST:
         # only creating raises it: a file where an output folder should go
         return 'cannot create the folder {}: a file of that name exists; remove it, or {}'.format(
-            _named_filename(error) or 'a folder', elsewhere)
-    elif error.errno in (errno.ENOTDIR, errno.EISDIR):
+            where or 'a folder', elsewhere)
+    if error.errno in (errno.ENOTDIR, errno.EISDIR):
         # inputs fail this way too (a folder given as a file, a file inside a file)
         what = ('a part of this path is a file, not a folder' if error.errno == errno.ENOTDIR
                 else 'it is a folder, not a file')
-        return '{}: {}; check the path, or {}'.format(
-            _named_filename(error) or 'a path', what, elsewhere)
-    else:
-        return None
-    where = _named_filename(error) or 'a file'
-    return 'cannot write {}: {}; {}'.format(where, error.strerror, fix)
+        return '{}: {}; check the path, or {}'.format(where or 'a path', what, elsewhere)
+    return None
 
 
 def interrupted_state(error):
@@ -113,14 +116,7 @@ def interrupt_message(state, advice=None):
 def _raised_by_ctrl_c(error):
     """Whether ``error`` was raised while handling a ``KeyboardInterrupt``: MXNet's NDArray
     assignment catches everything, so a Ctrl-C that lands inside it becomes a ``TypeError``."""
-    seen = set()
-    error = error.__context__
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__context__
-    return False
+    return any(isinstance(e, KeyboardInterrupt) for e in _chain(error.__context__))
 
 
 def _run(recipe, argv):

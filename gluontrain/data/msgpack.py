@@ -18,25 +18,22 @@ class MsgpackError(ValueError):
     """Malformed or unsupported MessagePack data."""
 
 
+# (type byte, struct format) from the narrowest: unsigned for v >= 0, signed below
+_INTS = (((0xcc, '>B'), (0xcd, '>H'), (0xce, '>I'), (0xcf, '>Q')),
+         ((0xd0, '>b'), (0xd1, '>h'), (0xd2, '>i'), (0xd3, '>q')))
+
+
 def _pack_int(v, out):
-    if 0 <= v < 0x80:
-        out.append(struct.pack('B', v))
-    elif -32 <= v < 0:
-        out.append(struct.pack('b', v))
-    elif v >= 0:
-        for code, fmt, hi in ((0xcc, '>B', 0xff), (0xcd, '>H', 0xffff),
-                              (0xce, '>I', 0xffffffff), (0xcf, '>Q', 0xffffffffffffffff)):
-            if v <= hi:
-                out.append(struct.pack('B', code) + struct.pack(fmt, v))
-                return
-        raise MsgpackError('integer {} does not fit in 64 bits'.format(v))
-    else:
-        for code, fmt, lo in ((0xd0, '>b', -0x80), (0xd1, '>h', -0x8000),
-                              (0xd2, '>i', -0x80000000), (0xd3, '>q', -0x8000000000000000)):
-            if v >= lo:
-                out.append(struct.pack('B', code) + struct.pack(fmt, v))
-                return
-        raise MsgpackError('integer {} does not fit in 64 bits'.format(v))
+    if -32 <= v < 0x80:
+        out.append(struct.pack('b' if v < 0 else 'B', v))
+        return
+    for code, fmt in _INTS[v < 0]:
+        try:
+            out.append(struct.pack('B', code) + struct.pack(fmt, v))
+            return
+        except struct.error:  # does not fit: the next wider format
+            continue
+    raise MsgpackError('integer {} does not fit in 64 bits'.format(v))
 
 
 def _pack_len(n, fix_base, fix_max, codes, out):
@@ -44,7 +41,7 @@ def _pack_len(n, fix_base, fix_max, codes, out):
         out.append(struct.pack('B', fix_base | n))
         return
     for code, fmt, hi in codes:
-        if code is not None and n <= hi:
+        if n <= hi:
             out.append(struct.pack('B', code) + struct.pack(fmt, n))
             return
     raise MsgpackError('object of length {} is too long for MessagePack'.format(n))

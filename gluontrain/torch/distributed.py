@@ -37,7 +37,7 @@ from collections import namedtuple
 import torch
 import torch.distributed as dist
 
-from ..core.distributed import Comm
+from ..core.distributed import LocalComm
 from .dist_watchdog import (TIMEOUT_ENV, CollectiveTimeoutError, RankWatchdog, dist_timeout,
                             explain_collective_error, kill_stopped_ranks)
 
@@ -354,11 +354,12 @@ def cleanup():
     teardown(ok=False)
 
 
-class TorchComm(Comm):
+class TorchComm(LocalComm):
     """:class:`gluontrain.core.distributed.Comm` over ``torch.distributed`` (gloo or nccl).
 
-    Outside an initialised process group (no ``torchrun``) it is a world of one, as every
-    helper of this module. ``rank`` and ``world_size`` are read once, when it is made (after
+    Outside an initialised process group (no ``torchrun``) it is a world of one
+    (:class:`~gluontrain.core.distributed.LocalComm`), as every helper of this module.
+    ``rank`` and ``world_size`` are read once, when it is made (after
     :func:`init_distributed`).
     """
 
@@ -376,7 +377,7 @@ class TorchComm(Comm):
     def allgather_object(self, obj):
         """``torch.distributed.all_gather_object``: every rank's ``obj`` in rank order."""
         if self.world_size == 1:
-            return [obj]
+            return super().allgather_object(obj)
         gathered = [None] * self.world_size
         dist.all_gather_object(gathered, obj)
         return gathered
@@ -384,10 +385,7 @@ class TorchComm(Comm):
     def broadcast_object(self, obj, root=0):
         """``torch.distributed.broadcast_object_list`` of ``[obj]`` from ``root``."""
         if self.world_size == 1:
-            if root != 0:
-                raise ValueError('broadcast_object(root={}): a world of one has rank 0 only'
-                                 .format(root))
-            return obj
+            return super().broadcast_object(obj, root)
         box = [obj if self.rank == root else None]
         dist.broadcast_object_list(box, src=root)
         return box[0]
