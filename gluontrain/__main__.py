@@ -81,13 +81,6 @@ def oserror_message(error, output_argument=None):
     return None
 
 
-def interrupted_state(error):
-    """The loop's :class:`TrainState` at a Ctrl-C (``run_loop`` attaches it to the exception
-    as ``error.train_state``), or ``None`` when training had not started."""
-    state = getattr(error, 'train_state', None)
-    return state if isinstance(state, TrainState) else None
-
-
 def interrupt_message(state, advice=None):
     """``interrupted at epoch E, batch B; last checkpoint: PATH; resume with --resume PATH``.
 
@@ -187,8 +180,10 @@ def main(argv=None):
         with _program_name('gluontrain train ' + argv[1] if from_command_line else None):
             state = _run(recipe, argv[2:])
     except KeyboardInterrupt as e:
-        print(interrupt_message(interrupted_state(e), getattr(recipe, 'RESUME_ADVICE', None)),
-              file=sys.stderr)
+        # run_loop attaches its state to the exception (none: training had not started)
+        state = getattr(e, 'train_state', None)
+        print(interrupt_message(state if isinstance(state, TrainState) else None,
+                                getattr(recipe, 'RESUME_ADVICE', None)), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError) as e:
         print('error: {}'.format(e), file=sys.stderr)

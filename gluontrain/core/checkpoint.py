@@ -284,10 +284,6 @@ class _RestrictedUnpickler(pickle.Unpickler):
                          'you wrote)'.format(self.path, module, name))
 
 
-def _restricted_load(f, path):
-    return _RestrictedUnpickler(f, path).load()
-
-
 def dumps_state(obj):
     """Plain data (RNG states, hooks' state) as pickle bytes, for a reference's file that
     carries gluontrain's state in one entry (SGB's ``.pth``); read back by :func:`loads_state`."""
@@ -302,7 +298,7 @@ def loads_state(blob, path):
     RefusedPickle
         The bytes reference a global a checkpoint never holds (``path`` is named).
     """
-    return _restricted_load(io.BytesIO(bytes(blob)), path)
+    return _RestrictedUnpickler(io.BytesIO(bytes(blob)), path).load()
 
 
 CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS = 'checkpoint', 'mxnet-params', 'torch-weights'
@@ -447,7 +443,7 @@ def load_checkpoint(path):
                                 'a previous run wrote'.format(path))
     try:
         with open(path, 'rb') as f:
-            payload = _restricted_load(f, path)
+            payload = _RestrictedUnpickler(f, path).load()
     except RefusedPickle:
         raise
     except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, IndexError,

@@ -12,7 +12,7 @@ import time
 from .loop import Hook, Period, resuming
 from .meters import LossMeter, all_finite
 from .writers import (EventFile, LogFileHandler,  # noqa: F401  (public here too)
-                      TensorBoardHook, jsonable as _jsonable)
+                      TensorBoardHook, append_lines, filter_lines, jsonable as _jsonable)
 
 LOGGER_NAME = 'gluontrain'
 
@@ -270,8 +270,6 @@ def truncate_best_map_log(path, last_index):
     int
         The number of lines dropped.
     """
-    from .writers import filter_lines  # pylint: disable=import-outside-toplevel
-
     def keep(line):
         try:
             return int(line.split(':', 1)[0]) <= last_index
@@ -376,7 +374,6 @@ class MetricsJSONHook(Hook):
             record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
         if partial:
             record['partial'] = True
-        from .writers import append_lines  # pylint: disable=import-outside-toplevel
         self._last_epoch = state.epoch  # one try per epoch, also when the disk is full
         append_lines(self.path, [json.dumps(record)])
 
@@ -400,8 +397,6 @@ def truncate_metrics(path, iteration, start_epoch):
     int
         The number of rows dropped.
     """
-    from .writers import filter_lines  # pylint: disable=import-outside-toplevel
-
     def keep(line):
         try:
             row = json.loads(line)
