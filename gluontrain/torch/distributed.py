@@ -145,11 +145,6 @@ def init_process_group(backend, timeout_s=None, rank=None, world_size=None):
     return timeout_s
 
 
-def _stop_watchdog():
-    while _WATCHDOG:
-        _WATCHDOG.pop().stop()
-
-
 def teardown(ok=True):
     """End a ``torchrun`` job: a barrier (``ok`` only), then leave the process group.
 
@@ -170,17 +165,16 @@ def teardown(ok=True):
         False after a failure: no barrier (the other ranks may never come; torchrun stops
         them), just leave.
     """
-    if not (dist.is_available() and dist.is_initialized()):
-        _stop_watchdog()
-        return
     try:
-        if ok and dist.get_world_size() > 1:
+        if ok and is_distributed():
             dist.barrier()
     finally:
-        _stop_watchdog()
-        dist.destroy_process_group()
-        # the GIL released: gloo's threads free their last work now, not at interpreter exit
-        time.sleep(0.1)
+        while _WATCHDOG:
+            _WATCHDOG.pop().stop()
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+            # the GIL released: gloo's threads free their last work now, not at interpreter exit
+            time.sleep(0.1)
 
 
 def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
