@@ -142,14 +142,12 @@ def _program_name(name):
         sys.argv[0] = saved
 
 
-def _usage(with_recipes):
+def _usage():
+    width = max(len(n) for n in list_recipes())
     lines = ['usage: gluontrain train RECIPE [recipe arguments]',
-             '       gluontrain train RECIPE --help    (that recipe\'s arguments)']
-    if with_recipes:
-        width = max(len(n) for n in list_recipes())
-        lines += ['', 'recipes:'] + ['  {:<{}}  {}'.format(n, width, recipe_summary(n))
-                                     for n in list_recipes()]
-    return '\n'.join(lines)
+             '       gluontrain train RECIPE --help    (that recipe\'s arguments)', '', 'recipes:']
+    return '\n'.join(lines + ['  {:<{}}  {}'.format(n, width, recipe_summary(n))
+                              for n in list_recipes()])
 
 
 def main(argv=None):
@@ -164,10 +162,10 @@ def main(argv=None):
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (['-h'], ['--help']):
-        print(_usage(with_recipes=True))
+        print(_usage())
         return 0
     if len(argv) < 2 or argv[0] != 'train' or argv[1] not in list_recipes():
-        print(_usage(with_recipes=True), file=sys.stderr)
+        print(_usage(), file=sys.stderr)
         if len(argv) >= 2 and argv[0] == 'train':
             print('error: unknown recipe {!r}'.format(argv[1]), file=sys.stderr)
         return 2

@@ -24,11 +24,6 @@ def get_logger():
     return logger
 
 
-def format_validation(names, values):
-    """GluonCV's validation block: one ``name=value`` line per metric."""
-    return '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))
-
-
 def _fmt_losses(means):
     return ', '.join('{}={:.3f}'.format(k, v) for k, v in means.items())
 
@@ -170,7 +165,9 @@ class ValidationHook(Hook):
             # the NaN guard stopped this step: the weights are garbage, not worth a score
             return
         names, values = self.validate_fn()
-        self.logger.info('[{}] Validation: \n{}'.format(where, format_validation(names, values)))
+        # GluonCV's validation block: one name=value line per metric
+        self.logger.info('[{}] Validation: \n{}'.format(
+            where, '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))))
         state.scores['val'] = (list(names), list(values))
         state.current = float(values[-1])
         state.val_iteration = state.iteration
