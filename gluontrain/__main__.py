@@ -212,11 +212,8 @@ def main(argv=None):
         # a collective that timed out because another rank stopped (torch's RuntimeError):
         # one line naming the rank; other RuntimeErrors are bugs and keep their traceback
         watchdog = sys.modules.get('gluontrain.torch.dist_watchdog')
-        reason = watchdog.explain_collective_error(e) if watchdog else None
-        if reason is None:
+        if watchdog is None or not watchdog.report_collective_error(e):
             raise
-        print('error: ' + reason, file=sys.stderr, flush=True)
-        watchdog.kill_stopped_ranks()
         return EXIT_ERROR
     # in a distributed run every rank has the score; rank 0 speaks for the job
     if 'val' in state.scores and getattr(state, 'is_main', True):

@@ -338,6 +338,19 @@ def unfinished_epoch(state, last_closed_epoch, meter):
             and any(v == v for v in meter.epoch().values()))
 
 
+def epoch_record(state, meter):
+    """The record of ``state.epoch`` that metrics.jsonl and the curves picture hold: epoch,
+    iteration, lr, time, the running and epoch loss means and, on a validated epoch, ``val``
+    (name -> :func:`~gluontrain.core.writers.jsonable` value)."""
+    record = {'epoch': state.epoch, 'iteration': state.iteration,
+              'lr': (state.outputs or {}).get('lr'), 'time': state.epoch_time,
+              'loss_running': dict(meter.running()), 'loss_epoch': dict(meter.epoch())}
+    if 'val' in state.scores:
+        names, values = state.scores['val']
+        record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
+    return record
+
+
 class MetricsJSONHook(Hook):
     """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
     stops inside an epoch adds a line for it marked ``"partial": true``.
@@ -363,12 +376,7 @@ class MetricsJSONHook(Hook):
                          state.start_epoch)
 
     def _write(self, state, partial=False):
-        record = {'epoch': state.epoch, 'iteration': state.iteration,
-                  'lr': (state.outputs or {}).get('lr'), 'time': state.epoch_time,
-                  'loss_running': self.meter.running(), 'loss_epoch': self.meter.epoch()}
-        if 'val' in state.scores:
-            names, values = state.scores['val']
-            record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
+        record = epoch_record(state, self.meter)
         if partial:
             record['partial'] = True
         self._last_epoch = state.epoch  # one try per epoch, also when the disk is full

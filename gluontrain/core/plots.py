@@ -9,7 +9,7 @@ import math
 import time
 
 from .checkpoint import atomic_save_file
-from .hooks import unfinished_epoch
+from .hooks import epoch_record, unfinished_epoch
 from .loop import Hook
 
 # pixel size of the curves picture: figsize * dpi
@@ -271,13 +271,8 @@ class CurvesHook(_RedrawHook):
                 self.records = []
 
     def _record(self, state):
-        record = {'epoch': state.epoch, 'lr': (state.outputs or {}).get('lr'),
-                  'loss_epoch': dict(self.meter.epoch())}
-        if 'val' in state.scores:
-            names, values = state.scores['val']
-            record['val'] = dict(zip(names, values))
-        self.records.append(record)
-        return record
+        self.records.append(epoch_record(state, self.meter))
+        return self.records[-1]
 
     def after_epoch(self, state):
         if 'val' in self._record(state) and self._redraw_due():

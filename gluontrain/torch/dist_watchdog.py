@@ -31,7 +31,7 @@ import time
 import torch.distributed as dist
 
 __all__ = ['TIMEOUT_ENV', 'DEFAULT_TIMEOUT_S', 'dist_timeout', 'CollectiveTimeoutError',
-           'explain_collective_error', 'kill_stopped_ranks', 'RankWatchdog']
+           'explain_collective_error', 'report_collective_error', 'RankWatchdog']
 
 TIMEOUT_ENV = 'GLUONTRAIN_DIST_TIMEOUT'
 DEFAULT_TIMEOUT_S = 600.0
@@ -124,12 +124,23 @@ def explain_collective_error(error):
     return watchdog.describe()
 
 
-def kill_stopped_ranks():
-    """After the line of :func:`explain_collective_error` is written: SIGKILL the stopped
-    ranks on this host it named (torchrun would wait 30 s for them)."""
-    watchdog = RankWatchdog.last
-    if watchdog is not None:
-        watchdog.kill_stopped()
+def report_collective_error(error):
+    """Write :func:`explain_collective_error`'s line for ``error`` to stderr as one ``error:``
+    line, then SIGKILL the stopped ranks on this host it named (torchrun would wait 30 s for
+    them).
+
+    Returns
+    -------
+    bool
+        False (nothing written) when ``error`` is no such failure: the caller re-raises it.
+    """
+    reason = explain_collective_error(error)
+    if reason is None:
+        return False
+    print('error: ' + reason, file=sys.stderr, flush=True)
+    if RankWatchdog.last is not None:
+        RankWatchdog.last.kill_stopped()
+    return True
 
 
 class RankWatchdog:

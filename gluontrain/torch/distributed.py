@@ -39,7 +39,7 @@ import torch.distributed as dist
 
 from ..core.distributed import LocalComm
 from .dist_watchdog import (TIMEOUT_ENV, CollectiveTimeoutError, RankWatchdog, dist_timeout,
-                            explain_collective_error, kill_stopped_ranks)
+                            explain_collective_error, report_collective_error)
 
 __all__ = ['DistInfo', 'init_distributed', 'init_process_group', 'dist_timeout', 'teardown',
            'run_job', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
@@ -210,11 +210,8 @@ def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
     try:
         code = fn()
     except RuntimeError as error:
-        reason = explain_collective_error(error)
-        if reason is None:
+        if not report_collective_error(error):
             raise
-        print('error: ' + reason, file=sys.stderr, flush=True)
-        kill_stopped_ranks()
         return 1
     finally:
         if started:
