@@ -99,10 +99,9 @@ def interrupt_message(state, advice=None):
         return 'interrupted before training started'
     line = 'interrupted at epoch {}, batch {}'.format(state.epoch, state.batch)
     path = getattr(state, 'last_checkpoint', None) or state.scores.get('last_checkpoint')
-    if path and advice:
-        return '{}; last checkpoint: {}; {}'.format(line, path, advice.format(path=path))
     if path:
-        return '{}; last checkpoint: {}; resume with --resume {}'.format(line, path, path)
+        advice = advice or 'resume with --resume {path}'
+        return '{}; last checkpoint: {}; {}'.format(line, path, advice.format(path=path))
     return line + '; no checkpoint written yet'
 
 

@@ -85,9 +85,7 @@ class LogHook(Hook):
         console.setFormatter(logging.Formatter('%(message)s'))
         self._handlers = [console]
         if self.log_file:
-            folder = os.path.dirname(self.log_file)
-            if folder:
-                os.makedirs(folder, exist_ok=True)
+            os.makedirs(os.path.dirname(self.log_file) or os.curdir, exist_ok=True)
             self._handlers.append(LogFileHandler(self.log_file))
         for h in self._handlers:
             self.logger.addHandler(h)
@@ -473,12 +471,8 @@ class ProgressHook(Hook):
             self._bar.set_postfix(self.meter.running(), refresh=False)
 
     def after_epoch(self, state):
-        self._close()
-
-    def after_train(self, state):
-        self._close()
-
-    def _close(self):
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+    after_train = after_epoch

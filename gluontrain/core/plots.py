@@ -93,9 +93,7 @@ def draw_curves(records, path, title=None):
     fig = new_figure(CURVES_FIGSIZE, CURVES_DPI)
     ax_loss, ax_val = fig.subplots(2, 1, sharex=True, gridspec_kw={'height_ratios': [3, 2]})
     epochs = [r['epoch'] for r in records]
-    names = []
-    for r in records:
-        names += [n for n in (r.get('loss_epoch') or {}) if n not in names]
+    names = list(dict.fromkeys(n for r in records for n in (r.get('loss_epoch') or {})))
     finite = []
     for name in names:
         ys = [_number((r.get('loss_epoch') or {}).get(name)) for r in records]

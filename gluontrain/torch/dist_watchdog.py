@@ -27,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 
 import torch.distributed as dist
 
@@ -175,16 +176,13 @@ class RankWatchdog:
         self._place = (None, 0.0)    # (main thread's frame position, since when)
         self.to_kill = []
 
-    def _connect(self):
-        if self.store is None:
-            self.store = dist.TCPStore(
-                os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False,
-                timeout=datetime.timedelta(seconds=self.timeout_s), wait_for_workers=False)
-
     def start(self):
         """Start the thread; False (and no watchdog) when the store cannot be reached."""
         try:
-            self._connect()
+            if self.store is None:
+                self.store = dist.TCPStore(
+                    os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False,
+                    timeout=datetime.timedelta(seconds=self.timeout_s), wait_for_workers=False)
             self.store.set(_WHERE.format(self.rank),
                            '{} {}'.format(socket.gethostname(), os.getpid()))
             self.beat()
@@ -233,11 +231,8 @@ class RankWatchdog:
             return None
         if now - self._place[1] < self.timeout_s:
             return None
-        stack, f = [], frame
-        while f is not None:
-            stack.append(f.f_code.co_filename)
-            f = f.f_back
-        if any(os.sep.join(('torch', 'distributed')) in name for name in stack):
+        if any(os.sep.join(('torch', 'distributed')) in f.f_code.co_filename
+               for f, _ in traceback.walk_stack(frame)):
             return None
         return '{}:{} ({})'.format(frame.f_code.co_filename, frame.f_lineno,
                                    frame.f_code.co_name)
