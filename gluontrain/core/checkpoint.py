@@ -31,11 +31,6 @@ _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EP
 _IN_FLIGHT = set()
 
 
-def _staging_pattern(basename):
-    """``.{basename}.{pid}-{random}.tmp``; names of gluontrain < 0.2 lack the ``{pid}-``."""
-    return re.compile(r'^\.' + re.escape(basename) + r'\.(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$')
-
-
 # a staging name of any file, as _new_staging_file makes them (the pid tells whose it is)
 _ANY_STAGED = re.compile(r'^\..+\.(\d+)-[0-9a-f]{8}\.tmp$')
 
@@ -71,7 +66,9 @@ def sweep_staged(path):
         The removed files.
     """
     folder = os.path.dirname(os.path.abspath(path))
-    own = _staging_pattern(os.path.basename(path))
+    # .{basename}.{pid}-{random}.tmp; names of gluontrain < 0.2 lack the {pid}-
+    own = re.compile(r'^\.' + re.escape(os.path.basename(path))
+                     + r'\.(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$')
     removed = []
     try:
         names = os.listdir(folder)

@@ -338,9 +338,10 @@ def draw_samples(samples, classes, path, thresh=0.2, max_boxes=10, title=None):
     num = len(samples)
     fig = new_figure(samples_figsize(num), SAMPLES_DPI)
     cols = 2 if num > 1 else 1
+    rows = (num + cols - 1) // cols
     for i, (img, gt, (ids, scores, bboxes)) in enumerate(samples):
         ids, scores, bboxes = np.asarray(ids), np.asarray(scores), np.asarray(bboxes)
-        ax = fig.add_subplot((num + cols - 1) // cols, cols, i + 1)
+        ax = fig.add_subplot(rows, cols, i + 1)
         ax.imshow(img)
         draw_boxes(ax, gt, [''] * len(gt), 'cyan', '--')
         order = np.argsort(-scores)[:max_boxes]
@@ -354,7 +355,6 @@ def draw_samples(samples, classes, path, thresh=0.2, max_boxes=10, title=None):
     if title:
         fig.suptitle(title, fontsize=10)
     # fixed margins (as draw_curves): images without axes, a title line above each
-    rows = (num + cols - 1) // cols
     top = 1 - (0.35 if title else 0.1) / (SAMPLES_CELL * rows)
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=top, wspace=0.04,
                         hspace=0.12)

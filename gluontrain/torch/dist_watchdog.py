@@ -79,16 +79,6 @@ def dist_timeout(timeout_s=None):
     return seconds
 
 
-def _heartbeat_period(timeout_s):
-    return min(5.0, max(0.2, timeout_s / 10.0))
-
-
-def _timeout_words(error):
-    text = str(error).lower()
-    return any(w in text for w in ('timed out', 'timeout', 'connection closed by peer',
-                                   'connection reset by peer', 'broken pipe'))
-
-
 def explain_collective_error(error):
     """One line for a collective that failed because another rank stopped, else None.
 
@@ -106,7 +96,9 @@ def explain_collective_error(error):
     """
     if isinstance(error, CollectiveTimeoutError):
         return str(error)
-    if not isinstance(error, RuntimeError) or not _timeout_words(error):
+    words = ('timed out', 'timeout', 'connection closed by peer', 'connection reset by peer',
+             'broken pipe')
+    if not isinstance(error, RuntimeError) or not any(w in str(error).lower() for w in words):
         return None
     watchdog = RankWatchdog.current
     if watchdog is None:
@@ -166,7 +158,7 @@ class RankWatchdog:
 
     def __init__(self, rank, world_size, timeout_s, store=None, exit_fn=None, main_thread=None):
         self.rank, self.world_size, self.timeout_s = rank, world_size, float(timeout_s)
-        self.period = _heartbeat_period(self.timeout_s)
+        self.period = min(5.0, max(0.2, self.timeout_s / 10.0))
         self.store, self.exit_fn = store, exit_fn or _exit_with
         self.main_thread = main_thread or threading.main_thread()
         self.watched = (rank + 1) % world_size
