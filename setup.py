@@ -36,7 +36,8 @@ setup(
                   'gluontrain.torch.sgg': ['configs/*.yaml']},
     # gluoncv imports distutils, which Python 3.12 removed.
     python_requires='>=3.8,<3.12',
-    install_requires=['numpy', 'Pillow', 'tqdm', 'h5py'],
+    # u-msgpack-python: seamseg's own codec for the ISS dataset's metadata.bin (pure Python)
+    install_requires=['numpy', 'Pillow', 'tqdm', 'h5py', 'u-msgpack-python'],
     extras_require={
         # without gluoncv itself, see GLUONCV_DEPS
         'mxnet': ['mxnet==1.9.1'] + GLUONCV_DEPS + NUMPY1,

@@ -27,17 +27,22 @@ _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _NO_PERMISSION = (errno.EACCES, errno.EPERM)
 
 
+def _chain(error):
+    """``error`` and the errors it was raised while handling, the earliest last."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__context__
+
+
 def _named_filename(error):
     """The file of ``error`` or, when it names none (``f.write`` on a full disk), of the
     earliest error of the same kind it was raised while handling: a hook that fails to write
     as the loop unwinds must not hide the file that failed first."""
-    name, seen = None, set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, OSError) and error.filename is not None:
-            name = error.filename
-        error = error.__context__
-    return name
+    names = [e.filename for e in _chain(error) if isinstance(e, OSError)
+             and e.filename is not None]
+    return names[-1] if names else None
 
 
 def oserror_message(error, output_argument=None):
@@ -54,35 +59,26 @@ def oserror_message(error, output_argument=None):
             'annotations'.format(error)
     elsewhere = 'write the outputs elsewhere{}'.format(
         ' with ' + output_argument if output_argument else '')
-    if error.errno == errno.EROFS:
-        fix = 'the file system is read-only: ' + elsewhere
-    elif error.errno in _NO_SPACE:
-        fix = 'free space on that disk or ' + elsewhere
-    elif error.errno in _NO_PERMISSION:
+    where = _named_filename(error)
+    if error.errno in (errno.EROFS,) + _NO_SPACE:
+        fix = ('the file system is read-only: ' if error.errno == errno.EROFS else
+               'free space on that disk or ')
+        return 'cannot write {}: {}; {}{}'.format(where or 'a file', error.strerror, fix,
+                                                  elsewhere)
+    if error.errno in _NO_PERMISSION:
         # reading a dataset can fail this way too, so no "cannot write"
         return '{}: {}; check its permissions, or {}'.format(
-            _named_filename(error) or 'a file', error.strerror, elsewhere)
-    elif error.errno == errno.EEXIST:
+            where or 'a file', error.strerror, elsewhere)
+    if error.errno == errno.EEXIST:
         # only creating raises it: a file where an output folder should go
         return 'cannot create the folder {}: a file of that name exists; remove it, or {}'.format(
-            _named_filename(error) or 'a folder', elsewhere)
-    elif error.errno in (errno.ENOTDIR, errno.EISDIR):
+            where or 'a folder', elsewhere)
+    if error.errno in (errno.ENOTDIR, errno.EISDIR):
         # inputs fail this way too (a folder given as a file, a file inside a file)
         what = ('a part of this path is a file, not a folder' if error.errno == errno.ENOTDIR
                 else 'it is a folder, not a file')
-        return '{}: {}; check the path, or {}'.format(
-            _named_filename(error) or 'a path', what, elsewhere)
-    else:
-        return None
-    where = _named_filename(error) or 'a file'
-    return 'cannot write {}: {}; {}'.format(where, error.strerror, fix)
-
-
-def interrupted_state(error):
-    """The loop's :class:`TrainState` at a Ctrl-C (``run_loop`` attaches it to the exception
-    as ``error.train_state``), or ``None`` when training had not started."""
-    state = getattr(error, 'train_state', None)
-    return state if isinstance(state, TrainState) else None
+        return '{}: {}; check the path, or {}'.format(where or 'a path', what, elsewhere)
+    return None
 
 
 def interrupt_message(state, advice=None):
@@ -103,24 +99,16 @@ def interrupt_message(state, advice=None):
         return 'interrupted before training started'
     line = 'interrupted at epoch {}, batch {}'.format(state.epoch, state.batch)
     path = getattr(state, 'last_checkpoint', None) or state.scores.get('last_checkpoint')
-    if path and advice:
-        return '{}; last checkpoint: {}; {}'.format(line, path, advice.format(path=path))
     if path:
-        return '{}; last checkpoint: {}; resume with --resume {}'.format(line, path, path)
+        advice = advice or 'resume with --resume {path}'
+        return '{}; last checkpoint: {}; {}'.format(line, path, advice.format(path=path))
     return line + '; no checkpoint written yet'
 
 
 def _raised_by_ctrl_c(error):
     """Whether ``error`` was raised while handling a ``KeyboardInterrupt``: MXNet's NDArray
     assignment catches everything, so a Ctrl-C that lands inside it becomes a ``TypeError``."""
-    seen = set()
-    error = error.__context__
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__context__
-    return False
+    return any(isinstance(e, KeyboardInterrupt) for e in _chain(error.__context__))
 
 
 def _run(recipe, argv):
@@ -153,14 +141,12 @@ def _program_name(name):
         sys.argv[0] = saved
 
 
-def _usage(with_recipes):
+def _usage():
+    width = max(len(n) for n in list_recipes())
     lines = ['usage: gluontrain train RECIPE [recipe arguments]',
-             '       gluontrain train RECIPE --help    (that recipe\'s arguments)']
-    if with_recipes:
-        width = max(len(n) for n in list_recipes())
-        lines += ['', 'recipes:'] + ['  {:<{}}  {}'.format(n, width, recipe_summary(n))
-                                     for n in list_recipes()]
-    return '\n'.join(lines)
+             '       gluontrain train RECIPE --help    (that recipe\'s arguments)', '', 'recipes:']
+    return '\n'.join(lines + ['  {:<{}}  {}'.format(n, width, recipe_summary(n))
+                              for n in list_recipes()])
 
 
 def main(argv=None):
@@ -175,10 +161,10 @@ def main(argv=None):
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (['-h'], ['--help']):
-        print(_usage(with_recipes=True))
+        print(_usage())
         return 0
     if len(argv) < 2 or argv[0] != 'train' or argv[1] not in list_recipes():
-        print(_usage(with_recipes=True), file=sys.stderr)
+        print(_usage(), file=sys.stderr)
         if len(argv) >= 2 and argv[0] == 'train':
             print('error: unknown recipe {!r}'.format(argv[1]), file=sys.stderr)
         return 2
@@ -191,8 +177,10 @@ def main(argv=None):
         with _program_name('gluontrain train ' + argv[1] if from_command_line else None):
             state = _run(recipe, argv[2:])
     except KeyboardInterrupt as e:
-        print(interrupt_message(interrupted_state(e), getattr(recipe, 'RESUME_ADVICE', None)),
-              file=sys.stderr)
+        # run_loop attaches its state to the exception (none: training had not started)
+        state = getattr(e, 'train_state', None)
+        print(interrupt_message(state if isinstance(state, TrainState) else None,
+                                getattr(recipe, 'RESUME_ADVICE', None)), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError) as e:
         print('error: {}'.format(e), file=sys.stderr)
@@ -223,11 +211,8 @@ def main(argv=None):
         # a collective that timed out because another rank stopped (torch's RuntimeError):
         # one line naming the rank; other RuntimeErrors are bugs and keep their traceback
         watchdog = sys.modules.get('gluontrain.torch.dist_watchdog')
-        reason = watchdog.explain_collective_error(e) if watchdog else None
-        if reason is None:
+        if watchdog is None or not watchdog.report_collective_error(e):
             raise
-        print('error: ' + reason, file=sys.stderr, flush=True)
-        watchdog.kill_stopped_ranks()
         return EXIT_ERROR
     # in a distributed run every rank has the score; rank 0 speaks for the job
     if 'val' in state.scores and getattr(state, 'is_main', True):

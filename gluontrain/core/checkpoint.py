@@ -31,11 +31,6 @@ _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EP
 _IN_FLIGHT = set()
 
 
-def _staging_pattern(basename):
-    """``.{basename}.{pid}-{random}.tmp``; names of gluontrain < 0.2 lack the ``{pid}-``."""
-    return re.compile(r'^\.' + re.escape(basename) + r'\.(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$')
-
-
 # a staging name of any file, as _new_staging_file makes them (the pid tells whose it is)
 _ANY_STAGED = re.compile(r'^\..+\.(\d+)-[0-9a-f]{8}\.tmp$')
 
@@ -71,7 +66,9 @@ def sweep_staged(path):
         The removed files.
     """
     folder = os.path.dirname(os.path.abspath(path))
-    own = _staging_pattern(os.path.basename(path))
+    # .{basename}.{pid}-{random}.tmp; names of gluontrain < 0.2 lack the {pid}-
+    own = re.compile(r'^\.' + re.escape(os.path.basename(path))
+                     + r'\.(?:(\d+)-)?[A-Za-z0-9_]+\.tmp$')
     removed = []
     try:
         names = os.listdir(folder)
@@ -284,10 +281,6 @@ class _RestrictedUnpickler(pickle.Unpickler):
                          'you wrote)'.format(self.path, module, name))
 
 
-def _restricted_load(f, path):
-    return _RestrictedUnpickler(f, path).load()
-
-
 def dumps_state(obj):
     """Plain data (RNG states, hooks' state) as pickle bytes, for a reference's file that
     carries gluontrain's state in one entry (SGB's ``.pth``); read back by :func:`loads_state`."""
@@ -302,7 +295,7 @@ def loads_state(blob, path):
     RefusedPickle
         The bytes reference a global a checkpoint never holds (``path`` is named).
     """
-    return _restricted_load(io.BytesIO(bytes(blob)), path)
+    return _RestrictedUnpickler(io.BytesIO(bytes(blob)), path).load()
 
 
 CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS = 'checkpoint', 'mxnet-params', 'torch-weights'
@@ -447,7 +440,7 @@ def load_checkpoint(path):
                                 'a previous run wrote'.format(path))
     try:
         with open(path, 'rb') as f:
-            payload = _restricted_load(f, path)
+            payload = _RestrictedUnpickler(f, path).load()
     except RefusedPickle:
         raise
     except (pickle.UnpicklingError, EOFError, AttributeError, ValueError, IndexError,

@@ -16,6 +16,11 @@ from .loop import Period
 from .plots import CurvesHook
 
 
+def _named(suffix, doc):
+    """A read-only :class:`RunPaths` attribute: the prefix followed by ``suffix``."""
+    return property(lambda self: self.prefix + suffix, doc=doc)
+
+
 @dataclass(frozen=True)
 class RunPaths:
     """The files one run writes, all named from one prefix (GluonCV's ``--save-prefix``).
@@ -27,35 +32,14 @@ class RunPaths:
     """
     prefix: str
 
-    @property
-    def train_log(self):
-        """``{prefix}_train.log``: the GluonCV-format text log."""
-        return self.prefix + '_train.log'
-
-    @property
-    def metrics(self):
-        """``{prefix}_metrics.jsonl``: one JSON line per epoch."""
-        return self.prefix + '_metrics.jsonl'
-
-    @property
-    def curves(self):
-        """``{prefix}_curves.png``."""
-        return self.prefix + '_curves.png'
-
-    @property
-    def val_samples(self):
-        """``{prefix}_val_samples.png``."""
-        return self.prefix + '_val_samples.png'
-
-    @property
-    def last_checkpoint(self):
-        """``{prefix}_last.ckpt``: the full checkpoint of the last finished epoch."""
-        return self.prefix + '_last.ckpt'
-
-    @property
-    def best_map_log(self):
-        """``{prefix}_best_map.log``: GluonCV's ``'{epoch:04d}:\\t{map:.4f}'`` lines."""
-        return self.prefix + '_best_map.log'
+    train_log = _named('_train.log', '``{prefix}_train.log``: the GluonCV-format text log.')
+    metrics = _named('_metrics.jsonl', '``{prefix}_metrics.jsonl``: one JSON line per epoch.')
+    curves = _named('_curves.png', '``{prefix}_curves.png``.')
+    val_samples = _named('_val_samples.png', '``{prefix}_val_samples.png``.')
+    last_checkpoint = _named('_last.ckpt', '``{prefix}_last.ckpt``: the full checkpoint of the '
+                             'last finished epoch.')
+    best_map_log = _named('_best_map.log', "``{prefix}_best_map.log``: GluonCV's "
+                          "``'{epoch:04d}:\\t{map:.4f}'`` lines.")
 
     def best(self, ext):
         """``{prefix}_best{ext}`` (``ext`` ``'.params'`` or ``'.pth'``)."""

@@ -12,7 +12,7 @@ import time
 from .loop import Hook, Period, resuming
 from .meters import LossMeter, all_finite
 from .writers import (EventFile, LogFileHandler,  # noqa: F401  (public here too)
-                      TensorBoardHook, jsonable as _jsonable)
+                      TensorBoardHook, append_lines, filter_lines, jsonable as _jsonable)
 
 LOGGER_NAME = 'gluontrain'
 
@@ -22,11 +22,6 @@ def get_logger():
     logger = logging.getLogger(LOGGER_NAME)
     logger.setLevel(logging.INFO)
     return logger
-
-
-def format_validation(names, values):
-    """GluonCV's validation block: one ``name=value`` line per metric."""
-    return '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))
 
 
 def _fmt_losses(means):
@@ -90,9 +85,7 @@ class LogHook(Hook):
         console.setFormatter(logging.Formatter('%(message)s'))
         self._handlers = [console]
         if self.log_file:
-            folder = os.path.dirname(self.log_file)
-            if folder:
-                os.makedirs(folder, exist_ok=True)
+            os.makedirs(os.path.dirname(self.log_file) or os.curdir, exist_ok=True)
             self._handlers.append(LogFileHandler(self.log_file))
         for h in self._handlers:
             self.logger.addHandler(h)
@@ -170,7 +163,9 @@ class ValidationHook(Hook):
             # the NaN guard stopped this step: the weights are garbage, not worth a score
             return
         names, values = self.validate_fn()
-        self.logger.info('[{}] Validation: \n{}'.format(where, format_validation(names, values)))
+        # GluonCV's validation block: one name=value line per metric
+        self.logger.info('[{}] Validation: \n{}'.format(
+            where, '\n'.join('{}={}'.format(k, v) for k, v in zip(names, values))))
         state.scores['val'] = (list(names), list(values))
         state.current = float(values[-1])
         state.val_iteration = state.iteration
@@ -270,8 +265,6 @@ def truncate_best_map_log(path, last_index):
     int
         The number of lines dropped.
     """
-    from .writers import filter_lines  # pylint: disable=import-outside-toplevel
-
     def keep(line):
         try:
             return int(line.split(':', 1)[0]) <= last_index
@@ -343,6 +336,19 @@ def unfinished_epoch(state, last_closed_epoch, meter):
             and any(v == v for v in meter.epoch().values()))
 
 
+def epoch_record(state, meter):
+    """The record of ``state.epoch`` that metrics.jsonl and the curves picture hold: epoch,
+    iteration, lr, time, the running and epoch loss means and, on a validated epoch, ``val``
+    (name -> :func:`~gluontrain.core.writers.jsonable` value)."""
+    record = {'epoch': state.epoch, 'iteration': state.iteration,
+              'lr': (state.outputs or {}).get('lr'), 'time': state.epoch_time,
+              'loss_running': dict(meter.running()), 'loss_epoch': dict(meter.epoch())}
+    if 'val' in state.scores:
+        names, values = state.scores['val']
+        record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
+    return record
+
+
 class MetricsJSONHook(Hook):
     """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
     stops inside an epoch adds a line for it marked ``"partial": true``.
@@ -368,15 +374,9 @@ class MetricsJSONHook(Hook):
                          state.start_epoch)
 
     def _write(self, state, partial=False):
-        record = {'epoch': state.epoch, 'iteration': state.iteration,
-                  'lr': (state.outputs or {}).get('lr'), 'time': state.epoch_time,
-                  'loss_running': self.meter.running(), 'loss_epoch': self.meter.epoch()}
-        if 'val' in state.scores:
-            names, values = state.scores['val']
-            record['val'] = {n: _jsonable(v) for n, v in zip(names, values)}
+        record = epoch_record(state, self.meter)
         if partial:
             record['partial'] = True
-        from .writers import append_lines  # pylint: disable=import-outside-toplevel
         self._last_epoch = state.epoch  # one try per epoch, also when the disk is full
         append_lines(self.path, [json.dumps(record)])
 
@@ -400,8 +400,6 @@ def truncate_metrics(path, iteration, start_epoch):
     int
         The number of rows dropped.
     """
-    from .writers import filter_lines  # pylint: disable=import-outside-toplevel
-
     def keep(line):
         try:
             row = json.loads(line)
@@ -473,12 +471,8 @@ class ProgressHook(Hook):
             self._bar.set_postfix(self.meter.running(), refresh=False)
 
     def after_epoch(self, state):
-        self._close()
-
-    def after_train(self, state):
-        self._close()
-
-    def _close(self):
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+    after_train = after_epoch

@@ -8,7 +8,6 @@ another recipe, every key renamed) or, unless partial loads are allowed, one tha
 tensors unfilled into one :class:`WeightsLoadError` line that names the file, what it looks
 like and the fix. Backend-neutral: keys are strings, shapes tuples of int (numpy only).
 """
-import collections
 import re
 
 __all__ = ['WeightsLoadError', 'LoadReport', 'group_keys', 'compare', 'guess_origin', 'check',
@@ -31,24 +30,6 @@ def _fmt_shape(shape):
     return 'no tensor' if shape is None else str(tuple(shape))
 
 
-def _group_checkpoint_keys(keys):
-    # detectron2's grouping: the prefix is everything up to the last '.'
-    groups = collections.OrderedDict()
-    for key in keys:
-        pos = key.rfind('.')
-        head, tail = (key[:pos], [key[pos + 1:]]) if pos >= 0 else (key, [])
-        groups.setdefault(head, []).extend(tail)
-    return groups
-
-
-def _group_to_str(group):
-    if not group:
-        return ''
-    if len(group) == 1:
-        return '.' + group[0]
-    return '.{' + ', '.join(sorted(group)) + '}'
-
-
 def group_keys(keys):
     """Keys sharing a prefix in one string, as detectron2's checkpointer logs them.
 
@@ -61,8 +42,14 @@ def group_keys(keys):
     list of str
         Sorted; ``['a.b.bias', 'a.b.weight', 'c']`` gives ``['a.b.{bias, weight}', 'c']``.
     """
-    return sorted(head + _group_to_str(tail)
-                  for head, tail in _group_checkpoint_keys(list(keys)).items())
+    # detectron2's grouping: the prefix is everything up to the last '.'
+    groups = {}
+    for key in keys:
+        head, dot, tail = key.rpartition('.')
+        groups.setdefault(head if dot else key, []).extend([tail] if dot else [])
+    return sorted(head + ('' if not tails else '.' + tails[0] if len(tails) == 1
+                          else '.{' + ', '.join(sorted(tails)) + '}')
+                  for head, tails in groups.items())
 
 
 def matches_ignore(key, ignore):

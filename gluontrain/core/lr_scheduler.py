@@ -133,8 +133,8 @@ class LRScheduler:
         last = self.niters - 1
         progress = min(max(0, num_update - self.offset), last)
         if self.mode == 'step':
-            decays = 0 if self.step is None else sum(1 for s in self.step if s <= progress)
-            self.learning_rate = self.base_lr * pow(self.step_factor, decays)
+            self.learning_rate = self.base_lr * step_factor(progress, self.step or (),
+                                                            self.step_factor)
             return
         if self.mode == 'constant':
             factor = 0

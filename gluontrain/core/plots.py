@@ -9,7 +9,7 @@ import math
 import time
 
 from .checkpoint import atomic_save_file
-from .hooks import unfinished_epoch
+from .hooks import epoch_record, unfinished_epoch
 from .loop import Hook
 
 # pixel size of the curves picture: figsize * dpi
@@ -93,9 +93,7 @@ def draw_curves(records, path, title=None):
     fig = new_figure(CURVES_FIGSIZE, CURVES_DPI)
     ax_loss, ax_val = fig.subplots(2, 1, sharex=True, gridspec_kw={'height_ratios': [3, 2]})
     epochs = [r['epoch'] for r in records]
-    names = []
-    for r in records:
-        names += [n for n in (r.get('loss_epoch') or {}) if n not in names]
+    names = list(dict.fromkeys(n for r in records for n in (r.get('loss_epoch') or {})))
     finite = []
     for name in names:
         ys = [_number((r.get('loss_epoch') or {}).get(name)) for r in records]
@@ -271,13 +269,8 @@ class CurvesHook(_RedrawHook):
                 self.records = []
 
     def _record(self, state):
-        record = {'epoch': state.epoch, 'lr': (state.outputs or {}).get('lr'),
-                  'loss_epoch': dict(self.meter.epoch())}
-        if 'val' in state.scores:
-            names, values = state.scores['val']
-            record['val'] = dict(zip(names, values))
-        self.records.append(record)
-        return record
+        self.records.append(epoch_record(state, self.meter))
+        return self.records[-1]
 
     def after_epoch(self, state):
         if 'val' in self._record(state) and self._redraw_due():
@@ -345,9 +338,10 @@ def draw_samples(samples, classes, path, thresh=0.2, max_boxes=10, title=None):
     num = len(samples)
     fig = new_figure(samples_figsize(num), SAMPLES_DPI)
     cols = 2 if num > 1 else 1
+    rows = (num + cols - 1) // cols
     for i, (img, gt, (ids, scores, bboxes)) in enumerate(samples):
         ids, scores, bboxes = np.asarray(ids), np.asarray(scores), np.asarray(bboxes)
-        ax = fig.add_subplot((num + cols - 1) // cols, cols, i + 1)
+        ax = fig.add_subplot(rows, cols, i + 1)
         ax.imshow(img)
         draw_boxes(ax, gt, [''] * len(gt), 'cyan', '--')
         order = np.argsort(-scores)[:max_boxes]
@@ -361,7 +355,6 @@ def draw_samples(samples, classes, path, thresh=0.2, max_boxes=10, title=None):
     if title:
         fig.suptitle(title, fontsize=10)
     # fixed margins (as draw_curves): images without axes, a title line above each
-    rows = (num + cols - 1) // cols
     top = 1 - (0.35 if title else 0.1) / (SAMPLES_CELL * rows)
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=top, wspace=0.04,
                         hspace=0.12)

@@ -85,11 +85,6 @@ def _missing_root(kind, root, expect):
             kind, root, expect, _GENERATE.format(kind.lower())))
 
 
-def _image_problem(path):
-    """``None`` if ``path`` is a readable image (header), else a short reason."""
-    return image_problem(path)
-
-
 def _image_size(path):
     from PIL import Image  # pylint: disable=import-outside-toplevel
 
@@ -171,7 +166,7 @@ def _check_voc_image(report, year_dir, image_id, classes, check_images):
     xml_path = os.path.join(year_dir, 'Annotations', image_id + '.xml')
     jpg_path = os.path.join(year_dir, 'JPEGImages', image_id + '.jpg')
     if check_images:
-        problem = _image_problem(jpg_path)
+        problem = image_problem(jpg_path)
         if problem:
             report.add('image {} {}: restore it or remove {!r} from the ImageSets list.'.format(
                 jpg_path, problem, image_id))
@@ -200,7 +195,7 @@ def _check_voc_image(report, year_dir, image_id, classes, check_images):
         report.add('annotation {}: <size> {:g}x{:g} is not a positive finite size; write the '
                    'image\'s width and height.'.format(xml_path, width, height))
         return 0
-    if check_images and os.path.isfile(jpg_path) and not _image_problem(jpg_path):
+    if check_images and os.path.isfile(jpg_path) and not image_problem(jpg_path):
         actual = _image_size(jpg_path)
         if actual != (int(width), int(height)):
             report.add('annotation {} says the image is {:g}x{:g} but {} is {}x{}: fix '
@@ -336,7 +331,7 @@ def check_coco(root, split, classes=None, check_images=True):
         if check_images:
             # gluoncv locates images by the last two parts of coco_url
             path = os.path.join(root, *img['coco_url'].split('/')[-2:])
-            problem = _image_problem(path)
+            problem = image_problem(path)
             if problem:
                 report.add('{}: image {} (id {}) {}: restore it or remove the image and its '
                            'annotations.'.format(ann_file, path, img['id'], problem))

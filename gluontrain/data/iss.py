@@ -21,9 +21,9 @@ are the ISS string ids and category ids the contiguous ISS ids, as prepare_vista
 import os
 
 import numpy as np
+import umsgpack
 from PIL import Image
 
-from . import msgpack
 from ._io import install, save_jpeg, staging_dir, write_json
 from .coco import _coco_image, _select_categories
 
@@ -130,7 +130,7 @@ def write_iss(root, num_train=100, num_val=25, seed=0, categories=None, image_si
                 'categories': [{'id': num_stuff + k, 'name': c['name']}
                                for k, c in enumerate(cats)]})
         with open(os.path.join(tmp, 'metadata.bin'), 'wb') as f:
-            msgpack.dump({'images': images, 'meta': meta}, f)
+            umsgpack.dump({'images': images, 'meta': meta}, f)  # seamseg's call
         moves = [(os.path.join(tmp, sub), os.path.join(root, sub))
                  for sub in ('img', 'msk', 'lst', 'coco', 'metadata.bin')]
         # metadata.bin last, and the old one away first: never new images under a stale index

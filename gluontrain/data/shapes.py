@@ -12,8 +12,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 __all__ = ['SHAPES', 'COLOURS', 'class_style', 'shape_polygon', 'image_size_for',
-           'background', 'random_layout', 'render', 'render_scene', 'clip_polygon', 'clip_box',
-           'overlap_small', 'mask_to_rle']
+           'background', 'random_layout', 'place_box', 'render', 'render_scene',
+           'clip_polygon', 'clip_box', 'overlap_small', 'mask_to_rle']
 
 SHAPES = ('circle', 'square', 'triangle', 'diamond', 'cross', 'star', 'hexagon', 'hourglass')
 
@@ -235,13 +235,7 @@ def random_layout(rng, width, height, num_classes, max_objects=8, min_frac=0.1, 
             aspect = np.exp(rng.uniform(np.log(0.7), np.log(1.45)))
             w = int(np.clip(round(frac * side * np.sqrt(aspect)), 6, width))
             h = int(np.clip(round(frac * side / np.sqrt(aspect)), 6, height))
-            if rng.random() < truncate_prob:
-                x1 = int(rng.integers(-w // 3, width - 2 * w // 3 + 1))
-                y1 = int(rng.integers(-h // 3, height - 2 * h // 3 + 1))
-            else:
-                x1 = int(rng.integers(0, width - w + 1))
-                y1 = int(rng.integers(0, height - h + 1))
-            box = (x1, y1, x1 + w, y1 + h)
+            box = place_box(rng, w, h, width, height, rng.random() < truncate_prob)
             vis = clip_box(box, width, height)
             if vis[2] - vis[0] < 6 or vis[3] - vis[1] < 6:
                 continue
@@ -250,6 +244,23 @@ def random_layout(rng, width, height, num_classes, max_objects=8, min_frac=0.1, 
                 placed.append((int(rng.integers(0, num_classes)), box))
                 break
     return placed
+
+
+def place_box(rng, w, h, width, height, truncated=False):
+    """A ``w`` x ``h`` box at a random place inside the image, or (``truncated``) with up to a
+    third of each side past the border.
+
+    Returns
+    -------
+    tuple of int
+        ``(x1, y1, x2, y2)``, exclusive ``x2``/``y2``.
+    """
+    if truncated:
+        x1 = int(rng.integers(-w // 3, width - 2 * w // 3 + 1))
+        y1 = int(rng.integers(-h // 3, height - 2 * h // 3 + 1))
+    else:
+        x1, y1 = int(rng.integers(0, width - w + 1)), int(rng.integers(0, height - h + 1))
+    return x1, y1, x1 + w, y1 + h
 
 
 def clip_box(box, width, height):
@@ -350,20 +361,16 @@ def render_scene(rng, image_size, num_classes, max_objects, class_names, object_
     while True:
         layout = random_layout(rng, width, height, num_classes, max_objects,
                                min_frac=object_size[0], max_frac=object_size[1])
-        specs = []
-        for cls, box in layout:
-            shape, _, rgb = class_style(cls)
-            specs.append({'shape': shape, 'rgb': rgb, 'box': box})
+        specs = [dict(zip(('shape', 'rgb'), class_style(cls)[::2]), box=box)
+                 for cls, box in layout]
         image, results = render(rng, width, height, specs)
         # A border-clipped corner of a triangle can leave an empty or sliver mask; draw again
         # rather than annotate something a detector cannot see.
         if all(r is not None and r['box'][2] - r['box'][0] >= 4 and r['box'][3] - r['box'][1] >= 4
                for r in results):
             break
-    objects = []
-    for (cls, box), res in zip(layout, results):
-        objects.append(dict(res, name=class_names[cls], class_index=cls, full_box=box))
-    return image, width, height, objects
+    return image, width, height, [dict(res, name=class_names[cls], class_index=cls, full_box=box)
+                                  for (cls, box), res in zip(layout, results)]
 
 
 def clip_polygon(poly, width, height):

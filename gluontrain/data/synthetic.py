@@ -235,12 +235,8 @@ def generate(kind, root, num_train=None, num_val=None, seed=0):
     writers = {'voc': write_voc, 'coco': write_coco, 'vg': write_vg, 'iss': write_iss}
     if kind not in writers:
         raise ValueError('kind must be one of {}, got {!r}'.format(sorted(writers), kind))
-    kwargs = {'seed': seed}
-    if num_train is not None:
-        kwargs['num_train'] = num_train
-    if num_val is not None:
-        kwargs['num_val'] = num_val
-    return writers[kind](root, **kwargs)
+    counts = {k: v for k, v in (('num_train', num_train), ('num_val', num_val)) if v is not None}
+    return writers[kind](root, seed=seed, **counts)
 
 
 def default_voc_root(root=None, **kwargs):

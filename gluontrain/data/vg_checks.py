@@ -3,9 +3,8 @@ import os
 
 import numpy as np
 
-from .checks import (_GENERATE, _SHOWN, DatasetError, _image_problem, _load_json, _missing_root,
-                     _Problems)
-from .images import looks_truncated
+from .checks import _GENERATE, _SHOWN, DatasetError, _load_json, _missing_root, _Problems
+from .images import image_problem, looks_truncated
 
 __all__ = ['check_vg', 'check_vg_files', 'SGB_CORRUPTED_IMAGES', 'H5_NAME', 'DICTS_NAME',
            'IMAGE_DATA', 'IMAGE_DIR']
@@ -108,30 +107,21 @@ def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
         raise DatasetError('{} cannot be opened as HDF5 ({}); re-download or regenerate '
                            'it.'.format(h5_path, e)) from e
     n_img, n_box, n_rel = len(d['split']), len(d['labels']), len(d['relationships'])
-    for k in ('img_to_first_box', 'img_to_last_box', 'img_to_first_rel', 'img_to_last_rel'):
-        if len(d[k]) != n_img:
-            report.add('{}: {} has {} entries but split has {}.'.format(h5_path, k, len(d[k]),
-                                                                       n_img))
-    for k in ('boxes_1024', 'attributes'):
-        if len(d[k]) != n_box:
-            report.add('{}: {} has {} rows but labels has {}.'.format(h5_path, k, len(d[k]),
-                                                                     n_box))
-    if len(d['predicates']) != n_rel:
-        report.add('{}: predicates has {} rows but relationships has {}.'.format(
-            h5_path, len(d['predicates']), n_rel))
+    for names, unit, ref in ((keys[1:5], 'entries', 'split'), (('boxes_1024', 'attributes'),
+                             'rows', 'labels'), (('predicates',), 'rows', 'relationships')):
+        for k in names:
+            if len(d[k]) != len(d[ref]):
+                report.add('{}: {} has {} {} but {} has {}.'.format(h5_path, k, len(d[k]), unit,
+                                                                   ref, len(d[ref])))
     report.raise_if_any()
     image_data = _align_image_data(report, h5_path, image_file, image_data, d)
     report.raise_if_any()
-    n_labels = len(dicts.get('idx_to_label', {}))
-    n_preds = len(dicts.get('idx_to_predicate', {}))
-    bad_label = np.flatnonzero((d['labels'][:, 0] < 1) | (d['labels'][:, 0] > n_labels))
-    if len(bad_label):
-        report.add('{}: labels at rows {} are outside 1..{} ({}); fix them.'.format(
-            h5_path, bad_label[:5].tolist(), n_labels, dicts_path))
-    bad_pred = np.flatnonzero((d['predicates'][:, 0] < 1) | (d['predicates'][:, 0] > n_preds))
-    if len(bad_pred):
-        report.add('{}: predicates at rows {} are outside 1..{} ({}); fix them.'.format(
-            h5_path, bad_pred[:5].tolist(), n_preds, dicts_path))
+    for k, vocab in (('labels', 'idx_to_label'), ('predicates', 'idx_to_predicate')):
+        n = len(dicts.get(vocab, {}))
+        bad = np.flatnonzero((d[k][:, 0] < 1) | (d[k][:, 0] > n))
+        if len(bad):
+            report.add('{}: {} at rows {} are outside 1..{} ({}); fix them.'.format(
+                h5_path, k, bad[:5].tolist(), n, dicts_path))
     boxes = d['boxes_1024']
     for j in np.flatnonzero(~np.isfinite(boxes.astype(np.float64)).all(1))[:_SHOWN]:
         # a float h5 can hold NaN / inf; every comparison below lets them through
@@ -146,7 +136,7 @@ def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
         _check_vg_image(report, h5_path, d, i, image_data[i], n_box, n_rel)
         if check_images:
             path = os.path.join(img_dir, '{}.jpg'.format(image_data[i].get('image_id')))
-            problem = _image_problem(path)
+            problem = image_problem(path)
             if not problem and looks_truncated(path):
                 # PIL (SGB's reader) refuses it when decoding, which could be hours into the
                 # run when the sampler first draws it: say it now

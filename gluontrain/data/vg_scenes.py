@@ -95,9 +95,7 @@ def _layout(rng, width, height):
     side = min(width, height)
     boxes = []
     if rng.random() < 0.05:  # a few images with a single object and no relationship
-        w, h = _box(rng, 0.2, 0.5, side)
-        x, y = int(rng.integers(0, width - w + 1)), int(rng.integers(0, height - h + 1))
-        return [(x, y, x + w, y + h)]
+        return [shapes.place_box(rng, *_box(rng, 0.2, 0.5, side), width, height)]
     supports = []
     for _ in range(int(rng.integers(1, 3))):
         for _try in range(20):
@@ -131,9 +129,7 @@ def _layout(rng, width, height):
                     boxes.append(box)
     for _ in range(int(rng.integers(1, 4))):
         for _try in range(20):
-            w, h = _box(rng, 0.1, 0.22, side)
-            x, y = int(rng.integers(0, width - w + 1)), int(rng.integers(0, height - h + 1))
-            box = (x, y, x + w, y + h)
+            box = shapes.place_box(rng, *_box(rng, 0.1, 0.22, side), width, height)
             if _fits(box, boxes, 0.3):
                 boxes.append(box)
                 break

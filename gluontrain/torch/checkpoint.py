@@ -20,11 +20,10 @@ import numpy as np
 import torch
 
 from ..core import checkpoint as core_checkpoint
-from ..core import load_report
 from ..core.load_report import WeightsLoadError
 from ..core.loop import TrainState
 from .distributed import unwrap_model as _unwrap
-from .weights import apply_report, compare_state_dict
+from .weights import load_state_dict_reported
 
 __all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
            'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states',
@@ -86,15 +85,12 @@ _RESUME_FIX = ('resume with the network and number of classes the checkpoint was
 def _load_exact(model, state_dict, path):
     """``load_state_dict(strict=True)`` that says what did not fit in one line (every key
     checked before any is copied) and logs the report of what loaded."""
-    report, state_dict = compare_state_dict(model, state_dict, path, '--resume', _RESUME_FIX,
-                                            ignore=())
     try:
-        load_report.check(report, '--resume', _RESUME_FIX, allow_unexpected=False)
+        return load_state_dict_reported(model, state_dict, path, '--resume', _RESUME_FIX,
+                                        ignore=(), logger=logging.getLogger(__name__),
+                                        allow_unexpected=False)
     except WeightsLoadError as e:
         raise WeightsMismatchError(str(e)) from None
-    apply_report(model, state_dict, report)
-    logging.getLogger(__name__).info('%s', report.format())
-    return report
 
 
 def get_torch_rng_states():

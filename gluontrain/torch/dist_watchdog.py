@@ -27,11 +27,12 @@ import socket
 import sys
 import threading
 import time
+import traceback
 
 import torch.distributed as dist
 
 __all__ = ['TIMEOUT_ENV', 'DEFAULT_TIMEOUT_S', 'dist_timeout', 'CollectiveTimeoutError',
-           'explain_collective_error', 'kill_stopped_ranks', 'RankWatchdog']
+           'explain_collective_error', 'report_collective_error', 'RankWatchdog']
 
 TIMEOUT_ENV = 'GLUONTRAIN_DIST_TIMEOUT'
 DEFAULT_TIMEOUT_S = 600.0
@@ -78,16 +79,6 @@ def dist_timeout(timeout_s=None):
     return seconds
 
 
-def _heartbeat_period(timeout_s):
-    return min(5.0, max(0.2, timeout_s / 10.0))
-
-
-def _timeout_words(error):
-    text = str(error).lower()
-    return any(w in text for w in ('timed out', 'timeout', 'connection closed by peer',
-                                   'connection reset by peer', 'broken pipe'))
-
-
 def explain_collective_error(error):
     """One line for a collective that failed because another rank stopped, else None.
 
@@ -105,7 +96,9 @@ def explain_collective_error(error):
     """
     if isinstance(error, CollectiveTimeoutError):
         return str(error)
-    if not isinstance(error, RuntimeError) or not _timeout_words(error):
+    words = ('timed out', 'timeout', 'connection closed by peer', 'connection reset by peer',
+             'broken pipe')
+    if not isinstance(error, RuntimeError) or not any(w in str(error).lower() for w in words):
         return None
     watchdog = RankWatchdog.current
     if watchdog is None:
@@ -124,12 +117,23 @@ def explain_collective_error(error):
     return watchdog.describe()
 
 
-def kill_stopped_ranks():
-    """After the line of :func:`explain_collective_error` is written: SIGKILL the stopped
-    ranks on this host it named (torchrun would wait 30 s for them)."""
-    watchdog = RankWatchdog.last
-    if watchdog is not None:
-        watchdog.kill_stopped()
+def report_collective_error(error):
+    """Write :func:`explain_collective_error`'s line for ``error`` to stderr as one ``error:``
+    line, then SIGKILL the stopped ranks on this host it named (torchrun would wait 30 s for
+    them).
+
+    Returns
+    -------
+    bool
+        False (nothing written) when ``error`` is no such failure: the caller re-raises it.
+    """
+    reason = explain_collective_error(error)
+    if reason is None:
+        return False
+    print('error: ' + reason, file=sys.stderr, flush=True)
+    if RankWatchdog.last is not None:
+        RankWatchdog.last.kill_stopped()
+    return True
 
 
 class RankWatchdog:
@@ -154,7 +158,7 @@ class RankWatchdog:
 
     def __init__(self, rank, world_size, timeout_s, store=None, exit_fn=None, main_thread=None):
         self.rank, self.world_size, self.timeout_s = rank, world_size, float(timeout_s)
-        self.period = _heartbeat_period(self.timeout_s)
+        self.period = min(5.0, max(0.2, self.timeout_s / 10.0))
         self.store, self.exit_fn = store, exit_fn or _exit_with
         self.main_thread = main_thread or threading.main_thread()
         self.watched = (rank + 1) % world_size
@@ -164,16 +168,13 @@ class RankWatchdog:
         self._place = (None, 0.0)    # (main thread's frame position, since when)
         self.to_kill = []
 
-    def _connect(self):
-        if self.store is None:
-            self.store = dist.TCPStore(
-                os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False,
-                timeout=datetime.timedelta(seconds=self.timeout_s), wait_for_workers=False)
-
     def start(self):
         """Start the thread; False (and no watchdog) when the store cannot be reached."""
         try:
-            self._connect()
+            if self.store is None:
+                self.store = dist.TCPStore(
+                    os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False,
+                    timeout=datetime.timedelta(seconds=self.timeout_s), wait_for_workers=False)
             self.store.set(_WHERE.format(self.rank),
                            '{} {}'.format(socket.gethostname(), os.getpid()))
             self.beat()
@@ -222,11 +223,8 @@ class RankWatchdog:
             return None
         if now - self._place[1] < self.timeout_s:
             return None
-        stack, f = [], frame
-        while f is not None:
-            stack.append(f.f_code.co_filename)
-            f = f.f_back
-        if any(os.sep.join(('torch', 'distributed')) in name for name in stack):
+        if any(os.sep.join(('torch', 'distributed')) in f.f_code.co_filename
+               for f, _ in traceback.walk_stack(frame)):
             return None
         return '{}:{} ({})'.format(frame.f_code.co_filename, frame.f_lineno,
                                    frame.f_code.co_name)

@@ -37,9 +37,9 @@ from collections import namedtuple
 import torch
 import torch.distributed as dist
 
-from ..core.distributed import Comm
+from ..core.distributed import LocalComm
 from .dist_watchdog import (TIMEOUT_ENV, CollectiveTimeoutError, RankWatchdog, dist_timeout,
-                            explain_collective_error, kill_stopped_ranks)
+                            explain_collective_error, report_collective_error)
 
 __all__ = ['DistInfo', 'init_distributed', 'init_process_group', 'dist_timeout', 'teardown',
            'run_job', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
@@ -145,11 +145,6 @@ def init_process_group(backend, timeout_s=None, rank=None, world_size=None):
     return timeout_s
 
 
-def _stop_watchdog():
-    while _WATCHDOG:
-        _WATCHDOG.pop().stop()
-
-
 def teardown(ok=True):
     """End a ``torchrun`` job: a barrier (``ok`` only), then leave the process group.
 
@@ -170,17 +165,16 @@ def teardown(ok=True):
         False after a failure: no barrier (the other ranks may never come; torchrun stops
         them), just leave.
     """
-    if not (dist.is_available() and dist.is_initialized()):
-        _stop_watchdog()
-        return
     try:
-        if ok and dist.get_world_size() > 1:
+        if ok and is_distributed():
             dist.barrier()
     finally:
-        _stop_watchdog()
-        dist.destroy_process_group()
-        # the GIL released: gloo's threads free their last work now, not at interpreter exit
-        time.sleep(0.1)
+        while _WATCHDOG:
+            _WATCHDOG.pop().stop()
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+            # the GIL released: gloo's threads free their last work now, not at interpreter exit
+            time.sleep(0.1)
 
 
 def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
@@ -216,11 +210,8 @@ def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
     try:
         code = fn()
     except RuntimeError as error:
-        reason = explain_collective_error(error)
-        if reason is None:
+        if not report_collective_error(error):
             raise
-        print('error: ' + reason, file=sys.stderr, flush=True)
-        kill_stopped_ranks()
         return 1
     finally:
         if started:
@@ -354,11 +345,12 @@ def cleanup():
     teardown(ok=False)
 
 
-class TorchComm(Comm):
+class TorchComm(LocalComm):
     """:class:`gluontrain.core.distributed.Comm` over ``torch.distributed`` (gloo or nccl).
 
-    Outside an initialised process group (no ``torchrun``) it is a world of one, as every
-    helper of this module. ``rank`` and ``world_size`` are read once, when it is made (after
+    Outside an initialised process group (no ``torchrun``) it is a world of one
+    (:class:`~gluontrain.core.distributed.LocalComm`), as every helper of this module.
+    ``rank`` and ``world_size`` are read once, when it is made (after
     :func:`init_distributed`).
     """
 
@@ -376,7 +368,7 @@ class TorchComm(Comm):
     def allgather_object(self, obj):
         """``torch.distributed.all_gather_object``: every rank's ``obj`` in rank order."""
         if self.world_size == 1:
-            return [obj]
+            return super().allgather_object(obj)
         gathered = [None] * self.world_size
         dist.all_gather_object(gathered, obj)
         return gathered
@@ -384,10 +376,7 @@ class TorchComm(Comm):
     def broadcast_object(self, obj, root=0):
         """``torch.distributed.broadcast_object_list`` of ``[obj]`` from ``root``."""
         if self.world_size == 1:
-            if root != 0:
-                raise ValueError('broadcast_object(root={}): a world of one has rank 0 only'
-                                 .format(root))
-            return obj
+            return super().broadcast_object(obj, root)
         box = [obj if self.rank == root else None]
         dist.broadcast_object_list(box, src=root)
         return box[0]

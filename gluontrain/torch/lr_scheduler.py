@@ -136,11 +136,10 @@ class LRSchedulerHook(ScheduleHook):
 
     def __init__(self, scheduler, check_resume=True):
         super().__init__(scheduler, 'after_batch')
-        self.scheduler = scheduler
         self.check_resume = check_resume
 
     def before_train(self, state):
-        done = getattr(self.scheduler, 'num_update', None)
+        done = getattr(self.schedule, 'num_update', None)
         if self.check_resume and done is not None and done != state.iteration:
             raise ValueError(
                 'the lr scheduler has done {} updates but the loop resumes at iteration {}; '

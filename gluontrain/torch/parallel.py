@@ -45,12 +45,6 @@ def get_devices(gpus='0', cpus=0):
     return [torch.device('cuda', i) for i in ids]
 
 
-def _section_sizes(size, num_slice):
-    """Gluon's partition: the first ``size % num_slice`` slices get one extra element."""
-    each, extras = divmod(size, num_slice)
-    return [each + 1] * extras + [each] * (num_slice - extras)
-
-
 def split_data(data, num_slice, batch_axis=0, even_split=True):
     """Split ``data`` into ``num_slice`` slices along ``batch_axis``, as ``gluon.utils.split_data``.
 
@@ -80,9 +74,8 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
             'data with shape {} cannot be evenly split into {} slices along axis {}. Use a '
             'batch size that\'s multiple of {} or set even_split=False to allow uneven '
             'partitioning of data.'.format(tuple(data.shape), num_slice, batch_axis, num_slice))
-    starts = np.cumsum([0] + _section_sizes(size, num_slice))
-    return [data.narrow(batch_axis, int(start), int(end - start))
-            for start, end in zip(starts[:-1], starts[1:])]
+    # Gluon's partition, numpy.array_split's: the first size % num_slice slices are longer
+    return list(torch.tensor_split(data, num_slice, dim=batch_axis))
 
 
 def split_and_load(data, devices, batch_axis=0, even_split=True, non_blocking=False):

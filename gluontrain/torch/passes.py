@@ -20,12 +20,12 @@ Bit-identical mid-pass resumes hold with ``num_workers=0``. With worker processe
 the images is the same, but each worker's augmentation stream restarts at the resume point.
 """
 import contextlib
-import random
 
 import numpy as np
 import torch
 
 from ..core.loop import Hook
+from .checkpoint import get_all_rng_states, set_all_rng_states
 
 __all__ = ['SkippingBatchSampler', 'PassPositionHook', 'preserved_rng', 'shuffled_loader',
            'distributed_shuffled_loader']
@@ -100,17 +100,11 @@ def preserved_rng():
     """Run the body and then put Python's, numpy's and torch's (CPU, CUDA) generators back
     where they were: creating a ``DataLoader`` iterator draws from torch's generator even
     without shuffling."""
-    py_state, np_state = random.getstate(), np.random.get_state()
-    cpu = torch.get_rng_state()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    states = get_all_rng_states()
     try:
         yield
     finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
-        torch.set_rng_state(cpu)
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
+        set_all_rng_states(states)
 
 
 class PassPositionHook(Hook):

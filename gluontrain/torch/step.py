@@ -121,10 +121,7 @@ class LossDictStep:
                  else self.loss_weights[name] * value for name, value in losses.items()]
         if not terms:
             raise ValueError('the forward returned no losses')
-        total = terms[0]
-        for term in terms[1:]:
-            total = total + term
-        return total
+        return sum(terms[1:], terms[0])  # left to right, as the reference adds them
 
     def _params(self):
         return [p for group in self.optimizer.param_groups for p in group['params']

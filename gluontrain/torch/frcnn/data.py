@@ -22,8 +22,8 @@ import warnings
 import numpy as np
 import torch
 import torch.utils.data as data
+import umsgpack
 
-from gluontrain.data import msgpack
 from gluontrain.data.checks import DatasetError
 from gluontrain.data.images import (ImageMissingError, ImageReadError, open_image,
                                     warn_size_mismatch)
@@ -138,10 +138,10 @@ class ISSDataset(_Split):
         meta_file = os.path.join(self.root_dir, 'metadata.bin')
         try:
             with open(meta_file, 'rb') as f:
-                metadata = msgpack.load(f)
+                metadata = umsgpack.unpack(f)  # seamseg's call
             meta, images = metadata['meta'], metadata['images']
             meta['num_stuff'], meta['categories']  # pylint: disable=pointless-statement
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, umsgpack.UnpackException) as exc:
             raise DatasetError('{} is not a seamseg metadata file ({}: {}): it must be '
                                'MessagePack {{"meta": {{num_stuff, categories, ...}}, "images": '
                                '[...]}}'.format(meta_file, type(exc).__name__, exc)) from None

@@ -84,7 +84,7 @@ def seamseg_script():
     import make_reference_fixtures as mrf  # pylint: disable=import-outside-toplevel,import-error
     mrf.reference_root('inplace_abn')
     root = mrf.reference_root('seamseg')
-    mrf.install_stubs(['torchvision', 'torchvision.*', 'umsgpack', 'inplace_abn._backend',
+    mrf.install_stubs(['torchvision', 'torchvision.*', 'inplace_abn._backend',
                        'seamseg.*._backend', 'seamseg._version'],
                       {'seamseg._version': {'version': 'source'}})
     spec = importlib.util.spec_from_file_location(

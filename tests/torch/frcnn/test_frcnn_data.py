@@ -7,9 +7,10 @@ import shutil
 import numpy as np
 import pytest
 import torch
+import umsgpack
 
 from launch import LOADER_CONTEXT, as_list  # tests/launch.py
-from gluontrain.data import msgpack, synthetic
+from gluontrain.data import synthetic
 from gluontrain.torch.frcnn import data as D
 from gluontrain.torch.frcnn.transform import ISSTransform
 
@@ -55,7 +56,7 @@ def test_iss_round_trip_boxes_from_masks(iss_root):
 
 def test_iss_metadata_layout(iss_root):
     with open(os.path.join(iss_root, 'metadata.bin'), 'rb') as f:
-        meta = msgpack.load(f)
+        meta = umsgpack.unpack(f)
     assert set(meta) == {'meta', 'images'}
     assert set(meta['meta']) == {'num_stuff', 'num_thing', 'categories', 'palette',
                                  'original_ids'}
@@ -246,11 +247,11 @@ def test_declared_size_contradicting_the_image_warns(tmp_path, coco_root, iss_ro
     iss = tmp_path / 'iss'
     shutil.copytree(iss_root, iss)
     with open(iss / 'metadata.bin', 'rb') as f:
-        meta = msgpack.load(f)
+        meta = umsgpack.unpack(f)
     desc = meta['images'][0]
     desc['size'] = [desc['size'][0] + 3, desc['size'][1]]
     with open(iss / 'metadata.bin', 'wb') as f:
-        msgpack.dump(meta, f)
+        umsgpack.dump(meta, f)
     ds = D.ISSDataset(str(iss), 'train', _identity())
     k = [d['id'] for d in ds._images].index(desc['id'])
     with pytest.warns(UserWarning, match=r'{}\.jpg is 96x96 but .*metadata.bin says 96x99'
@@ -262,10 +263,10 @@ def test_iss_non_finite_size_is_refused(tmp_path, iss_root):
     iss = tmp_path / 'iss'
     shutil.copytree(iss_root, iss)
     with open(iss / 'metadata.bin', 'rb') as f:
-        meta = msgpack.load(f)
+        meta = umsgpack.unpack(f)
     meta['images'][1]['size'] = [float('nan'), 96]
     with open(iss / 'metadata.bin', 'wb') as f:
-        msgpack.dump(meta, f)
+        umsgpack.dump(meta, f)
     with pytest.raises(D.DatasetError, match=r"^{}: image {} has size \[nan, 96\]; it must be "
                        r"the image's \(height, width\)".format(
                            re.escape(str(iss / 'metadata.bin')), meta['images'][1]['id'])):
