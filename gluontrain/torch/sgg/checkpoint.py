@@ -225,7 +225,6 @@ class Checkpointer:
                                                         hooks=hooks_state or {}))
         save_file = os.path.join(self.save_dir, "{}.pth".format(name))
         self.logger.info("Saving checkpoint to %s", save_file)
-        os.makedirs(self.save_dir, exist_ok=True)
         save_torch_file(save_file, data)
         self.tag_last_checkpoint(save_file)
         return save_file
@@ -381,8 +380,6 @@ class Checkpointer:
             return {}
         try:
             return core_ckpt.loads_state(blob, path)
-        except WeightsLoadError:
-            raise
         except Exception as exc:  # a torn or foreign blob: one line, never a traceback
             raise WeightsLoadError('{} {}: its gluontrain state cannot be read ({}); {}'.format(
                 what, path, ' '.join(str(exc).split())[:200] or type(exc).__name__,

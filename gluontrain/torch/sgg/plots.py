@@ -19,7 +19,7 @@ from ...core.checkpoint import atomic_save_file
 from ...core.loop import Hook
 from ...core.plots import class_name, new_figure, save_png
 from ..passes import preserved_rng
-from .evaluation.sgg_eval import _compute_pred_matches, _triplet
+from .evaluation.sgg_eval import _compute_pred_matches, _triplet, to_numpy as _np
 
 __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triplets',
            'draw_scene_graph', 'draw_scene_graphs', 'samples_from_dataset',
@@ -30,10 +30,6 @@ __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triple
 GRAPH_CELL = 4.0
 GRAPH_DPI = 100
 HIT, MISS, GT = 'tab:green', 'tab:red', 'tab:cyan'
-
-
-def _np(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
 def _fit(boxlist, width, height):
@@ -276,8 +272,7 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
                 predictions[i] = out[0].to(torch.device('cpu'))
     finally:
         model.train(was_training)
-    samples = samples_from_dataset(dataset, predictions, indices=list(indices))
-    return samples
+    return samples_from_dataset(dataset, predictions, indices=list(indices))
 
 
 class SceneGraphSamplesHook(Hook):

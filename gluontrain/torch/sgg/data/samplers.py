@@ -8,42 +8,22 @@ start)`` (SGB's ``DistributedSampler`` already seeds with that iteration) and
 ``start_iter`` (no image is read), so a resumed run sees the batches the uninterrupted one saw.
 """
 import itertools
-import math
 
 import torch
+import torch.utils.data
 from torch.utils.data.sampler import BatchSampler, Sampler
 
-__all__ = ['SeededRandomSampler', 'DistributedSampler', 'GroupedBatchSampler',
+__all__ = ['DistributedSampler', 'GroupedBatchSampler',
            'IterationBasedBatchSampler']
 
 
-class SeededRandomSampler(Sampler):
-    """A random permutation per pass, ``randperm(n)`` from a generator seeded with
-    ``seed + epoch`` (``set_epoch`` is called by :class:`IterationBasedBatchSampler`)."""
-
-    def __init__(self, data_source, seed=0):
-        super().__init__()
-        self.num_samples = len(data_source)
-        self.seed = int(seed)
-        self.epoch = 0
-
-    def __iter__(self):
-        g = torch.Generator()
-        g.manual_seed(self.seed + self.epoch)
-        return iter(torch.randperm(self.num_samples, generator=g).tolist())
-
-    def __len__(self):
-        return self.num_samples
-
-    def set_epoch(self, epoch):
-        """Select the permutation of pass ``epoch``."""
-        self.epoch = epoch
-
-
-class DistributedSampler(Sampler):
-    """Rank ``rank``'s share of the (shuffled) indices, padded by wrapping to equal shares
-    (maskrcnn-benchmark's copy of torch's sampler, plus ``seed``: generator seeded with
-    ``seed + epoch``; ``seed=0`` is SGB's order).
+class DistributedSampler(torch.utils.data.DistributedSampler):
+    """Rank ``rank``'s share of the (shuffled) indices, padded by wrapping to equal shares:
+    maskrcnn-benchmark's copy of torch's sampler, whose shares are contiguous blocks of the
+    padded permutation (torch's are strided), the generator seeded with ``seed + epoch``
+    (``seed=0`` is SGB's order; ``set_epoch`` is called by
+    :class:`IterationBasedBatchSampler`). With one replica it is the recipe's seeded random
+    sampler: ``randperm(n)`` per pass.
 
     Parameters
     ----------
@@ -54,19 +34,8 @@ class DistributedSampler(Sampler):
     seed : int
     """
 
-    def __init__(self, dataset, num_replicas, rank, shuffle=True, seed=0):
-        super().__init__()
-        if not 0 <= rank < num_replicas:
-            raise ValueError('rank {} is outside 0..{} (world size {})'.format(
-                rank, num_replicas - 1, num_replicas))
-        self.dataset = dataset
-        self.num_replicas = num_replicas
-        self.rank = rank
-        self.epoch = 0
-        self.num_samples = int(math.ceil(len(self.dataset) * 1.0 / self.num_replicas))
-        self.total_size = self.num_samples * self.num_replicas
-        self.shuffle = shuffle
-        self.seed = int(seed)
+    def __init__(self, dataset, num_replicas=1, rank=0, shuffle=True, seed=0):
+        super().__init__(dataset, num_replicas, rank, shuffle=shuffle, seed=int(seed))
 
     def __iter__(self):
         if self.shuffle:
@@ -78,13 +47,6 @@ class DistributedSampler(Sampler):
         indices += indices[: (self.total_size - len(indices))]
         offset = self.num_samples * self.rank
         return iter(indices[offset: offset + self.num_samples])
-
-    def __len__(self):
-        return self.num_samples
-
-    def set_epoch(self, epoch):
-        """Select the permutation of pass ``epoch``."""
-        self.epoch = epoch
 
 
 class GroupedBatchSampler(BatchSampler):

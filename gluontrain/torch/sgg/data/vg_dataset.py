@@ -223,10 +223,7 @@ class VGDataset(torch.utils.data.Dataset):
         w, h = info['width'], info['height']
         box = torch.from_numpy(self.gt_boxes[index] / BOX_SCALE * max(w, h)).reshape(-1, 4)
         if flip_img:
-            new_xmin = w - box[:, 2]
-            new_xmax = w - box[:, 0]
-            box[:, 0] = new_xmin
-            box[:, 2] = new_xmax
+            box[:, [0, 2]] = w - box[:, [2, 0]]
         target = BoxList(box, (w, h), 'xyxy')
         target.add_field('labels', torch.from_numpy(self.gt_classes[index]))
         target.add_field('attributes', torch.from_numpy(self.gt_attributes[index]))
@@ -393,15 +390,9 @@ def box_filter(boxes, must_overlap=False):
     """
     overlaps = bbox_overlaps(boxes.astype(float), boxes.astype(float), to_move=0) > 0
     np.fill_diagonal(overlaps, 0)
-    all_possib = np.ones_like(overlaps, dtype=bool)
-    np.fill_diagonal(all_possib, 0)
-    if must_overlap:
-        possible_boxes = np.column_stack(np.where(overlaps))
-        if possible_boxes.size == 0:
-            possible_boxes = np.column_stack(np.where(all_possib))
-    else:
-        possible_boxes = np.column_stack(np.where(all_possib))
-    return possible_boxes
+    if must_overlap and overlaps.any():
+        return np.column_stack(np.where(overlaps))
+    return np.column_stack(np.where(~np.eye(len(overlaps), dtype=bool)))
 
 
 def get_statistics(train_data, must_overlap=True):

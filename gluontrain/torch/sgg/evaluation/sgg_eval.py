@@ -28,6 +28,20 @@ TOP_KS = (20, 50, 100)
 
 
 # -- numpy helpers ------------------------------------------------------------------------
+def to_numpy(x, dtype=None):
+    """A tensor (on any device) or array-like as a numpy array, cast to ``dtype`` if given."""
+    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    return x.astype(dtype) if dtype is not None else x
+
+
+def class_triplets(relations, labels):
+    """``(sub_class, obj_class, predicate)`` rows (the order of SGB's zero-shot file) of
+    relations ``(sub, obj, predicate)`` over boxes of class ``labels``."""
+    rels = to_numpy(relations, np.int64).reshape(-1, 3)
+    labels = to_numpy(labels, np.int64).reshape(-1)
+    return np.column_stack((labels[rels[:, 0]], labels[rels[:, 1]], rels[:, 2])).reshape(-1, 3)
+
+
 def intersect_2d(x1, x2):
     """``(m1, m2)`` bool: row ``i`` of ``x1`` equals row ``j`` of ``x2``.
 
@@ -267,11 +281,8 @@ class SGZeroShotRecall(SceneGraphEvaluation):
 
     def prepare_zeroshot(self, global_container, local_container):
         """Find this image's zero-shot ground-truth rows (``self.zeroshot_idx``)."""
-        gt_rels, gt_classes = local_container['gt_rels'], local_container['gt_classes']
         zeroshot = np.asarray(global_container['zeroshot_triplet']).reshape(-1, 3)
-        # SGB's zero-shot file is ordered (sub_class, obj_class, predicate)
-        gt_triplets = np.column_stack((gt_classes[gt_rels[:, 0]], gt_classes[gt_rels[:, 1]],
-                                       gt_rels[:, 2])).reshape(-1, 3)
+        gt_triplets = class_triplets(local_container['gt_rels'], local_container['gt_classes'])
         self.zeroshot_idx = np.where(intersect_2d(gt_triplets, zeroshot).any(-1))[0].tolist()
 
     def calculate_recall(self, global_container, local_container, mode):

@@ -21,13 +21,13 @@ import logging
 import os
 
 import numpy as np
-import torch
 
-from ....core.checkpoint import atomic_save_file, atomic_write
+from ....core.checkpoint import atomic_write
+from ...checkpoint import save_file
 from ..config_values import relation_mode
 from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall,
                        SGNoGraphConstraintRecall, SGPairAccuracy, SGRecall, SGZeroShotRecall,
-                       TOP_KS)
+                       TOP_KS, to_numpy as _np)
 from .zeroshot import load_zeroshot_triplets
 
 __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'build_evaluators',
@@ -36,11 +36,6 @@ __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'buil
 
 MODES = ('predcls', 'sgcls', 'sgdet', 'phrdet')
 RULE = '=' * 100 + '\n'
-
-
-def _np(x, dtype=None):
-    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-    return x.astype(dtype) if dtype is not None else x
 
 
 def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
@@ -277,8 +272,8 @@ def save_output(output_folder, groundtruths, predictions, dataset):
     ``visual_info.json`` (image file, ``[x0, y0, x1, y1, class name]`` per box), as SGB."""
     if not output_folder:
         return
-    atomic_save_file(os.path.join(output_folder, 'eval_results.pytorch'), lambda f: torch.save(
-        {'groundtruths': groundtruths, 'predictions': predictions}, f))
+    save_file(os.path.join(output_folder, 'eval_results.pytorch'),
+              {'groundtruths': groundtruths, 'predictions': predictions})
     names = getattr(dataset, 'categories', None) or dict(enumerate(dataset.ind_to_classes))
     filenames = getattr(dataset, 'filenames', None)
     visual_info = []
@@ -368,8 +363,7 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
 
     if result_dict is not None:
         if output_folder:
-            atomic_save_file(os.path.join(output_folder, 'result_dict.pytorch'),
-                             lambda f: torch.save(result_dict, f))
+            save_file(os.path.join(output_folder, 'result_dict.pytorch'), result_dict)
         recalls = result_dict[mode + '_recall'][100]
         score = float(np.mean(recalls)) if recalls else float('nan')
     elif m_ap is not None:
