@@ -71,10 +71,9 @@ def parse_args(argv=None, description="PyTorch Relation Detection Training"):
     resolve_local_rank(args, parser)
     args.opts = list(args.opts or [])
     # argparse.REMAINDER swallows options written after the first opt; take ours back
-    for flag in ('--skip-test',):
-        if flag in args.opts:
-            args.opts.remove(flag)
-            args.skip_test = True
+    if '--skip-test' in args.opts:
+        args.opts.remove('--skip-test')
+        args.skip_test = True
     if '--data-dir' in args.opts:
         i = args.opts.index('--data-dir')
         if i + 1 >= len(args.opts):

@@ -33,7 +33,7 @@ import time
 import torch
 
 from ...core.load_report import WeightsLoadError
-from ..distributed import get_rank, get_world_size, is_distributed
+from ..distributed import TorchComm, get_rank, get_world_size, unwrap_model
 from ..passes import preserved_rng
 from ..weights import read_weights_file
 from ..twostage.structures import BoxList
@@ -110,12 +110,9 @@ def accumulate_predictions(predictions_per_process):
     -------
     list or None
     """
-    if is_distributed():
-        gathered = [None] * get_world_size()
-        torch.distributed.all_gather_object(gathered, predictions_per_process)
-    else:
-        gathered = [predictions_per_process]
-    if get_rank() != 0:
+    comm = TorchComm()
+    gathered = comm.allgather_object(predictions_per_process)
+    if comm.rank != 0:
         return None
     predictions = {}
     for part in gathered:
@@ -233,11 +230,9 @@ def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
 
 def _mean_over_ranks(score):
     """relation_train_net.py:264-268: gather each rank's result, mean of those >= 0."""
-    if not is_distributed():
+    if get_world_size() == 1:
         return float(score)
-    values = [None] * get_world_size()
-    torch.distributed.all_gather_object(values, float(score))
-    valid = [v for v in values if v >= 0]
+    valid = [v for v in TorchComm().allgather_object(float(score)) if v >= 0]
     return float(sum(valid) / len(valid)) if valid else -1.0
 
 
@@ -275,7 +270,7 @@ def run_test(cfg, model, test_data_loaders, distributed=False, logger=None, zero
 def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
     """:func:`inference` on every ``(name, loader)``; the test writes its files into
     ``OUTPUT_DIR/inference/<name>/``, the validation none."""
-    model = model.module if hasattr(model, 'module') else model
+    model = unwrap_model(model)
     out = []
     for name, loader, zs in zip(names, loaders, zeroshot or [None] * len(loaders)):
         folder = None

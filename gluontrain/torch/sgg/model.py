@@ -133,8 +133,7 @@ def fix_eval_modules(modules, norm_eval=True):
         ``'bn'`` body).
     """
     for module in modules:
-        for _, param in module.named_parameters():
-            param.requires_grad = False
+        module.requires_grad_(False)
         if not norm_eval:
             continue
         for sub in module.modules():

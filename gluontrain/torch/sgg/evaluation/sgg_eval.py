@@ -193,6 +193,26 @@ class SceneGraphEvaluation:
             text += fmt % (k, value(v))
         return text + ' for mode=%s, type=%s.\n' % (mode, kind)
 
+    def _match_and_append(self, key, rels, local_container, global_container, mode):
+        """Match predicted relations ``rels`` ``(sub, obj, predicate)`` (ranked) with this
+        image's ground-truth triplets and append its recall per K to ``<mode><key>``.
+
+        Returns
+        -------
+        list of list of int
+            ``pred_to_gt`` (:func:`_compute_pred_matches`).
+        """
+        triplets, boxes, _ = _triplet(rels, local_container['pred_classes'],
+                                      local_container['pred_boxes'])
+        pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
+                                           local_container['gt_triplet_boxes'], boxes,
+                                           global_container['iou_thres'],
+                                           phrdet=mode == 'phrdet')
+        num_gt = float(local_container['gt_rels'].shape[0])
+        for k in self.result_dict[mode + key]:
+            self.result_dict[mode + key][k].append(len(matched_gt(pred_to_gt, k)) / num_gt)
+        return pred_to_gt
+
 
 class SGRecall(SceneGraphEvaluation):
     """Graph-constrained R@K: one predicate per pair (the best non-background one),
@@ -212,20 +232,13 @@ class SGRecall(SceneGraphEvaluation):
         rel_scores = local_container['rel_scores']
         pred_rels = np.column_stack((local_container['pred_rel_inds'],
                                      1 + rel_scores[:, 1:].argmax(1))).reshape(-1, 3)
-        gt_rels = local_container['gt_rels']
-        gt_triplets, gt_triplet_boxes, _ = _triplet(gt_rels, local_container['gt_classes'],
+        gt_triplets, gt_triplet_boxes, _ = _triplet(local_container['gt_rels'],
+                                                    local_container['gt_classes'],
                                                     local_container['gt_boxes'])
         local_container['gt_triplets'] = gt_triplets
         local_container['gt_triplet_boxes'] = gt_triplet_boxes
-        pred_triplets, pred_triplet_boxes, _ = _triplet(
-            pred_rels, local_container['pred_classes'], local_container['pred_boxes'])
-        pred_to_gt = _compute_pred_matches(gt_triplets, pred_triplets, gt_triplet_boxes,
-                                           pred_triplet_boxes, global_container['iou_thres'],
-                                           phrdet=mode == 'phrdet')
-        local_container['pred_to_gt'] = pred_to_gt
-        for k in self.result_dict[mode + '_recall']:
-            self.result_dict[mode + '_recall'][k].append(
-                len(matched_gt(pred_to_gt, k)) / float(gt_rels.shape[0]))
+        local_container['pred_to_gt'] = self._match_and_append(
+            '_recall', pred_rels, local_container, global_container, mode)
         return local_container
 
 
@@ -250,17 +263,8 @@ class SGNoGraphConstraintRecall(SceneGraphEvaluation):
         overall = obj_scores[pred_rel_inds].prod(1)[:, None] * rel_scores[:, 1:]
         top = argsort_desc(overall)[:100]
         nogc_rels = np.column_stack((pred_rel_inds[top[:, 0]], top[:, 1] + 1)).reshape(-1, 3)
-        triplets, boxes, _ = _triplet(nogc_rels, local_container['pred_classes'],
-                                      local_container['pred_boxes'])
-        pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
-                                           local_container['gt_triplet_boxes'], boxes,
-                                           global_container['iou_thres'],
-                                           phrdet=mode == 'phrdet')
-        local_container['nogc_pred_to_gt'] = pred_to_gt
-        num_gt = float(local_container['gt_rels'].shape[0])
-        for k in self.result_dict[mode + '_recall_nogc']:
-            self.result_dict[mode + '_recall_nogc'][k].append(
-                len(matched_gt(pred_to_gt, k)) / num_gt)
+        local_container['nogc_pred_to_gt'] = self._match_and_append(
+            '_recall_nogc', nogc_rels, local_container, global_container, mode)
         return local_container
 
 
