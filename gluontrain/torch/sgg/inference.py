@@ -284,10 +284,8 @@ def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
     return out
 
 
-#: (name, result_dict key suffix, K) of the metrics a validation reports before its score
-_REPORTED = (('R@20', 'recall', 20), ('R@50', 'recall', 50), ('R@100', 'recall', 100),
-             ('ngR@50', 'recall_nogc', 50), ('mR@50', 'mean_recall', 50),
-             ('zR@50', 'zeroshot_recall', 50))
+#: the metrics a validation reports before its score
+_REPORTED = ['R@20', 'R@50', 'R@100', 'ngR@50', 'mR@50', 'zR@50']
 
 
 def _result_names(cfg, result):
@@ -295,17 +293,9 @@ def _result_names(cfg, result):
     ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
     if not result:
         return [], []
-    mode = relation_mode(cfg)
-    names, values = [], []
-    for name, key, k in _REPORTED:
-        value = result.get('{}_{}'.format(mode, key), {}).get(k)
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            value = float(sum(value) / len(value)) if len(value) else float('nan')
-        names.append(name)
-        values.append(float(value))
-    return names, values
+    from .evaluation.vg_eval import relation_metrics  # pylint: disable=import-outside-toplevel
+    metrics = relation_metrics(result, relation_mode(cfg))
+    return list(_REPORTED), [metrics[name] for name in _REPORTED]
 
 
 def validation_metrics(cfg, net, val_data, zeroshot=None, logger=None):

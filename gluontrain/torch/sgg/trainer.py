@@ -23,6 +23,7 @@ from .hooks import SGBCheckpointHook, SGBLogHook, SGBScheduleHook
 from .inference import validation_metrics, zeroshot_triplets
 from .model import eval_modules as sgb_eval_modules, fix_eval_modules, frozen_norm_eval
 from .modeling.load_mapping import RELATION_LOAD_MAPPING
+from .plots import val_samples_hook
 from .solver import make_lr_scheduler, make_optimizer
 from .step import SGGStep
 
@@ -90,7 +91,9 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
         validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
-        samples_hook=_samples_hook(cfg, model, val_data, paths, device) if is_main else None,
+        samples_hook=val_samples_hook(cfg, model, getattr(val_data, 'dataset', None),
+                                      paths.val_samples, device)
+        if is_main and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
         tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '',
         tensorboard_interval=20,
@@ -154,13 +157,3 @@ def _load_mapping(cfg):
             "roi_heads.attribute.feature_extractor"
     return mapping
 
-
-def _samples_hook(cfg, model, val_data, paths, device):
-    if not cfg.MODEL.RELATION_ON:
-        return None
-    try:
-        from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        return None
-    return val_samples_hook(cfg, model, getattr(val_data, 'dataset', None), paths.val_samples,
-                            device)
