@@ -7,7 +7,7 @@ start)`` (SGB's ``DistributedSampler`` already seeds with that iteration) and
 :class:`IterationBasedBatchSampler` replays the index bookkeeping of the passes before
 ``start_iter`` (no image is read), so a resumed run sees the batches the uninterrupted one saw.
 """
-import itertools
+import collections
 
 import torch
 import torch.utils.data
@@ -74,31 +74,21 @@ class GroupedBatchSampler(BatchSampler):
             raise ValueError('group_ids must be one-dimensional')
         self.batch_size = batch_size
         self.drop_uneven = drop_uneven
-        self.groups = torch.unique(self.group_ids).sort(0)[0]
         self._can_reuse_batches = False
 
     def _prepare_batches(self):
-        dataset_size = len(self.group_ids)
-        sampled_ids = torch.as_tensor(list(self.sampler), dtype=torch.int64)
-        # order[i]: position of dataset index i in the sampler's output, -1 if not sampled
-        order = torch.full((dataset_size,), -1, dtype=torch.int64)
-        order[sampled_ids] = torch.arange(len(sampled_ids))
-        mask = order >= 0
-        clusters = [(self.group_ids == i) & mask for i in self.groups]
-        relative_order = [order[cluster] for cluster in clusters]
-        permutation_ids = [s[s.sort()[1]] for s in relative_order]
-        permuted_clusters = [sampled_ids[idx] for idx in permutation_ids]
-        # a group absent from the sampled indices (another rank's share) splits into one
-        # empty chunk, on which maskrcnn-benchmark's code fails (IndexError below)
-        splits = [c.split(self.batch_size) for c in permuted_clusters if len(c)]
-        merged = tuple(itertools.chain.from_iterable(splits))
-        # order the batches by where their first element came in the sampler
-        first_element_of_batch = [t[0].item() for t in merged]
-        inv_sampled_ids_map = {v: k for k, v in enumerate(sampled_ids.tolist())}
-        first_index_of_batch = torch.as_tensor(
-            [inv_sampled_ids_map[s] for s in first_element_of_batch], dtype=torch.int64)
-        permutation_order = first_index_of_batch.sort(0)[1].tolist()
-        batches = [merged[i].tolist() for i in permutation_order]
+        # where each dataset index comes in the sampler; a repeated one (a padded share) is
+        # batched once, at its last place, as maskrcnn-benchmark's scatter of positions does
+        place = {int(i): k for k, i in enumerate(self.sampler)}
+        by_group, group_ids = collections.defaultdict(list), self.group_ids.tolist()
+        for i in sorted(place, key=place.get):
+            by_group[group_ids[i]].append(i)
+        # a group absent from the sampled indices (another rank's share) gives no batch; on
+        # its empty chunk maskrcnn-benchmark's code fails (IndexError)
+        chunks = [members[k:k + self.batch_size] for members in by_group.values()
+                  for k in range(0, len(members), self.batch_size)]
+        # the batches in the order their first element came in the sampler
+        batches = sorted(chunks, key=lambda batch: place[batch[0]])
         if self.drop_uneven:
             batches = [b for b in batches if len(b) == self.batch_size]
         return batches
