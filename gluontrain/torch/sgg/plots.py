@@ -13,13 +13,12 @@ import shutil
 import warnings
 
 import numpy as np
-import torch
 
 from ...core.checkpoint import atomic_save_file
 from ...core.loop import Hook
 from ...core.plots import class_name, new_figure, save_png
-from ..passes import preserved_rng
 from .evaluation.sgg_eval import _compute_pred_matches, _triplet, to_numpy as _np
+from .inference import compute_on_dataset
 
 __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triplets',
            'draw_scene_graph', 'draw_scene_graphs', 'samples_from_dataset',
@@ -262,14 +261,11 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
         from ..twostage.images import to_image_list  # pylint: disable=import-outside-toplevel
         batch_fn = to_image_list
     was_training = model.training
-    model.eval()
-    predictions = {}
+    # one-image batches, read inside compute_on_dataset's preserved RNGs
+    batches = ((batch_fn([img], size_divisible), [target], [i])
+               for i in indices for img, target, _ in [dataset[i]])
     try:
-        with preserved_rng(), torch.no_grad():
-            for i in indices:
-                img, target, _ = dataset[i]
-                out = model(batch_fn([img], size_divisible).to(device), [target.to(device)])
-                predictions[i] = out[0].to(torch.device('cpu'))
+        predictions = compute_on_dataset(model, batches, device)
     finally:
         model.train(was_training)
     return samples_from_dataset(dataset, predictions, indices=list(indices))
