@@ -60,15 +60,11 @@ class Resize:
             max_original_size = float(max((w, h)))
             if max_original_size / min_original_size * size > max_size:
                 size = int(round(max_size * min_original_size / max_original_size))
-        if (w <= h and w == size) or (h <= w and h == size):
-            return (h, w)
+        # maskrcnn-benchmark first returns (h, w) when the shorter side is already ``size``:
+        # the same numbers (w * h / w is exact), so that branch is left out
         if w < h:
-            ow = size
-            oh = int(size * h / w)
-        else:
-            oh = size
-            ow = int(size * w / h)
-        return (oh, ow)
+            return int(size * h / w), size
+        return size, int(size * w / h)
 
     def __call__(self, image, target=None):
         oh, ow = self.get_size(image.size)
