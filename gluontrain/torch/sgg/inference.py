@@ -3,7 +3,7 @@ every process, then the VG evaluation; and the tools' ``run_val`` / ``run_test``
 (:func:`run_val`, :func:`run_test`, :func:`test` building the test loaders,
 :func:`validation_metrics` for the loop's validation).
 
-The evaluation (:func:`evaluate`, SGB's ``do_vg_evaluation``) writes into the output folder,
+The evaluation (:func:`.evaluation.vg_eval.do_vg_evaluation`, SGB's) writes into the output folder,
 in SGB's layout and through staged writes (a crash never leaves a torn file):
 
 - ``eval_results.pytorch``: ``{'groundtruths': [BoxList], 'predictions': [BoxList]}``, one
@@ -38,6 +38,7 @@ from ..passes import preserved_rng
 from ..weights import read_weights_file
 from ..twostage.structures import BoxList
 from .config_values import relation_mode
+from .evaluation.vg_eval import do_vg_evaluation, relation_metrics
 
 __all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of',
            'load_cached_predictions', 'run_val', 'run_test', 'test', 'validation_metrics',
@@ -127,7 +128,7 @@ def accumulate_predictions(predictions_per_process):
 def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device="cpu",
               output_folder=None, logger=None, zeroshot_triplet=None):
     """SGB's ``inference``: predictions (or the cached ``eval_results.pytorch`` when
-    ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`evaluate`.
+    ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`.evaluation.vg_eval.do_vg_evaluation`.
 
     Parameters
     ----------
@@ -175,8 +176,11 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
                 get_world_size())
     if predictions is None:
         return -1.0, {}
-    return evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
-                    zeroshot_triplet)
+    score, result = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
+                                     output_folder=output_folder, logger=logger,
+                                     iou_types=iou_types, zeroshot_triplet=zeroshot_triplet,
+                                     return_result_dict=True)
+    return float(score), dict(result or {})
 
 
 def load_cached_predictions(path, num_images=None):
@@ -214,18 +218,6 @@ def load_cached_predictions(path, num_images=None):
     for p in predictions:   # maskrcnn-benchmark's own BoxList has no triplet fields
         p.__dict__.setdefault('triplet_extra_fields', [])
     return predictions
-
-
-def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
-             zeroshot_triplet=None):
-    """The VG evaluation (:func:`.evaluation.vg_eval.do_vg_evaluation`) as ``(score,
-    result_dict)`` (an empty dict without relations)."""
-    from .evaluation.vg_eval import do_vg_evaluation  # pylint: disable=import-outside-toplevel
-    score, result = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
-                                     output_folder=output_folder, logger=logger,
-                                     iou_types=iou_types, zeroshot_triplet=zeroshot_triplet,
-                                     return_result_dict=True)
-    return float(score), dict(result or {})
 
 
 def _mean_over_ranks(score):
@@ -293,7 +285,6 @@ def _result_names(cfg, result):
     ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
     if not result:
         return [], []
-    from .evaluation.vg_eval import relation_metrics  # pylint: disable=import-outside-toplevel
     metrics = relation_metrics(result, relation_mode(cfg))
     return list(_REPORTED), [metrics[name] for name in _REPORTED]
 

@@ -102,22 +102,19 @@ class VGDataset(torch.utils.data.Dataset):
         image_data = check_vg_files(roidb_file, dict_file, image_file, img_dir)
         if split in ('train', 'val'):
             usable = _usable_train_images(roidb_file, num_im, filter_empty_rels)
+            needs = ', with boxes and relationships' if filter_empty_rels else ', with boxes'
             if usable == 0:
                 # no num_val_im can help here: say what an image needs to count
                 raise DatasetError(
                     '{} has no usable train-split image (split == 0{}): the {} split is empty; '
                     'use a dataset with such images (`python scripts/make_synthetic_data.py vg '
-                    '--root DIR` writes one).'.format(
-                        roidb_file, ', with boxes and relationships' if filter_empty_rels
-                        else ', with boxes', split))
-        if split == 'train' and num_val_im > 0:
-            if usable <= num_val_im:
+                    '--root DIR` writes one).'.format(roidb_file, needs, split))
+            if split == 'train' and 0 < num_val_im and usable <= num_val_im:
                 raise ValueError(
                     '{} has {} usable train-split images (split == 0{}), and the first '
                     'num_val_im={} of them are the val split, leaving train empty: pass a '
                     'num_val_im below {} (DATASETS.NUM_VAL_IM).'.format(
-                        roidb_file, usable, ', with boxes and relationships'
-                        if filter_empty_rels else ', with boxes', num_val_im, usable))
+                        roidb_file, usable, needs, num_val_im, usable))
         (self.split_mask, self.gt_boxes, self.gt_classes, self.gt_attributes,
          self.relationships) = load_graphs(
              roidb_file, split, num_im, num_val_im=num_val_im,

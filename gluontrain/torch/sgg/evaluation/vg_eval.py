@@ -276,16 +276,14 @@ def save_output(output_folder, groundtruths, predictions, dataset):
               {'groundtruths': groundtruths, 'predictions': predictions})
     names = getattr(dataset, 'categories', None) or dict(enumerate(dataset.ind_to_classes))
     filenames = getattr(dataset, 'filenames', None)
-    visual_info = []
-    for image_id, (gt, pred) in enumerate(zip(groundtruths, predictions)):
-        visual_info.append({
-            'img_file': os.path.abspath(filenames[image_id]) if filenames is not None else None,
-            'groundtruth': [b + [names[int(c)]] for b, c in zip(
-                _np(gt.convert('xyxy').bbox).tolist(), _np(gt.get_field('labels')).tolist())],
-            'prediction': [b + [names[int(c)]] for b, c in zip(
-                _np(pred.convert('xyxy').bbox).tolist(),
-                _np(pred.get_field('pred_labels')).tolist())],
-        })
+
+    def named_boxes(boxlist, field):
+        return [b + [names[int(c)]] for b, c in zip(_np(boxlist.convert('xyxy').bbox).tolist(),
+                                                    _np(boxlist.get_field(field)).tolist())]
+    visual_info = [{
+        'img_file': os.path.abspath(filenames[image_id]) if filenames is not None else None,
+        'groundtruth': named_boxes(gt, 'labels'), 'prediction': named_boxes(pred, 'pred_labels'),
+    } for image_id, (gt, pred) in enumerate(zip(groundtruths, predictions))]
     atomic_write(os.path.join(output_folder, 'visual_info.json'),
                  lambda f: json.dump(visual_info, f), mode='w')
 
