@@ -27,7 +27,7 @@ from ...checkpoint import save_file
 from ..config_values import relation_mode
 from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall,
                        SGNoGraphConstraintRecall, SGPairAccuracy, SGRecall, SGZeroShotRecall,
-                       TOP_KS, to_numpy as _np)
+                       TOP_KS, _mean, to_numpy as _np)
 from .zeroshot import load_zeroshot_triplets
 
 __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'build_evaluators',
@@ -249,13 +249,11 @@ def relation_metrics(result_dict, mode):
     """Flat ``{'R@20': ..., 'ngR@20': ..., 'zR@20', 'ng-zR@20', 'mR@20', 'ng-mR@20',
     'A@20', ...}`` of a ``result_dict`` (means over images; ``nan`` where nothing counted),
     for metric logs."""
-    def mean(v):
-        return float(np.mean(v)) if len(v) else float('nan')
     out = {}
     for name, key in (('R', '_recall'), ('ngR', '_recall_nogc'), ('zR', '_zeroshot_recall'),
                       ('ng-zR', '_ng_zeroshot_recall')):
         for k in TOP_KS:
-            out['{}@{}'.format(name, k)] = mean(result_dict[mode + key][k])
+            out['{}@{}'.format(name, k)] = _mean(result_dict[mode + key][k])
     for name, key in (('mR', '_mean_recall'), ('ng-mR', '_ng_mean_recall')):
         for k in TOP_KS:
             out['{}@{}'.format(name, k)] = float(result_dict[mode + key][k])
@@ -362,8 +360,7 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
     if result_dict is not None:
         if output_folder:
             save_file(os.path.join(output_folder, 'result_dict.pytorch'), result_dict)
-        recalls = result_dict[mode + '_recall'][100]
-        score = float(np.mean(recalls)) if recalls else float('nan')
+        score = _mean(result_dict[mode + '_recall'][100])
     elif m_ap is not None:
         score = float(m_ap)
     else:
