@@ -10,11 +10,9 @@ start)`` (SGB's ``DistributedSampler`` already seeds with that iteration) and
 import collections
 
 import torch
-import torch.utils.data
 from torch.utils.data.sampler import BatchSampler, Sampler
 
-__all__ = ['DistributedSampler', 'GroupedBatchSampler',
-           'IterationBasedBatchSampler']
+__all__ = ['DistributedSampler', 'GroupedBatchSampler', 'IterationBasedBatchSampler']
 
 
 class DistributedSampler(torch.utils.data.DistributedSampler):
