@@ -165,12 +165,6 @@ def _c2_missing_statistics(key):
     return key.startswith('backbone.body.') and key.endswith(('.running_mean', '.running_var'))
 
 
-def _resume_fix(save_dir):
-    return ('{} names this file: point it at a model_XXXXXXX.pth written for this model '
-            '(same config), or pass another OUTPUT_DIR to start afresh'.format(
-                os.path.join(save_dir, LAST_CHECKPOINT)))
-
-
 class Checkpointer:
     """SGB's ``DetectronCheckpointer`` for the relation and detector trainings.
 
@@ -303,7 +297,10 @@ class Checkpointer:
         if resume:
             # a resume must restore the whole model: strict, whatever f was
             f, what = self.get_checkpoint_file(), 'resume checkpoint'
-            fix, required = _resume_fix(self.save_dir), ()
+            fix = ('{} names this file: point it at a model_XXXXXXX.pth written for this model '
+                   '(same config), or pass another OUTPUT_DIR to start afresh'.format(
+                       os.path.join(self.save_dir, LAST_CHECKPOINT)))
+            required = ()
         if not f:
             self.logger.info("No checkpoint found. Initializing model from scratch")
             return {}
