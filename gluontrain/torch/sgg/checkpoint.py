@@ -343,13 +343,12 @@ class Checkpointer:
             unwrap_model(self.model), checkpoint.pop('model'), load_mapping or {}, source=f,
             what=what, fix=fix, allow_partial=not resume, required=required, ignore=ignore,
             log=self.logger)
-        result = {}
+        result = {'hooks': extra.get('hooks', {})} if with_optim else {}
         if with_optim:
             if "optimizer" in checkpoint and self.optimizer is not None:
                 self.logger.info("Loading optimizer from %s", f)
-                self.optimizer.load_state_dict(checkpoint.pop("optimizer"))
+                self.optimizer.load_state_dict(checkpoint["optimizer"])
             if "scheduler" in checkpoint and self.scheduler is not None:
-                checkpoint.pop("scheduler")
                 if sched_state is not None:
                     self.logger.info("Loading scheduler from %s", f)
                     self.scheduler.load_state_dict(sched_state)
@@ -365,10 +364,7 @@ class Checkpointer:
                     "to an uninterrupted run", f)
             if restore_rng and 'rng' in extra:
                 set_all_rng_states(extra)
-            result['hooks'] = extra.get('hooks', {})
-        checkpoint.pop('optimizer', None)
-        checkpoint.pop('scheduler', None)
-        result.update(checkpoint)
+        result.update((k, v) for k, v in checkpoint.items() if k not in ('optimizer', 'scheduler'))
         return result
 
     @staticmethod
