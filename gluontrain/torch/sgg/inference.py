@@ -115,9 +115,7 @@ def accumulate_predictions(predictions_per_process):
     gathered = comm.allgather_object(predictions_per_process)
     if comm.rank != 0:
         return None
-    predictions = {}
-    for part in gathered:
-        predictions.update(part)
+    predictions = {i: p for part in gathered for i, p in part.items()}
     image_ids = sorted(predictions)
     if image_ids and len(image_ids) != image_ids[-1] + 1:
         _LOG.warning("Number of images that were gathered from multiple processes is not a "

@@ -68,12 +68,7 @@ def ground_truth_triplets(groundtruth):
     else:
         mat = _np(groundtruth.get_field('relation'))
         rels = np.column_stack(np.nonzero(mat) + (mat[np.nonzero(mat)],)).astype(np.int64)
-    seen, out = set(), []
-    for s, o, p in rels.tolist():
-        if (s, o, p) not in seen:
-            seen.add((s, o, p))
-            out.append((s, o, p, 1.0))
-    return out
+    return [t + (1.0,) for t in dict.fromkeys(map(tuple, rels.tolist()))]
 
 
 def _hits(groundtruth, prediction, triplets):

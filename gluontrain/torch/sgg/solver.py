@@ -66,11 +66,9 @@ def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_
         if "bias" in key:
             lr = solver.BASE_LR * solver.BIAS_LR_FACTOR
             weight_decay = solver.WEIGHT_DECAY_BIAS
-        for item in slow_heads or ():
-            if item in key:
-                log.info("SLOW HEADS: %s is slow down by ratio of %s.", key, str(slow_ratio))
-                lr = lr / slow_ratio
-                break
+        if any(item in key for item in slow_heads or ()):
+            log.info("SLOW HEADS: %s is slow down by ratio of %s.", key, str(slow_ratio))
+            lr = lr / slow_ratio
         params.append({"params": [value], "lr": lr * rl_factor, "weight_decay": weight_decay})
     if not params:
         raise ValueError('the model has no trainable parameter (all frozen): nothing to train')

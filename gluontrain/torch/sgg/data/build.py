@@ -219,10 +219,8 @@ def save_labels(dataset_list, output_dir, rank=0):
     """Write ``output_dir/labels.json`` (class index -> name) from the main process."""
     if rank != 0:
         return
-    ids_to_labels = {}
-    for dataset in dataset_list:
-        if hasattr(dataset, 'categories'):
-            ids_to_labels.update(dataset.categories)
+    ids_to_labels = {i: name for dataset in dataset_list
+                     for i, name in getattr(dataset, 'categories', {}).items()}
     if ids_to_labels:
         os.makedirs(output_dir, exist_ok=True)
         atomic_write(os.path.join(output_dir, 'labels.json'),

@@ -80,10 +80,7 @@ def bbox_overlaps(boxes1, boxes2):
 def matched_gt(pred_to_gt, k):
     """Sorted ground-truth indices hit by the first ``k`` predictions (SGB's
     ``reduce(np.union1d, pred_to_gt[:k])``, also defined for no prediction)."""
-    hits = set()
-    for gts in pred_to_gt[:k]:
-        hits.update(gts)
-    return sorted(hits)
+    return sorted(set().union(*pred_to_gt[:k]))
 
 
 def ratio_or_nan(num, den):
