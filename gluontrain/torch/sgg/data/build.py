@@ -108,16 +108,11 @@ def build_dataset(cfg, dataset_list, transforms, is_train=True, data_dir=None):
     """
     if not isinstance(dataset_list, (list, tuple)):
         raise ValueError('dataset_list should be a list of strings, got {}'.format(dataset_list))
-    datasets = []
-    for name in dataset_list:
-        args = dataset_args(cfg, name, data_dir)
-        datasets.append(VGDataset(transforms=transforms, **args))
+    datasets = [VGDataset(transforms=transforms, **dataset_args(cfg, name, data_dir))
+                for name in dataset_list]
     if not is_train:
         return datasets
-    dataset = datasets[0]
-    if len(datasets) > 1:
-        dataset = ConcatDataset(datasets)
-    return [dataset]
+    return [ConcatDataset(datasets) if len(datasets) > 1 else datasets[0]]
 
 
 def make_data_sampler(dataset, shuffle, distributed, rank=0, world_size=1, seed=0):
