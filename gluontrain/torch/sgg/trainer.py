@@ -23,6 +23,7 @@ from .hooks import SGBCheckpointHook, SGBLogHook, SGBScheduleHook
 from .inference import validation_metrics, zeroshot_triplets
 from .model import eval_modules as sgb_eval_modules, fix_eval_modules, frozen_norm_eval
 from .modeling.load_mapping import RELATION_LOAD_MAPPING
+from .modeling.predictors import slow_heads
 from .plots import val_samples_hook
 from .solver import make_lr_scheduler, make_optimizer
 from .step import SGGStep
@@ -34,15 +35,6 @@ PREFIX = 'sgg'
 
 _MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
 _LOG = logging.getLogger('gluontrain.sgg')
-
-
-def _slow_heads(cfg):
-    """relation_train_net.py:55-59: IMP's relation box and union feature extractors train at
-    lr / 10 (the predictor class's ``SLOW_HEADS``)."""
-    if not cfg.MODEL.RELATION_ON:
-        return []
-    from .modeling.predictors import slow_heads  # pylint: disable=import-outside-toplevel
-    return slow_heads(cfg)
 
 
 def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=None,
@@ -65,7 +57,10 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     if relation:
         eval_modules, norm_eval = sgb_eval_modules(model), frozen_norm_eval(cfg)
         fix_eval_modules(eval_modules, norm_eval)
-    optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg),
+    # relation_train_net.py:55-59: IMP's relation box and union feature extractors train at
+    # lr / 10 (the predictor class's SLOW_HEADS)
+    optimizer = make_optimizer(cfg, model, logger,
+                               slow_heads=slow_heads(cfg) if cfg.MODEL.RELATION_ON else [],
                                slow_ratio=10.0, rl_factor=float(cfg.SOLVER.IMS_PER_BATCH))
     scheduler = make_lr_scheduler(cfg, optimizer, logger)
     checkpointer = Checkpointer(cfg, model, optimizer, scheduler, cfg.OUTPUT_DIR,
@@ -107,9 +102,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     hooks[at:at] = [schedule, periodic]
     periodic.hooks = hooks
 
-    state = TrainState()
     # every rank runs the loop; rank 0 alone speaks for the job (the CLI's final line)
-    state.rank, state.world_size = get_rank(), get_world_size()
+    state = TrainState(rank=get_rank(), world_size=get_world_size())
     if checkpointer.has_checkpoint():
         extra = checkpointer.load(update_schedule=cfg.SOLVER.UPDATE_SCHEDULE_DURING_LOAD,
                                   restore_scheduler=cfg.SOLVER.RESTORE_SCHEDULER)
