@@ -293,11 +293,7 @@ class SceneGraphSamplesHook(Hook):
         if getattr(state, 'val_iteration', -1) == state.iteration:
             self._maybe_draw(state)
 
-    def after_epoch(self, state):
-        self._maybe_draw(state)
-
-    def after_train(self, state):
-        self._maybe_draw(state)
+    after_epoch = after_train = _maybe_draw
 
 
 def val_samples_hook(cfg, model, dataset, path, device, num_images=2, top_k=10,
