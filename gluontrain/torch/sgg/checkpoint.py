@@ -250,8 +250,7 @@ class Checkpointer:
         return last_saved
 
     def load(self, f=None, with_optim=True, update_schedule=False, load_mapping=None,
-             restore_scheduler=True, restore_rng=True, what='checkpoint', fix=None,
-             required=()):
+             restore_scheduler=True, what='checkpoint', fix=None, required=()):
         """SGB's ``Checkpointer.load``: ``last_checkpoint`` wins over ``f``; what loaded is
         reported (:func:`.modeling.load_mapping.load_state_dict_with_mapping`).
 
@@ -269,7 +268,6 @@ class Checkpointer:
             matching (:mod:`.modeling.load_mapping`).
         restore_scheduler : bool
             ``SOLVER.RESTORE_SCHEDULER`` (False: SGB, the schedule restarts).
-        restore_rng : bool
         what : str
             How errors name ``f``.
         fix : str, optional
@@ -362,7 +360,7 @@ class Checkpointer:
                     "%s holds no gluontrain state (written by Scene-Graph-Benchmark?): the RNG "
                     "states and the meters start afresh, so this resume is not bit-identical "
                     "to an uninterrupted run", f)
-            if restore_rng and 'rng' in extra:
+            if 'rng' in extra:
                 set_all_rng_states(extra)
         result.update((k, v) for k, v in checkpoint.items() if k not in ('optimizer', 'scheduler'))
         return result

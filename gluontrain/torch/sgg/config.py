@@ -325,7 +325,7 @@ def get_cfg():
     return _C.clone()
 
 
-def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
+def load_cfg(config_file=None, opts=(), data_dir=None):
     """Build a config as SGB's tools do: defaults, then ``merge_from_file``, then
     ``merge_from_list(opts)``.
 
@@ -337,8 +337,6 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
         ``KEY VALUE`` pairs, e.g. ``('SOLVER.MAX_ITER', '100', 'OUTPUT_DIR', 'out')``.
     data_dir : str or None
         When given, sets ``DATASETS.DATA_DIR`` (the ``--data-dir`` CLI option) after opts.
-    freeze : bool
-        Freeze the result as SGB does (``cfg.freeze()``).
 
     Returns
     -------
@@ -378,8 +376,7 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
         cfg.DATASETS.DATA_DIR = str(data_dir)
     _check_dtype(cfg, config_file)
     check_values(cfg, config_file, opts)
-    if freeze:
-        cfg.freeze()
+    cfg.freeze()  # as SGB's tools
     return cfg
 
 
