@@ -93,16 +93,15 @@ def _mean(values):
     return float(np.mean(values)) if len(values) else float('nan')
 
 
-def _triplet(relations, classes, boxes, predicate_scores=None, class_scores=None):
-    """Relations ``(sub_id, ob_id, pred_label)`` as class triplets and box pairs.
+def _triplet(relations, classes, boxes):
+    """Relations ``(sub_id, ob_id, pred_label)`` as class triplets and box pairs (SGB's
+    ``_triplet`` without its scores, which no recall reads).
 
     Parameters
     ----------
     relations : ndarray (#rel, 3)
     classes : ndarray (#obj,)
     boxes : ndarray (#obj, 4)
-    predicate_scores : ndarray (#rel,), optional
-    class_scores : ndarray (#obj,), optional
 
     Returns
     -------
@@ -110,18 +109,11 @@ def _triplet(relations, classes, boxes, predicate_scores=None, class_scores=None
         ``(sub_label, pred_label, ob_label)``.
     triplet_boxes : ndarray (#rel, 8)
         Subject box then object box.
-    triplet_scores : ndarray (#rel, 3) or None
-        ``(sub_score, pred_score, ob_score)`` when both score arrays are given.
     """
     relations = np.asarray(relations).reshape(-1, 3)
     sub_id, ob_id, pred_label = relations[:, 0], relations[:, 1], relations[:, 2]
     triplets = np.column_stack((classes[sub_id], pred_label, classes[ob_id]))
-    triplet_boxes = np.column_stack((boxes[sub_id], boxes[ob_id])).reshape(-1, 8)
-    triplet_scores = None
-    if predicate_scores is not None and class_scores is not None:
-        triplet_scores = np.column_stack((class_scores[sub_id], predicate_scores,
-                                          class_scores[ob_id]))
-    return triplets, triplet_boxes, triplet_scores
+    return triplets, np.column_stack((boxes[sub_id], boxes[ob_id])).reshape(-1, 8)
 
 
 def _union_box(pairs):
@@ -199,8 +191,8 @@ class SceneGraphEvaluation:
         list of list of int
             ``pred_to_gt`` (:func:`_compute_pred_matches`).
         """
-        triplets, boxes, _ = _triplet(rels, local_container['pred_classes'],
-                                      local_container['pred_boxes'])
+        triplets, boxes = _triplet(rels, local_container['pred_classes'],
+                                   local_container['pred_boxes'])
         pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
                                            local_container['gt_triplet_boxes'], boxes,
                                            global_container['iou_thres'],
@@ -229,9 +221,9 @@ class SGRecall(SceneGraphEvaluation):
         rel_scores = local_container['rel_scores']
         pred_rels = np.column_stack((local_container['pred_rel_inds'],
                                      1 + rel_scores[:, 1:].argmax(1))).reshape(-1, 3)
-        gt_triplets, gt_triplet_boxes, _ = _triplet(local_container['gt_rels'],
-                                                    local_container['gt_classes'],
-                                                    local_container['gt_boxes'])
+        gt_triplets, gt_triplet_boxes = _triplet(local_container['gt_rels'],
+                                                 local_container['gt_classes'],
+                                                 local_container['gt_boxes'])
         local_container['gt_triplets'] = gt_triplets
         local_container['gt_triplet_boxes'] = gt_triplet_boxes
         local_container['pred_to_gt'] = self._match_and_append(
