@@ -150,8 +150,7 @@ class WarmupReduceLROnPlateau(Schedule, PlateauDecay):
         self.gamma, self.warmup_factor = gamma, warmup_factor  # SGB's attribute order
         self.warmup_iters, self.warmup_method = warmup_iters, warmup_method
         PlateauDecay.__init__(self, gamma, patience, threshold, cooldown)
-        self.logger = logger
-        self.optimizer = optimizer
+        self.logger, self.optimizer = logger, optimizer
         Schedule.__init__(self, base_lrs(optimizer), optimizer_setter(optimizer),
                           last_epoch=0 if last_epoch == -1 else last_epoch)
         # SGB: self.step(last_epoch), i.e. metrics=0 and epoch=None (lr_scheduler.py:106)

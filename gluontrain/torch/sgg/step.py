@@ -47,8 +47,7 @@ class SGGStep:
                  norm_eval=True, autocast=None, scaler=None):
         self.autocast, self.scaler = autocast, scaler
         self.model, self.optimizer, self.cfg, self.device = model, optimizer, cfg, device
-        self.eval_modules, self.clip = tuple(eval_modules), clip
-        self.norm_eval = norm_eval
+        self.eval_modules, self.clip, self.norm_eval = tuple(eval_modules), clip, norm_eval
         self.logger = logger or _LOG
         self.print_first_grad = True
 

@@ -70,8 +70,7 @@ class GroupedBatchSampler(BatchSampler):
         self.group_ids = torch.as_tensor(group_ids)
         if self.group_ids.dim() != 1:
             raise ValueError('group_ids must be one-dimensional')
-        self.batch_size = batch_size
-        self.drop_uneven = drop_uneven
+        self.batch_size, self.drop_uneven = batch_size, drop_uneven
         self._can_reuse_batches = False
 
     def _prepare_batches(self):
@@ -126,10 +125,8 @@ class IterationBasedBatchSampler(BatchSampler):
 
     def __init__(self, batch_sampler, num_iterations, start_iter=0, exact_resume=True):
         # pylint: disable=super-init-not-called
-        self.batch_sampler = batch_sampler
-        self.num_iterations = num_iterations
-        self.start_iter = start_iter
-        self.exact_resume = exact_resume
+        self.batch_sampler, self.num_iterations = batch_sampler, num_iterations
+        self.start_iter, self.exact_resume = start_iter, exact_resume
 
     def __iter__(self):
         iteration = 0 if self.exact_resume else self.start_iter

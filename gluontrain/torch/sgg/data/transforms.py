@@ -46,8 +46,7 @@ class Resize:
     def __init__(self, min_size, max_size):
         if not isinstance(min_size, (list, tuple)):
             min_size = (min_size,)
-        self.min_size = min_size
-        self.max_size = max_size
+        self.min_size, self.max_size = min_size, max_size
 
     def get_size(self, image_size):
         """``(height, width)`` for a ``(width, height)`` image (maskrcnn-benchmark's arithmetic:
@@ -137,9 +136,7 @@ class Normalize:
     """``(x - mean) / std`` per channel, after RGB[0,1] -> BGR[0,255] when ``to_bgr255``."""
 
     def __init__(self, mean, std, to_bgr255=True):
-        self.mean = mean
-        self.std = std
-        self.to_bgr255 = to_bgr255
+        self.mean, self.std, self.to_bgr255 = mean, std, to_bgr255
 
     def __call__(self, image, target=None):
         if self.to_bgr255:

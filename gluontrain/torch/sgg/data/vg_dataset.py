@@ -77,16 +77,11 @@ class VGDataset(torch.utils.data.Dataset):
                  custom_eval=False, custom_path=''):
         if split not in ('train', 'val', 'test'):
             raise ValueError("split must be 'train', 'val' or 'test', got {!r}".format(split))
-        self.flip_aug = flip_aug
-        self.split = split
-        self.img_dir = img_dir
-        self.dict_file = dict_file
-        self.roidb_file = roidb_file
-        self.image_file = image_file
-        self.num_val_im = num_val_im
+        self.split, self.img_dir, self.flip_aug = split, img_dir, flip_aug
+        self.roidb_file, self.dict_file, self.image_file = roidb_file, dict_file, image_file
+        self.num_val_im, self.transforms = num_val_im, transforms
         self.filter_non_overlap = filter_non_overlap and split == 'train'
         self.filter_duplicate_rels = filter_duplicate_rels and split == 'train'
-        self.transforms = transforms
         _require_file(dict_file, 'dict_file (VG-SGG-dicts-with-attri.json)')
         self.ind_to_classes, self.ind_to_predicates, self.ind_to_attributes = load_info(dict_file)
         self.categories = {i: self.ind_to_classes[i] for i in range(len(self.ind_to_classes))}

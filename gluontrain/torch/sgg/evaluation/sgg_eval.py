@@ -357,8 +357,7 @@ class SGMeanRecall(SceneGraphEvaluation):
 
     def __init__(self, result_dict, num_rel, ind_to_predicates, print_detail=False):
         super().__init__(result_dict)
-        self.num_rel = int(num_rel)
-        self.print_detail = print_detail
+        self.num_rel, self.print_detail = int(num_rel), print_detail
         self.rel_name_list = list(ind_to_predicates)[1:]
 
     def register_container(self, mode):
