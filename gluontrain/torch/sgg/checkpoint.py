@@ -183,8 +183,7 @@ class Checkpointer:
 
     def __init__(self, cfg, model, optimizer=None, scheduler=None, save_dir="",
                  save_to_disk=True, logger=None):
-        self.cfg = cfg
-        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.cfg, self.model, self.optimizer, self.scheduler = cfg, model, optimizer, scheduler
         self.save_dir, self.save_to_disk = save_dir, save_to_disk
         self.logger = logger if logger is not None else logging.getLogger(__name__)
         self.last_report = None

@@ -84,7 +84,6 @@ def compute_on_dataset(model, data_loader, device, timer=None):
     """
     model.eval()
     results = {}
-    cpu = torch.device("cpu")
     with preserved_rng():
         for images, targets, image_ids in data_loader:
             with torch.no_grad():
@@ -95,7 +94,7 @@ def compute_on_dataset(model, data_loader, device, timer=None):
                     torch.cuda.synchronize()
                 if timer is not None:
                     timer.append(time.time() - start)
-                output = [o.to(cpu) for o in output]
+                output = [o.to(torch.device('cpu')) for o in output]
             results.update({int(i): r for i, r in zip(image_ids, output)})
     return results
 

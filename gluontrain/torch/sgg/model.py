@@ -192,8 +192,5 @@ def build_relation_model(cfg, statistics=None, predictor=None, generator=None, r
 def build_model(cfg, statistics=None):
     """The relation model (``MODEL.RELATION_ON``) or the sgg-detector, on
     ``MODEL.DEVICE``."""
-    if cfg.MODEL.RELATION_ON:
-        model = build_relation_model(cfg, statistics)
-    else:
-        model = build_detector(cfg)
+    model = build_relation_model(cfg, statistics) if cfg.MODEL.RELATION_ON else build_detector(cfg)
     return model.to(torch.device(cfg.MODEL.DEVICE))

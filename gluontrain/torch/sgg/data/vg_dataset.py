@@ -461,10 +461,9 @@ def _refuse_truncated(filenames, image_file, split):
     draws it. Reads the first and last bytes of each file only (no decoding)."""
     bad = [f for f in filenames if looks_truncated(f)]
     if bad:
+        one, it = len(bad) == 1, 'it' if len(bad) == 1 else 'them'
         raise ImageReadError('{} image{} of the {} split {} truncated (no JPEG end marker): {}{} '
                              '(listed by {}); restore {}, or drop {} from the dataset'.format(
-                                 len(bad), '' if len(bad) == 1 else 's', split,
-                                 'is' if len(bad) == 1 else 'are', ', '.join(bad[:3]),
-                                 ', ...' if len(bad) > 3 else '', image_file,
-                                 'it' if len(bad) == 1 else 'them',
-                                 'it' if len(bad) == 1 else 'them'))
+                                 len(bad), '' if one else 's', split, 'is' if one else 'are',
+                                 ', '.join(bad[:3]), ', ...' if len(bad) > 3 else '',
+                                 image_file, it, it))
