@@ -84,8 +84,7 @@ def _is_two_stage(obj):
     if isinstance(inner, dict) and any(isinstance(inner.get(m), dict)
                                        for m in ('body', 'rpn_head', 'roi_head')):
         return True
-    origin = guess_origin(_flat_keys(obj)) or ''
-    return 'two-stage (frcnn) snapshot' in origin
+    return 'two-stage (frcnn) snapshot' in (guess_origin(_flat_keys(obj)) or '')
 
 
 def load_weights_file(path, what='checkpoint', fix='pass a .pth written by this recipe or by '
@@ -123,9 +122,7 @@ def load_weights_file(path, what='checkpoint', fix='pass a .pth written by this 
             'scripts/train_detection.py writes model_last.pth.tar), not a Scene-Graph-Benchmark '
             'checkpoint: its modules and names do not fit the scene-graph model; {}'.format(
                 what, path, TWO_STAGE, fix))
-    if 'model' not in loaded:
-        loaded = dict(model=loaded)
-    return loaded
+    return loaded if 'model' in loaded else {'model': loaded}
 
 
 #: maskrcnn-benchmark's ``ModelCatalog`` ImageNet names and where it downloads them from.

@@ -165,12 +165,9 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
     else:
         predictions = accumulate_predictions(compute_on_dataset(model, data_loader, device,
                                                                 timer))
-    total = time.time() - start
-    logger.info("Total run time: %.3fs (%.4f s / img per device, on %d devices)", total,
-                total * get_world_size() / max(len(dataset), 1), get_world_size())
-    logger.info("Model inference time: %.3fs (%.4f s / img per device, on %d devices)",
-                sum(timer), sum(timer) * get_world_size() / max(len(dataset), 1),
-                get_world_size())
+    for what, seconds in (('Total run', time.time() - start), ('Model inference', sum(timer))):
+        logger.info("%s time: %.3fs (%.4f s / img per device, on %d devices)", what, seconds,
+                    seconds * get_world_size() / max(len(dataset), 1), get_world_size())
     if predictions is None:
         return -1.0, {}
     score, result = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
