@@ -11,8 +11,7 @@ import argparse
 from ...core.argtypes import resolve_local_rank
 from .config import load_cfg
 
-__all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT',
-           'RESUME_ADVICE']
+__all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT', 'RESUME_ADVICE']
 
 #: Where the run writes (the CLI names it when a write fails).
 OUTPUT_ARGUMENT = 'OUTPUT_DIR'

@@ -228,8 +228,7 @@ class Checkpointer:
     # ------------------------------------------------------------------ loading
     def has_checkpoint(self):
         """Whether ``{save_dir}/last_checkpoint`` exists."""
-        return bool(self.save_dir) and os.path.exists(
-            os.path.join(self.save_dir, LAST_CHECKPOINT))
+        return bool(self.save_dir) and os.path.exists(os.path.join(self.save_dir, LAST_CHECKPOINT))
 
     def get_checkpoint_file(self):
         """The file ``last_checkpoint`` names ('' when it cannot be read)."""

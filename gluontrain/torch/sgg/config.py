@@ -359,8 +359,7 @@ def load_cfg(config_file=None, opts=(), data_dir=None):
         try:
             cfg.merge_from_file(config_file)
         except (KeyError, ValueError, TypeError, AssertionError) as exc:
-            raise ConfigError('config file {}: {}'.format(
-                config_file, _message(exc))) from None
+            raise ConfigError('config file {}: {}'.format(config_file, _message(exc))) from None
         except Exception as exc:  # yaml.YAMLError and friends
             raise ConfigError('config file {} is not valid YAML: {}'.format(
                 config_file, str(exc).replace('\n', ' '))) from None
@@ -408,8 +407,7 @@ def _message(exc):
     if match:
         want, got, default, value, key = match.groups()
         return '{} = {} is {}, but {} takes {} (e.g. {})'.format(
-            key, value, _KINDS.get(got, 'a ' + got), key, _KINDS.get(want, 'a ' + want),
-            default)
+            key, value, _KINDS.get(got, 'a ' + got), key, _KINDS.get(want, 'a ' + want), default)
     return msg
 
 

@@ -163,8 +163,7 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
         predictions = load_cached_predictions(cache, len(dataset))
         logger.info("Loaded the predictions of %s (TEST.ALLOW_LOAD_FROM_CACHE)", cache)
     else:
-        predictions = accumulate_predictions(compute_on_dataset(model, data_loader, device,
-                                                                timer))
+        predictions = accumulate_predictions(compute_on_dataset(model, data_loader, device, timer))
     for what, seconds in (('Total run', time.time() - start), ('Model inference', sum(timer))):
         logger.info("%s time: %.3fs (%.4f s / img per device, on %d devices)", what, seconds,
                     seconds * get_world_size() / max(len(dataset), 1), get_world_size())

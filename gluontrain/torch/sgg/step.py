@@ -71,8 +71,7 @@ class SGGStep:
         else:
             losses.backward()
         if self.clip:
-            verbose = (iteration % self.cfg.SOLVER.PRINT_GRAD_FREQ) == 0 or \
-                self.print_first_grad
+            verbose = (iteration % self.cfg.SOLVER.PRINT_GRAD_FREQ) == 0 or self.print_first_grad
             self.print_first_grad = False
             clip_grad_norm([(n, p) for n, p in self.model.named_parameters()
                             if p.requires_grad], max_norm=self.cfg.SOLVER.GRAD_NORM_CLIP,

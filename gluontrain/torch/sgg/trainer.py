@@ -70,8 +70,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         paths.makedirs()
     max_iter = cfg.SOLVER.MAX_ITER
     schedule = SGBScheduleHook(scheduler, cfg, before=not relation, logger=logger)
-    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter,
-                                      schedule)
+    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter, schedule)
 
     zs = [zeroshot_triplets(cfg, train_data.dataset, val_data.dataset)]
 
@@ -91,8 +90,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         if is_main and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
         tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '',
-        tensorboard_interval=20,
-        plots=is_main)
+        tensorboard_interval=20, plots=is_main)
     if not is_main:
         hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
     # after the validation (the plateau schedule reads it), before the periodic checkpoint
@@ -115,9 +113,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         # SGB loads partially (the relation head's own layers are in no detector file):
         # allowed and reported; the frozen detector must get something
         checkpointer.load(cfg.MODEL.PRETRAINED_DETECTOR_CKPT or None, with_optim=False,
-                          load_mapping=_load_mapping(cfg),
-                          what='MODEL.PRETRAINED_DETECTOR_CKPT', fix=FIX_DETECTOR_CKPT,
-                          required=('backbone', 'roi_heads.box'))
+                          load_mapping=_load_mapping(cfg), what='MODEL.PRETRAINED_DETECTOR_CKPT',
+                          fix=FIX_DETECTOR_CKPT, required=('backbone', 'roi_heads.box'))
     else:
         checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT',
                           fix=FIX_WEIGHT)
@@ -131,8 +128,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         train_data.batch_sampler.start_iter = state.iteration
         state.resume_batch = state.iteration
     # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
-    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16',
-                                       argument='DTYPE "float16"')
+    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16', argument='DTYPE "float16"')
     step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
                    norm_eval=norm_eval, autocast=autocast, scaler=scaler)
     state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)

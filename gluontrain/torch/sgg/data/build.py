@@ -202,8 +202,7 @@ def _per_process(cfg, is_train, world, images_per_batch=None):
     """Images per process of ``images_per_batch`` (default ``SOLVER.IMS_PER_BATCH`` /
     ``TEST.IMS_PER_BATCH``), which the ``world`` processes must divide."""
     key = 'SOLVER.IMS_PER_BATCH' if is_train else 'TEST.IMS_PER_BATCH'
-    ims = images_per_batch or (cfg.SOLVER.IMS_PER_BATCH if is_train
-                               else cfg.TEST.IMS_PER_BATCH)
+    ims = images_per_batch or (cfg.SOLVER.IMS_PER_BATCH if is_train else cfg.TEST.IMS_PER_BATCH)
     if ims % world:
         raise ValueError('{} ({}) must be divisible by the number of processes ({}).'.format(
             key, ims, world))
@@ -278,8 +277,7 @@ def make_data_loader(cfg, mode='train', is_distributed=False, start_iter=0, data
                                     rank, world_size, seed, start_iter, collator=collator,
                                     exact_resume=exact_resume))
         if cfg.TEST.CUSTUM_EVAL and rank == 0:
-            info = {'idx_to_files': dataset.custom_files,
-                    'ind_to_classes': dataset.ind_to_classes,
+            info = {'idx_to_files': dataset.custom_files, 'ind_to_classes': dataset.ind_to_classes,
                     'ind_to_predicates': dataset.ind_to_predicates}
             os.makedirs(cfg.DETECTED_SGG_DIR, exist_ok=True)
             atomic_write(os.path.join(cfg.DETECTED_SGG_DIR, 'custom_data_info.json'),

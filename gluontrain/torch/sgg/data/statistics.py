@@ -59,8 +59,7 @@ def get_dataset_statistics(cfg, data_dir=None):
     if len(cfg.DATASETS.TRAIN) != 1:
         raise ValueError('DATASETS.TRAIN must name exactly one dataset for the statistics, got '
                          '{}'.format(list(cfg.DATASETS.TRAIN)))
-    dataset = build_dataset(cfg, cfg.DATASETS.TRAIN, None, is_train=True,
-                            data_dir=data_dir)[0]
+    dataset = build_dataset(cfg, cfg.DATASETS.TRAIN, None, is_train=True, data_dir=data_dir)[0]
     path = statistics_file(cfg)
     stamp = _fingerprint(dataset)
     if os.path.exists(path):

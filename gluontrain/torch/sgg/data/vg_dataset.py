@@ -164,9 +164,8 @@ class VGDataset(torch.utils.data.Dataset):
     def training_split(self):
         """The ``train`` split SGB's statistics read: same files and ``num_val_im``,
         ``filter_duplicate_rels=False``, the other arguments at their defaults."""
-        return VGDataset('train', self.img_dir, self.roidb_file, self.dict_file,
-                         self.image_file, num_val_im=self.num_val_im,
-                         filter_duplicate_rels=False)
+        return VGDataset('train', self.img_dir, self.roidb_file, self.dict_file, self.image_file,
+                         num_val_im=self.num_val_im, filter_duplicate_rels=False)
 
     def get_custom_imgs(self, path):
         """Read the plain images of ``path`` (a folder, or a JSON list of image paths)."""

@@ -195,8 +195,7 @@ class SceneGraphEvaluation:
                                    local_container['pred_boxes'])
         pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
                                            local_container['gt_triplet_boxes'], boxes,
-                                           global_container['iou_thres'],
-                                           phrdet=mode == 'phrdet')
+                                           global_container['iou_thres'], phrdet=mode == 'phrdet')
         num_gt = float(local_container['gt_rels'].shape[0])
         for k in self.result_dict[mode + key]:
             self.result_dict[mode + key][k].append(len(matched_gt(pred_to_gt, k)) / num_gt)
@@ -221,9 +220,8 @@ class SGRecall(SceneGraphEvaluation):
         rel_scores = local_container['rel_scores']
         pred_rels = np.column_stack((local_container['pred_rel_inds'],
                                      1 + rel_scores[:, 1:].argmax(1))).reshape(-1, 3)
-        gt_triplets, gt_triplet_boxes = _triplet(local_container['gt_rels'],
-                                                 local_container['gt_classes'],
-                                                 local_container['gt_boxes'])
+        gt_triplets, gt_triplet_boxes = _triplet(
+            local_container['gt_rels'], local_container['gt_classes'], local_container['gt_boxes'])
         local_container['gt_triplets'] = gt_triplets
         local_container['gt_triplet_boxes'] = gt_triplet_boxes
         local_container['pred_to_gt'] = self._match_and_append(

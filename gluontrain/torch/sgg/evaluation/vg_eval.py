@@ -148,8 +148,7 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
         return
     local['gt_boxes'] = _np(groundtruth.convert('xyxy').bbox)
     local['gt_classes'] = _np(groundtruth.get_field('labels'), np.int64)
-    _check_pairs(local['gt_rels'][:, :2], len(local['gt_boxes']), 'ground-truth',
-                 'relation_tuple')
+    _check_pairs(local['gt_rels'][:, :2], len(local['gt_boxes']), 'ground-truth', 'relation_tuple')
     local['pred_rel_inds'] = _np(prediction.get_field('rel_pair_idxs'), np.int64).reshape(-1, 2)
     local['rel_scores'] = _np(prediction.get_field('pred_rel_scores'))
     if local['rel_scores'].ndim != 2 or len(local['rel_scores']) != len(local['pred_rel_inds']):
