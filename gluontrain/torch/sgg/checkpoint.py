@@ -368,8 +368,7 @@ class Checkpointer:
             return core_ckpt.loads_state(blob, path)
         except Exception as exc:  # a torn or foreign blob: one line, never a traceback
             raise WeightsLoadError('{} {}: its gluontrain state cannot be read ({}); {}'.format(
-                what, path, ' '.join(str(exc).split())[:200] or type(exc).__name__,
-                fix)) from None
+                what, path, ' '.join(str(exc).split())[:200] or type(exc).__name__, fix)) from None
 
     def _check_optimizer(self, saved, path, what):
         """Refuse (one line) an optimizer state that does not fit this optimizer: SGB's own

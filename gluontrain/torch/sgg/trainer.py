@@ -81,7 +81,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
 
     hooks = build_hooks(
         paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
-        log_interval=0, num_batches=len(train_data),
+        log_interval=0, num_batches=len(train_data), tensorboard_interval=20, plots=is_main,
         recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
         validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
@@ -89,8 +89,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
                                       paths.val_samples, device)
         if is_main and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
-        tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '',
-        tensorboard_interval=20, plots=is_main)
+        tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '')
     if not is_main:
         hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
     # after the validation (the plateau schedule reads it), before the periodic checkpoint

@@ -112,9 +112,8 @@ class VGDataset(torch.utils.data.Dataset):
                         roidb_file, usable, needs, num_val_im, usable))
         (self.split_mask, self.gt_boxes, self.gt_classes, self.gt_attributes,
          self.relationships) = load_graphs(
-             roidb_file, split, num_im, num_val_im=num_val_im,
-             filter_empty_rels=filter_empty_rels, filter_non_overlap=self.filter_non_overlap,
-             box_scale=BOX_SCALE)
+             roidb_file, split, num_im, num_val_im=num_val_im, filter_empty_rels=filter_empty_rels,
+             filter_non_overlap=self.filter_non_overlap, box_scale=BOX_SCALE)
         if not self.split_mask.any():
             # an empty loader trains forever on nothing or evaluates nothing: say so now
             raise DatasetError(

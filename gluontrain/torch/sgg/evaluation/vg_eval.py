@@ -25,9 +25,8 @@ import numpy as np
 from ....core.checkpoint import atomic_write
 from ...checkpoint import save_file
 from ..config_values import relation_mode
-from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall,
-                       SGNoGraphConstraintRecall, SGPairAccuracy, SGRecall, SGZeroShotRecall,
-                       TOP_KS, _mean, to_numpy as _np)
+from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall, SGNoGraphConstraintRecall,
+                       SGPairAccuracy, SGRecall, SGZeroShotRecall, TOP_KS, _mean, to_numpy as _np)
 from .zeroshot import load_zeroshot_triplets
 
 __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'build_evaluators',
