@@ -56,12 +56,8 @@ _LOG = logging.getLogger('gluontrain.sgg.inference')
 def iou_types_of(cfg):
     """SGB's ``iou_types`` (relation_train_net.py:235-243): ``bbox`` plus ``relations`` /
     ``attributes`` when those heads are on."""
-    iou_types = ("bbox",)
-    if cfg.MODEL.RELATION_ON:
-        iou_types = iou_types + ("relations",)
-    if cfg.MODEL.ATTRIBUTE_ON:
-        iou_types = iou_types + ("attributes",)
-    return iou_types
+    return ("bbox",) + (("relations",) if cfg.MODEL.RELATION_ON else ()) + \
+        (("attributes",) if cfg.MODEL.ATTRIBUTE_ON else ())
 
 
 def compute_on_dataset(model, data_loader, device, timer=None):

@@ -63,10 +63,8 @@ class RelationModel(SGGDetector):
         self._check_targets(targets)
         images = to_image_list(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
         features = self.backbone(images.tensors)
-        if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX:
-            proposals = None
-        else:
-            proposals, _ = self.rpn(images.image_sizes, features, targets)
+        proposals = None if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX else \
+            self.rpn(images.image_sizes, features, targets)[0]
         _, detections, _ = self.roi_heads['box'](features, proposals, targets)
         keep = [i for i, d in enumerate(detections) if len(d) > 0]
         if len(keep) == len(detections):

@@ -85,15 +85,13 @@ def dataset_args(cfg, name, data_dir=None):
     root = data_dir or _cfg(cfg.DATASETS, 'DATA_DIR', DEFAULT_DATA_DIR)
     args = {k: os.path.join(root, v) for k, v in VG_CATALOG[base].items()}
     head = cfg.MODEL.ROI_RELATION_HEAD
-    args['split'] = split
+    args.update(split=split, flip_aug=bool(cfg.MODEL.FLIP_AUG),
+                custom_eval=bool(cfg.TEST.CUSTUM_EVAL), custom_path=cfg.TEST.CUSTUM_PATH,
+                num_val_im=int(_cfg(cfg.DATASETS, 'NUM_VAL_IM', DEFAULT_NUM_VAL_IM)))
     # relation training filters; a detector pretraining (RELATION_ON False) keeps every image
     args['filter_non_overlap'] = bool((not head.USE_GT_BOX) and cfg.MODEL.RELATION_ON
                                       and head.REQUIRE_BOX_OVERLAP)
     args['filter_empty_rels'] = bool(cfg.MODEL.RELATION_ON)
-    args['flip_aug'] = bool(cfg.MODEL.FLIP_AUG)
-    args['custom_eval'] = bool(cfg.TEST.CUSTUM_EVAL)
-    args['custom_path'] = cfg.TEST.CUSTUM_PATH
-    args['num_val_im'] = int(_cfg(cfg.DATASETS, 'NUM_VAL_IM', DEFAULT_NUM_VAL_IM))
     return args
 
 
