@@ -280,6 +280,4 @@ def make_data_loader(cfg, mode='train', is_distributed=False, start_iter=0, data
             os.makedirs(cfg.DETECTED_SGG_DIR, exist_ok=True)
             atomic_write(os.path.join(cfg.DETECTED_SGG_DIR, 'custom_data_info.json'),
                          lambda f, i=info: json.dump(i, f), mode='w')
-    if is_train:
-        return data_loaders[0]
-    return data_loaders
+    return data_loaders[0] if is_train else data_loaders

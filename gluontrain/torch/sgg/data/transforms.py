@@ -61,9 +61,7 @@ class Resize:
                 size = int(round(max_size * min_original_size / max_original_size))
         # maskrcnn-benchmark first returns (h, w) when the shorter side is already ``size``:
         # the same numbers (w * h / w is exact), so that branch is left out
-        if w < h:
-            return int(size * h / w), size
-        return size, int(size * w / h)
+        return (int(size * h / w), size) if w < h else (size, int(size * w / h))
 
     def __call__(self, image, target=None):
         oh, ow = self.get_size(image.size)
@@ -144,9 +142,7 @@ class Normalize:
         mean = torch.as_tensor(self.mean, dtype=image.dtype).view(-1, 1, 1)
         std = torch.as_tensor(self.std, dtype=image.dtype).view(-1, 1, 1)
         image = (image - mean) / std
-        if target is None:
-            return image
-        return image, target
+        return image if target is None else (image, target)
 
 
 def build_transforms(cfg, is_train=True):

@@ -239,9 +239,7 @@ class VGDataset(torch.utils.data.Dataset):
         return target.clip_to_image(remove_empty=True)
 
     def __len__(self):
-        if self.custom_eval:
-            return len(self.custom_files)
-        return len(self.filenames)
+        return len(self.custom_files if self.custom_eval else self.filenames)
 
 
 def _usable_train_images(roidb_file, num_im, filter_empty_rels):
@@ -380,9 +378,8 @@ def box_filter(boxes, must_overlap=False):
     """
     overlaps = bbox_overlaps(boxes.astype(float), boxes.astype(float), to_move=0) > 0
     np.fill_diagonal(overlaps, 0)
-    if must_overlap and overlaps.any():
-        return np.column_stack(np.where(overlaps))
-    return np.column_stack(np.where(~np.eye(len(overlaps), dtype=bool)))
+    pairs = overlaps if must_overlap and overlaps.any() else ~np.eye(len(overlaps), dtype=bool)
+    return np.column_stack(np.where(pairs))
 
 
 def get_statistics(train_data, must_overlap=True):
