@@ -189,8 +189,7 @@ def samples_from_dataset(dataset, predictions, indices=None, max_images=4):
     max_images : int
     """
     from PIL import Image  # pylint: disable=import-outside-toplevel
-    if indices is None:
-        indices = range(min(max_images, len(predictions)))
+    indices = range(min(max_images, len(predictions))) if indices is None else indices
     out = []
     for i in indices:
         with Image.open(dataset.filenames[i]) as im:

@@ -135,9 +135,8 @@ def make_batch_data_sampler(dataset, sampler, aspect_grouping, images_per_batch,
     """Batches grouped by aspect ratio (height/width bins ``aspect_grouping``, e.g. ``[1]``),
     iteration-based when ``num_iters`` is given (SGB's ``make_batch_data_sampler``)."""
     if aspect_grouping:
-        if not isinstance(aspect_grouping, (list, tuple)):
-            aspect_grouping = [aspect_grouping]
-        group_ids = _aspect_groups(dataset, aspect_grouping)
+        group_ids = _aspect_groups(dataset, aspect_grouping if isinstance(
+            aspect_grouping, (list, tuple)) else [aspect_grouping])
         batch_sampler = GroupedBatchSampler(sampler, group_ids, images_per_batch,
                                             drop_uneven=False)
     else:

@@ -44,9 +44,8 @@ class Resize:
     """
 
     def __init__(self, min_size, max_size):
-        if not isinstance(min_size, (list, tuple)):
-            min_size = (min_size,)
-        self.min_size, self.max_size = min_size, max_size
+        self.min_size = min_size if isinstance(min_size, (list, tuple)) else (min_size,)
+        self.max_size = max_size
 
     def get_size(self, image_size):
         """``(height, width)`` for a ``(width, height)`` image (maskrcnn-benchmark's arithmetic:

@@ -236,9 +236,7 @@ def evaluate_relations(groundtruths, predictions, mode, num_rel_category, ind_to
     for name in ('eval_recall', 'eval_nog_recall', 'eval_zeroshot_recall',
                  'eval_ng_zeroshot_recall', 'eval_mean_recall', 'eval_ng_mean_recall'):
         text += evaluator[name].generate_print_string(mode)
-    if use_gt_box is None:
-        use_gt_box = mode in ('predcls', 'sgcls')
-    if use_gt_box:
+    if use_gt_box or (use_gt_box is None and mode in ('predcls', 'sgcls')):
         text += evaluator['eval_pair_accuracy'].generate_print_string(mode)
     return result_dict, text + RULE
 
