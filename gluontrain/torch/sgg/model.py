@@ -98,13 +98,12 @@ class RelationModel(SGGDetector):
 
 def _empty_prediction(det, num_rel_classes):
     """A prediction BoxList without objects, with SGB's fields."""
-    dev = det.bbox.device
     out = BoxList(det.bbox.new_zeros(0, 4), det.size, 'xyxy')
-    out.add_field('pred_labels', torch.zeros(0, dtype=torch.long, device=dev))
-    out.add_field('pred_scores', torch.zeros(0, device=dev))
-    out.add_field('rel_pair_idxs', torch.zeros(0, 2, dtype=torch.long, device=dev))
-    out.add_field('pred_rel_scores', torch.zeros(0, num_rel_classes, device=dev))
-    out.add_field('pred_rel_labels', torch.zeros(0, dtype=torch.long, device=dev))
+    for name, shape, dtype in (('pred_labels', (0,), torch.long), ('pred_scores', (0,), None),
+                               ('rel_pair_idxs', (0, 2), torch.long),
+                               ('pred_rel_scores', (0, num_rel_classes), None),
+                               ('pred_rel_labels', (0,), torch.long)):
+        out.add_field(name, torch.zeros(shape, dtype=dtype, device=det.bbox.device))
     return out
 
 

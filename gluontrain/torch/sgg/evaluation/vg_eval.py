@@ -111,16 +111,15 @@ def build_evaluators(result_dict, mode, num_rel_category, ind_to_predicates):
     """SGB's evaluator dict (``eval_recall``, ``eval_nog_recall``, ``eval_zeroshot_recall``,
     ``eval_ng_zeroshot_recall``, ``eval_pair_accuracy``, ``eval_mean_recall``,
     ``eval_ng_mean_recall``), containers registered for ``mode``."""
+    mean_args = (result_dict, num_rel_category, ind_to_predicates)
     evaluator = {
         'eval_recall': SGRecall(result_dict),
         'eval_nog_recall': SGNoGraphConstraintRecall(result_dict),
         'eval_zeroshot_recall': SGZeroShotRecall(result_dict),
         'eval_ng_zeroshot_recall': SGNGZeroShotRecall(result_dict),
         'eval_pair_accuracy': SGPairAccuracy(result_dict),
-        'eval_mean_recall': SGMeanRecall(result_dict, num_rel_category, ind_to_predicates,
-                                         print_detail=True),
-        'eval_ng_mean_recall': SGNGMeanRecall(result_dict, num_rel_category, ind_to_predicates,
-                                              print_detail=True),
+        'eval_mean_recall': SGMeanRecall(*mean_args, print_detail=True),
+        'eval_ng_mean_recall': SGNGMeanRecall(*mean_args, print_detail=True),
     }
     for e in evaluator.values():
         e.register_container(mode)
@@ -232,10 +231,9 @@ def evaluate_relations(groundtruths, predictions, mode, num_rel_category, ind_to
         evaluate_relation_of_one_image(gt, pred, global_container, evaluator)
     evaluator['eval_mean_recall'].calculate_mean_recall(mode)
     evaluator['eval_ng_mean_recall'].calculate_mean_recall(mode)
-    text = ''
-    for name in ('eval_recall', 'eval_nog_recall', 'eval_zeroshot_recall',
-                 'eval_ng_zeroshot_recall', 'eval_mean_recall', 'eval_ng_mean_recall'):
-        text += evaluator[name].generate_print_string(mode)
+    text = ''.join(evaluator[name].generate_print_string(mode) for name in (
+        'eval_recall', 'eval_nog_recall', 'eval_zeroshot_recall', 'eval_ng_zeroshot_recall',
+        'eval_mean_recall', 'eval_ng_mean_recall'))
     if use_gt_box or (use_gt_box is None and mode in ('predcls', 'sgcls')):
         text += evaluator['eval_pair_accuracy'].generate_print_string(mode)
     return result_dict, text + RULE
@@ -245,14 +243,10 @@ def relation_metrics(result_dict, mode):
     """Flat ``{'R@20': ..., 'ngR@20': ..., 'zR@20', 'ng-zR@20', 'mR@20', 'ng-mR@20',
     'A@20', ...}`` of a ``result_dict`` (means over images; ``nan`` where nothing counted),
     for metric logs."""
-    out = {}
-    for name, key in (('R', '_recall'), ('ngR', '_recall_nogc'), ('zR', '_zeroshot_recall'),
-                      ('ng-zR', '_ng_zeroshot_recall')):
-        for k in TOP_KS:
-            out['{}@{}'.format(name, k)] = _mean(result_dict[mode + key][k])
-    for name, key in (('mR', '_mean_recall'), ('ng-mR', '_ng_mean_recall')):
-        for k in TOP_KS:
-            out['{}@{}'.format(name, k)] = float(result_dict[mode + key][k])
+    out = {'{}@{}'.format(name, k): value(result_dict[mode + key][k]) for name, key, value in (
+        ('R', '_recall', _mean), ('ngR', '_recall_nogc', _mean), ('zR', '_zeroshot_recall', _mean),
+        ('ng-zR', '_ng_zeroshot_recall', _mean), ('mR', '_mean_recall', float),
+        ('ng-mR', '_ng_mean_recall', float)) for k in TOP_KS}
     for k in TOP_KS:
         hit, count = result_dict[mode + '_accuracy_hit'][k], \
             result_dict[mode + '_accuracy_count'][k]
