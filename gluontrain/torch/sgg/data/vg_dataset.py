@@ -350,16 +350,12 @@ def load_image_filenames(img_dir, image_data, rows=None):
         For the first missing image (SGB silently skipped it, misaligning later rows).
     """
     rows = range(len(image_data)) if rows is None else rows
-    fns, img_info = [], []
-    for i in rows:
-        img = image_data[i]
-        filename = os.path.join(img_dir, '{}.jpg'.format(img['image_id']))
+    fns = [os.path.join(img_dir, '{}.jpg'.format(image_data[i]['image_id'])) for i in rows]
+    for i, filename in zip(rows, fns):
         if not os.path.exists(filename):
             raise FileNotFoundError('image {} (h5 row {}) is missing: restore it or regenerate '
                                     'the dataset.'.format(filename, i))
-        fns.append(filename)
-        img_info.append(img)
-    return fns, img_info
+    return fns, [image_data[i] for i in rows]
 
 
 def bbox_overlaps(boxes1, boxes2, to_move=1):
@@ -439,10 +435,8 @@ def statistics_dict(train_data, must_overlap=True):
         (lists of names, ``'__background__'`` first).
     """
     fg_matrix, bg_matrix = get_statistics(train_data, must_overlap=must_overlap)
-    eps = 1e-3
-    bg_matrix += 1
-    fg_matrix[:, :, 0] = bg_matrix
-    pred_dist = np.log(fg_matrix / fg_matrix.sum(2)[:, :, None] + eps)
+    fg_matrix[:, :, 0] = bg_matrix + 1
+    pred_dist = np.log(fg_matrix / fg_matrix.sum(2)[:, :, None] + 1e-3)
     return {'fg_matrix': torch.from_numpy(fg_matrix),
             'pred_dist': torch.from_numpy(pred_dist).float(),
             'obj_classes': list(train_data.ind_to_classes),
