@@ -139,8 +139,6 @@ def _compute_pred_matches(gt_triplets, pred_triplets, gt_boxes, pred_boxes, iou_
         ``pred_to_gt[i]``: ground-truth indices (ascending) prediction ``i`` hits.
     """
     pred_to_gt = [[] for _ in range(len(pred_boxes))]
-    if len(gt_triplets) == 0 or len(pred_triplets) == 0:
-        return pred_to_gt
     same = intersect_2d(gt_triplets, pred_triplets)
     for gt_ind in np.where(same.any(1))[0]:
         cand = np.where(same[gt_ind])[0]
