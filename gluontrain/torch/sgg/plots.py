@@ -122,8 +122,7 @@ def draw_scene_graph(ax, image, boxes, labels, triplets, classes, predicates, co
         ax.text(xs + (xo - xs) / 3.0, ys + (yo - ys) / 3.0, text, fontsize=6, color='black',
                 ha='center', va='center',
                 bbox={'facecolor': 'white', 'alpha': 0.8, 'pad': 1, 'edgecolor': color})
-    ax.set_xlim(0, image.shape[1])
-    ax.set_ylim(image.shape[0], 0)
+    ax.set(xlim=(0, image.shape[1]), ylim=(image.shape[0], 0))
     ax.axis('off')
 
 

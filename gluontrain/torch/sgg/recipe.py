@@ -85,8 +85,7 @@ def get_net(args, ctx):
     if cfg.MODEL.RELATION_ON:
         # frozen before DDP registers the parameters that need gradients (SGB's order)
         fix_eval_modules(eval_modules(model), frozen_norm_eval(cfg))
-    net = wrap_ddp(model, ctx[0], broadcast_buffers=False, find_unused_parameters=True)
-    return net, model
+    return wrap_ddp(model, ctx[0], broadcast_buffers=False, find_unused_parameters=True), model
 
 
 def validate(net, val_data, ctx, eval_metric, args=None, cfg=None, zeroshot=None,

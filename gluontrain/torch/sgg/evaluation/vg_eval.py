@@ -163,9 +163,8 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
 
     if mode == 'predcls':
         _check_pairs(local['pred_rel_inds'], len(local['gt_boxes']), 'ground-truth (PredCls)')
-        local['pred_boxes'] = local['gt_boxes']
-        local['pred_classes'] = local['gt_classes']
-        local['obj_scores'] = np.ones(local['gt_classes'].shape[0])
+        local.update(pred_boxes=local['gt_boxes'], pred_classes=local['gt_classes'],
+                     obj_scores=np.ones(local['gt_classes'].shape[0]))
     elif mode == 'sgcls':
         if local['gt_boxes'].shape[0] != local['pred_boxes'].shape[0]:
             logging.getLogger(__name__).warning(
