@@ -64,8 +64,7 @@ def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_
             continue
         lr, weight_decay = solver.BASE_LR, solver.WEIGHT_DECAY
         if "bias" in key:
-            lr = solver.BASE_LR * solver.BIAS_LR_FACTOR
-            weight_decay = solver.WEIGHT_DECAY_BIAS
+            lr, weight_decay = solver.BASE_LR * solver.BIAS_LR_FACTOR, solver.WEIGHT_DECAY_BIAS
         if any(item in key for item in slow_heads or ()):
             log.info("SLOW HEADS: %s is slow down by ratio of %s.", key, str(slow_ratio))
             lr = lr / slow_ratio

@@ -59,10 +59,9 @@ class SGGStep:
                               "Length=%s", iteration, list(image_ids), [len(t) for t in targets])
         self.model.train()
         fix_eval_modules(self.eval_modules, self.norm_eval)
-        images = images.to(self.device)
         targets = [t.to(self.device) for t in targets]
         with self.autocast() if self.autocast else contextlib.nullcontext():
-            loss_dict = self.model(images, targets)
+            loss_dict = self.model(images.to(self.device), targets)
         losses = sum(loss.float() for loss in loss_dict.values())
         self.optimizer.zero_grad()
         if self.scaler is not None:

@@ -124,8 +124,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     logger.info("Start training")
     if state.iteration:
         # the iteration-based sampler replays the draws before it and starts there
-        train_data.batch_sampler.start_iter = state.iteration
-        state.resume_batch = state.iteration
+        train_data.batch_sampler.start_iter = state.resume_batch = state.iteration
     # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
     autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16', argument='DTYPE "float16"')
     step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
@@ -140,9 +139,7 @@ def _load_mapping(cfg):
     # relation_train_net.py:62-63: relation-head extractors from the detector's box extractor
     mapping = dict(RELATION_LOAD_MAPPING)
     if cfg.MODEL.ATTRIBUTE_ON:
-        mapping["roi_heads.relation.att_feature_extractor"] = \
-            "roi_heads.attribute.feature_extractor"
-        mapping["roi_heads.relation.union_feature_extractor.att_feature_extractor"] = \
-            "roi_heads.attribute.feature_extractor"
+        for key in ('att_feature_extractor', 'union_feature_extractor.att_feature_extractor'):
+            mapping['roi_heads.relation.' + key] = 'roi_heads.attribute.feature_extractor'
     return mapping
 
