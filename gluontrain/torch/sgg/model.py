@@ -89,11 +89,9 @@ class RelationModel(SGGDetector):
                 zero = sum(p.sum() for p in head.parameters() if p.requires_grad) * 0.
                 losses = {'loss_rel': zero, 'loss_refine_obj': zero}
             return OrderedDict(losses)
-        out = [_empty_prediction(d, self.cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES)
-               for d in detections]
-        for i, r in zip(keep, result):
-            out[i] = r
-        return out
+        kept = dict(zip(keep, result))
+        return [kept[i] if i in kept else _empty_prediction(
+            d, self.cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES) for i, d in enumerate(detections)]
 
 
 def _empty_prediction(det, num_rel_classes):
