@@ -416,8 +416,7 @@ class Checkpointer:
                 '{} {}: its scheduler state is of another schedule (no {}); resume with the '
                 'SOLVER.SCHEDULE.TYPE that wrote it, or set SOLVER.RESTORE_SCHEDULER False to '
                 'restart the schedule (SGB\'s behaviour)'.format(
-                    what, path, ', '.join(lacking[:4]) if isinstance(saved, dict)
-                    else 'dict'))
+                    what, path, ', '.join(lacking[:4]) if isinstance(saved, dict) else 'dict'))
         base = saved.get('base_lrs')
         if isinstance(base, (list, tuple)) and len(base) != len(self.optimizer.param_groups):
             raise WeightsLoadError(

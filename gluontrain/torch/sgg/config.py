@@ -354,8 +354,7 @@ def load_cfg(config_file=None, opts=(), data_dir=None):
         problem = path_problem(config_file)
         if problem:
             raise ConfigError('config file {} {}: pass a yacs .yaml file (the '
-                              'shipped ones are in {})'.format(config_file, problem,
-                                                                CONFIGS_DIR))
+                              'shipped ones are in {})'.format(config_file, problem, CONFIGS_DIR))
         try:
             cfg.merge_from_file(config_file)
         except (KeyError, ValueError, TypeError, AssertionError) as exc:

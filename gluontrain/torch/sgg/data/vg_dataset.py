@@ -292,8 +292,7 @@ def _require_file(path, what):
     if not os.path.isfile(path):
         raise FileNotFoundError('{} {} does not exist: point it at the file (a generated '
                                 'dataset: `python scripts/make_synthetic_data.py vg --root '
-                                'DIR`).'
-                                .format(what, path))
+                                'DIR`).'.format(what, path))
 
 
 def load_info(dict_file, add_bg=True):
