@@ -83,8 +83,7 @@ VALUE_CHECKS = {
     'MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE': (_int_range(1), ''),
     'MODEL.ROI_RELATION_HEAD.BATCH_SIZE_PER_IMAGE': (_int_range(1), ''),
     'TEST.DETECTIONS_PER_IMG': (_int_range(1), ''),
-    'MODEL.BACKBONE.WIDTH_MULT': ((lambda v: _float_range(0)[0](v) and v > 0, 'a number > 0'),
-                                  ''),
+    'MODEL.BACKBONE.WIDTH_MULT': ((lambda v: _float_range(0)[0](v) and v > 0, 'a number > 0'), ''),
 }
 
 

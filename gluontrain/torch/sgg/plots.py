@@ -74,9 +74,8 @@ def ground_truth_triplets(groundtruth):
 def _hits(groundtruth, prediction, triplets):
     """Whether each drawn predicted triplet matches a ground-truth triplet (the prediction's
     own boxes and ``pred_labels``: in PredCls they are the ground truth's, as SGB uses)."""
-    gt_t, gt_b = _triplet(np.asarray([t[:3] for t in ground_truth_triplets(groundtruth)],
-                                     np.int64),
-                          _np(groundtruth.get_field('labels'), np.int64),
+    gt_rels = np.asarray([t[:3] for t in ground_truth_triplets(groundtruth)], np.int64)
+    gt_t, gt_b = _triplet(gt_rels, _np(groundtruth.get_field('labels'), np.int64),
                           _np(groundtruth.convert('xyxy').bbox))
     pr_t, pr_b = _triplet(np.asarray([t[:3] for t in triplets], np.int64),
                           _np(prediction.get_field('pred_labels'), np.int64),
