@@ -91,8 +91,7 @@ class SGBCheckpointHook(Hook):
         it = state.iteration
         if self.period and it % self.period == 0:
             self._save("model_{:07d}".format(it), state)
-        decayed = self.schedule_hook is not None and self.schedule_hook.decay_stopped
-        if it == self.max_iter or decayed:
+        if it == self.max_iter or getattr(self.schedule_hook, 'decay_stopped', False):
             self._save("model_final", state)
 
 

@@ -94,8 +94,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
     # after the validation (the plateau schedule reads it), before the periodic checkpoint
     names = [type(h).__name__ for h in hooks]
-    at = names.index('ValidationHook') + 1 if 'ValidationHook' in names else \
-        names.index('SGBLogHook') + 1
+    at = names.index('ValidationHook' if 'ValidationHook' in names else 'SGBLogHook') + 1
     hooks[at:at] = [schedule, periodic]
     periodic.hooks = hooks
 
