@@ -132,20 +132,18 @@ class VGDataset(torch.utils.data.Dataset):
         if self.custom_eval:
             img = open_image(self.custom_files[index], context='TEST.CUSTUM_PATH')
             target = torch.LongTensor([-1])
-            if self.transforms is not None:
-                img, target = self.transforms(img, target)
-            return img, target, index
-        info = self.img_info[index]
-        img = open_image(self.filenames[index], context='image_id {} of {}'.format(
-            info.get('image_id'), self.image_file))
-        # SGB prints this and goes on; the boxes follow image_data.json's size
-        warn_size_mismatch(self.filenames[index], img.size, (info['width'], info['height']),
-                           self.image_file, 'its boxes are scaled to the latter')
-        # drawn for every image, as SGB does, so the random stream matches
-        flip_img = (random.random() > 0.5) and self.flip_aug and (self.split == 'train')
-        target = self.get_groundtruth(index, flip_img=flip_img)
-        if flip_img:
-            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+        else:
+            info = self.img_info[index]
+            img = open_image(self.filenames[index], context='image_id {} of {}'.format(
+                info.get('image_id'), self.image_file))
+            # SGB prints this and goes on; the boxes follow image_data.json's size
+            warn_size_mismatch(self.filenames[index], img.size, (info['width'], info['height']),
+                               self.image_file, 'its boxes are scaled to the latter')
+            # drawn for every image, as SGB does, so the random stream matches
+            flip_img = (random.random() > 0.5) and self.flip_aug and (self.split == 'train')
+            target = self.get_groundtruth(index, flip_img=flip_img)
+            if flip_img:
+                img = img.transpose(Image.FLIP_LEFT_RIGHT)
         if self.transforms is not None:
             img, target = self.transforms(img, target)
         return img, target, index
