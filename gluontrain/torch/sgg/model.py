@@ -129,9 +129,7 @@ def fix_eval_modules(modules, norm_eval=True):
     """
     for module in modules:
         module.requires_grad_(False)
-        if not norm_eval:
-            continue
-        for sub in module.modules():
+        for sub in module.modules() if norm_eval else ():
             if isinstance(sub, _BatchNorm):
                 sub.eval()
 

@@ -91,13 +91,10 @@ class GroupedBatchSampler(BatchSampler):
         return batches
 
     def __iter__(self):
-        if self._can_reuse_batches:
-            batches = self._batches
-            self._can_reuse_batches = False
-        else:
-            batches = self._prepare_batches()
-        self._batches = batches
-        return iter(batches)
+        if not self._can_reuse_batches:
+            self._batches = self._prepare_batches()
+        self._can_reuse_batches = False
+        return iter(self._batches)
 
     def __len__(self):
         if not hasattr(self, '_batches'):
