@@ -11,8 +11,7 @@ import argparse
 from ...core.argtypes import resolve_local_rank
 from .config import load_cfg
 
-__all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT',
-           'RESUME_ADVICE']
+__all__ = ['build_parser', 'parse_args', 'config_from_args', 'OUTPUT_ARGUMENT', 'RESUME_ADVICE']
 
 #: Where the run writes (the CLI names it when a write fails).
 OUTPUT_ARGUMENT = 'OUTPUT_DIR'
@@ -71,10 +70,9 @@ def parse_args(argv=None, description="PyTorch Relation Detection Training"):
     resolve_local_rank(args, parser)
     args.opts = list(args.opts or [])
     # argparse.REMAINDER swallows options written after the first opt; take ours back
-    for flag in ('--skip-test',):
-        if flag in args.opts:
-            args.opts.remove(flag)
-            args.skip_test = True
+    if '--skip-test' in args.opts:
+        args.opts.remove('--skip-test')
+        args.skip_test = True
     if '--data-dir' in args.opts:
         i = args.opts.index('--data-dir')
         if i + 1 >= len(args.opts):

@@ -84,8 +84,7 @@ def _is_two_stage(obj):
     if isinstance(inner, dict) and any(isinstance(inner.get(m), dict)
                                        for m in ('body', 'rpn_head', 'roi_head')):
         return True
-    origin = guess_origin(_flat_keys(obj)) or ''
-    return 'two-stage (frcnn) snapshot' in origin
+    return 'two-stage (frcnn) snapshot' in (guess_origin(_flat_keys(obj)) or '')
 
 
 def load_weights_file(path, what='checkpoint', fix='pass a .pth written by this recipe or by '
@@ -123,9 +122,7 @@ def load_weights_file(path, what='checkpoint', fix='pass a .pth written by this 
             'scripts/train_detection.py writes model_last.pth.tar), not a Scene-Graph-Benchmark '
             'checkpoint: its modules and names do not fit the scene-graph model; {}'.format(
                 what, path, TWO_STAGE, fix))
-    if 'model' not in loaded:
-        loaded = dict(model=loaded)
-    return loaded
+    return loaded if 'model' in loaded else {'model': loaded}
 
 
 #: maskrcnn-benchmark's ``ModelCatalog`` ImageNet names and where it downloads them from.
@@ -165,12 +162,6 @@ def _c2_missing_statistics(key):
     return key.startswith('backbone.body.') and key.endswith(('.running_mean', '.running_var'))
 
 
-def _resume_fix(save_dir):
-    return ('{} names this file: point it at a model_XXXXXXX.pth written for this model '
-            '(same config), or pass another OUTPUT_DIR to start afresh'.format(
-                os.path.join(save_dir, LAST_CHECKPOINT)))
-
-
 class Checkpointer:
     """SGB's ``DetectronCheckpointer`` for the relation and detector trainings.
 
@@ -189,8 +180,7 @@ class Checkpointer:
 
     def __init__(self, cfg, model, optimizer=None, scheduler=None, save_dir="",
                  save_to_disk=True, logger=None):
-        self.cfg = cfg
-        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler
+        self.cfg, self.model, self.optimizer, self.scheduler = cfg, model, optimizer, scheduler
         self.save_dir, self.save_to_disk = save_dir, save_to_disk
         self.logger = logger if logger is not None else logging.getLogger(__name__)
         self.last_report = None
@@ -225,7 +215,6 @@ class Checkpointer:
                                                         hooks=hooks_state or {}))
         save_file = os.path.join(self.save_dir, "{}.pth".format(name))
         self.logger.info("Saving checkpoint to %s", save_file)
-        os.makedirs(self.save_dir, exist_ok=True)
         save_torch_file(save_file, data)
         self.tag_last_checkpoint(save_file)
         return save_file
@@ -239,8 +228,7 @@ class Checkpointer:
     # ------------------------------------------------------------------ loading
     def has_checkpoint(self):
         """Whether ``{save_dir}/last_checkpoint`` exists."""
-        return bool(self.save_dir) and os.path.exists(
-            os.path.join(self.save_dir, LAST_CHECKPOINT))
+        return bool(self.save_dir) and os.path.exists(os.path.join(self.save_dir, LAST_CHECKPOINT))
 
     def get_checkpoint_file(self):
         """The file ``last_checkpoint`` names ('' when it cannot be read)."""
@@ -257,8 +245,7 @@ class Checkpointer:
         return last_saved
 
     def load(self, f=None, with_optim=True, update_schedule=False, load_mapping=None,
-             restore_scheduler=True, restore_rng=True, what='checkpoint', fix=None,
-             required=()):
+             restore_scheduler=True, what='checkpoint', fix=None, required=()):
         """SGB's ``Checkpointer.load``: ``last_checkpoint`` wins over ``f``; what loaded is
         reported (:func:`.modeling.load_mapping.load_state_dict_with_mapping`).
 
@@ -276,7 +263,6 @@ class Checkpointer:
             matching (:mod:`.modeling.load_mapping`).
         restore_scheduler : bool
             ``SOLVER.RESTORE_SCHEDULER`` (False: SGB, the schedule restarts).
-        restore_rng : bool
         what : str
             How errors name ``f``.
         fix : str, optional
@@ -304,7 +290,10 @@ class Checkpointer:
         if resume:
             # a resume must restore the whole model: strict, whatever f was
             f, what = self.get_checkpoint_file(), 'resume checkpoint'
-            fix, required = _resume_fix(self.save_dir), ()
+            fix = ('{} names this file: point it at a model_XXXXXXX.pth written for this model '
+                   '(same config), or pass another OUTPUT_DIR to start afresh'.format(
+                       os.path.join(self.save_dir, LAST_CHECKPOINT)))
+            required = ()
         if not f:
             self.logger.info("No checkpoint found. Initializing model from scratch")
             return {}
@@ -347,13 +336,12 @@ class Checkpointer:
             unwrap_model(self.model), checkpoint.pop('model'), load_mapping or {}, source=f,
             what=what, fix=fix, allow_partial=not resume, required=required, ignore=ignore,
             log=self.logger)
-        result = {}
+        result = {'hooks': extra.get('hooks', {})} if with_optim else {}
         if with_optim:
             if "optimizer" in checkpoint and self.optimizer is not None:
                 self.logger.info("Loading optimizer from %s", f)
-                self.optimizer.load_state_dict(checkpoint.pop("optimizer"))
+                self.optimizer.load_state_dict(checkpoint["optimizer"])
             if "scheduler" in checkpoint and self.scheduler is not None:
-                checkpoint.pop("scheduler")
                 if sched_state is not None:
                     self.logger.info("Loading scheduler from %s", f)
                     self.scheduler.load_state_dict(sched_state)
@@ -367,12 +355,9 @@ class Checkpointer:
                     "%s holds no gluontrain state (written by Scene-Graph-Benchmark?): the RNG "
                     "states and the meters start afresh, so this resume is not bit-identical "
                     "to an uninterrupted run", f)
-            if restore_rng and 'rng' in extra:
+            if 'rng' in extra:
                 set_all_rng_states(extra)
-            result['hooks'] = extra.get('hooks', {})
-        checkpoint.pop('optimizer', None)
-        checkpoint.pop('scheduler', None)
-        result.update(checkpoint)
+        result.update((k, v) for k, v in checkpoint.items() if k not in ('optimizer', 'scheduler'))
         return result
 
     @staticmethod
@@ -381,12 +366,9 @@ class Checkpointer:
             return {}
         try:
             return core_ckpt.loads_state(blob, path)
-        except WeightsLoadError:
-            raise
         except Exception as exc:  # a torn or foreign blob: one line, never a traceback
             raise WeightsLoadError('{} {}: its gluontrain state cannot be read ({}); {}'.format(
-                what, path, ' '.join(str(exc).split())[:200] or type(exc).__name__,
-                fix)) from None
+                what, path, ' '.join(str(exc).split())[:200] or type(exc).__name__, fix)) from None
 
     def _check_optimizer(self, saved, path, what):
         """Refuse (one line) an optimizer state that does not fit this optimizer: SGB's own
@@ -434,8 +416,7 @@ class Checkpointer:
                 '{} {}: its scheduler state is of another schedule (no {}); resume with the '
                 'SOLVER.SCHEDULE.TYPE that wrote it, or set SOLVER.RESTORE_SCHEDULER False to '
                 'restart the schedule (SGB\'s behaviour)'.format(
-                    what, path, ', '.join(lacking[:4]) if isinstance(saved, dict)
-                    else 'dict'))
+                    what, path, ', '.join(lacking[:4]) if isinstance(saved, dict) else 'dict'))
         base = saved.get('base_lrs')
         if isinstance(base, (list, tuple)) and len(base) != len(self.optimizer.param_groups):
             raise WeightsLoadError(

@@ -325,7 +325,7 @@ def get_cfg():
     return _C.clone()
 
 
-def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
+def load_cfg(config_file=None, opts=(), data_dir=None):
     """Build a config as SGB's tools do: defaults, then ``merge_from_file``, then
     ``merge_from_list(opts)``.
 
@@ -337,8 +337,6 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
         ``KEY VALUE`` pairs, e.g. ``('SOLVER.MAX_ITER', '100', 'OUTPUT_DIR', 'out')``.
     data_dir : str or None
         When given, sets ``DATASETS.DATA_DIR`` (the ``--data-dir`` CLI option) after opts.
-    freeze : bool
-        Freeze the result as SGB does (``cfg.freeze()``).
 
     Returns
     -------
@@ -356,13 +354,11 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
         problem = path_problem(config_file)
         if problem:
             raise ConfigError('config file {} {}: pass a yacs .yaml file (the '
-                              'shipped ones are in {})'.format(config_file, problem,
-                                                                CONFIGS_DIR))
+                              'shipped ones are in {})'.format(config_file, problem, CONFIGS_DIR))
         try:
             cfg.merge_from_file(config_file)
         except (KeyError, ValueError, TypeError, AssertionError) as exc:
-            raise ConfigError('config file {}: {}'.format(
-                config_file, _message(exc))) from None
+            raise ConfigError('config file {}: {}'.format(config_file, _message(exc))) from None
         except Exception as exc:  # yaml.YAMLError and friends
             raise ConfigError('config file {} is not valid YAML: {}'.format(
                 config_file, str(exc).replace('\n', ' '))) from None
@@ -378,8 +374,7 @@ def load_cfg(config_file=None, opts=(), data_dir=None, freeze=True):
         cfg.DATASETS.DATA_DIR = str(data_dir)
     _check_dtype(cfg, config_file)
     check_values(cfg, config_file, opts)
-    if freeze:
-        cfg.freeze()
+    cfg.freeze()  # as SGB's tools
     return cfg
 
 
@@ -411,8 +406,7 @@ def _message(exc):
     if match:
         want, got, default, value, key = match.groups()
         return '{} = {} is {}, but {} takes {} (e.g. {})'.format(
-            key, value, _KINDS.get(got, 'a ' + got), key, _KINDS.get(want, 'a ' + want),
-            default)
+            key, value, _KINDS.get(got, 'a ' + got), key, _KINDS.get(want, 'a ' + want), default)
     return msg
 
 

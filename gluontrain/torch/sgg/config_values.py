@@ -83,8 +83,7 @@ VALUE_CHECKS = {
     'MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE': (_int_range(1), ''),
     'MODEL.ROI_RELATION_HEAD.BATCH_SIZE_PER_IMAGE': (_int_range(1), ''),
     'TEST.DETECTIONS_PER_IMG': (_int_range(1), ''),
-    'MODEL.BACKBONE.WIDTH_MULT': ((lambda v: _float_range(0)[0](v) and v > 0, 'a number > 0'),
-                                  ''),
+    'MODEL.BACKBONE.WIDTH_MULT': ((lambda v: _float_range(0)[0](v) and v > 0, 'a number > 0'), ''),
 }
 
 
@@ -172,10 +171,8 @@ def check_detector_classes(cfg, train_dataset):
     """
     base = getattr(train_dataset, 'datasets', [train_dataset])[0]
     names = getattr(base, 'ind_to_classes', None)
-    if names is None:
-        return
     have = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-    if have != len(names):
+    if names is not None and have != len(names):
         raise ValueError('MODEL.ROI_BOX_HEAD.NUM_CLASSES is {} but the dataset in {} has {} '
                          'object classes (background included); set '
                          'MODEL.ROI_BOX_HEAD.NUM_CLASSES {}'.format(

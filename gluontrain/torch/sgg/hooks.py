@@ -43,20 +43,17 @@ class SGBScheduleHook(ScheduleHook):
 
     def __init__(self, scheduler, cfg, before=False, logger=None):
         self.plateau = cfg.SOLVER.SCHEDULE.TYPE == "WarmupReduceLROnPlateau"
-        if self.plateau:
-            super().__init__(scheduler, 'after_batch', lambda state: (
-                state.current if state.val_iteration == state.iteration else None,
-                state.iteration))
-        else:
-            super().__init__(scheduler, 'before_batch' if before else 'after_batch')
-        self.scheduler, self.cfg, self.before = scheduler, cfg, before
-        self.logger = logger or _LOG
+        event = 'before_batch' if before and not self.plateau else 'after_batch'
+        super().__init__(scheduler, event, (lambda state: (
+            state.current if state.val_iteration == state.iteration else None,
+            state.iteration)) if self.plateau else None)
+        self.cfg, self.logger = cfg, logger or _LOG
         self.decay_stopped = False
 
     def after_batch(self, state):
         super().after_batch(state)
         if self.plateau and \
-                self.scheduler.stage_count >= self.cfg.SOLVER.SCHEDULE.MAX_DECAY_STEP:
+                self.schedule.stage_count >= self.cfg.SOLVER.SCHEDULE.MAX_DECAY_STEP:
             self.logger.info("Trigger MAX_DECAY_STEP at iteration %d.", state.iteration)
             self.decay_stopped = True
             state.stop('MAX_DECAY_STEP {} reached at iteration {}'.format(
@@ -94,8 +91,7 @@ class SGBCheckpointHook(Hook):
         it = state.iteration
         if self.period and it % self.period == 0:
             self._save("model_{:07d}".format(it), state)
-        decayed = self.schedule_hook is not None and self.schedule_hook.decay_stopped
-        if it == self.max_iter or decayed:
+        if it == self.max_iter or getattr(self.schedule_hook, 'decay_stopped', False):
             self._save("model_final", state)
 
 

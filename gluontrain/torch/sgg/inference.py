@@ -3,7 +3,7 @@ every process, then the VG evaluation; and the tools' ``run_val`` / ``run_test``
 (:func:`run_val`, :func:`run_test`, :func:`test` building the test loaders,
 :func:`validation_metrics` for the loop's validation).
 
-The evaluation (:func:`evaluate`, SGB's ``do_vg_evaluation``) writes into the output folder,
+The evaluation (:func:`.evaluation.vg_eval.do_vg_evaluation`, SGB's) writes into the output folder,
 in SGB's layout and through staged writes (a crash never leaves a torn file):
 
 - ``eval_results.pytorch``: ``{'groundtruths': [BoxList], 'predictions': [BoxList]}``, one
@@ -33,11 +33,12 @@ import time
 import torch
 
 from ...core.load_report import WeightsLoadError
-from ..distributed import get_rank, get_world_size, is_distributed
+from ..distributed import TorchComm, get_rank, get_world_size, unwrap_model
 from ..passes import preserved_rng
 from ..weights import read_weights_file
 from ..twostage.structures import BoxList
 from .config_values import relation_mode
+from .evaluation.vg_eval import do_vg_evaluation, relation_metrics
 
 __all__ = ['compute_on_dataset', 'accumulate_predictions', 'inference', 'iou_types_of',
            'load_cached_predictions', 'run_val', 'run_test', 'test', 'validation_metrics',
@@ -55,12 +56,8 @@ _LOG = logging.getLogger('gluontrain.sgg.inference')
 def iou_types_of(cfg):
     """SGB's ``iou_types`` (relation_train_net.py:235-243): ``bbox`` plus ``relations`` /
     ``attributes`` when those heads are on."""
-    iou_types = ("bbox",)
-    if cfg.MODEL.RELATION_ON:
-        iou_types = iou_types + ("relations",)
-    if cfg.MODEL.ATTRIBUTE_ON:
-        iou_types = iou_types + ("attributes",)
-    return iou_types
+    return ("bbox",) + (("relations",) if cfg.MODEL.RELATION_ON else ()) + \
+        (("attributes",) if cfg.MODEL.ATTRIBUTE_ON else ())
 
 
 def compute_on_dataset(model, data_loader, device, timer=None):
@@ -83,7 +80,6 @@ def compute_on_dataset(model, data_loader, device, timer=None):
     """
     model.eval()
     results = {}
-    cpu = torch.device("cpu")
     with preserved_rng():
         for images, targets, image_ids in data_loader:
             with torch.no_grad():
@@ -94,7 +90,7 @@ def compute_on_dataset(model, data_loader, device, timer=None):
                     torch.cuda.synchronize()
                 if timer is not None:
                     timer.append(time.time() - start)
-                output = [o.to(cpu) for o in output]
+                output = [o.to(torch.device('cpu')) for o in output]
             results.update({int(i): r for i, r in zip(image_ids, output)})
     return results
 
@@ -110,16 +106,11 @@ def accumulate_predictions(predictions_per_process):
     -------
     list or None
     """
-    if is_distributed():
-        gathered = [None] * get_world_size()
-        torch.distributed.all_gather_object(gathered, predictions_per_process)
-    else:
-        gathered = [predictions_per_process]
-    if get_rank() != 0:
+    comm = TorchComm()
+    gathered = comm.allgather_object(predictions_per_process)
+    if comm.rank != 0:
         return None
-    predictions = {}
-    for part in gathered:
-        predictions.update(part)
+    predictions = {i: p for part in gathered for i, p in part.items()}
     image_ids = sorted(predictions)
     if image_ids and len(image_ids) != image_ids[-1] + 1:
         _LOG.warning("Number of images that were gathered from multiple processes is not a "
@@ -130,7 +121,7 @@ def accumulate_predictions(predictions_per_process):
 def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device="cpu",
               output_folder=None, logger=None, zeroshot_triplet=None):
     """SGB's ``inference``: predictions (or the cached ``eval_results.pytorch`` when
-    ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`evaluate`.
+    ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`.evaluation.vg_eval.do_vg_evaluation`.
 
     Parameters
     ----------
@@ -168,18 +159,17 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
         predictions = load_cached_predictions(cache, len(dataset))
         logger.info("Loaded the predictions of %s (TEST.ALLOW_LOAD_FROM_CACHE)", cache)
     else:
-        predictions = accumulate_predictions(compute_on_dataset(model, data_loader, device,
-                                                                timer))
-    total = time.time() - start
-    logger.info("Total run time: %.3fs (%.4f s / img per device, on %d devices)", total,
-                total * get_world_size() / max(len(dataset), 1), get_world_size())
-    logger.info("Model inference time: %.3fs (%.4f s / img per device, on %d devices)",
-                sum(timer), sum(timer) * get_world_size() / max(len(dataset), 1),
-                get_world_size())
+        predictions = accumulate_predictions(compute_on_dataset(model, data_loader, device, timer))
+    for what, seconds in (('Total run', time.time() - start), ('Model inference', sum(timer))):
+        logger.info("%s time: %.3fs (%.4f s / img per device, on %d devices)", what, seconds,
+                    seconds * get_world_size() / max(len(dataset), 1), get_world_size())
     if predictions is None:
         return -1.0, {}
-    return evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
-                    zeroshot_triplet)
+    score, result = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
+                                     output_folder=output_folder, logger=logger,
+                                     iou_types=iou_types, zeroshot_triplet=zeroshot_triplet,
+                                     return_result_dict=True)
+    return float(score), dict(result or {})
 
 
 def load_cached_predictions(path, num_images=None):
@@ -219,25 +209,11 @@ def load_cached_predictions(path, num_images=None):
     return predictions
 
 
-def evaluate(cfg, dataset, predictions, output_folder, logger, iou_types,
-             zeroshot_triplet=None):
-    """The VG evaluation (:func:`.evaluation.vg_eval.do_vg_evaluation`) as ``(score,
-    result_dict)`` (an empty dict without relations)."""
-    from .evaluation.vg_eval import do_vg_evaluation  # pylint: disable=import-outside-toplevel
-    score, result = do_vg_evaluation(cfg=cfg, dataset=dataset, predictions=predictions,
-                                     output_folder=output_folder, logger=logger,
-                                     iou_types=iou_types, zeroshot_triplet=zeroshot_triplet,
-                                     return_result_dict=True)
-    return float(score), dict(result or {})
-
-
 def _mean_over_ranks(score):
     """relation_train_net.py:264-268: gather each rank's result, mean of those >= 0."""
-    if not is_distributed():
+    if get_world_size() == 1:
         return float(score)
-    values = [None] * get_world_size()
-    torch.distributed.all_gather_object(values, float(score))
-    valid = [v for v in values if v >= 0]
+    valid = [v for v in TorchComm().allgather_object(float(score)) if v >= 0]
     return float(sum(valid) / len(valid)) if valid else -1.0
 
 
@@ -275,7 +251,7 @@ def run_test(cfg, model, test_data_loaders, distributed=False, logger=None, zero
 def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
     """:func:`inference` on every ``(name, loader)``; the test writes its files into
     ``OUTPUT_DIR/inference/<name>/``, the validation none."""
-    model = model.module if hasattr(model, 'module') else model
+    model = unwrap_model(model)
     out = []
     for name, loader, zs in zip(names, loaders, zeroshot or [None] * len(loaders)):
         folder = None
@@ -289,10 +265,8 @@ def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
     return out
 
 
-#: (name, result_dict key suffix, K) of the metrics a validation reports before its score
-_REPORTED = (('R@20', 'recall', 20), ('R@50', 'recall', 50), ('R@100', 'recall', 100),
-             ('ngR@50', 'recall_nogc', 50), ('mR@50', 'mean_recall', 50),
-             ('zR@50', 'zeroshot_recall', 50))
+#: the metrics a validation reports before its score
+_REPORTED = ['R@20', 'R@50', 'R@100', 'ngR@50', 'mR@50', 'zR@50']
 
 
 def _result_names(cfg, result):
@@ -300,17 +274,8 @@ def _result_names(cfg, result):
     ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
     if not result:
         return [], []
-    mode = relation_mode(cfg)
-    names, values = [], []
-    for name, key, k in _REPORTED:
-        value = result.get('{}_{}'.format(mode, key), {}).get(k)
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            value = float(sum(value) / len(value)) if len(value) else float('nan')
-        names.append(name)
-        values.append(float(value))
-    return names, values
+    metrics = relation_metrics(result, relation_mode(cfg))
+    return list(_REPORTED), [metrics[name] for name in _REPORTED]
 
 
 def validation_metrics(cfg, net, val_data, zeroshot=None, logger=None):

@@ -63,10 +63,8 @@ class RelationModel(SGGDetector):
         self._check_targets(targets)
         images = to_image_list(images, self.cfg.DATALOADER.SIZE_DIVISIBILITY)
         features = self.backbone(images.tensors)
-        if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX:
-            proposals = None
-        else:
-            proposals, _ = self.rpn(images.image_sizes, features, targets)
+        proposals = None if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX else \
+            self.rpn(images.image_sizes, features, targets)[0]
         _, detections, _ = self.roi_heads['box'](features, proposals, targets)
         keep = [i for i, d in enumerate(detections) if len(d) > 0]
         if len(keep) == len(detections):
@@ -91,22 +89,19 @@ class RelationModel(SGGDetector):
                 zero = sum(p.sum() for p in head.parameters() if p.requires_grad) * 0.
                 losses = {'loss_rel': zero, 'loss_refine_obj': zero}
             return OrderedDict(losses)
-        out = [_empty_prediction(d, self.cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES)
-               for d in detections]
-        for i, r in zip(keep, result):
-            out[i] = r
-        return out
+        kept = dict(zip(keep, result))
+        return [kept[i] if i in kept else _empty_prediction(
+            d, self.cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES) for i, d in enumerate(detections)]
 
 
 def _empty_prediction(det, num_rel_classes):
     """A prediction BoxList without objects, with SGB's fields."""
-    dev = det.bbox.device
     out = BoxList(det.bbox.new_zeros(0, 4), det.size, 'xyxy')
-    out.add_field('pred_labels', torch.zeros(0, dtype=torch.long, device=dev))
-    out.add_field('pred_scores', torch.zeros(0, device=dev))
-    out.add_field('rel_pair_idxs', torch.zeros(0, 2, dtype=torch.long, device=dev))
-    out.add_field('pred_rel_scores', torch.zeros(0, num_rel_classes, device=dev))
-    out.add_field('pred_rel_labels', torch.zeros(0, dtype=torch.long, device=dev))
+    for name, shape, dtype in (('pred_labels', (0,), torch.long), ('pred_scores', (0,), None),
+                               ('rel_pair_idxs', (0, 2), torch.long),
+                               ('pred_rel_scores', (0, num_rel_classes), None),
+                               ('pred_rel_labels', (0,), torch.long)):
+        out.add_field(name, torch.zeros(shape, dtype=dtype, device=det.bbox.device))
     return out
 
 
@@ -133,11 +128,8 @@ def fix_eval_modules(modules, norm_eval=True):
         ``'bn'`` body).
     """
     for module in modules:
-        for _, param in module.named_parameters():
-            param.requires_grad = False
-        if not norm_eval:
-            continue
-        for sub in module.modules():
+        module.requires_grad_(False)
+        for sub in module.modules() if norm_eval else ():
             if isinstance(sub, _BatchNorm):
                 sub.eval()
 
@@ -193,8 +185,5 @@ def build_relation_model(cfg, statistics=None, predictor=None, generator=None, r
 def build_model(cfg, statistics=None):
     """The relation model (``MODEL.RELATION_ON``) or the sgg-detector, on
     ``MODEL.DEVICE``."""
-    if cfg.MODEL.RELATION_ON:
-        model = build_relation_model(cfg, statistics)
-    else:
-        model = build_detector(cfg)
+    model = build_relation_model(cfg, statistics) if cfg.MODEL.RELATION_ON else build_detector(cfg)
     return model.to(torch.device(cfg.MODEL.DEVICE))

@@ -13,13 +13,12 @@ import shutil
 import warnings
 
 import numpy as np
-import torch
 
 from ...core.checkpoint import atomic_save_file
 from ...core.loop import Hook
 from ...core.plots import class_name, new_figure, save_png
-from ..passes import preserved_rng
-from .evaluation.sgg_eval import _compute_pred_matches, _triplet
+from .evaluation.sgg_eval import _compute_pred_matches, _triplet, to_numpy as _np
+from .inference import compute_on_dataset
 
 __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triplets',
            'draw_scene_graph', 'draw_scene_graphs', 'samples_from_dataset',
@@ -30,10 +29,6 @@ __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triple
 GRAPH_CELL = 4.0
 GRAPH_DPI = 100
 HIT, MISS, GT = 'tab:green', 'tab:red', 'tab:cyan'
-
-
-def _np(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
 def _fit(boxlist, width, height):
@@ -73,28 +68,18 @@ def ground_truth_triplets(groundtruth):
     else:
         mat = _np(groundtruth.get_field('relation'))
         rels = np.column_stack(np.nonzero(mat) + (mat[np.nonzero(mat)],)).astype(np.int64)
-    seen, out = set(), []
-    for s, o, p in rels.tolist():
-        if (s, o, p) not in seen:
-            seen.add((s, o, p))
-            out.append((s, o, p, 1.0))
-    return out
+    return [t + (1.0,) for t in dict.fromkeys(map(tuple, rels.tolist()))]
 
 
 def _hits(groundtruth, prediction, triplets):
     """Whether each drawn predicted triplet matches a ground-truth triplet (the prediction's
     own boxes and ``pred_labels``: in PredCls they are the ground truth's, as SGB uses)."""
-    gt_rels = np.asarray([t[:3] for t in ground_truth_triplets(groundtruth)],
-                         np.int64).reshape(-1, 3)
-    gt_boxes = _np(groundtruth.convert('xyxy').bbox)
-    gt_classes = _np(groundtruth.get_field('labels')).astype(np.int64)
-    boxes = _np(prediction.convert('xyxy').bbox)
-    classes = _np(prediction.get_field('pred_labels')).astype(np.int64)
-    rels = np.asarray([t[:3] for t in triplets], np.int64).reshape(-1, 3)
-    if not len(rels) or not len(gt_rels):
-        return [False] * len(rels)
-    gt_t, gt_b, _ = _triplet(gt_rels, gt_classes, gt_boxes)
-    pr_t, pr_b, _ = _triplet(rels, classes, boxes)
+    gt_rels = np.asarray([t[:3] for t in ground_truth_triplets(groundtruth)], np.int64)
+    gt_t, gt_b = _triplet(gt_rels, _np(groundtruth.get_field('labels'), np.int64),
+                          _np(groundtruth.convert('xyxy').bbox))
+    pr_t, pr_b = _triplet(np.asarray([t[:3] for t in triplets], np.int64),
+                          _np(prediction.get_field('pred_labels'), np.int64),
+                          _np(prediction.convert('xyxy').bbox))
     return [bool(m) for m in _compute_pred_matches(gt_t, pr_t, gt_b, pr_b, 0.5)]
 
 
@@ -136,8 +121,7 @@ def draw_scene_graph(ax, image, boxes, labels, triplets, classes, predicates, co
         ax.text(xs + (xo - xs) / 3.0, ys + (yo - ys) / 3.0, text, fontsize=6, color='black',
                 ha='center', va='center',
                 bbox={'facecolor': 'white', 'alpha': 0.8, 'pad': 1, 'edgecolor': color})
-    ax.set_xlim(0, image.shape[1])
-    ax.set_ylim(image.shape[0], 0)
+    ax.set(xlim=(0, image.shape[1]), ylim=(image.shape[0], 0))
     ax.axis('off')
 
 
@@ -203,8 +187,7 @@ def samples_from_dataset(dataset, predictions, indices=None, max_images=4):
     max_images : int
     """
     from PIL import Image  # pylint: disable=import-outside-toplevel
-    if indices is None:
-        indices = range(min(max_images, len(predictions)))
+    indices = range(min(max_images, len(predictions))) if indices is None else indices
     out = []
     for i in indices:
         with Image.open(dataset.filenames[i]) as im:
@@ -266,18 +249,14 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
         from ..twostage.images import to_image_list  # pylint: disable=import-outside-toplevel
         batch_fn = to_image_list
     was_training = model.training
-    model.eval()
-    predictions = {}
+    # one-image batches, read inside compute_on_dataset's preserved RNGs
+    batches = ((batch_fn([img], size_divisible), [target], [i])
+               for i in indices for img, target, _ in [dataset[i]])
     try:
-        with preserved_rng(), torch.no_grad():
-            for i in indices:
-                img, target, _ = dataset[i]
-                out = model(batch_fn([img], size_divisible).to(device), [target.to(device)])
-                predictions[i] = out[0].to(torch.device('cpu'))
+        predictions = compute_on_dataset(model, batches, device)
     finally:
         model.train(was_training)
-    samples = samples_from_dataset(dataset, predictions, indices=list(indices))
-    return samples
+    return samples_from_dataset(dataset, predictions, indices=list(indices))
 
 
 class SceneGraphSamplesHook(Hook):
@@ -311,11 +290,7 @@ class SceneGraphSamplesHook(Hook):
         if getattr(state, 'val_iteration', -1) == state.iteration:
             self._maybe_draw(state)
 
-    def after_epoch(self, state):
-        self._maybe_draw(state)
-
-    def after_train(self, state):
-        self._maybe_draw(state)
+    after_epoch = after_train = _maybe_draw
 
 
 def val_samples_hook(cfg, model, dataset, path, device, num_images=2, top_k=10,

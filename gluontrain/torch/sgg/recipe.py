@@ -19,12 +19,11 @@ process set-up (device, process group, logger) in :mod:`.launch`.
 import os
 import sys
 
-import torch
-
 from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_output_dir
 from ...core.writers import save_best_and_interval
-from ..distributed import get_rank, get_world_size, init_distributed, teardown, unwrap_model
+from ..distributed import (get_rank, get_world_size, init_distributed, teardown, unwrap_model,
+                           wrap_ddp)
 from ..step import seed_all
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
 from .config import check_world_size
@@ -86,12 +85,7 @@ def get_net(args, ctx):
     if cfg.MODEL.RELATION_ON:
         # frozen before DDP registers the parameters that need gradients (SGB's order)
         fix_eval_modules(eval_modules(model), frozen_norm_eval(cfg))
-    net = model
-    if get_world_size() > 1:
-        net = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=None if ctx[0].type == 'cpu' else [ctx[0]],
-            broadcast_buffers=False, find_unused_parameters=True)
-    return net, model
+    return wrap_ddp(model, ctx[0], broadcast_buffers=False, find_unused_parameters=True), model
 
 
 def validate(net, val_data, ctx, eval_metric, args=None, cfg=None, zeroshot=None,

@@ -64,13 +64,10 @@ def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_
             continue
         lr, weight_decay = solver.BASE_LR, solver.WEIGHT_DECAY
         if "bias" in key:
-            lr = solver.BASE_LR * solver.BIAS_LR_FACTOR
-            weight_decay = solver.WEIGHT_DECAY_BIAS
-        for item in slow_heads or ():
-            if item in key:
-                log.info("SLOW HEADS: %s is slow down by ratio of %s.", key, str(slow_ratio))
-                lr = lr / slow_ratio
-                break
+            lr, weight_decay = solver.BASE_LR * solver.BIAS_LR_FACTOR, solver.WEIGHT_DECAY_BIAS
+        if any(item in key for item in slow_heads or ()):
+            log.info("SLOW HEADS: %s is slow down by ratio of %s.", key, str(slow_ratio))
+            lr = lr / slow_ratio
         params.append({"params": [value], "lr": lr * rl_factor, "weight_decay": weight_decay})
     if not params:
         raise ValueError('the model has no trainable parameter (all frozen): nothing to train')
@@ -152,8 +149,7 @@ class WarmupReduceLROnPlateau(Schedule, PlateauDecay):
         self.gamma, self.warmup_factor = gamma, warmup_factor  # SGB's attribute order
         self.warmup_iters, self.warmup_method = warmup_iters, warmup_method
         PlateauDecay.__init__(self, gamma, patience, threshold, cooldown)
-        self.logger = logger
-        self.optimizer = optimizer
+        self.logger, self.optimizer = logger, optimizer
         Schedule.__init__(self, base_lrs(optimizer), optimizer_setter(optimizer),
                           last_epoch=0 if last_epoch == -1 else last_epoch)
         # SGB: self.step(last_epoch), i.e. metrics=0 and epoch=None (lr_scheduler.py:106)

@@ -47,8 +47,7 @@ class SGGStep:
                  norm_eval=True, autocast=None, scaler=None):
         self.autocast, self.scaler = autocast, scaler
         self.model, self.optimizer, self.cfg, self.device = model, optimizer, cfg, device
-        self.eval_modules, self.clip = tuple(eval_modules), clip
-        self.norm_eval = norm_eval
+        self.eval_modules, self.clip, self.norm_eval = tuple(eval_modules), clip, norm_eval
         self.logger = logger or _LOG
         self.print_first_grad = True
 
@@ -60,10 +59,9 @@ class SGGStep:
                               "Length=%s", iteration, list(image_ids), [len(t) for t in targets])
         self.model.train()
         fix_eval_modules(self.eval_modules, self.norm_eval)
-        images = images.to(self.device)
         targets = [t.to(self.device) for t in targets]
         with self.autocast() if self.autocast else contextlib.nullcontext():
-            loss_dict = self.model(images, targets)
+            loss_dict = self.model(images.to(self.device), targets)
         losses = sum(loss.float() for loss in loss_dict.values())
         self.optimizer.zero_grad()
         if self.scaler is not None:
@@ -72,8 +70,7 @@ class SGGStep:
         else:
             losses.backward()
         if self.clip:
-            verbose = (iteration % self.cfg.SOLVER.PRINT_GRAD_FREQ) == 0 or \
-                self.print_first_grad
+            verbose = (iteration % self.cfg.SOLVER.PRINT_GRAD_FREQ) == 0 or self.print_first_grad
             self.print_first_grad = False
             clip_grad_norm([(n, p) for n, p in self.model.named_parameters()
                             if p.requires_grad], max_norm=self.cfg.SOLVER.GRAD_NORM_CLIP,

@@ -23,6 +23,8 @@ from .hooks import SGBCheckpointHook, SGBLogHook, SGBScheduleHook
 from .inference import validation_metrics, zeroshot_triplets
 from .model import eval_modules as sgb_eval_modules, fix_eval_modules, frozen_norm_eval
 from .modeling.load_mapping import RELATION_LOAD_MAPPING
+from .modeling.predictors import slow_heads
+from .plots import val_samples_hook
 from .solver import make_lr_scheduler, make_optimizer
 from .step import SGGStep
 
@@ -33,15 +35,6 @@ PREFIX = 'sgg'
 
 _MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
 _LOG = logging.getLogger('gluontrain.sgg')
-
-
-def _slow_heads(cfg):
-    """relation_train_net.py:55-59: IMP's relation box and union feature extractors train at
-    lr / 10 (the predictor class's ``SLOW_HEADS``)."""
-    if not cfg.MODEL.RELATION_ON:
-        return []
-    from .modeling.predictors import slow_heads  # pylint: disable=import-outside-toplevel
-    return slow_heads(cfg)
 
 
 def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=None,
@@ -64,7 +57,10 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     if relation:
         eval_modules, norm_eval = sgb_eval_modules(model), frozen_norm_eval(cfg)
         fix_eval_modules(eval_modules, norm_eval)
-    optimizer = make_optimizer(cfg, model, logger, slow_heads=_slow_heads(cfg),
+    # relation_train_net.py:55-59: IMP's relation box and union feature extractors train at
+    # lr / 10 (the predictor class's SLOW_HEADS)
+    optimizer = make_optimizer(cfg, model, logger,
+                               slow_heads=slow_heads(cfg) if cfg.MODEL.RELATION_ON else [],
                                slow_ratio=10.0, rl_factor=float(cfg.SOLVER.IMS_PER_BATCH))
     scheduler = make_lr_scheduler(cfg, optimizer, logger)
     checkpointer = Checkpointer(cfg, model, optimizer, scheduler, cfg.OUTPUT_DIR,
@@ -74,8 +70,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         paths.makedirs()
     max_iter = cfg.SOLVER.MAX_ITER
     schedule = SGBScheduleHook(scheduler, cfg, before=not relation, logger=logger)
-    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter,
-                                      schedule)
+    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter, schedule)
 
     zs = [zeroshot_triplets(cfg, train_data.dataset, val_data.dataset)]
 
@@ -86,27 +81,25 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
 
     hooks = build_hooks(
         paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
-        log_interval=0, num_batches=len(train_data),
+        log_interval=0, num_batches=len(train_data), tensorboard_interval=20, plots=is_main,
         recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
         validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
-        samples_hook=_samples_hook(cfg, model, val_data, paths, device) if is_main else None,
+        samples_hook=val_samples_hook(cfg, model, getattr(val_data, 'dataset', None),
+                                      paths.val_samples, device)
+        if is_main and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
-        tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '',
-        tensorboard_interval=20,
-        plots=is_main)
+        tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '')
     if not is_main:
         hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
     # after the validation (the plateau schedule reads it), before the periodic checkpoint
     names = [type(h).__name__ for h in hooks]
-    at = names.index('ValidationHook') + 1 if 'ValidationHook' in names else \
-        names.index('SGBLogHook') + 1
+    at = names.index('ValidationHook' if 'ValidationHook' in names else 'SGBLogHook') + 1
     hooks[at:at] = [schedule, periodic]
     periodic.hooks = hooks
 
-    state = TrainState()
     # every rank runs the loop; rank 0 alone speaks for the job (the CLI's final line)
-    state.rank, state.world_size = get_rank(), get_world_size()
+    state = TrainState(rank=get_rank(), world_size=get_world_size())
     if checkpointer.has_checkpoint():
         extra = checkpointer.load(update_schedule=cfg.SOLVER.UPDATE_SCHEDULE_DURING_LOAD,
                                   restore_scheduler=cfg.SOLVER.RESTORE_SCHEDULER)
@@ -118,9 +111,8 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         # SGB loads partially (the relation head's own layers are in no detector file):
         # allowed and reported; the frozen detector must get something
         checkpointer.load(cfg.MODEL.PRETRAINED_DETECTOR_CKPT or None, with_optim=False,
-                          load_mapping=_load_mapping(cfg),
-                          what='MODEL.PRETRAINED_DETECTOR_CKPT', fix=FIX_DETECTOR_CKPT,
-                          required=('backbone', 'roi_heads.box'))
+                          load_mapping=_load_mapping(cfg), what='MODEL.PRETRAINED_DETECTOR_CKPT',
+                          fix=FIX_DETECTOR_CKPT, required=('backbone', 'roi_heads.box'))
     else:
         checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT',
                           fix=FIX_WEIGHT)
@@ -131,11 +123,9 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     logger.info("Start training")
     if state.iteration:
         # the iteration-based sampler replays the draws before it and starts there
-        train_data.batch_sampler.start_iter = state.iteration
-        state.resume_batch = state.iteration
+        train_data.batch_sampler.start_iter = state.resume_batch = state.iteration
     # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
-    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16',
-                                       argument='DTYPE "float16"')
+    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16', argument='DTYPE "float16"')
     step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
                    norm_eval=norm_eval, autocast=autocast, scaler=scaler)
     state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)
@@ -148,19 +138,7 @@ def _load_mapping(cfg):
     # relation_train_net.py:62-63: relation-head extractors from the detector's box extractor
     mapping = dict(RELATION_LOAD_MAPPING)
     if cfg.MODEL.ATTRIBUTE_ON:
-        mapping["roi_heads.relation.att_feature_extractor"] = \
-            "roi_heads.attribute.feature_extractor"
-        mapping["roi_heads.relation.union_feature_extractor.att_feature_extractor"] = \
-            "roi_heads.attribute.feature_extractor"
+        for key in ('att_feature_extractor', 'union_feature_extractor.att_feature_extractor'):
+            mapping['roi_heads.relation.' + key] = 'roi_heads.attribute.feature_extractor'
     return mapping
 
-
-def _samples_hook(cfg, model, val_data, paths, device):
-    if not cfg.MODEL.RELATION_ON:
-        return None
-    try:
-        from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        return None
-    return val_samples_hook(cfg, model, getattr(val_data, 'dataset', None), paths.val_samples,
-                            device)

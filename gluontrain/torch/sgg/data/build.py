@@ -6,7 +6,6 @@ writes; SGB's ``datasets/vg``). Rank and world size are parameters (SGB asks
 ``torch.distributed``); shuffling is seeded (SGB seeds nothing).
 """
 import bisect
-import copy
 import json
 import logging
 import os
@@ -17,8 +16,7 @@ import torch.utils.data
 from ....core.checkpoint import atomic_write
 from ...distributed import get_rank, get_world_size
 from .collate import BatchCollator, BBoxAugCollator
-from .samplers import (DistributedSampler, GroupedBatchSampler, IterationBasedBatchSampler,
-                       SeededRandomSampler)
+from .samplers import DistributedSampler, GroupedBatchSampler, IterationBasedBatchSampler
 from .transforms import build_transforms
 from .vg_dataset import VGDataset
 
@@ -87,15 +85,13 @@ def dataset_args(cfg, name, data_dir=None):
     root = data_dir or _cfg(cfg.DATASETS, 'DATA_DIR', DEFAULT_DATA_DIR)
     args = {k: os.path.join(root, v) for k, v in VG_CATALOG[base].items()}
     head = cfg.MODEL.ROI_RELATION_HEAD
-    args['split'] = split
+    args.update(split=split, flip_aug=bool(cfg.MODEL.FLIP_AUG),
+                custom_eval=bool(cfg.TEST.CUSTUM_EVAL), custom_path=cfg.TEST.CUSTUM_PATH,
+                num_val_im=int(_cfg(cfg.DATASETS, 'NUM_VAL_IM', DEFAULT_NUM_VAL_IM)))
     # relation training filters; a detector pretraining (RELATION_ON False) keeps every image
     args['filter_non_overlap'] = bool((not head.USE_GT_BOX) and cfg.MODEL.RELATION_ON
                                       and head.REQUIRE_BOX_OVERLAP)
     args['filter_empty_rels'] = bool(cfg.MODEL.RELATION_ON)
-    args['flip_aug'] = bool(cfg.MODEL.FLIP_AUG)
-    args['custom_eval'] = bool(cfg.TEST.CUSTUM_EVAL)
-    args['custom_path'] = cfg.TEST.CUSTUM_PATH
-    args['num_val_im'] = int(_cfg(cfg.DATASETS, 'NUM_VAL_IM', DEFAULT_NUM_VAL_IM))
     return args
 
 
@@ -110,16 +106,11 @@ def build_dataset(cfg, dataset_list, transforms, is_train=True, data_dir=None):
     """
     if not isinstance(dataset_list, (list, tuple)):
         raise ValueError('dataset_list should be a list of strings, got {}'.format(dataset_list))
-    datasets = []
-    for name in dataset_list:
-        args = dataset_args(cfg, name, data_dir)
-        datasets.append(VGDataset(transforms=transforms, **args))
+    datasets = [VGDataset(transforms=transforms, **dataset_args(cfg, name, data_dir))
+                for name in dataset_list]
     if not is_train:
         return datasets
-    dataset = datasets[0]
-    if len(datasets) > 1:
-        dataset = ConcatDataset(datasets)
-    return [dataset]
+    return [ConcatDataset(datasets) if len(datasets) > 1 else datasets[0]]
 
 
 def make_data_sampler(dataset, shuffle, distributed, rank=0, world_size=1, seed=0):
@@ -127,21 +118,16 @@ def make_data_sampler(dataset, shuffle, distributed, rank=0, world_size=1, seed=
     if distributed:
         return DistributedSampler(dataset, world_size, rank, shuffle=shuffle, seed=seed)
     if shuffle:
-        return SeededRandomSampler(dataset, seed=seed)
+        return DistributedSampler(dataset, seed=seed)  # one replica: a seeded permutation
     return torch.utils.data.sampler.SequentialSampler(dataset)
 
 
-def _quantize(x, bins):
-    bins = sorted(copy.copy(bins))
-    return [bisect.bisect_right(bins, y) for y in x]
-
-
-def _compute_aspect_ratios(dataset):
-    out = []
-    for i in range(len(dataset)):
-        info = dataset.get_img_info(i)
-        out.append(float(info['height']) / float(info['width']))
-    return out
+def _aspect_groups(dataset, bins):
+    """maskrcnn-benchmark's ``_quantize`` of each image's ``height / width`` into ``bins``."""
+    bins = sorted(bins)
+    infos = (dataset.get_img_info(i) for i in range(len(dataset)))
+    return [bisect.bisect_right(bins, float(info['height']) / float(info['width']))
+            for info in infos]
 
 
 def make_batch_data_sampler(dataset, sampler, aspect_grouping, images_per_batch,
@@ -149,9 +135,8 @@ def make_batch_data_sampler(dataset, sampler, aspect_grouping, images_per_batch,
     """Batches grouped by aspect ratio (height/width bins ``aspect_grouping``, e.g. ``[1]``),
     iteration-based when ``num_iters`` is given (SGB's ``make_batch_data_sampler``)."""
     if aspect_grouping:
-        if not isinstance(aspect_grouping, (list, tuple)):
-            aspect_grouping = [aspect_grouping]
-        group_ids = _quantize(_compute_aspect_ratios(dataset), aspect_grouping)
+        group_ids = _aspect_groups(dataset, aspect_grouping if isinstance(
+            aspect_grouping, (list, tuple)) else [aspect_grouping])
         batch_sampler = GroupedBatchSampler(sampler, group_ids, images_per_batch,
                                             drop_uneven=False)
     else:
@@ -205,25 +190,28 @@ def make_loader(cfg, dataset, is_train, start_iter=0, images_per_batch=None,
     -------
     torch.utils.data.DataLoader
     """
-    world, rank = get_world_size(), get_rank()
+    world = get_world_size()
+    return _loader(cfg, dataset, is_train, _per_process(cfg, is_train, world, images_per_batch),
+                   world > 1, get_rank(), world, max(cfg.SEED, 0), start_iter, num_workers)
+
+
+def _per_process(cfg, is_train, world, images_per_batch=None):
+    """Images per process of ``images_per_batch`` (default ``SOLVER.IMS_PER_BATCH`` /
+    ``TEST.IMS_PER_BATCH``), which the ``world`` processes must divide."""
     key = 'SOLVER.IMS_PER_BATCH' if is_train else 'TEST.IMS_PER_BATCH'
-    ims = images_per_batch or (cfg.SOLVER.IMS_PER_BATCH if is_train
-                               else cfg.TEST.IMS_PER_BATCH)
+    ims = images_per_batch or (cfg.SOLVER.IMS_PER_BATCH if is_train else cfg.TEST.IMS_PER_BATCH)
     if ims % world:
-        raise ValueError('{} ({}) must be divisible by the number of processes ({})'.format(
+        raise ValueError('{} ({}) must be divisible by the number of processes ({}).'.format(
             key, ims, world))
-    return _loader(cfg, dataset, is_train, ims // world, world > 1, rank, world,
-                   max(cfg.SEED, 0), start_iter, num_workers)
+    return ims // world
 
 
 def save_labels(dataset_list, output_dir, rank=0):
     """Write ``output_dir/labels.json`` (class index -> name) from the main process."""
     if rank != 0:
         return
-    ids_to_labels = {}
-    for dataset in dataset_list:
-        if hasattr(dataset, 'categories'):
-            ids_to_labels.update(dataset.categories)
+    ids_to_labels = {i: name for dataset in dataset_list
+                     for i, name in getattr(dataset, 'categories', {}).items()}
     if ids_to_labels:
         os.makedirs(output_dir, exist_ok=True)
         atomic_write(os.path.join(output_dir, 'labels.json'),
@@ -268,14 +256,8 @@ def make_data_loader(cfg, mode='train', is_distributed=False, start_iter=0, data
     if dataset_to_test not in ('train', 'val', 'test', None):
         raise ValueError('dataset_to_test must be train, val, test or None')
     dataset_to_test = dataset_to_test or mode
-    num_gpus = world_size if is_distributed else 1
     is_train = mode == 'train'
-    key = 'SOLVER.IMS_PER_BATCH' if is_train else 'TEST.IMS_PER_BATCH'
-    images_per_batch = cfg.SOLVER.IMS_PER_BATCH if is_train else cfg.TEST.IMS_PER_BATCH
-    if images_per_batch % num_gpus:
-        raise ValueError('{} ({}) must be divisible by the number of processes ({}).'.format(
-            key, images_per_batch, num_gpus))
-    images_per_gpu = images_per_batch // num_gpus
+    images_per_gpu = _per_process(cfg, is_train, world_size if is_distributed else 1)
     if not is_train:
         start_iter = 0
     dataset_list = {'train': cfg.DATASETS.TRAIN, 'val': cfg.DATASETS.VAL,
@@ -292,12 +274,9 @@ def make_data_loader(cfg, mode='train', is_distributed=False, start_iter=0, data
                                     rank, world_size, seed, start_iter, collator=collator,
                                     exact_resume=exact_resume))
         if cfg.TEST.CUSTUM_EVAL and rank == 0:
-            info = {'idx_to_files': dataset.custom_files,
-                    'ind_to_classes': dataset.ind_to_classes,
+            info = {'idx_to_files': dataset.custom_files, 'ind_to_classes': dataset.ind_to_classes,
                     'ind_to_predicates': dataset.ind_to_predicates}
             os.makedirs(cfg.DETECTED_SGG_DIR, exist_ok=True)
             atomic_write(os.path.join(cfg.DETECTED_SGG_DIR, 'custom_data_info.json'),
                          lambda f, i=info: json.dump(i, f), mode='w')
-    if is_train:
-        return data_loaders[0]
-    return data_loaders
+    return data_loaders[0] if is_train else data_loaders

@@ -19,9 +19,8 @@ class BatchCollator:
         self.size_divisible = size_divisible
 
     def __call__(self, batch):
-        transposed_batch = list(zip(*batch))
-        images = to_image_list(transposed_batch[0], self.size_divisible)
-        return images, transposed_batch[1], transposed_batch[2]
+        images, targets, indices = zip(*batch)
+        return to_image_list(images, self.size_divisible), targets, indices
 
 
 class BBoxAugCollator:

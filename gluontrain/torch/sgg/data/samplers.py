@@ -7,43 +7,21 @@ start)`` (SGB's ``DistributedSampler`` already seeds with that iteration) and
 :class:`IterationBasedBatchSampler` replays the index bookkeeping of the passes before
 ``start_iter`` (no image is read), so a resumed run sees the batches the uninterrupted one saw.
 """
-import itertools
-import math
+import collections
 
 import torch
 from torch.utils.data.sampler import BatchSampler, Sampler
 
-__all__ = ['SeededRandomSampler', 'DistributedSampler', 'GroupedBatchSampler',
-           'IterationBasedBatchSampler']
+__all__ = ['DistributedSampler', 'GroupedBatchSampler', 'IterationBasedBatchSampler']
 
 
-class SeededRandomSampler(Sampler):
-    """A random permutation per pass, ``randperm(n)`` from a generator seeded with
-    ``seed + epoch`` (``set_epoch`` is called by :class:`IterationBasedBatchSampler`)."""
-
-    def __init__(self, data_source, seed=0):
-        super().__init__()
-        self.num_samples = len(data_source)
-        self.seed = int(seed)
-        self.epoch = 0
-
-    def __iter__(self):
-        g = torch.Generator()
-        g.manual_seed(self.seed + self.epoch)
-        return iter(torch.randperm(self.num_samples, generator=g).tolist())
-
-    def __len__(self):
-        return self.num_samples
-
-    def set_epoch(self, epoch):
-        """Select the permutation of pass ``epoch``."""
-        self.epoch = epoch
-
-
-class DistributedSampler(Sampler):
-    """Rank ``rank``'s share of the (shuffled) indices, padded by wrapping to equal shares
-    (maskrcnn-benchmark's copy of torch's sampler, plus ``seed``: generator seeded with
-    ``seed + epoch``; ``seed=0`` is SGB's order).
+class DistributedSampler(torch.utils.data.DistributedSampler):
+    """Rank ``rank``'s share of the (shuffled) indices, padded by wrapping to equal shares:
+    maskrcnn-benchmark's copy of torch's sampler, whose shares are contiguous blocks of the
+    padded permutation (torch's are strided), the generator seeded with ``seed + epoch``
+    (``seed=0`` is SGB's order; ``set_epoch`` is called by
+    :class:`IterationBasedBatchSampler`). With one replica it is the recipe's seeded random
+    sampler: ``randperm(n)`` per pass.
 
     Parameters
     ----------
@@ -54,19 +32,8 @@ class DistributedSampler(Sampler):
     seed : int
     """
 
-    def __init__(self, dataset, num_replicas, rank, shuffle=True, seed=0):
-        super().__init__()
-        if not 0 <= rank < num_replicas:
-            raise ValueError('rank {} is outside 0..{} (world size {})'.format(
-                rank, num_replicas - 1, num_replicas))
-        self.dataset = dataset
-        self.num_replicas = num_replicas
-        self.rank = rank
-        self.epoch = 0
-        self.num_samples = int(math.ceil(len(self.dataset) * 1.0 / self.num_replicas))
-        self.total_size = self.num_samples * self.num_replicas
-        self.shuffle = shuffle
-        self.seed = int(seed)
+    def __init__(self, dataset, num_replicas=1, rank=0, shuffle=True, seed=0):
+        super().__init__(dataset, num_replicas, rank, shuffle=shuffle, seed=int(seed))
 
     def __iter__(self):
         if self.shuffle:
@@ -78,13 +45,6 @@ class DistributedSampler(Sampler):
         indices += indices[: (self.total_size - len(indices))]
         offset = self.num_samples * self.rank
         return iter(indices[offset: offset + self.num_samples])
-
-    def __len__(self):
-        return self.num_samples
-
-    def set_epoch(self, epoch):
-        """Select the permutation of pass ``epoch``."""
-        self.epoch = epoch
 
 
 class GroupedBatchSampler(BatchSampler):
@@ -110,45 +70,31 @@ class GroupedBatchSampler(BatchSampler):
         self.group_ids = torch.as_tensor(group_ids)
         if self.group_ids.dim() != 1:
             raise ValueError('group_ids must be one-dimensional')
-        self.batch_size = batch_size
-        self.drop_uneven = drop_uneven
-        self.groups = torch.unique(self.group_ids).sort(0)[0]
+        self.batch_size, self.drop_uneven = batch_size, drop_uneven
         self._can_reuse_batches = False
 
     def _prepare_batches(self):
-        dataset_size = len(self.group_ids)
-        sampled_ids = torch.as_tensor(list(self.sampler), dtype=torch.int64)
-        # order[i]: position of dataset index i in the sampler's output, -1 if not sampled
-        order = torch.full((dataset_size,), -1, dtype=torch.int64)
-        order[sampled_ids] = torch.arange(len(sampled_ids))
-        mask = order >= 0
-        clusters = [(self.group_ids == i) & mask for i in self.groups]
-        relative_order = [order[cluster] for cluster in clusters]
-        permutation_ids = [s[s.sort()[1]] for s in relative_order]
-        permuted_clusters = [sampled_ids[idx] for idx in permutation_ids]
-        # a group absent from the sampled indices (another rank's share) splits into one
-        # empty chunk, on which maskrcnn-benchmark's code fails (IndexError below)
-        splits = [c.split(self.batch_size) for c in permuted_clusters if len(c)]
-        merged = tuple(itertools.chain.from_iterable(splits))
-        # order the batches by where their first element came in the sampler
-        first_element_of_batch = [t[0].item() for t in merged]
-        inv_sampled_ids_map = {v: k for k, v in enumerate(sampled_ids.tolist())}
-        first_index_of_batch = torch.as_tensor(
-            [inv_sampled_ids_map[s] for s in first_element_of_batch], dtype=torch.int64)
-        permutation_order = first_index_of_batch.sort(0)[1].tolist()
-        batches = [merged[i].tolist() for i in permutation_order]
+        # where each dataset index comes in the sampler; a repeated one (a padded share) is
+        # batched once, at its last place, as maskrcnn-benchmark's scatter of positions does
+        place = {int(i): k for k, i in enumerate(self.sampler)}
+        by_group, group_ids = collections.defaultdict(list), self.group_ids.tolist()
+        for i in sorted(place, key=place.get):
+            by_group[group_ids[i]].append(i)
+        # a group absent from the sampled indices (another rank's share) gives no batch; on
+        # its empty chunk maskrcnn-benchmark's code fails (IndexError)
+        chunks = [members[k:k + self.batch_size] for members in by_group.values()
+                  for k in range(0, len(members), self.batch_size)]
+        # the batches in the order their first element came in the sampler
+        batches = sorted(chunks, key=lambda batch: place[batch[0]])
         if self.drop_uneven:
             batches = [b for b in batches if len(b) == self.batch_size]
         return batches
 
     def __iter__(self):
-        if self._can_reuse_batches:
-            batches = self._batches
-            self._can_reuse_batches = False
-        else:
-            batches = self._prepare_batches()
-        self._batches = batches
-        return iter(batches)
+        if not self._can_reuse_batches:
+            self._batches = self._prepare_batches()
+        self._can_reuse_batches = False
+        return iter(self._batches)
 
     def __len__(self):
         if not hasattr(self, '_batches'):
@@ -176,10 +122,8 @@ class IterationBasedBatchSampler(BatchSampler):
 
     def __init__(self, batch_sampler, num_iterations, start_iter=0, exact_resume=True):
         # pylint: disable=super-init-not-called
-        self.batch_sampler = batch_sampler
-        self.num_iterations = num_iterations
-        self.start_iter = start_iter
-        self.exact_resume = exact_resume
+        self.batch_sampler, self.num_iterations = batch_sampler, num_iterations
+        self.start_iter, self.exact_resume = start_iter, exact_resume
 
     def __iter__(self):
         iteration = 0 if self.exact_resume else self.start_iter

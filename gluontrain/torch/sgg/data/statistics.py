@@ -8,10 +8,8 @@ The statistics feed ``FrequencyBias`` (``pred_dist``) and the predictors' class 
 import logging
 import os
 
-import torch
-
-from ....core.checkpoint import atomic_save_file
 from ....core.load_report import WeightsLoadError
+from ...checkpoint import save_file
 from ...weights import read_weights_file
 from .build import build_dataset
 from .vg_dataset import get_statistics, statistics_dict
@@ -61,13 +59,12 @@ def get_dataset_statistics(cfg, data_dir=None):
     if len(cfg.DATASETS.TRAIN) != 1:
         raise ValueError('DATASETS.TRAIN must name exactly one dataset for the statistics, got '
                          '{}'.format(list(cfg.DATASETS.TRAIN)))
-    dataset = build_dataset(cfg, cfg.DATASETS.TRAIN, None, is_train=True,
-                            data_dir=data_dir)[0]
-    save_file = statistics_file(cfg)
+    dataset = build_dataset(cfg, cfg.DATASETS.TRAIN, None, is_train=True, data_dir=data_dir)[0]
+    path = statistics_file(cfg)
     stamp = _fingerprint(dataset)
-    if os.path.exists(save_file):
+    if os.path.exists(path):
         try:
-            cached = read_weights_file(save_file, 'data statistics cache',
+            cached = read_weights_file(path, 'data statistics cache',
                                        'it is recomputed from the data')
         except (WeightsLoadError, FileNotFoundError) as e:
             # a cache is derived data: a torn, foreign or hostile one (never unpickled beyond
@@ -76,14 +73,13 @@ def get_dataset_statistics(cfg, data_dir=None):
             cached = {}
         if not isinstance(cached, dict):
             _RUN_LOG.warning('data statistics cache %s holds a %s, not the statistics; it is '
-                         'recomputed from the data', save_file, type(cached).__name__)
+                         'recomputed from the data', path, type(cached).__name__)
             cached = {}
         if cached.get('source') == stamp:
-            _LOG.info('Loading data statistics from: %s', save_file)
+            _LOG.info('Loading data statistics from: %s', path)
             return {k: cached[k] for k in _KEYS}
-        _LOG.info('Data statistics in %s are for other data; recomputing', save_file)
+        _LOG.info('Data statistics in %s are for other data; recomputing', path)
     result = dataset.get_statistics()
-    os.makedirs(cfg.OUTPUT_DIR, exist_ok=True)
-    atomic_save_file(save_file, lambda tmp: torch.save(dict(result, source=stamp), tmp))
-    _LOG.info('Save data statistics to: %s', save_file)
+    save_file(path, dict(result, source=stamp))
+    _LOG.info('Save data statistics to: %s', path)
     return result

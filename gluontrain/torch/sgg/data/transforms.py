@@ -44,9 +44,7 @@ class Resize:
     """
 
     def __init__(self, min_size, max_size):
-        if not isinstance(min_size, (list, tuple)):
-            min_size = (min_size,)
-        self.min_size = min_size
+        self.min_size = min_size if isinstance(min_size, (list, tuple)) else (min_size,)
         self.max_size = max_size
 
     def get_size(self, image_size):
@@ -60,15 +58,9 @@ class Resize:
             max_original_size = float(max((w, h)))
             if max_original_size / min_original_size * size > max_size:
                 size = int(round(max_size * min_original_size / max_original_size))
-        if (w <= h and w == size) or (h <= w and h == size):
-            return (h, w)
-        if w < h:
-            ow = size
-            oh = int(size * h / w)
-        else:
-            oh = size
-            ow = int(size * w / h)
-        return (oh, ow)
+        # maskrcnn-benchmark first returns (h, w) when the shorter side is already ``size``:
+        # the same numbers (w * h / w is exact), so that branch is left out
+        return (int(size * h / w), size) if w < h else (size, int(size * w / h))
 
     def __call__(self, image, target=None):
         oh, ow = self.get_size(image.size)
@@ -141,9 +133,7 @@ class Normalize:
     """``(x - mean) / std`` per channel, after RGB[0,1] -> BGR[0,255] when ``to_bgr255``."""
 
     def __init__(self, mean, std, to_bgr255=True):
-        self.mean = mean
-        self.std = std
-        self.to_bgr255 = to_bgr255
+        self.mean, self.std, self.to_bgr255 = mean, std, to_bgr255
 
     def __call__(self, image, target=None):
         if self.to_bgr255:
@@ -151,9 +141,7 @@ class Normalize:
         mean = torch.as_tensor(self.mean, dtype=image.dtype).view(-1, 1, 1)
         std = torch.as_tensor(self.std, dtype=image.dtype).view(-1, 1, 1)
         image = (image - mean) / std
-        if target is None:
-            return image
-        return image, target
+        return image if target is None else (image, target)
 
 
 def build_transforms(cfg, is_train=True):

@@ -77,16 +77,11 @@ class VGDataset(torch.utils.data.Dataset):
                  custom_eval=False, custom_path=''):
         if split not in ('train', 'val', 'test'):
             raise ValueError("split must be 'train', 'val' or 'test', got {!r}".format(split))
-        self.flip_aug = flip_aug
-        self.split = split
-        self.img_dir = img_dir
-        self.dict_file = dict_file
-        self.roidb_file = roidb_file
-        self.image_file = image_file
-        self.num_val_im = num_val_im
+        self.split, self.img_dir, self.flip_aug = split, img_dir, flip_aug
+        self.roidb_file, self.dict_file, self.image_file = roidb_file, dict_file, image_file
+        self.num_val_im, self.transforms = num_val_im, transforms
         self.filter_non_overlap = filter_non_overlap and split == 'train'
         self.filter_duplicate_rels = filter_duplicate_rels and split == 'train'
-        self.transforms = transforms
         _require_file(dict_file, 'dict_file (VG-SGG-dicts-with-attri.json)')
         self.ind_to_classes, self.ind_to_predicates, self.ind_to_attributes = load_info(dict_file)
         self.categories = {i: self.ind_to_classes[i] for i in range(len(self.ind_to_classes))}
@@ -102,27 +97,23 @@ class VGDataset(torch.utils.data.Dataset):
         image_data = check_vg_files(roidb_file, dict_file, image_file, img_dir)
         if split in ('train', 'val'):
             usable = _usable_train_images(roidb_file, num_im, filter_empty_rels)
+            needs = ', with boxes and relationships' if filter_empty_rels else ', with boxes'
             if usable == 0:
                 # no num_val_im can help here: say what an image needs to count
                 raise DatasetError(
                     '{} has no usable train-split image (split == 0{}): the {} split is empty; '
                     'use a dataset with such images (`python scripts/make_synthetic_data.py vg '
-                    '--root DIR` writes one).'.format(
-                        roidb_file, ', with boxes and relationships' if filter_empty_rels
-                        else ', with boxes', split))
-        if split == 'train' and num_val_im > 0:
-            if usable <= num_val_im:
+                    '--root DIR` writes one).'.format(roidb_file, needs, split))
+            if split == 'train' and 0 < num_val_im and usable <= num_val_im:
                 raise ValueError(
                     '{} has {} usable train-split images (split == 0{}), and the first '
                     'num_val_im={} of them are the val split, leaving train empty: pass a '
                     'num_val_im below {} (DATASETS.NUM_VAL_IM).'.format(
-                        roidb_file, usable, ', with boxes and relationships'
-                        if filter_empty_rels else ', with boxes', num_val_im, usable))
+                        roidb_file, usable, needs, num_val_im, usable))
         (self.split_mask, self.gt_boxes, self.gt_classes, self.gt_attributes,
          self.relationships) = load_graphs(
-             roidb_file, split, num_im, num_val_im=num_val_im,
-             filter_empty_rels=filter_empty_rels, filter_non_overlap=self.filter_non_overlap,
-             box_scale=BOX_SCALE)
+             roidb_file, split, num_im, num_val_im=num_val_im, filter_empty_rels=filter_empty_rels,
+             filter_non_overlap=self.filter_non_overlap, box_scale=BOX_SCALE)
         if not self.split_mask.any():
             # an empty loader trains forever on nothing or evaluates nothing: say so now
             raise DatasetError(
@@ -141,20 +132,18 @@ class VGDataset(torch.utils.data.Dataset):
         if self.custom_eval:
             img = open_image(self.custom_files[index], context='TEST.CUSTUM_PATH')
             target = torch.LongTensor([-1])
-            if self.transforms is not None:
-                img, target = self.transforms(img, target)
-            return img, target, index
-        info = self.img_info[index]
-        img = open_image(self.filenames[index], context='image_id {} of {}'.format(
-            info.get('image_id'), self.image_file))
-        # SGB prints this and goes on; the boxes follow image_data.json's size
-        warn_size_mismatch(self.filenames[index], img.size, (info['width'], info['height']),
-                           self.image_file, 'its boxes are scaled to the latter')
-        # drawn for every image, as SGB does, so the random stream matches
-        flip_img = (random.random() > 0.5) and self.flip_aug and (self.split == 'train')
-        target = self.get_groundtruth(index, flip_img=flip_img)
-        if flip_img:
-            img = img.transpose(Image.FLIP_LEFT_RIGHT)
+        else:
+            info = self.img_info[index]
+            img = open_image(self.filenames[index], context='image_id {} of {}'.format(
+                info.get('image_id'), self.image_file))
+            # SGB prints this and goes on; the boxes follow image_data.json's size
+            warn_size_mismatch(self.filenames[index], img.size, (info['width'], info['height']),
+                               self.image_file, 'its boxes are scaled to the latter')
+            # drawn for every image, as SGB does, so the random stream matches
+            flip_img = (random.random() > 0.5) and self.flip_aug and (self.split == 'train')
+            target = self.get_groundtruth(index, flip_img=flip_img)
+            if flip_img:
+                img = img.transpose(Image.FLIP_LEFT_RIGHT)
         if self.transforms is not None:
             img, target = self.transforms(img, target)
         return img, target, index
@@ -172,9 +161,8 @@ class VGDataset(torch.utils.data.Dataset):
     def training_split(self):
         """The ``train`` split SGB's statistics read: same files and ``num_val_im``,
         ``filter_duplicate_rels=False``, the other arguments at their defaults."""
-        return VGDataset('train', self.img_dir, self.roidb_file, self.dict_file,
-                         self.image_file, num_val_im=self.num_val_im,
-                         filter_duplicate_rels=False)
+        return VGDataset('train', self.img_dir, self.roidb_file, self.dict_file, self.image_file,
+                         num_val_im=self.num_val_im, filter_duplicate_rels=False)
 
     def get_custom_imgs(self, path):
         """Read the plain images of ``path`` (a folder, or a JSON list of image paths)."""
@@ -223,10 +211,7 @@ class VGDataset(torch.utils.data.Dataset):
         w, h = info['width'], info['height']
         box = torch.from_numpy(self.gt_boxes[index] / BOX_SCALE * max(w, h)).reshape(-1, 4)
         if flip_img:
-            new_xmin = w - box[:, 2]
-            new_xmax = w - box[:, 0]
-            box[:, 0] = new_xmin
-            box[:, 2] = new_xmax
+            box[:, [0, 2]] = w - box[:, [2, 0]]
         target = BoxList(box, (w, h), 'xyxy')
         target.add_field('labels', torch.from_numpy(self.gt_classes[index]))
         target.add_field('attributes', torch.from_numpy(self.gt_attributes[index]))
@@ -252,9 +237,7 @@ class VGDataset(torch.utils.data.Dataset):
         return target.clip_to_image(remove_empty=True)
 
     def __len__(self):
-        if self.custom_eval:
-            return len(self.custom_files)
-        return len(self.filenames)
+        return len(self.custom_files if self.custom_eval else self.filenames)
 
 
 def _usable_train_images(roidb_file, num_im, filter_empty_rels):
@@ -307,8 +290,7 @@ def _require_file(path, what):
     if not os.path.isfile(path):
         raise FileNotFoundError('{} {} does not exist: point it at the file (a generated '
                                 'dataset: `python scripts/make_synthetic_data.py vg --root '
-                                'DIR`).'
-                                .format(what, path))
+                                'DIR`).'.format(what, path))
 
 
 def load_info(dict_file, add_bg=True):
@@ -365,16 +347,12 @@ def load_image_filenames(img_dir, image_data, rows=None):
         For the first missing image (SGB silently skipped it, misaligning later rows).
     """
     rows = range(len(image_data)) if rows is None else rows
-    fns, img_info = [], []
-    for i in rows:
-        img = image_data[i]
-        filename = os.path.join(img_dir, '{}.jpg'.format(img['image_id']))
+    fns = [os.path.join(img_dir, '{}.jpg'.format(image_data[i]['image_id'])) for i in rows]
+    for i, filename in zip(rows, fns):
         if not os.path.exists(filename):
             raise FileNotFoundError('image {} (h5 row {}) is missing: restore it or regenerate '
                                     'the dataset.'.format(filename, i))
-        fns.append(filename)
-        img_info.append(img)
-    return fns, img_info
+    return fns, [image_data[i] for i in rows]
 
 
 def bbox_overlaps(boxes1, boxes2, to_move=1):
@@ -393,15 +371,8 @@ def box_filter(boxes, must_overlap=False):
     """
     overlaps = bbox_overlaps(boxes.astype(float), boxes.astype(float), to_move=0) > 0
     np.fill_diagonal(overlaps, 0)
-    all_possib = np.ones_like(overlaps, dtype=bool)
-    np.fill_diagonal(all_possib, 0)
-    if must_overlap:
-        possible_boxes = np.column_stack(np.where(overlaps))
-        if possible_boxes.size == 0:
-            possible_boxes = np.column_stack(np.where(all_possib))
-    else:
-        possible_boxes = np.column_stack(np.where(all_possib))
-    return possible_boxes
+    pairs = overlaps if must_overlap and overlaps.any() else ~np.eye(len(overlaps), dtype=bool)
+    return np.column_stack(np.where(pairs))
 
 
 def get_statistics(train_data, must_overlap=True):
@@ -461,10 +432,8 @@ def statistics_dict(train_data, must_overlap=True):
         (lists of names, ``'__background__'`` first).
     """
     fg_matrix, bg_matrix = get_statistics(train_data, must_overlap=must_overlap)
-    eps = 1e-3
-    bg_matrix += 1
-    fg_matrix[:, :, 0] = bg_matrix
-    pred_dist = np.log(fg_matrix / fg_matrix.sum(2)[:, :, None] + eps)
+    fg_matrix[:, :, 0] = bg_matrix + 1
+    pred_dist = np.log(fg_matrix / fg_matrix.sum(2)[:, :, None] + 1e-3)
     return {'fg_matrix': torch.from_numpy(fg_matrix),
             'pred_dist': torch.from_numpy(pred_dist).float(),
             'obj_classes': list(train_data.ind_to_classes),
@@ -478,10 +447,9 @@ def _refuse_truncated(filenames, image_file, split):
     draws it. Reads the first and last bytes of each file only (no decoding)."""
     bad = [f for f in filenames if looks_truncated(f)]
     if bad:
+        one, it = len(bad) == 1, 'it' if len(bad) == 1 else 'them'
         raise ImageReadError('{} image{} of the {} split {} truncated (no JPEG end marker): {}{} '
                              '(listed by {}); restore {}, or drop {} from the dataset'.format(
-                                 len(bad), '' if len(bad) == 1 else 's', split,
-                                 'is' if len(bad) == 1 else 'are', ', '.join(bad[:3]),
-                                 ', ...' if len(bad) > 3 else '', image_file,
-                                 'it' if len(bad) == 1 else 'them',
-                                 'it' if len(bad) == 1 else 'them'))
+                                 len(bad), '' if one else 's', split, 'is' if one else 'are',
+                                 ', '.join(bad[:3]), ', ...' if len(bad) > 3 else '',
+                                 image_file, it, it))

@@ -2,8 +2,7 @@
 detection AP, with SGB's print format and ``result_dict`` keys."""
 from .sgg_eval import (SGAccumulateRecall, SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall,
                        SGNoGraphConstraintRecall, SGPairAccuracy, SGRecall, SGZeroShotRecall)
-from .vg_eval import (do_vg_evaluation, evaluate_detection, evaluate_relations,
-                      relation_metrics)
+from .vg_eval import (do_vg_evaluation, evaluate_detection, evaluate_relations, relation_metrics)
 from .zeroshot import (compute_zeroshot_triplets, load_or_compute_zeroshot_triplets,
                        load_zeroshot_triplets, save_zeroshot_triplets)
 

@@ -28,6 +28,20 @@ TOP_KS = (20, 50, 100)
 
 
 # -- numpy helpers ------------------------------------------------------------------------
+def to_numpy(x, dtype=None):
+    """A tensor (on any device) or array-like as a numpy array, cast to ``dtype`` if given."""
+    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    return x.astype(dtype) if dtype is not None else x
+
+
+def class_triplets(relations, labels):
+    """``(sub_class, obj_class, predicate)`` rows (the order of SGB's zero-shot file) of
+    relations ``(sub, obj, predicate)`` over boxes of class ``labels``."""
+    rels = to_numpy(relations, np.int64).reshape(-1, 3)
+    labels = to_numpy(labels, np.int64).reshape(-1)
+    return np.column_stack((labels[rels[:, 0]], labels[rels[:, 1]], rels[:, 2])).reshape(-1, 3)
+
+
 def intersect_2d(x1, x2):
     """``(m1, m2)`` bool: row ``i`` of ``x1`` equals row ``j`` of ``x2``.
 
@@ -66,10 +80,7 @@ def bbox_overlaps(boxes1, boxes2):
 def matched_gt(pred_to_gt, k):
     """Sorted ground-truth indices hit by the first ``k`` predictions (SGB's
     ``reduce(np.union1d, pred_to_gt[:k])``, also defined for no prediction)."""
-    hits = set()
-    for gts in pred_to_gt[:k]:
-        hits.update(gts)
-    return sorted(hits)
+    return sorted(set().union(*pred_to_gt[:k]))
 
 
 def ratio_or_nan(num, den):
@@ -82,16 +93,15 @@ def _mean(values):
     return float(np.mean(values)) if len(values) else float('nan')
 
 
-def _triplet(relations, classes, boxes, predicate_scores=None, class_scores=None):
-    """Relations ``(sub_id, ob_id, pred_label)`` as class triplets and box pairs.
+def _triplet(relations, classes, boxes):
+    """Relations ``(sub_id, ob_id, pred_label)`` as class triplets and box pairs (SGB's
+    ``_triplet`` without its scores, which no recall reads).
 
     Parameters
     ----------
     relations : ndarray (#rel, 3)
     classes : ndarray (#obj,)
     boxes : ndarray (#obj, 4)
-    predicate_scores : ndarray (#rel,), optional
-    class_scores : ndarray (#obj,), optional
 
     Returns
     -------
@@ -99,18 +109,11 @@ def _triplet(relations, classes, boxes, predicate_scores=None, class_scores=None
         ``(sub_label, pred_label, ob_label)``.
     triplet_boxes : ndarray (#rel, 8)
         Subject box then object box.
-    triplet_scores : ndarray (#rel, 3) or None
-        ``(sub_score, pred_score, ob_score)`` when both score arrays are given.
     """
     relations = np.asarray(relations).reshape(-1, 3)
     sub_id, ob_id, pred_label = relations[:, 0], relations[:, 1], relations[:, 2]
     triplets = np.column_stack((classes[sub_id], pred_label, classes[ob_id]))
-    triplet_boxes = np.column_stack((boxes[sub_id], boxes[ob_id])).reshape(-1, 8)
-    triplet_scores = None
-    if predicate_scores is not None and class_scores is not None:
-        triplet_scores = np.column_stack((class_scores[sub_id], predicate_scores,
-                                          class_scores[ob_id]))
-    return triplets, triplet_boxes, triplet_scores
+    return triplets, np.column_stack((boxes[sub_id], boxes[ob_id])).reshape(-1, 8)
 
 
 def _union_box(pairs):
@@ -136,8 +139,6 @@ def _compute_pred_matches(gt_triplets, pred_triplets, gt_boxes, pred_boxes, iou_
         ``pred_to_gt[i]``: ground-truth indices (ascending) prediction ``i`` hits.
     """
     pred_to_gt = [[] for _ in range(len(pred_boxes))]
-    if len(gt_triplets) == 0 or len(pred_triplets) == 0:
-        return pred_to_gt
     same = intersect_2d(gt_triplets, pred_triplets)
     for gt_ind in np.where(same.any(1))[0]:
         cand = np.where(same[gt_ind])[0]
@@ -179,6 +180,25 @@ class SceneGraphEvaluation:
             text += fmt % (k, value(v))
         return text + ' for mode=%s, type=%s.\n' % (mode, kind)
 
+    def _match_and_append(self, key, rels, local_container, global_container, mode):
+        """Match predicted relations ``rels`` ``(sub, obj, predicate)`` (ranked) with this
+        image's ground-truth triplets and append its recall per K to ``<mode><key>``.
+
+        Returns
+        -------
+        list of list of int
+            ``pred_to_gt`` (:func:`_compute_pred_matches`).
+        """
+        triplets, boxes = _triplet(rels, local_container['pred_classes'],
+                                   local_container['pred_boxes'])
+        pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
+                                           local_container['gt_triplet_boxes'], boxes,
+                                           global_container['iou_thres'], phrdet=mode == 'phrdet')
+        num_gt = float(local_container['gt_rels'].shape[0])
+        for k in self.result_dict[mode + key]:
+            self.result_dict[mode + key][k].append(len(matched_gt(pred_to_gt, k)) / num_gt)
+        return pred_to_gt
+
 
 class SGRecall(SceneGraphEvaluation):
     """Graph-constrained R@K: one predicate per pair (the best non-background one),
@@ -198,20 +218,12 @@ class SGRecall(SceneGraphEvaluation):
         rel_scores = local_container['rel_scores']
         pred_rels = np.column_stack((local_container['pred_rel_inds'],
                                      1 + rel_scores[:, 1:].argmax(1))).reshape(-1, 3)
-        gt_rels = local_container['gt_rels']
-        gt_triplets, gt_triplet_boxes, _ = _triplet(gt_rels, local_container['gt_classes'],
-                                                    local_container['gt_boxes'])
+        gt_triplets, gt_triplet_boxes = _triplet(
+            local_container['gt_rels'], local_container['gt_classes'], local_container['gt_boxes'])
         local_container['gt_triplets'] = gt_triplets
         local_container['gt_triplet_boxes'] = gt_triplet_boxes
-        pred_triplets, pred_triplet_boxes, _ = _triplet(
-            pred_rels, local_container['pred_classes'], local_container['pred_boxes'])
-        pred_to_gt = _compute_pred_matches(gt_triplets, pred_triplets, gt_triplet_boxes,
-                                           pred_triplet_boxes, global_container['iou_thres'],
-                                           phrdet=mode == 'phrdet')
-        local_container['pred_to_gt'] = pred_to_gt
-        for k in self.result_dict[mode + '_recall']:
-            self.result_dict[mode + '_recall'][k].append(
-                len(matched_gt(pred_to_gt, k)) / float(gt_rels.shape[0]))
+        local_container['pred_to_gt'] = self._match_and_append(
+            '_recall', pred_rels, local_container, global_container, mode)
         return local_container
 
 
@@ -236,17 +248,8 @@ class SGNoGraphConstraintRecall(SceneGraphEvaluation):
         overall = obj_scores[pred_rel_inds].prod(1)[:, None] * rel_scores[:, 1:]
         top = argsort_desc(overall)[:100]
         nogc_rels = np.column_stack((pred_rel_inds[top[:, 0]], top[:, 1] + 1)).reshape(-1, 3)
-        triplets, boxes, _ = _triplet(nogc_rels, local_container['pred_classes'],
-                                      local_container['pred_boxes'])
-        pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
-                                           local_container['gt_triplet_boxes'], boxes,
-                                           global_container['iou_thres'],
-                                           phrdet=mode == 'phrdet')
-        local_container['nogc_pred_to_gt'] = pred_to_gt
-        num_gt = float(local_container['gt_rels'].shape[0])
-        for k in self.result_dict[mode + '_recall_nogc']:
-            self.result_dict[mode + '_recall_nogc'][k].append(
-                len(matched_gt(pred_to_gt, k)) / num_gt)
+        local_container['nogc_pred_to_gt'] = self._match_and_append(
+            '_recall_nogc', nogc_rels, local_container, global_container, mode)
         return local_container
 
 
@@ -267,11 +270,8 @@ class SGZeroShotRecall(SceneGraphEvaluation):
 
     def prepare_zeroshot(self, global_container, local_container):
         """Find this image's zero-shot ground-truth rows (``self.zeroshot_idx``)."""
-        gt_rels, gt_classes = local_container['gt_rels'], local_container['gt_classes']
         zeroshot = np.asarray(global_container['zeroshot_triplet']).reshape(-1, 3)
-        # SGB's zero-shot file is ordered (sub_class, obj_class, predicate)
-        gt_triplets = np.column_stack((gt_classes[gt_rels[:, 0]], gt_classes[gt_rels[:, 1]],
-                                       gt_rels[:, 2])).reshape(-1, 3)
+        gt_triplets = class_triplets(local_container['gt_rels'], local_container['gt_classes'])
         self.zeroshot_idx = np.where(intersect_2d(gt_triplets, zeroshot).any(-1))[0].tolist()
 
     def calculate_recall(self, global_container, local_container, mode):
@@ -353,8 +353,7 @@ class SGMeanRecall(SceneGraphEvaluation):
 
     def __init__(self, result_dict, num_rel, ind_to_predicates, print_detail=False):
         super().__init__(result_dict)
-        self.num_rel = int(num_rel)
-        self.print_detail = print_detail
+        self.num_rel, self.print_detail = int(num_rel), print_detail
         self.rel_name_list = list(ind_to_predicates)[1:]
 
     def register_container(self, mode):

@@ -21,13 +21,12 @@ import logging
 import os
 
 import numpy as np
-import torch
 
-from ....core.checkpoint import atomic_save_file, atomic_write
+from ....core.checkpoint import atomic_write
+from ...checkpoint import save_file
 from ..config_values import relation_mode
-from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall,
-                       SGNoGraphConstraintRecall, SGPairAccuracy, SGRecall, SGZeroShotRecall,
-                       TOP_KS)
+from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall, SGNoGraphConstraintRecall,
+                       SGPairAccuracy, SGRecall, SGZeroShotRecall, TOP_KS, _mean, to_numpy as _np)
 from .zeroshot import load_zeroshot_triplets
 
 __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'build_evaluators',
@@ -36,11 +35,6 @@ __all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'buil
 
 MODES = ('predcls', 'sgcls', 'sgdet', 'phrdet')
 RULE = '=' * 100 + '\n'
-
-
-def _np(x, dtype=None):
-    x = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-    return x.astype(dtype) if dtype is not None else x
 
 
 def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
@@ -117,16 +111,15 @@ def build_evaluators(result_dict, mode, num_rel_category, ind_to_predicates):
     """SGB's evaluator dict (``eval_recall``, ``eval_nog_recall``, ``eval_zeroshot_recall``,
     ``eval_ng_zeroshot_recall``, ``eval_pair_accuracy``, ``eval_mean_recall``,
     ``eval_ng_mean_recall``), containers registered for ``mode``."""
+    mean_args = (result_dict, num_rel_category, ind_to_predicates)
     evaluator = {
         'eval_recall': SGRecall(result_dict),
         'eval_nog_recall': SGNoGraphConstraintRecall(result_dict),
         'eval_zeroshot_recall': SGZeroShotRecall(result_dict),
         'eval_ng_zeroshot_recall': SGNGZeroShotRecall(result_dict),
         'eval_pair_accuracy': SGPairAccuracy(result_dict),
-        'eval_mean_recall': SGMeanRecall(result_dict, num_rel_category, ind_to_predicates,
-                                         print_detail=True),
-        'eval_ng_mean_recall': SGNGMeanRecall(result_dict, num_rel_category, ind_to_predicates,
-                                              print_detail=True),
+        'eval_mean_recall': SGMeanRecall(*mean_args, print_detail=True),
+        'eval_ng_mean_recall': SGNGMeanRecall(*mean_args, print_detail=True),
     }
     for e in evaluator.values():
         e.register_container(mode)
@@ -153,8 +146,7 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
         return
     local['gt_boxes'] = _np(groundtruth.convert('xyxy').bbox)
     local['gt_classes'] = _np(groundtruth.get_field('labels'), np.int64)
-    _check_pairs(local['gt_rels'][:, :2], len(local['gt_boxes']), 'ground-truth',
-                 'relation_tuple')
+    _check_pairs(local['gt_rels'][:, :2], len(local['gt_boxes']), 'ground-truth', 'relation_tuple')
     local['pred_rel_inds'] = _np(prediction.get_field('rel_pair_idxs'), np.int64).reshape(-1, 2)
     local['rel_scores'] = _np(prediction.get_field('pred_rel_scores'))
     if local['rel_scores'].ndim != 2 or len(local['rel_scores']) != len(local['pred_rel_inds']):
@@ -171,9 +163,8 @@ def evaluate_relation_of_one_image(groundtruth, prediction, global_container, ev
 
     if mode == 'predcls':
         _check_pairs(local['pred_rel_inds'], len(local['gt_boxes']), 'ground-truth (PredCls)')
-        local['pred_boxes'] = local['gt_boxes']
-        local['pred_classes'] = local['gt_classes']
-        local['obj_scores'] = np.ones(local['gt_classes'].shape[0])
+        local.update(pred_boxes=local['gt_boxes'], pred_classes=local['gt_classes'],
+                     obj_scores=np.ones(local['gt_classes'].shape[0]))
     elif mode == 'sgcls':
         if local['gt_boxes'].shape[0] != local['pred_boxes'].shape[0]:
             logging.getLogger(__name__).warning(
@@ -239,13 +230,10 @@ def evaluate_relations(groundtruths, predictions, mode, num_rel_category, ind_to
         evaluate_relation_of_one_image(gt, pred, global_container, evaluator)
     evaluator['eval_mean_recall'].calculate_mean_recall(mode)
     evaluator['eval_ng_mean_recall'].calculate_mean_recall(mode)
-    text = ''
-    for name in ('eval_recall', 'eval_nog_recall', 'eval_zeroshot_recall',
-                 'eval_ng_zeroshot_recall', 'eval_mean_recall', 'eval_ng_mean_recall'):
-        text += evaluator[name].generate_print_string(mode)
-    if use_gt_box is None:
-        use_gt_box = mode in ('predcls', 'sgcls')
-    if use_gt_box:
+    text = ''.join(evaluator[name].generate_print_string(mode) for name in (
+        'eval_recall', 'eval_nog_recall', 'eval_zeroshot_recall', 'eval_ng_zeroshot_recall',
+        'eval_mean_recall', 'eval_ng_mean_recall'))
+    if use_gt_box or (use_gt_box is None and mode in ('predcls', 'sgcls')):
         text += evaluator['eval_pair_accuracy'].generate_print_string(mode)
     return result_dict, text + RULE
 
@@ -254,16 +242,10 @@ def relation_metrics(result_dict, mode):
     """Flat ``{'R@20': ..., 'ngR@20': ..., 'zR@20', 'ng-zR@20', 'mR@20', 'ng-mR@20',
     'A@20', ...}`` of a ``result_dict`` (means over images; ``nan`` where nothing counted),
     for metric logs."""
-    def mean(v):
-        return float(np.mean(v)) if len(v) else float('nan')
-    out = {}
-    for name, key in (('R', '_recall'), ('ngR', '_recall_nogc'), ('zR', '_zeroshot_recall'),
-                      ('ng-zR', '_ng_zeroshot_recall')):
-        for k in TOP_KS:
-            out['{}@{}'.format(name, k)] = mean(result_dict[mode + key][k])
-    for name, key in (('mR', '_mean_recall'), ('ng-mR', '_ng_mean_recall')):
-        for k in TOP_KS:
-            out['{}@{}'.format(name, k)] = float(result_dict[mode + key][k])
+    out = {'{}@{}'.format(name, k): value(result_dict[mode + key][k]) for name, key, value in (
+        ('R', '_recall', _mean), ('ngR', '_recall_nogc', _mean), ('zR', '_zeroshot_recall', _mean),
+        ('ng-zR', '_ng_zeroshot_recall', _mean), ('mR', '_mean_recall', float),
+        ('ng-mR', '_ng_mean_recall', float)) for k in TOP_KS}
     for k in TOP_KS:
         hit, count = result_dict[mode + '_accuracy_hit'][k], \
             result_dict[mode + '_accuracy_count'][k]
@@ -277,20 +259,18 @@ def save_output(output_folder, groundtruths, predictions, dataset):
     ``visual_info.json`` (image file, ``[x0, y0, x1, y1, class name]`` per box), as SGB."""
     if not output_folder:
         return
-    atomic_save_file(os.path.join(output_folder, 'eval_results.pytorch'), lambda f: torch.save(
-        {'groundtruths': groundtruths, 'predictions': predictions}, f))
+    save_file(os.path.join(output_folder, 'eval_results.pytorch'),
+              {'groundtruths': groundtruths, 'predictions': predictions})
     names = getattr(dataset, 'categories', None) or dict(enumerate(dataset.ind_to_classes))
     filenames = getattr(dataset, 'filenames', None)
-    visual_info = []
-    for image_id, (gt, pred) in enumerate(zip(groundtruths, predictions)):
-        visual_info.append({
-            'img_file': os.path.abspath(filenames[image_id]) if filenames is not None else None,
-            'groundtruth': [b + [names[int(c)]] for b, c in zip(
-                _np(gt.convert('xyxy').bbox).tolist(), _np(gt.get_field('labels')).tolist())],
-            'prediction': [b + [names[int(c)]] for b, c in zip(
-                _np(pred.convert('xyxy').bbox).tolist(),
-                _np(pred.get_field('pred_labels')).tolist())],
-        })
+
+    def named_boxes(boxlist, field):
+        return [b + [names[int(c)]] for b, c in zip(_np(boxlist.convert('xyxy').bbox).tolist(),
+                                                    _np(boxlist.get_field(field)).tolist())]
+    visual_info = [{
+        'img_file': os.path.abspath(filenames[image_id]) if filenames is not None else None,
+        'groundtruth': named_boxes(gt, 'labels'), 'prediction': named_boxes(pred, 'pred_labels'),
+    } for image_id, (gt, pred) in enumerate(zip(groundtruths, predictions))]
     atomic_write(os.path.join(output_folder, 'visual_info.json'),
                  lambda f: json.dump(visual_info, f), mode='w')
 
@@ -368,10 +348,8 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
 
     if result_dict is not None:
         if output_folder:
-            atomic_save_file(os.path.join(output_folder, 'result_dict.pytorch'),
-                             lambda f: torch.save(result_dict, f))
-        recalls = result_dict[mode + '_recall'][100]
-        score = float(np.mean(recalls)) if recalls else float('nan')
+            save_file(os.path.join(output_folder, 'result_dict.pytorch'), result_dict)
+        score = _mean(result_dict[mode + '_recall'][100])
     elif m_ap is not None:
         score = float(m_ap)
     else:

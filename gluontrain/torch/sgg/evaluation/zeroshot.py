@@ -6,24 +6,16 @@ working directory. Here the file is computed from a dataset pair, saved (staged 
 same format and loaded from a path the caller chooses; SGB's own file loads as well.
 """
 import os
-import random
 
 import numpy as np
 import torch
 
-from ....core.checkpoint import atomic_save_file
+from ...checkpoint import save_file
+from ...passes import preserved_rng
+from .sgg_eval import class_triplets
 
 __all__ = ['dataset_triplets', 'compute_zeroshot_triplets', 'save_zeroshot_triplets',
            'load_zeroshot_triplets', 'load_or_compute_zeroshot_triplets']
-
-
-def _as_np(x):
-    return (x.cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)).astype(np.int64)
-
-
-def _class_triplets(rels, labels):
-    rels, labels = _as_np(rels).reshape(-1, 3), _as_np(labels).reshape(-1)
-    return np.column_stack((labels[rels[:, 0]], labels[rels[:, 1]], rels[:, 2])).reshape(-1, 3)
 
 
 def dataset_triplets(dataset):
@@ -46,17 +38,13 @@ def dataset_triplets(dataset):
     out = set()
     if hasattr(dataset, 'relationships') and hasattr(dataset, 'gt_classes'):
         for rels, labels in zip(dataset.relationships, dataset.gt_classes):
-            out.update(map(tuple, _class_triplets(rels, labels).tolist()))
+            out.update(map(tuple, class_triplets(rels, labels).tolist()))
         return out
-    py_state, np_state = random.getstate(), np.random.get_state()
-    try:
+    with preserved_rng():
         for i in range(len(dataset)):
             gt = dataset.get_groundtruth(i, evaluation=True)
-            out.update(map(tuple, _class_triplets(gt.get_field('relation_tuple'),
-                                                  gt.get_field('labels')).tolist()))
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
+            out.update(map(tuple, class_triplets(gt.get_field('relation_tuple'),
+                                                 gt.get_field('labels')).tolist()))
     return out
 
 
@@ -81,9 +69,7 @@ def compute_zeroshot_triplets(train_dataset, eval_dataset):
 
 def save_zeroshot_triplets(path, triplets):
     """Write ``triplets`` as SGB's file: an int64 ``(Z, 3)`` tensor, ``torch.save``d."""
-    t = torch.as_tensor(np.asarray(triplets, dtype=np.int64).reshape(-1, 3))
-    atomic_save_file(path, lambda f: torch.save(t, f))
-    return path
+    return save_file(path, torch.as_tensor(np.asarray(triplets, dtype=np.int64).reshape(-1, 3)))
 
 
 def load_zeroshot_triplets(path):

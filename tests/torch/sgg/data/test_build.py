@@ -14,8 +14,7 @@ from gluontrain.torch.sgg.data import make_data_loader
 from gluontrain.torch.sgg.data.build import dataset_args, make_batch_data_sampler
 from gluontrain.torch.sgg.data.collate import BatchCollator
 from gluontrain.torch.sgg.data.samplers import (DistributedSampler, GroupedBatchSampler,
-                                                IterationBasedBatchSampler,
-                                                SeededRandomSampler)
+                                                IterationBasedBatchSampler)
 from gluontrain.torch.twostage.structures import BoxList
 
 try:
@@ -46,7 +45,7 @@ def test_grouped_batch_sampler_keeps_sampler_order():
 
 
 def test_seeded_samplers():
-    s = SeededRandomSampler(range(10), seed=5)
+    s = DistributedSampler(range(10), 1, 0, seed=5)
     s.set_epoch(3)
     assert list(s) == torch.randperm(10, generator=torch.Generator().manual_seed(8)).tolist()
     # SGB's distributed order is seed 0 + epoch; shards cover the padded permutation
@@ -62,7 +61,7 @@ def test_seeded_samplers():
 
 
 def _iteration_sampler(start_iter, exact_resume=True, num_iters=11):
-    inner = make_batch_data_sampler(range(7), SeededRandomSampler(range(7), seed=1), [], 3)
+    inner = make_batch_data_sampler(range(7), DistributedSampler(range(7), 1, 0, seed=1), [], 3)
     return IterationBasedBatchSampler(inner, num_iters, start_iter, exact_resume=exact_resume)
 
 
