@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
 from ...config_values import relation_mode
-from .utils_motifs import cat, class_names, obj_edge_vectors, pair_features
+from .utils_motifs import class_names, obj_edge_vectors, pair_features
 from .utils_relation import layer_init
 
 __all__ = ['AVERAGE_RATIO', 'moving_average', 'binary_loss', 'ObjectContext', 'PairPredictor']
@@ -128,11 +128,11 @@ class ObjectContext(nn.Module):
         ``need_labels``: read ``labels`` (the contexts differ in when they do)."""
         obj_labels = obj_logits = None
         if need_labels:
-            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
+            obj_labels = torch.cat([p.get_field('labels') for p in proposals], dim=0)
         if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL:
             obj_embed = self.obj_embed1(obj_labels.long())
         else:
-            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
+            obj_logits = torch.cat([p.get_field('predict_logits') for p in proposals]).detach()
             obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
         return obj_labels, obj_logits, obj_embed
 
@@ -141,7 +141,7 @@ class ObjectContext(nn.Module):
         ``average`` is asked for at test time with ``EFFECT_ANALYSIS``."""
         if self._counterfactual(average):
             return self.untreated_obj_feat.view(1, -1).expand(x.shape[0], -1)
-        return cat((x, obj_embed, pos_embed), -1)
+        return torch.cat((x, obj_embed, pos_embed), -1)
 
     def _decoder_input(self, feat, enc, ctx_average=False):
         """MOTIFS' / VCTree's label-decoder input ``[feat, enc]`` (or its untreated average),
@@ -161,8 +161,8 @@ class ObjectContext(nn.Module):
         obj_embed2 = self.obj_embed2(obj_preds.long())
         if self._counterfactual(average):
             untreated = self.untreated_edg_feat.view(1, -1).expand(x.shape[0], -1)
-            return obj_embed2, cat((untreated, obj_ctx), dim=-1)
-        return obj_embed2, cat((obj_embed2, x, obj_ctx), -1)
+            return obj_embed2, torch.cat((untreated, obj_ctx), dim=-1)
+        return obj_embed2, torch.cat((obj_embed2, x, obj_ctx), -1)
 
     def _update_untreated(self, obj_pre_rep, edge_parts):
         """In training with ``EFFECT_ANALYSIS``: move the averages of the object input and
@@ -170,8 +170,8 @@ class ObjectContext(nn.Module):
         if self.training and self.effect_analysis:
             self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
                                                      self.average_ratio)
-            self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
-                                                     cat(edge_parts, -1), self.average_ratio)
+            self.untreated_edg_feat = moving_average(
+                self.untreated_edg_feat, torch.cat(edge_parts, -1), self.average_ratio)
 
 
 class PairPredictor(nn.Module):

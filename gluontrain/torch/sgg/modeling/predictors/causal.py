@@ -22,7 +22,7 @@ from torch.nn import functional as F
 from .base import AVERAGE_RATIO, PairPredictor, binary_loss, moving_average
 from .frequency_bias import FrequencyBias
 from .motifs import LSTMContext
-from .utils_motifs import cat, check_inputs
+from .utils_motifs import check_inputs
 from .utils_relation import get_box_info, get_box_pair_info, layer_init
 from .vctree import VCTreeLSTMContext
 from .vtranse import VTransEFeature
@@ -134,7 +134,7 @@ class CausalAnalysisPredictor(PairPredictor):
             pair_obj_probs.append(torch.stack((prob[s], prob[o]), dim=2))
             pair_bboxs.append(get_box_pair_info(box[s], box[o]))
         post_ctx_rep = ctx_rep if self.use_vtranse else self.post_cat(ctx_rep)
-        return (post_ctx_rep, pair_pred, cat(pair_bboxs, dim=0), cat(pair_obj_probs, dim=0),
+        return (post_ctx_rep, pair_pred, torch.cat(pair_bboxs), torch.cat(pair_obj_probs),
                 binary_preds, obj_dist_prob, edge_rep, obj_dists.split(num_objs, dim=0))
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
@@ -169,7 +169,7 @@ class CausalAnalysisPredictor(PairPredictor):
         if self.training:
             if rel_labels is None:
                 raise ValueError('CausalAnalysisPredictor needs rel_labels in training')
-            rel_labels = cat(list(rel_labels), dim=0)
+            rel_labels = torch.cat(list(rel_labels), dim=0)
             if binary_preds is not None:
                 add_losses['binary_loss'] = binary_loss(rel_binarys, binary_preds)
             add_losses['auxiliary_ctx'] = F.cross_entropy(self.ctx_compress(post_ctx_rep),

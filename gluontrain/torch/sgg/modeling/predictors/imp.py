@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from .base import PairPredictor
 from ...config_values import relation_mode
-from .utils_motifs import cat, check_inputs, pair_features, to_onehot
+from .utils_motifs import check_inputs, pair_features, to_onehot
 from .utils_relation import make_fc
 
 __all__ = ['IMPContext', 'IMPPredictor', 'SLOW_HEADS', 'SLOW_RATIO']
@@ -116,7 +116,7 @@ class IMPContext(nn.Module):
             pre_in = self.in_edge_w_fc(torch.cat((obj_vert, edge[i]), 1)) * edge[i]
             vert.append(self.node_gru(sub2rel @ pre_out + obj2rel @ pre_in, vert[i]))
         if self.mode == 'predcls':
-            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
+            obj_labels = torch.cat([p.get_field('labels') for p in proposals], dim=0)
             obj_dists = to_onehot(obj_labels, self.num_obj)
         else:
             obj_dists = self.obj_fc(vert[-1])

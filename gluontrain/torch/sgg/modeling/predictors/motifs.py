@@ -16,7 +16,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence
 
 from .base import ObjectContext, PairPredictor
-from .utils_motifs import (cat, check_inputs, encode_box_info, get_dropout_mask,
+from .utils_motifs import (check_inputs, encode_box_info, get_dropout_mask,
                            obj_edge_vectors, sort_rois, to_onehot)
 from .utils_relation import obj_prediction_nms
 
@@ -236,7 +236,7 @@ class LSTMContext(ObjectContext):
         obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         boxes_per_cls = None
         if self.mode == 'sgdet' and not self.training:
-            boxes_per_cls = cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
+            boxes_per_cls = torch.cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
         if self.sort_mode == 'confidence' and obj_logits is None:
             obj_logits = to_onehot(obj_labels, self.num_obj_classes)
         obj_dists, obj_preds, obj_ctx, perm, inv_perm, ls_transposed = self.obj_ctx(

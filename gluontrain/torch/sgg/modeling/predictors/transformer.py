@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .base import ObjectContext, PairPredictor
-from .utils_motifs import cat, check_inputs, encode_box_info, to_onehot
+from .utils_motifs import check_inputs, encode_box_info, to_onehot
 from .utils_relation import obj_prediction_nms
 
 __all__ = ['ScaledDotProductAttention', 'MultiHeadAttention', 'PositionwiseFeedForward',
@@ -190,7 +190,7 @@ class TransformerContext(ObjectContext):
             proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL)
         pos_embed = self.bbox_embed(encode_box_info(proposals))
         num_objs = [len(p) for p in proposals]
-        obj_pre_rep = self.lin_obj(cat((roi_features, obj_embed, pos_embed), -1))
+        obj_pre_rep = self.lin_obj(torch.cat((roi_features, obj_embed, pos_embed), -1))
         obj_feats = self.context_obj(obj_pre_rep, num_objs)
         if self.mode == 'predcls':
             obj_preds = obj_labels.long()
@@ -202,7 +202,7 @@ class TransformerContext(ObjectContext):
                                                          for p in proposals], num_objs)
             else:
                 obj_preds = obj_dists[:, 1:].max(1)[1] + 1
-        edge_pre_rep = cat((roi_features, obj_feats, self.obj_embed2(obj_preds)), dim=-1)
+        edge_pre_rep = torch.cat((roi_features, obj_feats, self.obj_embed2(obj_preds)), dim=-1)
         edge_ctx = self.context_edge(self.lin_edge(edge_pre_rep), num_objs)
         return obj_dists, obj_preds, edge_ctx
 

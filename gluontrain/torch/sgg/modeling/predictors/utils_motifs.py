@@ -17,9 +17,9 @@ from torch.nn import functional as F
 
 from .....core.checkpoint import atomic_save_file
 
-__all__ = ['cat', 'obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
-           'get_dropout_mask', 'center_x', 'sort_by_score', 'sort_rois',
-           'transpose_packed_sequence_inds', 'relation_mode', 'class_names', 'pair_features',
+__all__ = ['obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
+           'get_dropout_mask', 'sort_by_score', 'sort_rois',
+           'transpose_packed_sequence_inds', 'class_names', 'pair_features',
            'check_inputs']
 
 logger = logging.getLogger(__name__)
@@ -27,25 +27,6 @@ logger = logging.getLogger(__name__)
 _WARNED = set()
 # the last word-vector file read: {stem: ((ext, mtime) of its files, result)}
 _LOADED = {}
-
-
-def cat(tensors, dim=0):
-    """``torch.cat`` that returns a single tensor unchanged (maskrcnn-benchmark's ``cat``).
-
-    Parameters
-    ----------
-    tensors : list or tuple of torch.Tensor
-    dim : int
-
-    Returns
-    -------
-    torch.Tensor
-    """
-    if not isinstance(tensors, (list, tuple)):
-        raise TypeError('cat expects a list or tuple of tensors, got {}'.format(type(tensors)))
-    if len(tensors) == 1:
-        return tensors[0]
-    return torch.cat(tensors, dim)
 
 
 # ------------------------------------------------------------------------------ word vectors
@@ -262,22 +243,6 @@ def get_dropout_mask(dropout_probability, tensor_shape, device):
 
 
 # ---------------------------------------------------------------------- ordering for the LSTMs
-def center_x(proposals):
-    """Box x-centres of all images, concatenated.
-
-    Parameters
-    ----------
-    proposals : list of BoxList
-
-    Returns
-    -------
-    torch.Tensor
-        ``(sum N_i,)``.
-    """
-    boxes = cat([p.bbox for p in proposals], dim=0)
-    return (0.5 * (boxes[:, 0] + boxes[:, 2])).view(-1)
-
-
 def transpose_packed_sequence_inds(lengths):
     """Row order turning image-major rows into a time-major ``PackedSequence``.
 
@@ -323,8 +288,8 @@ def sort_by_score(proposals, scores):
     num_rois = [len(b) for b in proposals]
     num_im = len(num_rois)
     parts = scores.split(num_rois, dim=0)
-    ordered = cat([s + 2.0 * float(n * 2 * num_im + i)
-                   for i, (s, n) in enumerate(zip(parts, num_rois))], dim=0)
+    ordered = torch.cat([s + 2.0 * float(n * 2 * num_im + i)
+                         for i, (s, n) in enumerate(zip(parts, num_rois))], dim=0)
     _, perm = torch.sort(ordered, 0, descending=True)
     inds, ls_transposed = transpose_packed_sequence_inds(sorted(num_rois, reverse=True))
     perm = perm[torch.as_tensor(inds, dtype=torch.long, device=scores.device)]
@@ -349,11 +314,11 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
     tuple
         As :func:`sort_by_score`.
     """
+    boxes = torch.cat([p.bbox for p in proposals], dim=0)
     if mode == 'leftright':
-        c_x = center_x(proposals)
+        c_x = 0.5 * (boxes[:, 0] + boxes[:, 2])
         scores = c_x / (c_x.max() + 1)
     elif mode == 'size':
-        boxes = cat([p.bbox for p in proposals], dim=0)
         sizes = (boxes[:, 2] - boxes[:, 0] + 1.0) * (boxes[:, 3] - boxes[:, 1] + 1.0)
         scores = sizes / (sizes.max() + 1)
     elif mode == 'confidence':
@@ -426,7 +391,7 @@ def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs, differ
         sub, obj = head[pair_idx[:, 0]], tail[pair_idx[:, 1]]
         prod_reps.append(sub - obj if difference else torch.cat((sub, obj), dim=-1))
         pair_preds.append(torch.stack((pred[pair_idx[:, 0]], pred[pair_idx[:, 1]]), dim=1))
-    return cat(prod_reps, dim=0), cat(pair_preds, dim=0)
+    return torch.cat(prod_reps, dim=0), torch.cat(pair_preds, dim=0)
 
 
 def check_inputs(proposals, rel_pair_idxs):

@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from .utils_motifs import get_dropout_mask
 
-__all__ = ['block_orthogonal', 'TreeLSTM_IO', 'BiTreeLSTM_Foreward', 'BiTreeLSTM_Backward',
+__all__ = ['block_orthogonal', 'TreeLSTM_IO', 'walk', 'BiTreeLSTM_Foreward', 'BiTreeLSTM_Backward',
            'OneDirectionalTreeLSTM', 'BidirectionalTreeLSTM', 'MultiLayer_BTreeLSTM']
 
 
@@ -65,6 +65,30 @@ class TreeLSTM_IO:
         self.dropout_mask = dropout_mask
 
 
+def walk(lstm, tree, features, num_obj, dropout, h_dim):
+    """Run one tree LSTM direction over ``tree`` with one dropout mask for the whole tree.
+
+    Parameters
+    ----------
+    lstm : BiTreeLSTM_Foreward or BiTreeLSTM_Backward
+    tree : BiTree
+    features : torch.Tensor
+        ``(num_obj, feat_dim)``.
+    num_obj : int
+    dropout : float
+    h_dim : int
+
+    Returns
+    -------
+    TreeLSTM_IO
+        Filled in object order.
+    """
+    mask = get_dropout_mask(dropout, (1, h_dim), features.device) if dropout > 0.0 else None
+    io = TreeLSTM_IO(num_obj, mask)
+    lstm(tree, features, io)
+    return io
+
+
 class _HighwayTreeLSTM(nn.Module):
     """What both directions share: the input projection ``px``, the highway output, the
     per-node results and, in decoder mode, the class embedding passed on."""
@@ -76,6 +100,13 @@ class _HighwayTreeLSTM(nn.Module):
         self.is_pass_embed = is_pass_embed
         self.embed_layer, self.embed_out_layer = embed_layer, embed_out_layer
         self.px = nn.Linear(feat_dim, h_dim)
+
+    def _orthogonal_init(self, *layers):
+        # AllenNLP's (SGB's) start: each gate's block orthogonal, biases 0; px first, as SGB
+        with torch.no_grad():
+            for lin in (self.px,) + layers:
+                block_orthogonal(lin.weight, [self.h_dim, lin.in_features])
+                lin.bias.fill_(0.0)
 
     def _highway(self, c, o, r, projected_x, dropout_mask):
         h = r * (o * torch.tanh(c)) + (1 - r) * projected_x
@@ -118,13 +149,8 @@ class BiTreeLSTM_Foreward(_HighwayTreeLSTM):
         self.ioffux = nn.Linear(feat_dim, 6 * h_dim)
         self.ioffuh_left = nn.Linear(h_dim, 6 * h_dim)
         self.ioffuh_right = nn.Linear(h_dim, 6 * h_dim)
+        self._orthogonal_init(self.ioffux, self.ioffuh_left, self.ioffuh_right)
         with torch.no_grad():
-            block_orthogonal(self.px.weight, [h_dim, feat_dim])
-            block_orthogonal(self.ioffux.weight, [h_dim, feat_dim])
-            block_orthogonal(self.ioffuh_left.weight, [h_dim, h_dim])
-            block_orthogonal(self.ioffuh_right.weight, [h_dim, h_dim])
-            for lin in (self.px, self.ioffux, self.ioffuh_left, self.ioffuh_right):
-                lin.bias.fill_(0.0)
             # forget gates start half open (SGB's 0.5)
             self.ioffuh_left.bias[2 * h_dim:4 * h_dim].fill_(0.5)
             self.ioffuh_right.bias[2 * h_dim:4 * h_dim].fill_(0.5)
@@ -169,12 +195,8 @@ class BiTreeLSTM_Backward(_HighwayTreeLSTM):
         super().__init__(feat_dim, h_dim, is_pass_embed, embed_layer, embed_out_layer)
         self.iofux = nn.Linear(feat_dim, 5 * h_dim)
         self.iofuh = nn.Linear(h_dim, 5 * h_dim)
+        self._orthogonal_init(self.iofux, self.iofuh)
         with torch.no_grad():
-            block_orthogonal(self.px.weight, [h_dim, feat_dim])
-            block_orthogonal(self.iofux.weight, [h_dim, feat_dim])
-            block_orthogonal(self.iofuh.weight, [h_dim, h_dim])
-            for lin in (self.px, self.iofux, self.iofuh):
-                lin.bias.fill_(0.0)
             self.iofuh.bias[2 * h_dim:3 * h_dim].fill_(1.0)
 
     def node_backward(self, feat_inp, root_c, root_h, dropout_mask):
@@ -229,10 +251,7 @@ class OneDirectionalTreeLSTM(nn.Module):
 
     def forward(self, tree, features, num_obj):
         """``(num_obj, out_dim)`` hidden states in object order."""
-        mask = (get_dropout_mask(self.dropout, (1, self.out_dim), features.device)
-                if self.dropout > 0.0 else None)
-        io = TreeLSTM_IO(num_obj, mask)
-        self.treeLSTM(tree, features, io)
+        io = walk(self.treeLSTM, tree, features, num_obj, self.dropout, self.out_dim)
         return torch.stack(io.hidden, 0)
 
 

@@ -13,11 +13,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from .base import ObjectContext, PairPredictor, binary_loss
-from .utils_motifs import (cat, check_inputs, encode_box_info, get_dropout_mask,
-                           obj_edge_vectors, to_onehot)
+from .utils_motifs import check_inputs, encode_box_info, obj_edge_vectors, to_onehot
 from .utils_relation import layer_init
-from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, \
-    TreeLSTM_IO
+from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, walk
 from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info
 
 __all__ = ['DecoderTreeLSTM', 'VCTreeLSTMContext', 'VCTreePredictor']
@@ -61,10 +59,7 @@ class DecoderTreeLSTM(nn.Module):
 
     def forward(self, tree, features, num_obj):
         """``(dists (num_obj, C), commitments (num_obj,))`` in object order."""
-        mask = (get_dropout_mask(self.dropout, (1, self.hidden_size), features.device)
-                if self.dropout > 0.0 else None)
-        io = TreeLSTM_IO(num_obj, mask)
-        self.decoderLSTM(tree, features, io)
+        io = walk(self.decoderLSTM, tree, features, num_obj, self.dropout, self.hidden_size)
         return torch.stack(io.dists, 0), torch.cat(io.commitments, 0)
 
 
@@ -136,12 +131,12 @@ class VCTreeLSTMContext(ObjectContext):
                 dist = to_onehot(pred, self.num_obj_classes)
             preds.append(pred)
             dists.append(dist)
-        return cat(ctxs, dim=0), cat(preds, dim=0), cat(dists, dim=0)
+        return torch.cat(ctxs, dim=0), torch.cat(preds, dim=0), torch.cat(dists, dim=0)
 
     def edge_ctx(self, num_objs, obj_feats, forest):
         """Edge context along each image's tree: ``(sum N_i, hidden_dim)``."""
-        return cat([self.edge_ctx_rnn(tree, feat, n) for feat, tree, n in
-                    zip(obj_feats.split(num_objs, dim=0), forest, num_objs)], dim=0)
+        return torch.cat([self.edge_ctx_rnn(tree, feat, n) for feat, tree, n in
+                          zip(obj_feats.split(num_objs, dim=0), forest, num_objs)], dim=0)
 
     def vctree_score_net(self, num_objs, roi_feat, roi_dist, proposals):
         """Pair scores: ``(bi_preds, vc_scores)``, per image ``(N_i, N_i)`` each.
@@ -163,8 +158,8 @@ class VCTreeLSTMContext(ObjectContext):
             obj_dist = dist.view(n, 1, -1).expand(n, n, -1).unsqueeze(3)
             joint = (sub_dist * obj_dist).view(n, n, -1)
             co_prior = self.bi_freq_prior(joint.view(n * n, -1)).view(n, n)
-            vis_prior = self.vision_prior(cat([sub * obj, sub, obj, co_prior.unsqueeze(-1)],
-                                              dim=-1).view(n * n, -1)).view(n, n)
+            vis_in = torch.cat([sub * obj, sub, obj, co_prior.unsqueeze(-1)], dim=-1)
+            vis_prior = self.vision_prior(vis_in.view(n * n, -1)).view(n, n)
             pred = torch.sigmoid(vis_prior) * co_prior
             bi_preds.append(pred)
             vc_scores.append(torch.sigmoid(pred))
@@ -183,8 +178,8 @@ class VCTreeLSTMContext(ObjectContext):
         obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         box_inp = self.box_embed(box_info)
         pair_inp = self.overlap_embed(get_overlap_info(proposals))
-        bi_inp = cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()), box_inp,
-                      pair_inp), -1)
+        bi_inp = torch.cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()),
+                            box_inp, pair_inp), -1)
         bi_preds, vc_scores = self.vctree_score_net(num_objs, bi_inp, obj_logits, proposals)
         vc_forest = arbForest_to_biForest(generate_forest(vc_scores, proposals, self.mode))
         obj_ctxs, obj_preds, obj_dists = self.obj_ctx(num_objs, obj_pre_rep, proposals,
