@@ -31,7 +31,8 @@ __all__ = ['CausalAnalysisPredictor', 'EFFECT_TYPES', 'FUSION_TYPES', 'CONTEXT_L
 
 EFFECT_TYPES = ('none', 'TDE', 'NIE', 'TE')
 FUSION_TYPES = ('sum', 'gate')
-CONTEXT_LAYERS = ('motifs', 'vtranse', 'vctree')
+#: ``CAUSAL.CONTEXT_LAYER`` -> context class.
+CONTEXT_LAYERS = {'motifs': LSTMContext, 'vtranse': VTransEFeature, 'vctree': VCTreeLSTMContext}
 
 
 class CausalAnalysisPredictor(PairPredictor):
@@ -65,17 +66,12 @@ class CausalAnalysisPredictor(PairPredictor):
         if self.effect_analysis and self.effect_type not in EFFECT_TYPES:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.EFFECT_TYPE must be one of {}, got '
                              '{!r}'.format(EFFECT_TYPES, self.effect_type))
-        obj_classes, rel_classes = self.obj_classes, self.rel_classes
-        if causal.CONTEXT_LAYER == 'motifs':
-            self.context_layer = LSTMContext(cfg, obj_classes, rel_classes, in_channels)
-        elif causal.CONTEXT_LAYER == 'vtranse':
-            self.context_layer = VTransEFeature(cfg, obj_classes, rel_classes, in_channels)
-        elif causal.CONTEXT_LAYER == 'vctree':
-            self.context_layer = VCTreeLSTMContext(cfg, obj_classes, rel_classes, statistics,
-                                                   in_channels)
-        else:
+        if causal.CONTEXT_LAYER not in CONTEXT_LAYERS:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.CONTEXT_LAYER must be one of {}, '
-                             'got {!r}'.format(CONTEXT_LAYERS, causal.CONTEXT_LAYER))
+                             'got {!r}'.format(tuple(CONTEXT_LAYERS), causal.CONTEXT_LAYER))
+        stats = (statistics,) if causal.CONTEXT_LAYER == 'vctree' else ()  # VCTree's prior
+        self.context_layer = CONTEXT_LAYERS[causal.CONTEXT_LAYER](
+            cfg, self.obj_classes, self.rel_classes, *stats, in_channels)
         if self.use_vtranse:
             self.post_emb = nn.Linear(self.hidden_dim, self.pooling_dim * 2)
             self.ctx_compress = nn.Linear(self.pooling_dim, self.num_rel_cls, bias=False)

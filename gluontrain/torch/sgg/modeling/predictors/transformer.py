@@ -14,35 +14,15 @@ from .base import ObjectContext, PairPredictor
 from .utils_motifs import check_inputs, encode_box_info, to_onehot
 from .utils_relation import obj_prediction_nms
 
-__all__ = ['ScaledDotProductAttention', 'MultiHeadAttention', 'PositionwiseFeedForward',
+__all__ = ['MultiHeadAttention', 'PositionwiseFeedForward',
            'EncoderLayer', 'TransformerEncoder', 'TransformerContext', 'TransformerPredictor']
-
-
-class ScaledDotProductAttention(nn.Module):
-    """``softmax(q k^T / temperature) v`` with masked keys set to ``-inf``.
-
-    Parameters
-    ----------
-    temperature : float
-    attn_dropout : float
-    """
-
-    def __init__(self, temperature, attn_dropout=0.1):
-        super().__init__()
-        self.temperature = temperature
-        self.dropout = nn.Dropout(attn_dropout)
-
-    def forward(self, q, k, v, mask=None):
-        """``(output (B, Lq, Dv), attention (B, Lq, Lk))``."""
-        attn = torch.bmm(q, k.transpose(1, 2)) / self.temperature
-        if mask is not None:
-            attn = attn.masked_fill(mask, -np.inf)
-        attn = self.dropout(F.softmax(attn, dim=2))
-        return torch.bmm(attn, v), attn
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention with residual and LayerNorm (post-norm).
+
+    Per head ``softmax(q k^T / sqrt(d_k)) v``, masked keys at ``-inf``, dropout 0.1 on the
+    attention weights: SGB's ``ScaledDotProductAttention``, which has no parameters, inlined.
 
     Parameters
     ----------
@@ -59,14 +39,15 @@ class MultiHeadAttention(nn.Module):
         nn.init.normal_(self.w_qs.weight, mean=0, std=np.sqrt(2.0 / (d_model + d_k)))
         nn.init.normal_(self.w_ks.weight, mean=0, std=np.sqrt(2.0 / (d_model + d_k)))
         nn.init.normal_(self.w_vs.weight, mean=0, std=np.sqrt(2.0 / (d_model + d_v)))
-        self.attention = ScaledDotProductAttention(temperature=np.power(d_k, 0.5))
+        self.temperature = np.power(d_k, 0.5)
+        self.attn_dropout = nn.Dropout(0.1)
         self.layer_norm = nn.LayerNorm(d_model)
         self.fc = nn.Linear(n_head * d_v, d_model)
         nn.init.xavier_normal_(self.fc.weight)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, q, k, v, mask=None):
-        """``(output (B, Lq, d_model), attention (n_head * B, Lq, Lk))``."""
+        """``(B, Lq, d_model)``; ``mask`` ``(B, Lq, Lk)``, True at keys to ignore."""
         d_k, d_v, n_head = self.d_k, self.d_v, self.n_head
         sz_b, len_q, _ = q.size()
         len_k, len_v = k.size(1), v.size(1)
@@ -74,10 +55,12 @@ class MultiHeadAttention(nn.Module):
         q = self.w_qs(q).view(sz_b, len_q, n_head, d_k).permute(2, 0, 1, 3).reshape(-1, len_q, d_k)
         k = self.w_ks(k).view(sz_b, len_k, n_head, d_k).permute(2, 0, 1, 3).reshape(-1, len_k, d_k)
         v = self.w_vs(v).view(sz_b, len_v, n_head, d_v).permute(2, 0, 1, 3).reshape(-1, len_v, d_v)
-        output, attn = self.attention(q, k, v, mask=mask.repeat(n_head, 1, 1))
+        attn = torch.bmm(q, k.transpose(1, 2)) / self.temperature
+        attn = F.softmax(attn.masked_fill(mask.repeat(n_head, 1, 1), -np.inf), dim=2)
+        output = torch.bmm(self.attn_dropout(attn), v)
         output = output.view(n_head, sz_b, len_q, d_v).permute(1, 2, 0, 3).reshape(sz_b, len_q, -1)
         output = self.dropout(self.fc(output))
-        return self.layer_norm(output + residual), attn
+        return self.layer_norm(output + residual)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -117,11 +100,10 @@ class EncoderLayer(nn.Module):
         self.pos_ffn = PositionwiseFeedForward(d_model, d_inner, dropout=dropout)
 
     def forward(self, enc_input, non_pad_mask=None, slf_attn_mask=None):
-        """``(output, attention)``."""
-        out, attn = self.slf_attn(enc_input, enc_input, enc_input, mask=slf_attn_mask)
+        """``(B, L, d_model)``, padded rows zero."""
+        out = self.slf_attn(enc_input, enc_input, enc_input, mask=slf_attn_mask)
         out = out * non_pad_mask.float()
-        out = self.pos_ffn(out) * non_pad_mask.float()
-        return out, attn
+        return self.pos_ffn(out) * non_pad_mask.float()
 
 
 class TransformerEncoder(nn.Module):
@@ -150,7 +132,7 @@ class TransformerEncoder(nn.Module):
         non_pad_mask = pos.lt(counts).unsqueeze(-1)
         out = padded
         for layer in self.layer_stack:
-            out, _ = layer(out, non_pad_mask=non_pad_mask, slf_attn_mask=slf_attn_mask)
+            out = layer(out, non_pad_mask=non_pad_mask, slf_attn_mask=slf_attn_mask)
         return out[non_pad_mask.squeeze(-1)]
 
 

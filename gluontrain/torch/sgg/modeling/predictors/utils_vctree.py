@@ -10,7 +10,7 @@ import torch
 from ....ops import box_area, box_intersection
 
 __all__ = ['ArbitraryTree', 'BiTree', 'generate_forest', 'gen_tree', 'arbForest_to_biForest',
-           'arTree_to_biTree', 'get_overlap_info', 'IM_SCALE']
+           'get_overlap_info', 'IM_SCALE']
 
 #: SGB's normalisation of areas in :func:`get_overlap_info` (a fixed 1024 x 1024 image).
 IM_SCALE = 1024
@@ -37,15 +37,6 @@ class ArbitraryTree:
         self.label = label
         self.box = box.view(-1) if box is not None else None
         self.parent = None
-
-    def add_child(self, child):
-        """Append ``child`` (last sibling)."""
-        child.parent = self
-        self.children.append(child)
-
-    def get_child_num(self):
-        """Number of direct children."""
-        return len(self.children)
 
     def get_total_child(self):
         """Number of descendants."""
@@ -78,18 +69,6 @@ class BiTree:
         self.state_c_backward = self.state_h_backward = None
         self.embeded_label = None
 
-    def add_left_child(self, child):
-        """Set the left child (ignored, as SGB, when one exists)."""
-        if self.left_child is None:
-            child.parent = self
-            self.left_child = child
-
-    def add_right_child(self, child):
-        """Set the right child (ignored, as SGB, when one exists)."""
-        if self.right_child is None:
-            child.parent = self
-            self.right_child = child
-
     def nodes(self):
         """All nodes, pre-order."""
         out = [self]
@@ -99,7 +78,7 @@ class BiTree:
         return out
 
 
-def gen_tree(node_container, pair_score, node_scores, root, remain_index, mode=None):
+def gen_tree(node_container, pair_score, root, remain_index):
     """Grow ``root`` greedily: attach the best (tree node, remaining node) pair until none left.
 
     Parameters
@@ -108,13 +87,9 @@ def gen_tree(node_container, pair_score, node_scores, root, remain_index, mode=N
         Nodes still outside the tree (consumed).
     pair_score : torch.Tensor
         ``(N, N)``; ``pair_score[a, b]`` scores attaching ``b`` under ``a``.
-    node_scores : torch.Tensor
-        Unused (SGB's signature).
     root : ArbitraryTree
     remain_index : list of int
         Indices of ``node_container`` (consumed).
-    mode : str, optional
-        Unused.
     """
     select_node, select_index = [root], [root.index]
     device = pair_score.device
@@ -124,7 +99,8 @@ def gen_tree(node_container, pair_score, node_scores, root, remain_index, mode=N
         rem = torch.tensor(remain_index, device=device, dtype=torch.int64)
         best_id = int(pair_score[sel][:, rem].reshape(-1).max(0)[1])
         depend, insert = select_node[best_id // wid], node_container[best_id % wid]
-        depend.add_child(insert)
+        insert.parent = depend
+        depend.children.append(insert)
         select_node.append(insert)
         select_index.append(insert.index)
         node_container.remove(insert)
@@ -166,45 +142,29 @@ def generate_forest(pair_scores, proposals, mode):
                 container.append(ArbitraryTree(idx, float(node_scores[idx]),
                                                int(obj_label[idx]), proposal.bbox[idx]))
                 remain.append(idx)
-        gen_tree(container, pair_score, node_scores, root, remain, mode)
+        gen_tree(container, pair_score, root, remain)
         forest.append(root)
     return forest
 
 
-def _bi(node):
-    return BiTree(node.index, node.score, node.label, node.box, node.is_root)
-
-
-def _ar_to_bi(ar_node, bi_node):
-    # first child -> left; later children -> chain of right children of the first
-    if ar_node.get_child_num() >= 1:
-        bi_node.add_left_child(_bi(ar_node.children[0]))
-        _ar_to_bi(ar_node.children[0], bi_node.left_child)
-    current = bi_node.left_child
-    for child in ar_node.children[1:]:
-        current.add_right_child(_bi(child))
-        current = current.right_child
-        _ar_to_bi(child, current)
-
-
-def arTree_to_biTree(ar_tree):
-    """Binary (left-child / right-sibling) copy of an arbitrary tree.
-
-    Parameters
-    ----------
-    ar_tree : ArbitraryTree
-
-    Returns
-    -------
-    BiTree
-    """
-    root = _bi(ar_tree)
-    _ar_to_bi(ar_tree, root)
-    return root
+def _to_bi(node, parent=None):
+    # left child / right sibling: the first child is the left child, each later child the
+    # right child of the one before it (and its parent in the binary tree)
+    bi_node = BiTree(node.index, node.score, node.label, node.box, node.is_root)
+    bi_node.parent = parent
+    previous = None
+    for child in node.children:
+        bi_child = _to_bi(child, previous or bi_node)
+        if previous is None:
+            bi_node.left_child = bi_child
+        else:
+            previous.right_child = bi_child
+        previous = bi_child
+    return bi_node
 
 
 def arbForest_to_biForest(forest):
-    """:func:`arTree_to_biTree` over a forest.
+    """Binary (left-child / right-sibling) copies of arbitrary trees.
 
     Parameters
     ----------
@@ -214,7 +174,7 @@ def arbForest_to_biForest(forest):
     -------
     list of BiTree
     """
-    return [arTree_to_biTree(t) for t in forest]
+    return [_to_bi(t) for t in forest]
 
 
 def get_overlap_info(proposals):
