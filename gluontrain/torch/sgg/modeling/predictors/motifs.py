@@ -185,8 +185,6 @@ class LSTMContext(ObjectContext):
             if boxes_per_cls is not None and not self.training:
                 obj_preds = self._nms_labels(obj_dists, boxes_per_cls, perm, proposals)
         else:
-            if obj_labels is None:
-                raise ValueError('PredCls needs the proposals\' "labels" field')
             obj_preds = obj_labels
             obj_dists = to_onehot(obj_preds, self.num_obj_classes)
         return obj_dists, obj_preds, encoder_rep[inv_perm], perm, inv_perm, ls_transposed

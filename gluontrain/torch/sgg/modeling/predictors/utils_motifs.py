@@ -16,6 +16,7 @@ import torch
 from torch.nn import functional as F
 
 from .....core.checkpoint import atomic_save_file
+from .utils_relation import get_box_info
 
 __all__ = ['obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
            'get_dropout_mask', 'sort_by_score', 'sort_rois',
@@ -194,12 +195,7 @@ def encode_box_info(proposals):
         wid, hei = p.size
         if wid * hei == 0:
             raise ValueError('encode_box_info: image size {} has zero area'.format(p.size))
-        boxes = p.bbox
-        wh = boxes[:, 2:] - boxes[:, :2] + 1.0
-        xy = boxes[:, :2] + 0.5 * wh
-        w, h = wh.split([1, 1], dim=-1)
-        x, y = xy.split([1, 1], dim=-1)
-        x1, y1, x2, y2 = boxes.split([1, 1, 1, 1], dim=-1)
+        x1, y1, x2, y2, x, y, w, h = get_box_info(p.bbox, need_norm=False).split(1, dim=-1)
         infos.append(torch.cat([w / wid, h / hei, x / wid, y / hei, x1 / wid, y1 / hei,
                                 x2 / wid, y2 / hei, w * h / (wid * hei)], dim=-1).view(-1, 9))
     return torch.cat(infos, dim=0)

@@ -125,8 +125,6 @@ class VCTreeLSTMContext(ObjectContext):
                 dec_inp = self._decoder_input(feat, enc, ctx_average)
                 dist, pred = self.decoder_rnn(tree, dec_inp, len(proposal))
             else:
-                if labels is None:
-                    raise ValueError('PredCls needs the proposals\' "labels" field')
                 pred = labels[i]
                 dist = to_onehot(pred, self.num_obj_classes)
             preds.append(pred)
