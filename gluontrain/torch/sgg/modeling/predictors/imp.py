@@ -86,23 +86,16 @@ class IMPContext(nn.Module):
         rel_rep = F.relu(self.edge_unary(union_features))
         obj_count, rel_count = obj_rep.shape[0], rel_rep.shape[0]
         device = obj_rep.device
-        # incidence matrices: node <- edges where it is subject / object
+        # batch-wide subject / object of each relation, and the incidence matrices
+        # node <- edges where it is subject / object
+        offsets = [sum(num_objs[:i]) for i in range(len(num_objs))]
+        sub_inds = torch.cat([p[:, 0].long() + o for p, o in zip(rel_pair_idxs, offsets)])
+        obj_inds = torch.cat([p[:, 1].long() + o for p, o in zip(rel_pair_idxs, offsets)])
+        rel = torch.arange(rel_count, device=device)
         sub2rel = torch.zeros(obj_count, rel_count, device=device)
         obj2rel = torch.zeros(obj_count, rel_count, device=device)
-        sub_inds, obj_inds = [], []
-        obj_offset = rel_offset = 0
-        for pair_idx, n in zip(rel_pair_idxs, num_objs):
-            r = pair_idx.shape[0]
-            sub = pair_idx[:, 0].long().view(-1) + obj_offset
-            obj = pair_idx[:, 1].long().view(-1) + obj_offset
-            rel = torch.arange(r, device=device) + rel_offset
-            sub_inds.append(sub)
-            obj_inds.append(obj)
-            sub2rel[sub, rel] = 1.0
-            obj2rel[obj, rel] = 1.0
-            obj_offset += n
-            rel_offset += r
-        sub_inds, obj_inds = torch.cat(sub_inds, 0), torch.cat(obj_inds, 0)
+        sub2rel[sub_inds, rel] = 1.0
+        obj2rel[obj_inds, rel] = 1.0
         hx_obj = torch.zeros(obj_count, self.hidden_dim, device=device)
         hx_rel = torch.zeros(rel_count, self.hidden_dim, device=device)
         vert = [self.node_gru(obj_rep, hx_obj)]

@@ -17,7 +17,8 @@ from torch.nn import functional as F
 from .utils_motifs import get_dropout_mask
 
 __all__ = ['block_orthogonal', 'TreeLSTM_IO', 'walk', 'BiTreeLSTM_Foreward', 'BiTreeLSTM_Backward',
-           'OneDirectionalTreeLSTM', 'BidirectionalTreeLSTM', 'MultiLayer_BTreeLSTM']
+           'OneDirectionalTreeLSTM', 'BidirectionalTreeLSTM', 'MultiLayer_BTreeLSTM',
+           'tree_lstm_class']
 
 
 def block_orthogonal(tensor, split_sizes, gain=1.0):
@@ -228,6 +229,16 @@ class BiTreeLSTM_Backward(_HighwayTreeLSTM):
                 self.forward(child, features, treelstm_io)
 
 
+def tree_lstm_class(direction):
+    """:class:`BiTreeLSTM_Foreward` for ``'foreward'``, :class:`BiTreeLSTM_Backward` for
+    ``'backward'`` (SGB's spellings); a ``ValueError`` naming both otherwise."""
+    classes = {'foreward': BiTreeLSTM_Foreward, 'backward': BiTreeLSTM_Backward}
+    if direction not in classes:
+        raise ValueError("direction must be 'foreward' or 'backward', got {!r}".format(
+            direction))
+    return classes[direction]
+
+
 class OneDirectionalTreeLSTM(nn.Module):
     """One tree LSTM direction with its per-tree dropout mask.
 
@@ -241,13 +252,7 @@ class OneDirectionalTreeLSTM(nn.Module):
     def __init__(self, in_dim, out_dim, direction, dropout=0.0):
         super().__init__()
         self.dropout, self.out_dim = dropout, out_dim
-        if direction == 'foreward':
-            self.treeLSTM = BiTreeLSTM_Foreward(in_dim, out_dim)
-        elif direction == 'backward':
-            self.treeLSTM = BiTreeLSTM_Backward(in_dim, out_dim)
-        else:
-            raise ValueError("direction must be 'foreward' or 'backward', got {!r}".format(
-                direction))
+        self.treeLSTM = tree_lstm_class(direction)(in_dim, out_dim)
 
     def forward(self, tree, features, num_obj):
         """``(num_obj, out_dim)`` hidden states in object order."""
@@ -266,7 +271,6 @@ class BidirectionalTreeLSTM(nn.Module):
 
     def __init__(self, in_dim, out_dim, dropout=0.0):
         super().__init__()
-        self.dropout, self.out_dim = dropout, out_dim
         self.treeLSTM_foreward = OneDirectionalTreeLSTM(in_dim, int(out_dim / 2), 'foreward',
                                                         dropout)
         self.treeLSTM_backward = OneDirectionalTreeLSTM(in_dim, int(out_dim / 2), 'backward',
@@ -290,7 +294,6 @@ class MultiLayer_BTreeLSTM(nn.Module):
 
     def __init__(self, in_dim, out_dim, num_layer, dropout=0.0):
         super().__init__()
-        self.num_layer = num_layer
         layers = [BidirectionalTreeLSTM(in_dim, out_dim, dropout)]
         layers += [BidirectionalTreeLSTM(out_dim, out_dim, dropout) for _ in range(num_layer - 1)]
         self.multi_layer_lstm = nn.ModuleList(layers)

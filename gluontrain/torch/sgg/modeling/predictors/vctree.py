@@ -15,7 +15,7 @@ from torch.nn import functional as F
 from .base import ObjectContext, PairPredictor, binary_loss
 from .utils_motifs import check_inputs, encode_box_info, obj_edge_vectors, to_onehot
 from .utils_relation import layer_init
-from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, walk
+from .utils_treelstm import MultiLayer_BTreeLSTM, tree_lstm_class, walk
 from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info
 
 __all__ = ['DecoderTreeLSTM', 'VCTreeLSTMContext', 'VCTreePredictor']
@@ -45,17 +45,10 @@ class DecoderTreeLSTM(nn.Module):
         with torch.no_grad():
             self.obj_embed.weight.copy_(vecs)
         self.out = nn.Linear(hidden_dim, len(classes))
-        if direction == 'backward':
-            self.input_size = inputs_dim + embed_dim
-            self.decoderLSTM = BiTreeLSTM_Backward(self.input_size, hidden_dim, True,
-                                                   self.obj_embed, self.out)
-        elif direction == 'foreward':
-            self.input_size = inputs_dim + embed_dim * 2
-            self.decoderLSTM = BiTreeLSTM_Foreward(self.input_size, hidden_dim, True,
-                                                   self.obj_embed, self.out)
-        else:
-            raise ValueError("direction must be 'backward' or 'foreward', got {!r}".format(
-                direction))
+        lstm = tree_lstm_class(direction)
+        # the parent's class embedding (backward), or both children's (foreward), is input
+        self.input_size = inputs_dim + embed_dim * (1 if direction == 'backward' else 2)
+        self.decoderLSTM = lstm(self.input_size, hidden_dim, True, self.obj_embed, self.out)
 
     def forward(self, tree, features, num_obj):
         """``(dists (num_obj, C), commitments (num_obj,))`` in object order."""
