@@ -9,8 +9,8 @@ keys keep their initial values. The relation head's box feature extractor and th
 feature extractor's inner extractor thus start from the detector's ``fc6``/``fc7``.
 
 SGB logs one ``REMATCHING!`` / ``NO-MATCHING`` line per key and then loads strictly (a shape
-mismatch is torch's size-mismatch traceback). Here the load goes through
-:func:`gluontrain.torch.weights.load_state_dict_reported`: "loaded N of M tensors", the keys
+mismatch is torch's size-mismatch traceback). Here the load is reported as
+:func:`gluontrain.torch.weights.load_state_dict_reported` reports: "loaded N of M tensors", the keys
 left at their initial values grouped by prefix (SGB's NO-MATCHING keys), one line per mapping
 ("roi_heads.relation.box_feature_extractor.* <- roi_heads.box.feature_extractor.* (4
 tensors)"), a file that fills nothing refused, shape mismatches refused in one line before
@@ -20,8 +20,8 @@ import collections
 import logging
 from collections import OrderedDict
 
-from ...weights import load_state_dict_reported, strip_ddp_prefix, tensor_shapes
-from ....core.load_report import WeightsLoadError, compare, guess_origin
+from ...weights import apply_report, strip_ddp_prefix, tensor_shapes
+from ....core.load_report import WeightsLoadError, check, compare, guess_origin
 
 __all__ = ['RELATION_LOAD_MAPPING', 'match_keys', 'align_and_update_state_dicts',
            'load_state_dict_with_mapping', 'mapping_lines', 'ignored_in_files']
@@ -224,10 +224,10 @@ def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, so
                                    '{}'.format(what, source, len(pre.loaded), pre.total,
                                                len(keys), prefix, '; it looks like ' + origin
                                                if origin else '', fix))
-    report = load_state_dict_reported(model, loaded, source, what, fix,
-                                      allow_partial=allow_partial, mapping=full,
-                                      ignore=ignored, logger=log,
-                                      allow_unexpected=allow_partial)
-    for line in mapping_lines(matched, applied, report.loaded):
+    # that report is the load's (one comparison): refuse or fill, then log it
+    check(pre, what, fix, allow_partial, allow_unexpected=allow_partial)
+    apply_report(model, loaded, pre)
+    log.info('%s', pre.format())
+    for line in mapping_lines(matched, applied, pre.loaded):
         log.info('%s', line)
-    return report
+    return pre

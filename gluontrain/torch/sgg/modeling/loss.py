@@ -51,10 +51,8 @@ class RelationLossComputation:
 
     def __init__(self, use_label_smoothing=False):
         self.use_label_smoothing = use_label_smoothing
-        if use_label_smoothing:
-            self.criterion_loss = label_smoothing_loss
-        else:
-            self.criterion_loss = nn.CrossEntropyLoss()
+        self.criterion_loss = label_smoothing_loss if use_label_smoothing else \
+            nn.CrossEntropyLoss()
 
     def __call__(self, proposals, rel_labels, relation_logits, refine_logits):
         """Per-image lists of logits and labels, concatenated over the batch.

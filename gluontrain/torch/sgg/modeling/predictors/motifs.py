@@ -112,15 +112,13 @@ class DecoderRNN(nn.Module):
             dist = self.out_obj(state)
             out_dists.append(dist)
             if self.training:
-                embed_labels = labels[start:end].clone()
+                step_labels = labels[start:end]
                 fg_pred = dist[:, 1:].max(1)[1] + 1
-                is_bg = embed_labels == 0
-                embed_labels[is_bg] = fg_pred[is_bg]
-                commitments.append(embed_labels)
+                embed_labels = torch.where(step_labels == 0, fg_pred, step_labels)
             else:
                 # SGB asserts one image per step here; the argmax is per row, so any works
                 embed_labels = F.softmax(dist, dim=1)[:, 1:].max(1)[1] + 1
-                commitments.append(embed_labels)
+            commitments.append(embed_labels)
             prev_embed = self.obj_embed(embed_labels + 1)
         return torch.cat(out_dists, 0), torch.cat(commitments, 0)
 
