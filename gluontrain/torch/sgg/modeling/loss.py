@@ -50,7 +50,6 @@ class RelationLossComputation:
     """
 
     def __init__(self, use_label_smoothing=False):
-        self.use_label_smoothing = use_label_smoothing
         self.criterion_loss = label_smoothing_loss if use_label_smoothing else \
             nn.CrossEntropyLoss()
 

@@ -37,7 +37,6 @@ class DecoderRNN(nn.Module):
 
     def __init__(self, cfg, obj_classes, embed_dim, inputs_dim, hidden_dim, rnn_drop):
         super().__init__()
-        self.obj_classes = obj_classes
         self.embed_dim = embed_dim
         vecs = obj_edge_vectors(['start'] + list(obj_classes), wv_dir=cfg.GLOVE_DIR,
                                 wv_dim=embed_dim)
@@ -45,8 +44,6 @@ class DecoderRNN(nn.Module):
         with torch.no_grad():
             self.obj_embed.weight.copy_(vecs)
         self.hidden_size = hidden_dim
-        self.inputs_dim = inputs_dim
-        self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         self.rnn_drop = rnn_drop
         self.input_linearity = nn.Linear(inputs_dim + embed_dim, 6 * hidden_dim, bias=True)
         self.state_linearity = nn.Linear(hidden_dim, 5 * hidden_dim, bias=True)

@@ -152,15 +152,13 @@ class TransformerContext(ObjectContext):
     def __init__(self, cfg, obj_classes, rel_classes, in_channels):
         super().__init__(cfg, obj_classes, rel_classes, in_channels, pos_embed=False)
         t = cfg.MODEL.ROI_RELATION_HEAD.TRANSFORMER
-        self.num_obj_cls, self.num_rel_cls = len(obj_classes), len(rel_classes)
-        self.in_channels = in_channels
         self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         self.bbox_embed = nn.Sequential(nn.Linear(9, 32), nn.ReLU(inplace=True), nn.Dropout(0.1),
                                         nn.Linear(32, 128), nn.ReLU(inplace=True),
                                         nn.Dropout(0.1))
         self.lin_obj = nn.Linear(in_channels + self.embed_dim + 128, self.hidden_dim)
         self.lin_edge = nn.Linear(self.embed_dim + self.hidden_dim + in_channels, self.hidden_dim)
-        self.out_obj = nn.Linear(self.hidden_dim, self.num_obj_cls)
+        self.out_obj = nn.Linear(self.hidden_dim, self.num_obj_classes)
         self.context_obj = TransformerEncoder(t.OBJ_LAYER, t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM,
                                               self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
         self.context_edge = TransformerEncoder(t.REL_LAYER, t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM,
@@ -176,7 +174,7 @@ class TransformerContext(ObjectContext):
         obj_feats = self.context_obj(obj_pre_rep, num_objs)
         if self.mode == 'predcls':
             obj_preds = obj_labels.long()
-            obj_dists = to_onehot(obj_preds, self.num_obj_cls)
+            obj_dists = to_onehot(obj_preds, self.num_obj_classes)
         else:
             obj_dists = self.out_obj(obj_feats)
             if self.mode == 'sgdet' and not self.training:

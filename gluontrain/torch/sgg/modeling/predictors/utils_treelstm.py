@@ -97,7 +97,7 @@ class _HighwayTreeLSTM(nn.Module):
     def __init__(self, feat_dim, h_dim, is_pass_embed=False, embed_layer=None,
                  embed_out_layer=None):
         super().__init__()
-        self.feat_dim, self.h_dim = feat_dim, h_dim
+        self.h_dim = h_dim
         self.is_pass_embed = is_pass_embed
         self.embed_layer, self.embed_out_layer = embed_layer, embed_out_layer
         self.px = nn.Linear(feat_dim, h_dim)

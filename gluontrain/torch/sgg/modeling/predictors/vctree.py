@@ -36,9 +36,7 @@ class DecoderTreeLSTM(nn.Module):
     def __init__(self, cfg, classes, embed_dim, inputs_dim, hidden_dim, direction='backward',
                  dropout=0.2):
         super().__init__()
-        self.classes = classes
-        self.hidden_size, self.inputs_dim = hidden_dim, inputs_dim
-        self.nms_thresh = 0.5   # SGB sets it but VCTree never runs NMS
+        self.hidden_size = hidden_dim
         self.dropout = dropout
         vecs = obj_edge_vectors(['start'] + list(classes), wv_dir=cfg.GLOVE_DIR, wv_dim=embed_dim)
         self.obj_embed = nn.Embedding(len(classes) + 1, embed_dim)
