@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
 from ...config_values import relation_mode
-from .utils_motifs import class_names, obj_edge_vectors, pair_features
+from .utils_motifs import obj_edge_vectors, pair_features
 from .utils_relation import layer_init
 
 __all__ = ['AVERAGE_RATIO', 'moving_average', 'binary_loss', 'ObjectContext', 'PairPredictor']
@@ -192,13 +192,21 @@ class PairPredictor(nn.Module):
     def __init__(self, cfg, statistics=None):
         super().__init__()
         head = cfg.MODEL.ROI_RELATION_HEAD
+        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
+        self.num_rel_cls = head.NUM_CLASSES
         if statistics is not None:
             if cfg.MODEL.ATTRIBUTE_ON:
                 raise NotImplementedError('MODEL.ATTRIBUTE_ON (SGB\'s attribute heads) is not '
                                           'ported; set MODEL.ATTRIBUTE_ON False')
-            self.obj_classes, self.rel_classes = class_names(cfg, statistics)
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
+            self.obj_classes = list(statistics['obj_classes'])
+            self.rel_classes = list(statistics['rel_classes'])
+            # the config's class counts must be the dataset's (SGB asserts)
+            for key, value, names in (('ROI_BOX_HEAD', self.num_obj_cls, self.obj_classes),
+                                      ('ROI_RELATION_HEAD', self.num_rel_cls, self.rel_classes)):
+                if value != len(names):
+                    raise ValueError('MODEL.{0}.NUM_CLASSES is {1} but the dataset has {2} '
+                                     'classes (background included); set MODEL.{0}.NUM_CLASSES '
+                                     '{2}'.format(key, value, len(names)))
         self.use_vision = head.PREDICT_USE_VISION
         self.use_bias = head.PREDICT_USE_BIAS
         self.hidden_dim = head.CONTEXT_HIDDEN_DIM

@@ -19,8 +19,7 @@ from .....core.checkpoint import atomic_save_file
 from .utils_relation import get_box_info
 
 __all__ = ['obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
-           'get_dropout_mask', 'sort_by_score', 'sort_rois',
-           'transpose_packed_sequence_inds', 'class_names', 'pair_features',
+           'get_dropout_mask', 'sort_rois', 'pair_features',
            'check_inputs']
 
 logger = logging.getLogger(__name__)
@@ -239,62 +238,12 @@ def get_dropout_mask(dropout_probability, tensor_shape, device):
 
 
 # ---------------------------------------------------------------------- ordering for the LSTMs
-def transpose_packed_sequence_inds(lengths):
-    """Row order turning image-major rows into a time-major ``PackedSequence``.
-
-    Parameters
-    ----------
-    lengths : list of int
-        Sequence lengths, descending.
-
-    Returns
-    -------
-    tuple
-        ``(indices (sum lengths,) array, batch sizes per time step list)``.
-    """
-    new_inds, new_lens = [], []
-    starts = np.cumsum([0] + list(lengths))
-    pointer = len(lengths) - 1
-    for t in range(lengths[0]):
-        while pointer > 0 and lengths[pointer] <= t:
-            pointer -= 1
-        new_inds.append(starts[:pointer + 1] + t)
-        new_lens.append(pointer + 1)
-    return np.concatenate(new_inds, 0), new_lens
-
-
-def sort_by_score(proposals, scores):
-    """Permutation sorting objects by ``scores`` (high first) within images, packed time-major.
+def sort_rois(proposals, mode='leftright', obj_logits=None):
+    """Object order for the context LSTMs: by score (high first) within images, packed
+    time-major.
 
     Images keep their order by size (the offset ``2 * (2 * N_i * n_img + i)`` dominates scores
     in ``[0, 1]``), as SGB / neural-motifs.
-
-    Parameters
-    ----------
-    proposals : list of BoxList
-    scores : torch.Tensor
-        ``(sum N_i,)`` in ``[0, 1]``.
-
-    Returns
-    -------
-    tuple
-        ``(perm, inv_perm, ls_transposed)``: ``rows[perm]`` is the packed data,
-        ``packed[inv_perm]`` goes back, ``ls_transposed`` the batch sizes (long tensor).
-    """
-    num_rois = [len(b) for b in proposals]
-    num_im = len(num_rois)
-    parts = scores.split(num_rois, dim=0)
-    ordered = torch.cat([s + 2.0 * float(n * 2 * num_im + i)
-                         for i, (s, n) in enumerate(zip(parts, num_rois))], dim=0)
-    _, perm = torch.sort(ordered, 0, descending=True)
-    inds, ls_transposed = transpose_packed_sequence_inds(sorted(num_rois, reverse=True))
-    perm = perm[torch.as_tensor(inds, dtype=torch.long, device=scores.device)]
-    _, inv_perm = torch.sort(perm)
-    return perm, inv_perm, torch.as_tensor(ls_transposed, dtype=torch.long)
-
-
-def sort_rois(proposals, mode='leftright', obj_logits=None):
-    """Object order for the context LSTMs.
 
     Parameters
     ----------
@@ -308,7 +257,8 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
     Returns
     -------
     tuple
-        As :func:`sort_by_score`.
+        ``(perm, inv_perm, ls_transposed)``: ``rows[perm]`` is the packed data,
+        ``packed[inv_perm]`` goes back, ``ls_transposed`` the batch sizes (long tensor).
     """
     boxes = torch.cat([p.bbox for p in proposals], dim=0)
     if mode == 'leftright':
@@ -324,40 +274,22 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
     else:
         raise ValueError("sort mode must be 'leftright', 'confidence' or 'size', got {!r}"
                          .format(mode))
-    return sort_by_score(proposals, scores)
+    num_rois = [len(b) for b in proposals]
+    num_im = len(num_rois)
+    ordered = torch.cat([s + 2.0 * float(n * 2 * num_im + i) for i, (s, n) in
+                         enumerate(zip(scores.split(num_rois, dim=0), num_rois))], dim=0)
+    _, perm = torch.sort(ordered, 0, descending=True)
+    # time-major packing: step t takes row t of every image with more than t objects
+    lengths = sorted(num_rois, reverse=True)
+    starts = np.cumsum([0] + lengths)
+    ls_transposed = [sum(n > t for n in lengths) for t in range(lengths[0])]
+    inds = np.concatenate([starts[:k] + t for t, k in enumerate(ls_transposed)], 0)
+    perm = perm[torch.as_tensor(inds, dtype=torch.long, device=scores.device)]
+    _, inv_perm = torch.sort(perm)
+    return perm, inv_perm, torch.as_tensor(ls_transposed, dtype=torch.long)
 
 
 # ------------------------------------------------------------------------ predictor plumbing
-def class_names(cfg, statistics):
-    """``(obj_classes, rel_classes)`` from the statistics, checked against the config sizes.
-
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-    statistics : dict
-        SGB's statistics dict.
-
-    Returns
-    -------
-    tuple of list
-
-    Raises
-    ------
-    ValueError
-        ``MODEL.ROI_BOX_HEAD.NUM_CLASSES`` / ``MODEL.ROI_RELATION_HEAD.NUM_CLASSES`` differ
-        from the dataset's class counts (SGB asserts).
-    """
-    obj_classes, rel_classes = list(statistics['obj_classes']), list(statistics['rel_classes'])
-    for key, value, names in (('MODEL.ROI_BOX_HEAD.NUM_CLASSES',
-                               cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES, obj_classes),
-                              ('MODEL.ROI_RELATION_HEAD.NUM_CLASSES',
-                               cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES, rel_classes)):
-        if value != len(names):
-            raise ValueError('{} is {} but the dataset has {} classes (background included); '
-                             'set {} {}'.format(key, value, len(names), key, len(names)))
-    return obj_classes, rel_classes
-
-
 def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs, difference=False):
     """Concatenate subject-head and object-tail features per relation pair, with class pairs.
 
