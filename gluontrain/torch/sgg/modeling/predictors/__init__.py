@@ -11,16 +11,13 @@ logger=None) -> (obj_dists, relation_dists, add_losses)``.
 selected predictor (only IMP has them).
 """
 from .causal import CausalAnalysisPredictor
-from .frequency_bias import FrequencyBias
-from .imp import IMPContext, IMPPredictor
-from .motifs import LSTMContext, MotifPredictor
-from .transformer import TransformerContext, TransformerPredictor
-from .vctree import VCTreeLSTMContext, VCTreePredictor
+from .imp import IMPPredictor
+from .motifs import MotifPredictor
+from .transformer import TransformerPredictor
+from .vctree import VCTreePredictor
 
-__all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'FrequencyBias', 'LSTMContext',
-           'MotifPredictor', 'IMPContext', 'IMPPredictor', 'TransformerContext',
-           'TransformerPredictor', 'CausalAnalysisPredictor', 'VCTreeLSTMContext',
-           'VCTreePredictor']
+__all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'MotifPredictor', 'IMPPredictor',
+           'TransformerPredictor', 'CausalAnalysisPredictor', 'VCTreePredictor']
 
 #: SGB's registry names -> predictor classes.
 PREDICTORS = {
