@@ -38,8 +38,6 @@ def moving_average(holder, x, ratio=AVERAGE_RATIO):
     torch.Tensor
         The new average (a new tensor; assign it back to the buffer).
     """
-    if x.dim() != 2:
-        raise ValueError('moving_average expects (N, D) input, got {}'.format(tuple(x.shape)))
     with torch.no_grad():
         return holder * (1 - ratio) + ratio * x.mean(0).view(-1)
 

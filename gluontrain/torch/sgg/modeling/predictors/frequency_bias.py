@@ -65,8 +65,7 @@ class FrequencyBias(nn.Module):
             ``(R, C_rel)``: ``sum_{s,o} p_sub(s) p_obj(o) table[s * C + o]``.
         """
         batch_size, num_obj, _ = pair_prob.shape
-        joint = pair_prob[:, :, 0].contiguous().view(batch_size, num_obj, 1) * \
-            pair_prob[:, :, 1].contiguous().view(batch_size, 1, num_obj)
+        joint = pair_prob[:, :, None, 0] * pair_prob[:, None, :, 1]
         return joint.view(batch_size, num_obj * num_obj) @ self.obj_baseline.weight
 
     def forward(self, labels):

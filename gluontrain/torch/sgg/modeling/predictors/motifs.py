@@ -87,8 +87,6 @@ class DecoderRNN(nn.Module):
             commitments are the greedy argmax over foreground classes (NMS is applied by the
             caller, per image).
         """
-        if not isinstance(inputs, PackedSequence):
-            raise ValueError('inputs must be a PackedSequence, got {}'.format(type(inputs)))
         seq, batch_lengths = inputs.data, inputs.batch_sizes
         batch_size = int(batch_lengths[0])
         memory = seq.new_zeros(batch_size, self.hidden_size)

@@ -124,12 +124,10 @@ class TransformerEncoder(nn.Module):
     def forward(self, input_feats, num_objs):
         """``(sum N_i, d_model) -> (sum N_i, d_model)``, objects attending within their image."""
         padded = nn.utils.rnn.pad_sequence(input_feats.split(num_objs, dim=0), batch_first=True)
-        bsz, pad_len = len(num_objs), max(num_objs)
-        device = padded.device
-        counts = torch.as_tensor(num_objs, device=device).unsqueeze(1).expand(-1, pad_len)
-        pos = torch.arange(pad_len, device=device).view(1, -1).expand(bsz, -1)
-        slf_attn_mask = pos.ge(counts).unsqueeze(1).expand(-1, pad_len, -1)
-        non_pad_mask = pos.lt(counts).unsqueeze(-1)
+        pad_len, counts = max(num_objs), torch.as_tensor(num_objs, device=padded.device)
+        valid = torch.arange(pad_len, device=padded.device)[None] < counts[:, None]   # (B, L)
+        slf_attn_mask = (~valid).unsqueeze(1).expand(-1, pad_len, -1)   # padded keys
+        non_pad_mask = valid.unsqueeze(-1)
         out = padded
         for layer in self.layer_stack:
             out = layer(out, non_pad_mask=non_pad_mask, slf_attn_mask=slf_attn_mask)

@@ -127,9 +127,6 @@ def generate_forest(pair_scores, proposals, mode):
     forest = []
     for pair_score, proposal in zip(pair_scores, proposals):
         num_obj = pair_score.shape[0]
-        if pair_score.shape != (len(proposal), len(proposal)):
-            raise ValueError('pair scores {} for {} objects'.format(tuple(pair_score.shape),
-                                                                    len(proposal)))
         obj_label = proposal.get_field('labels') if mode == 'predcls' else \
             proposal.get_field('predict_logits').max(-1)[1]
         node_scores = pair_score.detach().mean(1).view(-1)
