@@ -17,6 +17,7 @@ generators as SGB.
 """
 import numpy as np
 import torch
+from torch.nn import functional as F
 
 from ...twostage.structures import boxlist_iou
 
@@ -111,8 +112,7 @@ class RelationSampling:
             if pairs.shape[0] > num_pos:
                 perm = self._randperm(pairs.shape[0], device)[:num_pos]
                 pairs, labs = pairs[perm], labs[perm]
-            num_fg = min(pairs.shape[0], num_pos)
-            num_bg = self.batch_size_per_image - num_fg
+            num_bg = self.batch_size_per_image - pairs.shape[0]   # at most num_pos now
             bg = bg[self._randperm(bg.shape[0], device)[:num_bg]]
             rel_idx_pairs.append(torch.cat((pairs, bg), dim=0))
             rel_labels.append(torch.cat((labs.long(), torch.zeros(bg.shape[0], dtype=torch.long,
@@ -159,8 +159,7 @@ class RelationSampling:
             t_idx = torch.nonzero(is_match[int(tails[i])]).squeeze(1)
             if h_idx.numel() == 0 or t_idx.numel() == 0:
                 continue
-            hh = h_idx.view(-1, 1).expand(h_idx.numel(), t_idx.numel()).reshape(-1)
-            tt = t_idx.view(1, -1).expand(h_idx.numel(), t_idx.numel()).reshape(-1)
+            hh, tt = (g.reshape(-1) for g in torch.meshgrid(h_idx, t_idx, indexing='ij'))
             binary[hh, tt] = 1
             binary[tt, hh] = 1
             valid = hh != tt
@@ -184,9 +183,7 @@ class RelationSampling:
                 fg = fg[self._randperm(fg.shape[0], device)[:self.num_pos_per_img]]
         else:
             fg = torch.zeros((0, 3), dtype=torch.long, device=device)
-        bg_idx = torch.nonzero(rel_possibility).view(-1, 2)
-        bg = torch.cat((bg_idx, torch.zeros((bg_idx.shape[0], 1), dtype=torch.long,
-                                            device=device)), dim=1)
+        bg = F.pad(torch.nonzero(rel_possibility).view(-1, 2), (0, 1))   # label 0
         num_neg = min(self.batch_size_per_image - fg.shape[0], bg.shape[0])
         if bg.shape[0] > 0:
             bg = bg[self._randperm(bg.shape[0], device)[:num_neg]]

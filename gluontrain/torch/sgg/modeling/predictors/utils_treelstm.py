@@ -44,10 +44,9 @@ def block_orthogonal(tensor, split_sizes, gain=1.0):
     indexes = [list(range(0, size, split)) for size, split in zip(sizes, split_sizes)]
     for starts in itertools.product(*indexes):
         block = tuple(slice(s, s + step) for s, step in zip(starts, split_sizes))
-        lens = [b.stop - b.start for b in block]
-        square = tensor.new(max(lens), max(lens))
+        square = tensor.new(max(split_sizes), max(split_sizes))
         torch.nn.init.orthogonal_(square, gain=gain)
-        tensor[block] = square[0:lens[0], 0:lens[1]]
+        tensor[block] = square[0:split_sizes[0], 0:split_sizes[1]]
 
 
 class TreeLSTM_IO:
@@ -122,11 +121,8 @@ class _HighwayTreeLSTM(nn.Module):
             pred_dist = self.embed_out_layer(h)
             prob = F.softmax(pred_dist.view(-1), 0)[1:]
             label = prob.max(0)[1] + 1
-            if self.training:
-                sampled = prob.multinomial(1).detach() + 1
-                tree.embeded_label = self.embed_layer(sampled + 1)
-            else:
-                tree.embeded_label = self.embed_layer(label + 1)
+            passed = prob.multinomial(1).detach() + 1 if self.training else label
+            tree.embeded_label = self.embed_layer(passed + 1)
             io.dists[tree.index] = pred_dist.view(-1)
             io.commitments[tree.index] = label.view(-1)
         io.hidden[tree.index] = h.view(-1)
