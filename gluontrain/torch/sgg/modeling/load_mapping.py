@@ -82,11 +82,8 @@ def match_keys(current_keys, loaded_keys, load_mapping=None):
                 # SGB replaces in the original key: with several entries the last one wins
                 mapped = key.replace(source, target)
                 applied[key] = (source, target)
-        best, best_len = None, 0
-        for cand in loaded:
-            # equally long suffixes of one key are the same key: no ties to break
-            if len(cand) > best_len and mapped.endswith(cand):
-                best, best_len = cand, len(cand)
+        # the longest non-empty suffix; equally long suffixes of one key are the same key
+        best = max((c for c in loaded if c and mapped.endswith(c)), key=len, default=None)
         if best is None:
             logger.debug('NO-MATCHING of current module: %s', key)
             continue
