@@ -82,7 +82,6 @@ class ObjectContext(nn.Module):
         super().__init__()
         head = cfg.MODEL.ROI_RELATION_HEAD
         self.cfg = cfg
-        self.obj_classes, self.rel_classes = obj_classes, rel_classes
         self.num_obj_classes = len(obj_classes)
         self.mode = relation_mode(cfg)
         self.embed_dim = head.EMBED_DIM
@@ -98,7 +97,6 @@ class ObjectContext(nn.Module):
         self.obj_dim = in_channels
         self.dropout_rate = head.CONTEXT_DROPOUT_RATE
         self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.average_ratio = AVERAGE_RATIO
         self.effect_analysis = head.CAUSAL.EFFECT_ANALYSIS
 
     def _layer_counts(self):
@@ -149,8 +147,7 @@ class ObjectContext(nn.Module):
         else:
             dec_inp = torch.cat((feat, enc), 1)
         if self.training and self.effect_analysis:
-            self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, dec_inp,
-                                                     self.average_ratio)
+            self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, dec_inp)
         return dec_inp
 
     def _edge_input(self, x, obj_preds, obj_ctx, average=False):
@@ -166,10 +163,9 @@ class ObjectContext(nn.Module):
         """In training with ``EFFECT_ANALYSIS``: move the averages of the object input and
         of the edge input (``edge_parts`` concatenated)."""
         if self.training and self.effect_analysis:
-            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
-                                                     self.average_ratio)
-            self.untreated_edg_feat = moving_average(
-                self.untreated_edg_feat, torch.cat(edge_parts, -1), self.average_ratio)
+            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep)
+            self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
+                                                     torch.cat(edge_parts, -1))
 
 
 class PairPredictor(nn.Module):

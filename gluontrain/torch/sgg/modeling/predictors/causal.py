@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .base import AVERAGE_RATIO, PairPredictor, binary_loss, moving_average
+from .base import PairPredictor, binary_loss, moving_average
 from .frequency_bias import FrequencyBias
 from .motifs import LSTMContext
 from .utils_motifs import check_inputs
@@ -100,7 +100,6 @@ class CausalAnalysisPredictor(PairPredictor):
                                          nn.ReLU(inplace=True))
             layer_init(self.spt_emb[0], xavier=True)
             layer_init(self.spt_emb[2], xavier=True)
-        self.average_ratio = AVERAGE_RATIO
         self.register_buffer('untreated_spt', torch.zeros(32))
         self.register_buffer('untreated_conv_spt', torch.zeros(self.pooling_dim))
         self.register_buffer('avg_post_ctx', torch.zeros(self.pooling_dim))
@@ -176,15 +175,12 @@ class CausalAnalysisPredictor(PairPredictor):
                 add_losses['auxiliary_frq'] = F.cross_entropy(
                     self.freq_bias.index_with_labels(pair_pred.long()), rel_labels)
             if self.spatial_for_vision:
-                self.untreated_spt = moving_average(self.untreated_spt, pair_bbox,
-                                                    self.average_ratio)
+                self.untreated_spt = moving_average(self.untreated_spt, pair_bbox)
             if self.separate_spatial:
                 self.untreated_conv_spt = moving_average(self.untreated_conv_spt,
-                                                         spatial_conv_feats, self.average_ratio)
-            self.avg_post_ctx = moving_average(self.avg_post_ctx, post_ctx_rep,
-                                               self.average_ratio)
-            self.untreated_feat = moving_average(self.untreated_feat, union_features,
-                                                 self.average_ratio)
+                                                         spatial_conv_feats)
+            self.avg_post_ctx = moving_average(self.avg_post_ctx, post_ctx_rep)
+            self.untreated_feat = moving_average(self.untreated_feat, union_features)
         elif self.effect_analysis and self.effect_type != 'none':
             rel_dists = self.effect(union_features, post_ctx_rep, pair_obj_probs,
                                     avg_post_ctx_rep, avg_pair_obj_prob)

@@ -48,9 +48,8 @@ class DecoderRNN(nn.Module):
         self.input_linearity = nn.Linear(inputs_dim + embed_dim, 6 * hidden_dim, bias=True)
         self.state_linearity = nn.Linear(hidden_dim, 5 * hidden_dim, bias=True)
         self.out_obj = nn.Linear(hidden_dim, len(obj_classes))
-        with torch.no_grad():
-            nn.init.constant_(self.state_linearity.bias, 0.0)
-            nn.init.constant_(self.input_linearity.bias, 0.0)
+        nn.init.constant_(self.state_linearity.bias, 0.0)
+        nn.init.constant_(self.input_linearity.bias, 0.0)
 
     def lstm_equations(self, timestep_input, previous_state, previous_memory, dropout_mask=None):
         """One highway-LSTM step; returns ``(output, memory)``."""
@@ -98,10 +97,10 @@ class DecoderRNN(nn.Module):
         end = 0
         for l_batch in batch_lengths.tolist():
             start, end = end, end + l_batch
-            if memory.size(0) != l_batch:
-                memory, state, prev_embed = memory[:l_batch], state[:l_batch], prev_embed[:l_batch]
-                if dropout_mask is not None:
-                    dropout_mask = dropout_mask[:l_batch]
+            # the batch shrinks as shorter images end: keep the rows still running
+            memory, state, prev_embed = memory[:l_batch], state[:l_batch], prev_embed[:l_batch]
+            if dropout_mask is not None:
+                dropout_mask = dropout_mask[:l_batch]
             step_input = torch.cat((seq[start:end], prev_embed), 1)
             state, memory = self.lstm_equations(step_input, state, memory, dropout_mask)
             dist = self.out_obj(state)
