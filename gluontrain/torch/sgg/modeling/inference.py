@@ -76,7 +76,5 @@ def make_roi_relation_post_processor(cfg):
     -------
     PostProcessor
     """
-    if cfg.MODEL.ATTRIBUTE_ON:
-        raise ValueError('MODEL.ATTRIBUTE_ON is not supported by the scene-graph recipe')
     return PostProcessor(cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX,
                          cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES)

@@ -83,6 +83,4 @@ def make_roi_relation_loss_evaluator(cfg):
     -------
     RelationLossComputation
     """
-    if cfg.MODEL.ATTRIBUTE_ON:
-        raise ValueError('MODEL.ATTRIBUTE_ON is not supported by the scene-graph recipe')
     return RelationLossComputation(cfg.MODEL.ROI_RELATION_HEAD.LABEL_SMOOTHING_LOSS)

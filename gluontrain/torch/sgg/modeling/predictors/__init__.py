@@ -19,14 +19,9 @@ from .vctree import VCTreePredictor
 __all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'MotifPredictor', 'IMPPredictor',
            'TransformerPredictor', 'CausalAnalysisPredictor', 'VCTreePredictor']
 
-#: SGB's registry names -> predictor classes.
-PREDICTORS = {
-    'MotifPredictor': MotifPredictor,
-    'IMPPredictor': IMPPredictor,
-    'TransformerPredictor': TransformerPredictor,
-    'CausalAnalysisPredictor': CausalAnalysisPredictor,
-    'VCTreePredictor': VCTreePredictor,
-}
+#: SGB's registry names (its class names) -> predictor classes.
+PREDICTORS = {cls.__name__: cls for cls in (MotifPredictor, IMPPredictor, TransformerPredictor,
+                                            CausalAnalysisPredictor, VCTreePredictor)}
 
 
 def build_predictor(cfg, in_channels, statistics):

@@ -143,9 +143,8 @@ class VCTreeLSTMContext(ObjectContext):
             n, d = sub.shape
             sub = sub.view(1, n, d).expand(n, n, d)
             obj = obj.view(n, 1, d).expand(n, n, d)
-            sub_dist = dist.view(1, n, -1).expand(n, n, -1).unsqueeze(2)
-            obj_dist = dist.view(n, 1, -1).expand(n, n, -1).unsqueeze(3)
-            joint = (sub_dist * obj_dist).view(n, n, -1)
+            # joint[i, j] = outer(dist[i], dist[j]) flattened: the pair's class co-occurrence
+            joint = dist[None, :, None, :] * dist[:, None, :, None]
             co_prior = self.bi_freq_prior(joint.view(n * n, -1)).view(n, n)
             vis_in = torch.cat([sub * obj, sub, obj, co_prior.unsqueeze(-1)], dim=-1)
             vis_prior = self.vision_prior(vis_in.view(n * n, -1)).view(n, n)
