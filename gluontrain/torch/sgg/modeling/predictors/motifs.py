@@ -139,17 +139,16 @@ class LSTMContext(ObjectContext):
         self._layer_counts()
         self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         obj_in = self.obj_dim + self.embed_dim + 128
-        self.obj_ctx_rnn = nn.LSTM(input_size=obj_in, hidden_size=self.hidden_dim,
-                                   num_layers=self.nl_obj,
-                                   dropout=self.dropout_rate if self.nl_obj > 1 else 0,
-                                   bidirectional=True)
+
+        def context_lstm(input_size, layers):   # dropout only between stacked layers
+            return nn.LSTM(input_size=input_size, hidden_size=self.hidden_dim, num_layers=layers,
+                           dropout=self.dropout_rate if layers > 1 else 0, bidirectional=True)
+        self.obj_ctx_rnn = context_lstm(obj_in, self.nl_obj)
         self.decoder_rnn = DecoderRNN(cfg, obj_classes, embed_dim=self.embed_dim,
                                       inputs_dim=self.hidden_dim + obj_in,
                                       hidden_dim=self.hidden_dim, rnn_drop=self.dropout_rate)
-        self.edge_ctx_rnn = nn.LSTM(input_size=self.embed_dim + self.hidden_dim + self.obj_dim,
-                                    hidden_size=self.hidden_dim, num_layers=self.nl_edge,
-                                    dropout=self.dropout_rate if self.nl_edge > 1 else 0,
-                                    bidirectional=True)
+        self.edge_ctx_rnn = context_lstm(self.embed_dim + self.hidden_dim + self.obj_dim,
+                                         self.nl_edge)
         self.lin_obj_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
         self.lin_edge_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
         self._register_untreated(obj_in, self.embed_dim + self.obj_dim, self.hidden_dim + obj_in)

@@ -25,17 +25,13 @@ class ArbitraryTree:
     score : float
         Mean pair score of the object.
     label : int
-    box : torch.Tensor, optional
-    is_root : bool
     """
 
-    def __init__(self, idx, score, label=-1, box=None, is_root=False):
+    def __init__(self, idx, score, label=-1):
         self.index = int(idx)
-        self.is_root = is_root
         self.score = float(score)
         self.children = []
         self.label = label
-        self.box = box.view(-1) if box is not None else None
         self.parent = None
 
     def get_total_child(self):
@@ -44,26 +40,17 @@ class ArbitraryTree:
 
 
 class BiTree:
-    """Binary-tree node for the tree LSTMs (left = first child, right = next sibling).
+    """Binary-tree node of object ``idx`` for the tree LSTMs (left = first child, right = next
+    sibling; the parent of a right child is its previous sibling).
 
     Parameters
     ----------
     idx : int
-    node_score : float
-    label : int
-    box : torch.Tensor or None
-    is_root : bool
     """
 
-    def __init__(self, idx, node_score, label, box, is_root=False):
+    def __init__(self, idx):
         self.index = int(idx)
-        self.is_root = is_root
-        self.node_score = float(node_score)
-        self.label = label
-        self.box = box
-        self.left_child = None
-        self.right_child = None
-        self.parent = None
+        self.left_child = self.right_child = self.parent = None
         # states written by the tree LSTMs while they walk the tree
         self.state_c = self.state_h = None
         self.state_c_backward = self.state_h_backward = None
@@ -131,13 +118,11 @@ def generate_forest(pair_scores, proposals, mode):
             proposal.get_field('predict_logits').max(-1)[1]
         node_scores = pair_score.detach().mean(1).view(-1)
         root_idx = int(node_scores.max(-1)[1])
-        root = ArbitraryTree(root_idx, float(node_scores[root_idx]), int(obj_label[root_idx]),
-                             proposal.bbox[root_idx], is_root=True)
+        root = ArbitraryTree(root_idx, float(node_scores[root_idx]), int(obj_label[root_idx]))
         container, remain = [], []
         for idx in range(num_obj):
             if idx != root_idx:
-                container.append(ArbitraryTree(idx, float(node_scores[idx]),
-                                               int(obj_label[idx]), proposal.bbox[idx]))
+                container.append(ArbitraryTree(idx, float(node_scores[idx]), int(obj_label[idx])))
                 remain.append(idx)
         gen_tree(container, pair_score, root, remain)
         forest.append(root)
@@ -147,7 +132,7 @@ def generate_forest(pair_scores, proposals, mode):
 def _to_bi(node, parent=None):
     # left child / right sibling: the first child is the left child, each later child the
     # right child of the one before it (and its parent in the binary tree)
-    bi_node = BiTree(node.index, node.score, node.label, node.box, node.is_root)
+    bi_node = BiTree(node.index)
     bi_node.parent = parent
     previous = None
     for child in node.children:
