@@ -24,7 +24,7 @@ from ...weights import apply_report, strip_ddp_prefix, tensor_shapes
 from ....core.load_report import WeightsLoadError, check, compare, guess_origin
 
 __all__ = ['RELATION_LOAD_MAPPING', 'match_keys', 'align_and_update_state_dicts',
-           'load_state_dict_with_mapping', 'mapping_lines', 'ignored_in_files']
+           'load_state_dict_with_mapping', 'mapping_lines']
 
 #: ``load_mapping`` of SGB's ``relation_train_net.py`` (attributes off).
 RELATION_LOAD_MAPPING = OrderedDict([
@@ -34,24 +34,6 @@ RELATION_LOAD_MAPPING = OrderedDict([
 ])
 
 logger = logging.getLogger(__name__)
-
-
-def ignored_in_files(key):
-    """Model buffers a file may lack without being missing: BatchNorm's
-    ``num_batches_tracked`` (SGB's FrozenBatchNorm2d and torch < 0.4.1 have none) and
-    maskrcnn-benchmark's anchors ``rpn.anchor_generator.cell_anchors.N``, recomputed from the
-    config (files written before they were buffers lack them).
-
-    Parameters
-    ----------
-    key : str
-        A model key.
-
-    Returns
-    -------
-    bool
-    """
-    return key.endswith('.num_batches_tracked') or '.cell_anchors.' in key
 
 
 def match_keys(current_keys, loaded_keys, load_mapping=None):
@@ -177,7 +159,8 @@ def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, so
         frozen detector: ``('backbone', 'roi_heads.box')``).
     ignore : callable, optional
         More model keys the file may lack without being missing (beside
-        :func:`ignored_in_files`): a Caffe2 body's frozen-norm statistics.
+        BatchNorm's ``num_batches_tracked`` and the RPN's ``cell_anchors``): a Caffe2 body's
+        frozen-norm statistics.
     log : logging.Logger, optional
 
     Returns
@@ -200,8 +183,14 @@ def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, so
     matched, applied = match_keys(own, loaded, load_mapping)
     # unmatched keys have no source (None), never their own name: SGB's matching decides
     full = {k: matched.get(k) for k in own}
-    ignored = ignored_in_files if ignore is None else (
-        lambda k: ignored_in_files(k) or ignore(k))
+
+    def ignored(k):
+        # buffers a file may lack without being missing: BatchNorm's num_batches_tracked (SGB's
+        # FrozenBatchNorm2d and torch < 0.4.1 have none) and maskrcnn-benchmark's anchors
+        # rpn.anchor_generator.cell_anchors.N, recomputed from the config (files written
+        # before they were buffers lack them)
+        return (k.endswith('.num_batches_tracked') or '.cell_anchors.' in k or
+                (ignore is not None and bool(ignore(k))))
     pre = compare(tensor_shapes(own), tensor_shapes(loaded), source, full, ignored)
     if pre.loaded and pre.mismatched:
         key, target_shape, file_shape = pre.mismatched[0]
