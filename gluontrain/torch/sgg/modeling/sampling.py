@@ -47,15 +47,12 @@ class RelationSampling:
         self.num_sample_per_gt_rel = num_sample_per_gt_rel
         self.batch_size_per_image = batch_size_per_image
         self.positive_fraction = positive_fraction
+        #: foreground pairs per image at most (SGB's ``num_pos_per_img``)
+        self.num_pos_per_img = int(batch_size_per_image * positive_fraction)
         self.use_gt_box = use_gt_box
         self.test_overlap = test_overlap
         self.generator = generator
         self.rng = rng
-
-    @property
-    def num_pos_per_img(self):
-        """``int(batch_size_per_image * positive_fraction)``."""
-        return int(self.batch_size_per_image * self.positive_fraction)
 
     def _randperm(self, n, device):
         return torch.randperm(n, generator=self.generator).to(device)

@@ -115,7 +115,7 @@ def _load_txt(path):
     return result
 
 
-def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
+def obj_edge_vectors(names, wv_dir, wv_dim=300):
     """Embedding rows for class names: GloVe when found, ``N(0, 1)`` otherwise (as SGB).
 
     A name missing from the vocabulary falls back to its longest word (``'tennis racket'``
@@ -127,7 +127,6 @@ def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
     names : list of str
     wv_dir : str
         ``cfg.GLOVE_DIR``.
-    wv_type : str
     wv_dim : int
         ``cfg.MODEL.ROI_RELATION_HEAD.EMBED_DIM``.
 
@@ -142,8 +141,8 @@ def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
         The file's vectors are not ``wv_dim`` long.
     """
     vectors = torch.empty(len(names), wv_dim).normal_(0, 1)
-    loaded = load_word_vectors(wv_dir, wv_type, wv_dim)
-    path = os.path.join(wv_dir, '{}.{}d.txt'.format(wv_type, wv_dim))
+    loaded = load_word_vectors(wv_dir, 'glove.6B', wv_dim)   # SGB's only vocabulary
+    path = os.path.join(wv_dir, 'glove.6B.{}d.txt'.format(wv_dim))
     if loaded is None:
         if path not in _WARNED:
             _WARNED.add(path)
