@@ -16,7 +16,7 @@ from torch.nn import functional as F
 
 from .utils_motifs import get_dropout_mask
 
-__all__ = ['block_orthogonal', 'TreeLSTM_IO', 'walk', 'BiTreeLSTM_Foreward', 'BiTreeLSTM_Backward',
+__all__ = ['block_orthogonal', 'TreeLSTM_IO', 'BiTreeLSTM_Foreward', 'BiTreeLSTM_Backward',
            'OneDirectionalTreeLSTM', 'BidirectionalTreeLSTM', 'MultiLayer_BTreeLSTM',
            'tree_lstm_class']
 
@@ -65,30 +65,6 @@ class TreeLSTM_IO:
         self.dropout_mask = dropout_mask
 
 
-def walk(lstm, tree, features, num_obj, dropout, h_dim):
-    """Run one tree LSTM direction over ``tree`` with one dropout mask for the whole tree.
-
-    Parameters
-    ----------
-    lstm : BiTreeLSTM_Foreward or BiTreeLSTM_Backward
-    tree : BiTree
-    features : torch.Tensor
-        ``(num_obj, feat_dim)``.
-    num_obj : int
-    dropout : float
-    h_dim : int
-
-    Returns
-    -------
-    TreeLSTM_IO
-        Filled in object order.
-    """
-    mask = get_dropout_mask(dropout, (1, h_dim), features.device) if dropout > 0.0 else None
-    io = TreeLSTM_IO(num_obj, mask)
-    lstm(tree, features, io)
-    return io
-
-
 class _HighwayTreeLSTM(nn.Module):
     """What both directions share: the input projection ``px``, the highway output, the
     per-node results and, in decoder mode, the class embedding passed on."""
@@ -107,6 +83,14 @@ class _HighwayTreeLSTM(nn.Module):
             for lin in (self.px,) + layers:
                 block_orthogonal(lin.weight, [self.h_dim, lin.in_features])
                 lin.bias.fill_(0.0)
+
+    def walk(self, tree, features, num_obj, dropout):
+        """Run over ``tree`` with one dropout mask for the whole tree; returns the filled
+        :class:`TreeLSTM_IO` (object order)."""
+        io = TreeLSTM_IO(num_obj, get_dropout_mask(dropout, (1, self.h_dim), features.device)
+                         if dropout > 0.0 else None)
+        self(tree, features, io)
+        return io
 
     def _highway(self, c, o, r, projected_x, dropout_mask):
         h = r * (o * torch.tanh(c)) + (1 - r) * projected_x
@@ -247,13 +231,12 @@ class OneDirectionalTreeLSTM(nn.Module):
 
     def __init__(self, in_dim, out_dim, direction, dropout=0.0):
         super().__init__()
-        self.dropout, self.out_dim = dropout, out_dim
+        self.dropout = dropout
         self.treeLSTM = tree_lstm_class(direction)(in_dim, out_dim)
 
     def forward(self, tree, features, num_obj):
         """``(num_obj, out_dim)`` hidden states in object order."""
-        io = walk(self.treeLSTM, tree, features, num_obj, self.dropout, self.out_dim)
-        return torch.stack(io.hidden, 0)
+        return torch.stack(self.treeLSTM.walk(tree, features, num_obj, self.dropout).hidden, 0)
 
 
 class BidirectionalTreeLSTM(nn.Module):

@@ -15,7 +15,7 @@ from torch.nn import functional as F
 from .base import ObjectContext, PairPredictor, binary_loss
 from .utils_motifs import check_inputs, encode_box_info, obj_edge_vectors, to_onehot
 from .utils_relation import layer_init
-from .utils_treelstm import MultiLayer_BTreeLSTM, tree_lstm_class, walk
+from .utils_treelstm import MultiLayer_BTreeLSTM, tree_lstm_class
 from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info
 
 __all__ = ['DecoderTreeLSTM', 'VCTreeLSTMContext', 'VCTreePredictor']
@@ -36,7 +36,6 @@ class DecoderTreeLSTM(nn.Module):
     def __init__(self, cfg, classes, embed_dim, inputs_dim, hidden_dim, direction='backward',
                  dropout=0.2):
         super().__init__()
-        self.hidden_size = hidden_dim
         self.dropout = dropout
         vecs = obj_edge_vectors(['start'] + list(classes), wv_dir=cfg.GLOVE_DIR, wv_dim=embed_dim)
         self.obj_embed = nn.Embedding(len(classes) + 1, embed_dim)
@@ -50,7 +49,7 @@ class DecoderTreeLSTM(nn.Module):
 
     def forward(self, tree, features, num_obj):
         """``(dists (num_obj, C), commitments (num_obj,))`` in object order."""
-        io = walk(self.decoderLSTM, tree, features, num_obj, self.dropout, self.hidden_size)
+        io = self.decoderLSTM.walk(tree, features, num_obj, self.dropout)
         return torch.stack(io.dists, 0), torch.cat(io.commitments, 0)
 
 
