@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
 from ...config_values import relation_mode
-from .utils_motifs import obj_edge_vectors, pair_features
+from .utils_motifs import glove_embeddings, pair_features
 from .utils_relation import layer_init
 
 __all__ = ['AVERAGE_RATIO', 'moving_average', 'binary_loss', 'ObjectContext', 'PairPredictor']
@@ -85,12 +85,8 @@ class ObjectContext(nn.Module):
         self.num_obj_classes = len(obj_classes)
         self.mode = relation_mode(cfg)
         self.embed_dim = head.EMBED_DIM
-        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
-        self.obj_embed1 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        self.obj_embed2 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        with torch.no_grad():
-            self.obj_embed1.weight.copy_(vecs)
-            self.obj_embed2.weight.copy_(vecs)
+        self.obj_embed1, self.obj_embed2 = glove_embeddings(obj_classes, cfg.GLOVE_DIR,
+                                                            self.embed_dim, copies=2)
         if pos_embed:
             self.pos_embed = nn.Sequential(nn.Linear(9, 32), nn.BatchNorm1d(32, momentum=0.001),
                                            nn.Linear(32, 128), nn.ReLU(inplace=True))

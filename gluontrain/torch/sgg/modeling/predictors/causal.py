@@ -53,7 +53,6 @@ class CausalAnalysisPredictor(PairPredictor):
     def __init__(self, cfg, in_channels, statistics):
         super().__init__(cfg, statistics)
         causal = cfg.MODEL.ROI_RELATION_HEAD.CAUSAL
-        self.cfg = cfg
         self.spatial_for_vision = causal.SPATIAL_FOR_VISION
         self.fusion_type = causal.FUSION_TYPE
         self.separate_spatial = causal.SEPARATE_SPATIAL
@@ -101,9 +100,8 @@ class CausalAnalysisPredictor(PairPredictor):
             layer_init(self.spt_emb[0], xavier=True)
             layer_init(self.spt_emb[2], xavier=True)
         self.register_buffer('untreated_spt', torch.zeros(32))
-        self.register_buffer('untreated_conv_spt', torch.zeros(self.pooling_dim))
-        self.register_buffer('avg_post_ctx', torch.zeros(self.pooling_dim))
-        self.register_buffer('untreated_feat', torch.zeros(self.pooling_dim))
+        for name in ('untreated_conv_spt', 'avg_post_ctx', 'untreated_feat'):
+            self.register_buffer(name, torch.zeros(self.pooling_dim))
 
     def pair_feature_generate(self, roi_features, proposals, rel_pair_idxs, num_objs, obj_boxs,
                               logger=None, ctx_average=False):

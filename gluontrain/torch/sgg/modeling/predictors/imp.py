@@ -130,8 +130,8 @@ class IMPPredictor(PairPredictor):
         SGB's statistics (only used when ``use_bias``).
     use_bias : bool
         SGB: False. True adds the frequency bias of the predicted labels.
-    hidden_dim : int, optional
-        :class:`IMPContext`'s GRU size; ``None`` keeps SGB's 512.
+    hidden_dim : int
+        :class:`IMPContext`'s GRU size (SGB's 512).
 
     Attributes
     ----------
@@ -142,12 +142,11 @@ class IMPPredictor(PairPredictor):
     SLOW_HEADS = SLOW_HEADS
     SLOW_RATIO = SLOW_RATIO
 
-    def __init__(self, cfg, in_channels, statistics, use_bias=False, hidden_dim=None):
+    def __init__(self, cfg, in_channels, statistics, use_bias=False, hidden_dim=512):
         super().__init__(cfg)
         self.use_bias = use_bias
-        kw = {} if hidden_dim is None else {'hidden_dim': hidden_dim}
         self.context_layer = IMPContext(cfg, self.num_obj_cls, self.num_rel_cls, in_channels,
-                                        **kw)
+                                        hidden_dim)
         self._add_post_layers(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,

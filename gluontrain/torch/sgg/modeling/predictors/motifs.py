@@ -16,8 +16,8 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence
 
 from .base import ObjectContext, PairPredictor
-from .utils_motifs import (check_inputs, encode_box_info, get_dropout_mask,
-                           obj_edge_vectors, sort_rois, to_onehot)
+from .utils_motifs import (check_inputs, encode_box_info, get_dropout_mask, glove_embeddings,
+                           sort_rois, to_onehot)
 from .utils_relation import obj_prediction_nms
 
 __all__ = ['DecoderRNN', 'LSTMContext', 'MotifPredictor']
@@ -38,11 +38,8 @@ class DecoderRNN(nn.Module):
     def __init__(self, cfg, obj_classes, embed_dim, inputs_dim, hidden_dim, rnn_drop):
         super().__init__()
         self.embed_dim = embed_dim
-        vecs = obj_edge_vectors(['start'] + list(obj_classes), wv_dir=cfg.GLOVE_DIR,
-                                wv_dim=embed_dim)
-        self.obj_embed = nn.Embedding(len(obj_classes) + 1, embed_dim)
-        with torch.no_grad():
-            self.obj_embed.weight.copy_(vecs)
+        self.obj_embed, = glove_embeddings(['start'] + list(obj_classes), cfg.GLOVE_DIR,
+                                           embed_dim)
         self.hidden_size = hidden_dim
         self.rnn_drop = rnn_drop
         self.input_linearity = nn.Linear(inputs_dim + embed_dim, 6 * hidden_dim, bias=True)

@@ -13,14 +13,14 @@ import os
 
 import numpy as np
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from .....core.checkpoint import atomic_save_file
 from .utils_relation import get_box_info
 
-__all__ = ['obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
-           'get_dropout_mask', 'sort_rois', 'pair_features',
-           'check_inputs']
+__all__ = ['obj_edge_vectors', 'glove_embeddings', 'load_word_vectors', 'encode_box_info',
+           'to_onehot', 'get_dropout_mask', 'sort_rois', 'pair_features', 'check_inputs']
 
 logger = logging.getLogger(__name__)
 # word-vector files already warned about (one warning per file and process, not per layer)
@@ -166,6 +166,17 @@ def obj_edge_vectors(names, wv_dir, wv_dim=300):
         logger.info('word vectors: longest-word fallback for %s; random for %s',
                     fallbacks, failed)
     return vectors
+
+
+def glove_embeddings(names, wv_dir, wv_dim, copies=1):
+    """``copies`` ``nn.Embedding(len(names), wv_dim)`` layers started from the same
+    :func:`obj_edge_vectors` rows (drawn first, then the layers created: SGB's random order)."""
+    vecs = obj_edge_vectors(names, wv_dir, wv_dim)
+    layers = [nn.Embedding(len(names), wv_dim) for _ in range(copies)]
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight.copy_(vecs)
+    return layers
 
 
 # ----------------------------------------------------------------------------- box encodings

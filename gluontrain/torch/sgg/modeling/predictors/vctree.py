@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .base import ObjectContext, PairPredictor, binary_loss
-from .utils_motifs import check_inputs, encode_box_info, obj_edge_vectors, to_onehot
+from .utils_motifs import check_inputs, encode_box_info, glove_embeddings, to_onehot
 from .utils_relation import layer_init
 from .utils_treelstm import MultiLayer_BTreeLSTM, tree_lstm_class
 from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info
@@ -37,10 +37,7 @@ class DecoderTreeLSTM(nn.Module):
                  dropout=0.2):
         super().__init__()
         self.dropout = dropout
-        vecs = obj_edge_vectors(['start'] + list(classes), wv_dir=cfg.GLOVE_DIR, wv_dim=embed_dim)
-        self.obj_embed = nn.Embedding(len(classes) + 1, embed_dim)
-        with torch.no_grad():
-            self.obj_embed.weight.copy_(vecs)
+        self.obj_embed, = glove_embeddings(['start'] + list(classes), cfg.GLOVE_DIR, embed_dim)
         self.out = nn.Linear(hidden_dim, len(classes))
         lstm = tree_lstm_class(direction)
         # the parent's class embedding (backward), or both children's (foreward), is input
