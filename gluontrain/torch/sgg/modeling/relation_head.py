@@ -103,6 +103,5 @@ def build_roi_relation_head(cfg, in_channels, statistics=None, predictor=None, g
     """
     if predictor is None:
         from .predictors import build_predictor  # filled by the predictors package
-        feat_dim = cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
-        predictor = build_predictor(cfg, feat_dim, statistics)
+        predictor = build_predictor(cfg, cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, statistics)
     return ROIRelationHead(cfg, in_channels, predictor, generator, rng)

@@ -37,7 +37,6 @@ class DecoderRNN(nn.Module):
 
     def __init__(self, cfg, obj_classes, embed_dim, inputs_dim, hidden_dim, rnn_drop):
         super().__init__()
-        self.embed_dim = embed_dim
         self.obj_embed, = glove_embeddings(['start'] + list(obj_classes), cfg.GLOVE_DIR,
                                            embed_dim)
         self.hidden_size = hidden_dim
@@ -87,7 +86,7 @@ class DecoderRNN(nn.Module):
         batch_size = int(batch_lengths[0])
         memory = seq.new_zeros(batch_size, self.hidden_size)
         state = seq.new_zeros(batch_size, self.hidden_size)
-        prev_embed = self.obj_embed.weight[0, None].expand(batch_size, self.embed_dim)
+        prev_embed = self.obj_embed.weight[0, None].expand(batch_size, -1)
         dropout_mask = (get_dropout_mask(self.rnn_drop, memory.size(), memory.device)
                         if self.rnn_drop > 0.0 else None)
         out_dists, commitments = [], []
