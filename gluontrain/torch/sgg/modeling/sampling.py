@@ -112,8 +112,7 @@ class RelationSampling:
             num_bg = self.batch_size_per_image - pairs.shape[0]   # at most num_pos now
             bg = bg[self._randperm(bg.shape[0], device)[:num_bg]]
             rel_idx_pairs.append(torch.cat((pairs, bg), dim=0))
-            rel_labels.append(torch.cat((labs.long(), torch.zeros(bg.shape[0], dtype=torch.long,
-                                                                  device=device))).view(-1))
+            rel_labels.append(F.pad(labs.long(), (0, bg.shape[0])))   # background: 0
         return proposals, rel_labels, rel_idx_pairs, rel_sym_binarys
 
     def detect_relsample(self, proposals, targets):

@@ -239,10 +239,8 @@ class CausalAnalysisPredictor(PairPredictor):
         torch.Tensor
             ``vis + ctx + frq`` ('sum') or ``ctx * sigmoid(vis + frq + gate(ctx))`` ('gate').
         """
-        if use_label_dist:
-            frq_dists = self.freq_bias.index_with_probability(frq_rep)
-        else:
-            frq_dists = self.freq_bias.index_with_labels(frq_rep.long())
+        frq_dists = (self.freq_bias.index_with_probability(frq_rep) if use_label_dist else
+                     self.freq_bias.index_with_labels(frq_rep.long()))
         vis_dists = self.vis_compress(vis_rep)
         ctx_dists = self.ctx_compress(ctx_rep)
         if self.fusion_type == 'gate':

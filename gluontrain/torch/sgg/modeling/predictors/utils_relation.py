@@ -134,9 +134,8 @@ def layer_init(layer, init_para=0.1, normal=False, xavier=True):
     xavier : bool
         Ignored, as in SGB (``normal=False`` always means Xavier).
     """
-    with torch.no_grad():
-        if normal:
-            torch.nn.init.normal_(layer.weight, mean=0, std=init_para)
-        else:
-            torch.nn.init.xavier_normal_(layer.weight, gain=1.0)
-        torch.nn.init.constant_(layer.bias, 0)
+    if normal:
+        torch.nn.init.normal_(layer.weight, mean=0, std=init_para)
+    else:
+        torch.nn.init.xavier_normal_(layer.weight, gain=1.0)
+    torch.nn.init.constant_(layer.bias, 0)
