@@ -208,16 +208,14 @@ class CausalAnalysisPredictor(PairPredictor):
                 avg_ctx_rep = avg_ctx_rep * self.spt_emb(self.untreated_spt.clone().view(1, -1))
             if self.separate_spatial:
                 avg_ctx_rep = avg_ctx_rep * self.untreated_conv_spt.clone().view(1, -1)
-        f = self.calculate_logits
-        if self.effect_type == 'TDE':
-            return f(union_features, post_ctx_rep, pair_obj_probs) - \
-                f(union_features, avg_ctx_rep, pair_obj_probs)
-        if self.effect_type == 'NIE':
-            return f(union_features, avg_ctx_rep, pair_obj_probs) - \
-                f(union_features, avg_ctx_rep, avg_pair_obj_prob)
-        if self.effect_type == 'TE':
-            return f(union_features, post_ctx_rep, pair_obj_probs) - \
-                f(union_features, avg_ctx_rep, avg_pair_obj_prob)
+        # each effect's ((context, class probabilities) of the minuend, of the subtrahend)
+        terms = {'TDE': ((post_ctx_rep, pair_obj_probs), (avg_ctx_rep, pair_obj_probs)),
+                 'NIE': ((avg_ctx_rep, pair_obj_probs), (avg_ctx_rep, avg_pair_obj_prob)),
+                 'TE': ((post_ctx_rep, pair_obj_probs), (avg_ctx_rep, avg_pair_obj_prob))}
+        if self.effect_type in terms:
+            (ctx, probs), (cf_ctx, cf_probs) = terms[self.effect_type]
+            return self.calculate_logits(union_features, ctx, probs) - \
+                self.calculate_logits(union_features, cf_ctx, cf_probs)
         raise ValueError('EFFECT_TYPE {!r} has no effect formula; use one of {}'.format(
             self.effect_type, EFFECT_TYPES[1:]))
 
