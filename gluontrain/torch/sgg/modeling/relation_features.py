@@ -96,7 +96,6 @@ class RelationFeatureExtractor(nn.Module):
         rect_features = self.rect_conv(torch.cat(rects, dim=0))
         union_vis = self.feature_extractor.pooler(x, unions)
         if self.separate_spatial:
-            region = self.feature_extractor.forward_without_pool(union_vis)
-            spatial = self.spatial_fc(rect_features.reshape(rect_features.size(0), -1))
-            return region, spatial
+            return (self.feature_extractor.forward_without_pool(union_vis),
+                    self.spatial_fc(rect_features.reshape(rect_features.size(0), -1)))
         return self.feature_extractor.forward_without_pool(union_vis + rect_features)

@@ -84,8 +84,7 @@ class DecoderRNN(nn.Module):
         """
         seq, batch_lengths = inputs.data, inputs.batch_sizes
         batch_size = int(batch_lengths[0])
-        memory = seq.new_zeros(batch_size, self.hidden_size)
-        state = seq.new_zeros(batch_size, self.hidden_size)
+        memory = state = seq.new_zeros(batch_size, self.hidden_size)   # never changed in place
         prev_embed = self.obj_embed.weight[0, None].expand(batch_size, -1)
         dropout_mask = (get_dropout_mask(self.rnn_drop, memory.size(), memory.device)
                         if self.rnn_drop > 0.0 else None)

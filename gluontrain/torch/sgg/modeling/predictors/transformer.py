@@ -157,10 +157,9 @@ class TransformerContext(ObjectContext):
         self.lin_obj = nn.Linear(in_channels + self.embed_dim + 128, self.hidden_dim)
         self.lin_edge = nn.Linear(self.embed_dim + self.hidden_dim + in_channels, self.hidden_dim)
         self.out_obj = nn.Linear(self.hidden_dim, self.num_obj_classes)
-        self.context_obj = TransformerEncoder(t.OBJ_LAYER, t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM,
-                                              self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
-        self.context_edge = TransformerEncoder(t.REL_LAYER, t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM,
-                                               self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
+        layer = (t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM, self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
+        self.context_obj = TransformerEncoder(t.OBJ_LAYER, *layer)
+        self.context_edge = TransformerEncoder(t.REL_LAYER, *layer)
 
     def forward(self, roi_features, proposals, logger=None):
         """``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim))``."""
