@@ -1,8 +1,8 @@
 """Helpers shared by the relation predictors (SGB's ``utils_motifs.py``).
 
-Word vectors, the 9-d box code, one-hot PredCls logits, the left-to-right packing of objects
-for the context LSTMs, and the plumbing every predictor shares (mode, class names, pair
-features). Pixel convention is maskrcnn-benchmark's (``+1`` inclusive sides). Pair geometry,
+Word vectors (and the embeddings they start), the 9-d box code, one-hot PredCls logits, the
+left-to-right packing of objects for the context LSTMs, and the plumbing every predictor shares
+(input checks, pair features). Pixel convention is maskrcnn-benchmark's (``+1`` inclusive sides). Pair geometry,
 per-class NMS and initialisations live in :mod:`.utils_relation`.
 
 Word vectors are read from a local ``GLOVE_DIR`` only (``glove.6B.{dim}d.txt``, or SGB's cached
