@@ -5,8 +5,6 @@ with :mod:`.sampling`, :mod:`.relation_features`, :mod:`.loss`, :mod:`.inference
 predictors in :mod:`.predictors`), and :mod:`.load_mapping` for the detector checkpoint. The
 relation model that assembles them is :mod:`gluontrain.torch.sgg.model`.
 """
-from ...twostage.maskrcnn import SGGDetector, build_detector
-from .load_mapping import RELATION_LOAD_MAPPING, load_state_dict_with_mapping
+from ...twostage.maskrcnn import build_detector
 
-__all__ = ['SGGDetector', 'build_detector', 'RELATION_LOAD_MAPPING',
-           'load_state_dict_with_mapping']
+__all__ = ['build_detector']

@@ -41,7 +41,7 @@ from collections import OrderedDict
 import numpy as np
 import torch
 
-from ....core.load_report import WeightsLoadError
+from ....core.load_report import WeightsLoadError, group_keys
 
 __all__ = ['C2_CONV_BODIES', 'C2Notes', 'load_c2_file', 'c2_to_maskrcnn_names',
            'c2_body_state_dict', 'is_c2_file', 'group_c2_names']
@@ -269,13 +269,9 @@ def group_c2_names(names):
     list of str
         Sorted.
     """
-    groups = OrderedDict()
-    for name in names:
-        head, sep, tail = name.rpartition('_')
-        groups.setdefault(head if sep else name, []).extend([tail] if sep else [])
-    return sorted(head + ('' if not tails else '_' + tails[0] if len(tails) == 1 else
-                          '_{' + ', '.join(sorted(tails)) + '}')
-                  for head, tails in groups.items())
+    # group_keys splits at the last '.': swap '.' and '_' there and back
+    swap = str.maketrans('._', '_.')
+    return sorted(g.translate(swap) for g in group_keys(n.translate(swap) for n in names))
 
 
 class C2Notes:
@@ -312,13 +308,6 @@ class C2Notes:
         self.groups = groups
         self.not_in_file = self.NOT_IN_FILE
 
-    def by_reason(self):
-        """``{reason: [blob, ...]}`` of the unused blobs, in file order."""
-        out = OrderedDict()
-        for name, reason in self.dropped.items():
-            out.setdefault(reason, []).append(name)
-        return out
-
     def summary(self):
         """One line: ``converted 159 of 324 Caffe2 blobs of FILE to R-50-FPN body keys
         (unused, as in maskrcnn-benchmark: 162 *_momentum, conv1_b, fc1000_{b, w})``."""
@@ -336,8 +325,10 @@ class C2Notes:
 
     def format(self):
         """The summary, the unused blobs grouped by reason, and what the file lacks."""
-        lines = [self.summary()]
-        for reason, names in self.by_reason().items():
+        lines, by_reason = [self.summary()], OrderedDict()
+        for name, reason in self.dropped.items():
+            by_reason.setdefault(reason, []).append(name)
+        for reason, names in by_reason.items():
             if reason == _MOMENTUM:  # one line, not one per parameter
                 lines.append('{} *_momentum blobs not used: {}'.format(len(names), reason))
             else:

@@ -43,19 +43,16 @@ class PostProcessor(nn.Module):
                                                      rel_pair_idxs, boxes):
             obj_prob = F.softmax(obj_logit, -1)
             obj_prob[:, 0] = 0
-            num_obj, num_cls = obj_prob.shape
             if self.use_gt_box:
                 obj_scores, obj_pred = obj_prob[:, 1:].max(dim=1)
                 obj_pred = obj_pred + 1
                 boxlist = box
             else:
-                obj_pred = obj_prediction_nms(box.get_field('boxes_per_cls'), obj_logit,
-                                              self.later_nms_pred_thres)
-                idx = torch.arange(num_obj, device=obj_logit.device) * num_cls + obj_pred
-                obj_scores = obj_prob.view(-1)[idx]
                 per_cls = box.get_field('boxes_per_cls')
-                boxlist = BoxList(per_cls[torch.arange(num_obj, device=per_cls.device),
-                                          obj_pred], box.size, 'xyxy')
+                obj_pred = obj_prediction_nms(per_cls, obj_logit, self.later_nms_pred_thres)
+                rows = torch.arange(len(obj_pred), device=obj_pred.device)
+                obj_scores = obj_prob[rows, obj_pred]
+                boxlist = BoxList(per_cls[rows, obj_pred], box.size, 'xyxy')
             boxlist.add_field('pred_labels', obj_pred)
             boxlist.add_field('pred_scores', obj_scores)
             rel_prob = F.softmax(rel_logit, -1)
@@ -79,7 +76,5 @@ def make_roi_relation_post_processor(cfg):
     -------
     PostProcessor
     """
-    if cfg.MODEL.ATTRIBUTE_ON:
-        raise ValueError('MODEL.ATTRIBUTE_ON is not supported by the scene-graph recipe')
     return PostProcessor(cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX,
                          cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES)

@@ -9,8 +9,8 @@ keys keep their initial values. The relation head's box feature extractor and th
 feature extractor's inner extractor thus start from the detector's ``fc6``/``fc7``.
 
 SGB logs one ``REMATCHING!`` / ``NO-MATCHING`` line per key and then loads strictly (a shape
-mismatch is torch's size-mismatch traceback). Here the load goes through
-:func:`gluontrain.torch.weights.load_state_dict_reported`: "loaded N of M tensors", the keys
+mismatch is torch's size-mismatch traceback). Here the load is reported as
+:func:`gluontrain.torch.weights.load_state_dict_reported` reports: "loaded N of M tensors", the keys
 left at their initial values grouped by prefix (SGB's NO-MATCHING keys), one line per mapping
 ("roi_heads.relation.box_feature_extractor.* <- roi_heads.box.feature_extractor.* (4
 tensors)"), a file that fills nothing refused, shape mismatches refused in one line before
@@ -20,11 +20,11 @@ import collections
 import logging
 from collections import OrderedDict
 
-from ...weights import load_state_dict_reported, strip_ddp_prefix, tensor_shapes
-from ....core.load_report import WeightsLoadError, compare, guess_origin
+from ...weights import apply_report, strip_ddp_prefix, tensor_shapes
+from ....core.load_report import WeightsLoadError, check, compare, guess_origin
 
 __all__ = ['RELATION_LOAD_MAPPING', 'match_keys', 'align_and_update_state_dicts',
-           'load_state_dict_with_mapping', 'mapping_lines', 'ignored_in_files']
+           'load_state_dict_with_mapping', 'mapping_lines']
 
 #: ``load_mapping`` of SGB's ``relation_train_net.py`` (attributes off).
 RELATION_LOAD_MAPPING = OrderedDict([
@@ -34,24 +34,6 @@ RELATION_LOAD_MAPPING = OrderedDict([
 ])
 
 logger = logging.getLogger(__name__)
-
-
-def ignored_in_files(key):
-    """Model buffers a file may lack without being missing: BatchNorm's
-    ``num_batches_tracked`` (SGB's FrozenBatchNorm2d and torch < 0.4.1 have none) and
-    maskrcnn-benchmark's anchors ``rpn.anchor_generator.cell_anchors.N``, recomputed from the
-    config (files written before they were buffers lack them).
-
-    Parameters
-    ----------
-    key : str
-        A model key.
-
-    Returns
-    -------
-    bool
-    """
-    return key.endswith('.num_batches_tracked') or '.cell_anchors.' in key
 
 
 def match_keys(current_keys, loaded_keys, load_mapping=None):
@@ -82,11 +64,8 @@ def match_keys(current_keys, loaded_keys, load_mapping=None):
                 # SGB replaces in the original key: with several entries the last one wins
                 mapped = key.replace(source, target)
                 applied[key] = (source, target)
-        best, best_len = None, 0
-        for cand in loaded:
-            # equally long suffixes of one key are the same key: no ties to break
-            if len(cand) > best_len and mapped.endswith(cand):
-                best, best_len = cand, len(cand)
+        # the longest non-empty suffix; equally long suffixes of one key are the same key
+        best = max((c for c in loaded if c and mapped.endswith(c)), key=len, default=None)
         if best is None:
             logger.debug('NO-MATCHING of current module: %s', key)
             continue
@@ -180,7 +159,8 @@ def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, so
         frozen detector: ``('backbone', 'roi_heads.box')``).
     ignore : callable, optional
         More model keys the file may lack without being missing (beside
-        :func:`ignored_in_files`): a Caffe2 body's frozen-norm statistics.
+        BatchNorm's ``num_batches_tracked`` and the RPN's ``cell_anchors``): a Caffe2 body's
+        frozen-norm statistics.
     log : logging.Logger, optional
 
     Returns
@@ -203,8 +183,14 @@ def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, so
     matched, applied = match_keys(own, loaded, load_mapping)
     # unmatched keys have no source (None), never their own name: SGB's matching decides
     full = {k: matched.get(k) for k in own}
-    ignored = ignored_in_files if ignore is None else (
-        lambda k: ignored_in_files(k) or ignore(k))
+
+    def ignored(k):
+        # buffers a file may lack without being missing: BatchNorm's num_batches_tracked (SGB's
+        # FrozenBatchNorm2d and torch < 0.4.1 have none) and maskrcnn-benchmark's anchors
+        # rpn.anchor_generator.cell_anchors.N, recomputed from the config (files written
+        # before they were buffers lack them)
+        return (k.endswith('.num_batches_tracked') or '.cell_anchors.' in k or
+                (ignore is not None and bool(ignore(k))))
     pre = compare(tensor_shapes(own), tensor_shapes(loaded), source, full, ignored)
     if pre.loaded and pre.mismatched:
         key, target_shape, file_shape = pre.mismatched[0]
@@ -224,10 +210,10 @@ def load_state_dict_with_mapping(model, loaded_state_dict, load_mapping=None, so
                                    '{}'.format(what, source, len(pre.loaded), pre.total,
                                                len(keys), prefix, '; it looks like ' + origin
                                                if origin else '', fix))
-    report = load_state_dict_reported(model, loaded, source, what, fix,
-                                      allow_partial=allow_partial, mapping=full,
-                                      ignore=ignored, logger=log,
-                                      allow_unexpected=allow_partial)
-    for line in mapping_lines(matched, applied, report.loaded):
+    # that report is the load's (one comparison): refuse or fill, then log it
+    check(pre, what, fix, allow_partial, allow_unexpected=allow_partial)
+    apply_report(model, loaded, pre)
+    log.info('%s', pre.format())
+    for line in mapping_lines(matched, applied, pre.loaded):
         log.info('%s', line)
-    return report
+    return pre

@@ -50,11 +50,8 @@ class RelationLossComputation:
     """
 
     def __init__(self, use_label_smoothing=False):
-        self.use_label_smoothing = use_label_smoothing
-        if use_label_smoothing:
-            self.criterion_loss = label_smoothing_loss
-        else:
-            self.criterion_loss = nn.CrossEntropyLoss()
+        self.criterion_loss = label_smoothing_loss if use_label_smoothing else \
+            nn.CrossEntropyLoss()
 
     def __call__(self, proposals, rel_labels, relation_logits, refine_logits):
         """Per-image lists of logits and labels, concatenated over the batch.
@@ -86,6 +83,4 @@ def make_roi_relation_loss_evaluator(cfg):
     -------
     RelationLossComputation
     """
-    if cfg.MODEL.ATTRIBUTE_ON:
-        raise ValueError('MODEL.ATTRIBUTE_ON is not supported by the scene-graph recipe')
     return RelationLossComputation(cfg.MODEL.ROI_RELATION_HEAD.LABEL_SMOOTHING_LOSS)

@@ -35,17 +35,13 @@ def rect_masks(head, tail, rect_size):
     torch.Tensor
         float32 masks.
     """
-    device = head.bbox.device
-    rng = torch.arange(rect_size, device=device)
-    xs = rng.view(1, 1, -1)
-    ys = rng.view(1, -1, 1)
+    rng = torch.arange(rect_size, device=head.bbox.device)
+    xs, ys = rng.view(1, 1, -1), rng.view(1, -1, 1)
 
     def mask(boxes):
         b = boxes.resize((rect_size, rect_size)).convert('xyxy').bbox
-        x0 = b[:, 0].floor().long().view(-1, 1, 1)
-        y0 = b[:, 1].floor().long().view(-1, 1, 1)
-        x1 = b[:, 2].ceil().long().view(-1, 1, 1)
-        y1 = b[:, 3].ceil().long().view(-1, 1, 1)
+        x0, y0 = b[:, :2].floor().long().view(-1, 2, 1, 1).unbind(1)
+        x1, y1 = b[:, 2:].ceil().long().view(-1, 2, 1, 1).unbind(1)
         return ((xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)).float()
 
     return torch.stack((mask(head), mask(tail)), dim=1)
@@ -100,7 +96,6 @@ class RelationFeatureExtractor(nn.Module):
         rect_features = self.rect_conv(torch.cat(rects, dim=0))
         union_vis = self.feature_extractor.pooler(x, unions)
         if self.separate_spatial:
-            region = self.feature_extractor.forward_without_pool(union_vis)
-            spatial = self.spatial_fc(rect_features.reshape(rect_features.size(0), -1))
-            return region, spatial
+            return (self.feature_extractor.forward_without_pool(union_vis),
+                    self.spatial_fc(rect_features.reshape(rect_features.size(0), -1)))
         return self.feature_extractor.forward_without_pool(union_vis + rect_features)

@@ -57,12 +57,10 @@ class ROIRelationHead(nn.Module):
             if targets is None:
                 raise ValueError('ROIRelationHead: training needs the targets')
             with torch.no_grad():
-                if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX:
-                    proposals, rel_labels, rel_pair_idxs, rel_binarys = \
-                        self.samp_processor.gtbox_relsample(proposals, targets)
-                else:
-                    proposals, rel_labels, rel_pair_idxs, rel_binarys = \
-                        self.samp_processor.detect_relsample(proposals, targets)
+                sample = (self.samp_processor.gtbox_relsample
+                          if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX
+                          else self.samp_processor.detect_relsample)
+                proposals, rel_labels, rel_pair_idxs, rel_binarys = sample(proposals, targets)
         else:
             rel_labels, rel_binarys = None, None
             rel_pair_idxs = self.samp_processor.prepare_test_pairs(features[0].device,
@@ -105,6 +103,5 @@ def build_roi_relation_head(cfg, in_channels, statistics=None, predictor=None, g
     """
     if predictor is None:
         from .predictors import build_predictor  # filled by the predictors package
-        feat_dim = cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM
-        predictor = build_predictor(cfg, feat_dim, statistics)
+        predictor = build_predictor(cfg, cfg.MODEL.ROI_BOX_HEAD.MLP_HEAD_DIM, statistics)
     return ROIRelationHead(cfg, in_channels, predictor, generator, rng)

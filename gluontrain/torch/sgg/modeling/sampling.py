@@ -17,6 +17,7 @@ generators as SGB.
 """
 import numpy as np
 import torch
+from torch.nn import functional as F
 
 from ...twostage.structures import boxlist_iou
 
@@ -46,15 +47,12 @@ class RelationSampling:
         self.num_sample_per_gt_rel = num_sample_per_gt_rel
         self.batch_size_per_image = batch_size_per_image
         self.positive_fraction = positive_fraction
+        #: foreground pairs per image at most (SGB's ``num_pos_per_img``)
+        self.num_pos_per_img = int(batch_size_per_image * positive_fraction)
         self.use_gt_box = use_gt_box
         self.test_overlap = test_overlap
         self.generator = generator
         self.rng = rng
-
-    @property
-    def num_pos_per_img(self):
-        """``int(batch_size_per_image * positive_fraction)``."""
-        return int(self.batch_size_per_image * self.positive_fraction)
 
     def _randperm(self, n, device):
         return torch.randperm(n, generator=self.generator).to(device)
@@ -111,12 +109,10 @@ class RelationSampling:
             if pairs.shape[0] > num_pos:
                 perm = self._randperm(pairs.shape[0], device)[:num_pos]
                 pairs, labs = pairs[perm], labs[perm]
-            num_fg = min(pairs.shape[0], num_pos)
-            num_bg = self.batch_size_per_image - num_fg
+            num_bg = self.batch_size_per_image - pairs.shape[0]   # at most num_pos now
             bg = bg[self._randperm(bg.shape[0], device)[:num_bg]]
             rel_idx_pairs.append(torch.cat((pairs, bg), dim=0))
-            rel_labels.append(torch.cat((labs.long(), torch.zeros(bg.shape[0], dtype=torch.long,
-                                                                  device=device))).view(-1))
+            rel_labels.append(F.pad(labs.long(), (0, bg.shape[0])))   # background: 0
         return proposals, rel_labels, rel_idx_pairs, rel_sym_binarys
 
     def detect_relsample(self, proposals, targets):
@@ -159,8 +155,7 @@ class RelationSampling:
             t_idx = torch.nonzero(is_match[int(tails[i])]).squeeze(1)
             if h_idx.numel() == 0 or t_idx.numel() == 0:
                 continue
-            hh = h_idx.view(-1, 1).expand(h_idx.numel(), t_idx.numel()).reshape(-1)
-            tt = t_idx.view(1, -1).expand(h_idx.numel(), t_idx.numel()).reshape(-1)
+            hh, tt = (g.reshape(-1) for g in torch.meshgrid(h_idx, t_idx, indexing='ij'))
             binary[hh, tt] = 1
             binary[tt, hh] = 1
             valid = hh != tt
@@ -184,9 +179,7 @@ class RelationSampling:
                 fg = fg[self._randperm(fg.shape[0], device)[:self.num_pos_per_img]]
         else:
             fg = torch.zeros((0, 3), dtype=torch.long, device=device)
-        bg_idx = torch.nonzero(rel_possibility).view(-1, 2)
-        bg = torch.cat((bg_idx, torch.zeros((bg_idx.shape[0], 1), dtype=torch.long,
-                                            device=device)), dim=1)
+        bg = F.pad(torch.nonzero(rel_possibility).view(-1, 2), (0, 1))   # label 0
         num_neg = min(self.batch_size_per_image - fg.shape[0], bg.shape[0])
         if bg.shape[0] > 0:
             bg = bg[self._randperm(bg.shape[0], device)[:num_neg]]

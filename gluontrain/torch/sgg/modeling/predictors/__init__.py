@@ -11,25 +11,17 @@ logger=None) -> (obj_dists, relation_dists, add_losses)``.
 selected predictor (only IMP has them).
 """
 from .causal import CausalAnalysisPredictor
-from .frequency_bias import FrequencyBias
-from .imp import IMPContext, IMPPredictor
-from .motifs import LSTMContext, MotifPredictor
-from .transformer import TransformerContext, TransformerPredictor
-from .vctree import VCTreeLSTMContext, VCTreePredictor
+from .imp import IMPPredictor
+from .motifs import MotifPredictor
+from .transformer import TransformerPredictor
+from .vctree import VCTreePredictor
 
-__all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'FrequencyBias', 'LSTMContext',
-           'MotifPredictor', 'IMPContext', 'IMPPredictor', 'TransformerContext',
-           'TransformerPredictor', 'CausalAnalysisPredictor', 'VCTreeLSTMContext',
-           'VCTreePredictor']
+__all__ = ['PREDICTORS', 'build_predictor', 'slow_heads', 'MotifPredictor', 'IMPPredictor',
+           'TransformerPredictor', 'CausalAnalysisPredictor', 'VCTreePredictor']
 
-#: SGB's registry names -> predictor classes.
-PREDICTORS = {
-    'MotifPredictor': MotifPredictor,
-    'IMPPredictor': IMPPredictor,
-    'TransformerPredictor': TransformerPredictor,
-    'CausalAnalysisPredictor': CausalAnalysisPredictor,
-    'VCTreePredictor': VCTreePredictor,
-}
+#: SGB's registry names (its class names) -> predictor classes.
+PREDICTORS = {cls.__name__: cls for cls in (MotifPredictor, IMPPredictor, TransformerPredictor,
+                                            CausalAnalysisPredictor, VCTreePredictor)}
 
 
 def build_predictor(cfg, in_channels, statistics):

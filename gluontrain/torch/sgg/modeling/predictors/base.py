@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from .frequency_bias import FrequencyBias
 from ...config_values import relation_mode
-from .utils_motifs import cat, class_names, obj_edge_vectors, pair_features
+from .utils_motifs import glove_embeddings, pair_features
 from .utils_relation import layer_init
 
 __all__ = ['AVERAGE_RATIO', 'moving_average', 'binary_loss', 'ObjectContext', 'PairPredictor']
@@ -38,8 +38,6 @@ def moving_average(holder, x, ratio=AVERAGE_RATIO):
     torch.Tensor
         The new average (a new tensor; assign it back to the buffer).
     """
-    if x.dim() != 2:
-        raise ValueError('moving_average expects (N, D) input, got {}'.format(tuple(x.shape)))
     with torch.no_grad():
         return holder * (1 - ratio) + ratio * x.mean(0).view(-1)
 
@@ -84,23 +82,17 @@ class ObjectContext(nn.Module):
         super().__init__()
         head = cfg.MODEL.ROI_RELATION_HEAD
         self.cfg = cfg
-        self.obj_classes, self.rel_classes = obj_classes, rel_classes
         self.num_obj_classes = len(obj_classes)
         self.mode = relation_mode(cfg)
         self.embed_dim = head.EMBED_DIM
-        vecs = obj_edge_vectors(obj_classes, wv_dir=cfg.GLOVE_DIR, wv_dim=self.embed_dim)
-        self.obj_embed1 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        self.obj_embed2 = nn.Embedding(self.num_obj_classes, self.embed_dim)
-        with torch.no_grad():
-            self.obj_embed1.weight.copy_(vecs)
-            self.obj_embed2.weight.copy_(vecs)
+        self.obj_embed1, self.obj_embed2 = glove_embeddings(obj_classes, cfg.GLOVE_DIR,
+                                                            self.embed_dim, copies=2)
         if pos_embed:
             self.pos_embed = nn.Sequential(nn.Linear(9, 32), nn.BatchNorm1d(32, momentum=0.001),
                                            nn.Linear(32, 128), nn.ReLU(inplace=True))
         self.obj_dim = in_channels
         self.dropout_rate = head.CONTEXT_DROPOUT_RATE
         self.hidden_dim = head.CONTEXT_HIDDEN_DIM
-        self.average_ratio = AVERAGE_RATIO
         self.effect_analysis = head.CAUSAL.EFFECT_ANALYSIS
 
     def _layer_counts(self):
@@ -128,11 +120,11 @@ class ObjectContext(nn.Module):
         ``need_labels``: read ``labels`` (the contexts differ in when they do)."""
         obj_labels = obj_logits = None
         if need_labels:
-            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
+            obj_labels = torch.cat([p.get_field('labels') for p in proposals], dim=0)
         if self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL:
             obj_embed = self.obj_embed1(obj_labels.long())
         else:
-            obj_logits = cat([p.get_field('predict_logits') for p in proposals], dim=0).detach()
+            obj_logits = torch.cat([p.get_field('predict_logits') for p in proposals]).detach()
             obj_embed = F.softmax(obj_logits, dim=1) @ self.obj_embed1.weight
         return obj_labels, obj_logits, obj_embed
 
@@ -141,7 +133,7 @@ class ObjectContext(nn.Module):
         ``average`` is asked for at test time with ``EFFECT_ANALYSIS``."""
         if self._counterfactual(average):
             return self.untreated_obj_feat.view(1, -1).expand(x.shape[0], -1)
-        return cat((x, obj_embed, pos_embed), -1)
+        return torch.cat((x, obj_embed, pos_embed), -1)
 
     def _decoder_input(self, feat, enc, ctx_average=False):
         """MOTIFS' / VCTree's label-decoder input ``[feat, enc]`` (or its untreated average),
@@ -151,8 +143,7 @@ class ObjectContext(nn.Module):
         else:
             dec_inp = torch.cat((feat, enc), 1)
         if self.training and self.effect_analysis:
-            self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, dec_inp,
-                                                     self.average_ratio)
+            self.untreated_dcd_feat = moving_average(self.untreated_dcd_feat, dec_inp)
         return dec_inp
 
     def _edge_input(self, x, obj_preds, obj_ctx, average=False):
@@ -161,17 +152,16 @@ class ObjectContext(nn.Module):
         obj_embed2 = self.obj_embed2(obj_preds.long())
         if self._counterfactual(average):
             untreated = self.untreated_edg_feat.view(1, -1).expand(x.shape[0], -1)
-            return obj_embed2, cat((untreated, obj_ctx), dim=-1)
-        return obj_embed2, cat((obj_embed2, x, obj_ctx), -1)
+            return obj_embed2, torch.cat((untreated, obj_ctx), dim=-1)
+        return obj_embed2, torch.cat((obj_embed2, x, obj_ctx), -1)
 
     def _update_untreated(self, obj_pre_rep, edge_parts):
         """In training with ``EFFECT_ANALYSIS``: move the averages of the object input and
         of the edge input (``edge_parts`` concatenated)."""
         if self.training and self.effect_analysis:
-            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep,
-                                                     self.average_ratio)
+            self.untreated_obj_feat = moving_average(self.untreated_obj_feat, obj_pre_rep)
             self.untreated_edg_feat = moving_average(self.untreated_edg_feat,
-                                                     cat(edge_parts, -1), self.average_ratio)
+                                                     torch.cat(edge_parts, -1))
 
 
 class PairPredictor(nn.Module):
@@ -192,13 +182,21 @@ class PairPredictor(nn.Module):
     def __init__(self, cfg, statistics=None):
         super().__init__()
         head = cfg.MODEL.ROI_RELATION_HEAD
+        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
+        self.num_rel_cls = head.NUM_CLASSES
         if statistics is not None:
             if cfg.MODEL.ATTRIBUTE_ON:
                 raise NotImplementedError('MODEL.ATTRIBUTE_ON (SGB\'s attribute heads) is not '
                                           'ported; set MODEL.ATTRIBUTE_ON False')
-            self.obj_classes, self.rel_classes = class_names(cfg, statistics)
-        self.num_obj_cls = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        self.num_rel_cls = head.NUM_CLASSES
+            self.obj_classes = list(statistics['obj_classes'])
+            self.rel_classes = list(statistics['rel_classes'])
+            # the config's class counts must be the dataset's (SGB asserts)
+            for key, value, names in (('ROI_BOX_HEAD', self.num_obj_cls, self.obj_classes),
+                                      ('ROI_RELATION_HEAD', self.num_rel_cls, self.rel_classes)):
+                if value != len(names):
+                    raise ValueError('MODEL.{0}.NUM_CLASSES is {1} but the dataset has {2} '
+                                     'classes (background included); set MODEL.{0}.NUM_CLASSES '
+                                     '{2}'.format(key, value, len(names)))
         self.use_vision = head.PREDICT_USE_VISION
         self.use_bias = head.PREDICT_USE_BIAS
         self.hidden_dim = head.CONTEXT_HIDDEN_DIM

@@ -19,10 +19,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .base import AVERAGE_RATIO, PairPredictor, binary_loss, moving_average
+from .base import PairPredictor, binary_loss, moving_average
 from .frequency_bias import FrequencyBias
 from .motifs import LSTMContext
-from .utils_motifs import cat, check_inputs
+from .utils_motifs import check_inputs
 from .utils_relation import get_box_info, get_box_pair_info, layer_init
 from .vctree import VCTreeLSTMContext
 from .vtranse import VTransEFeature
@@ -31,7 +31,8 @@ __all__ = ['CausalAnalysisPredictor', 'EFFECT_TYPES', 'FUSION_TYPES', 'CONTEXT_L
 
 EFFECT_TYPES = ('none', 'TDE', 'NIE', 'TE')
 FUSION_TYPES = ('sum', 'gate')
-CONTEXT_LAYERS = ('motifs', 'vtranse', 'vctree')
+#: ``CAUSAL.CONTEXT_LAYER`` -> context class.
+CONTEXT_LAYERS = {'motifs': LSTMContext, 'vtranse': VTransEFeature, 'vctree': VCTreeLSTMContext}
 
 
 class CausalAnalysisPredictor(PairPredictor):
@@ -52,7 +53,6 @@ class CausalAnalysisPredictor(PairPredictor):
     def __init__(self, cfg, in_channels, statistics):
         super().__init__(cfg, statistics)
         causal = cfg.MODEL.ROI_RELATION_HEAD.CAUSAL
-        self.cfg = cfg
         self.spatial_for_vision = causal.SPATIAL_FOR_VISION
         self.fusion_type = causal.FUSION_TYPE
         self.separate_spatial = causal.SEPARATE_SPATIAL
@@ -65,17 +65,12 @@ class CausalAnalysisPredictor(PairPredictor):
         if self.effect_analysis and self.effect_type not in EFFECT_TYPES:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.EFFECT_TYPE must be one of {}, got '
                              '{!r}'.format(EFFECT_TYPES, self.effect_type))
-        obj_classes, rel_classes = self.obj_classes, self.rel_classes
-        if causal.CONTEXT_LAYER == 'motifs':
-            self.context_layer = LSTMContext(cfg, obj_classes, rel_classes, in_channels)
-        elif causal.CONTEXT_LAYER == 'vtranse':
-            self.context_layer = VTransEFeature(cfg, obj_classes, rel_classes, in_channels)
-        elif causal.CONTEXT_LAYER == 'vctree':
-            self.context_layer = VCTreeLSTMContext(cfg, obj_classes, rel_classes, statistics,
-                                                   in_channels)
-        else:
+        if causal.CONTEXT_LAYER not in CONTEXT_LAYERS:
             raise ValueError('MODEL.ROI_RELATION_HEAD.CAUSAL.CONTEXT_LAYER must be one of {}, '
-                             'got {!r}'.format(CONTEXT_LAYERS, causal.CONTEXT_LAYER))
+                             'got {!r}'.format(tuple(CONTEXT_LAYERS), causal.CONTEXT_LAYER))
+        stats = (statistics,) if causal.CONTEXT_LAYER == 'vctree' else ()  # VCTree's prior
+        self.context_layer = CONTEXT_LAYERS[causal.CONTEXT_LAYER](
+            cfg, self.obj_classes, self.rel_classes, *stats, in_channels)
         if self.use_vtranse:
             self.post_emb = nn.Linear(self.hidden_dim, self.pooling_dim * 2)
             self.ctx_compress = nn.Linear(self.pooling_dim, self.num_rel_cls, bias=False)
@@ -104,11 +99,9 @@ class CausalAnalysisPredictor(PairPredictor):
                                          nn.ReLU(inplace=True))
             layer_init(self.spt_emb[0], xavier=True)
             layer_init(self.spt_emb[2], xavier=True)
-        self.average_ratio = AVERAGE_RATIO
         self.register_buffer('untreated_spt', torch.zeros(32))
-        self.register_buffer('untreated_conv_spt', torch.zeros(self.pooling_dim))
-        self.register_buffer('avg_post_ctx', torch.zeros(self.pooling_dim))
-        self.register_buffer('untreated_feat', torch.zeros(self.pooling_dim))
+        for name in ('untreated_conv_spt', 'avg_post_ctx', 'untreated_feat'):
+            self.register_buffer(name, torch.zeros(self.pooling_dim))
 
     def pair_feature_generate(self, roi_features, proposals, rel_pair_idxs, num_objs, obj_boxs,
                               logger=None, ctx_average=False):
@@ -134,7 +127,7 @@ class CausalAnalysisPredictor(PairPredictor):
             pair_obj_probs.append(torch.stack((prob[s], prob[o]), dim=2))
             pair_bboxs.append(get_box_pair_info(box[s], box[o]))
         post_ctx_rep = ctx_rep if self.use_vtranse else self.post_cat(ctx_rep)
-        return (post_ctx_rep, pair_pred, cat(pair_bboxs, dim=0), cat(pair_obj_probs, dim=0),
+        return (post_ctx_rep, pair_pred, torch.cat(pair_bboxs), torch.cat(pair_obj_probs),
                 binary_preds, obj_dist_prob, edge_rep, obj_dists.split(num_objs, dim=0))
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,
@@ -169,7 +162,7 @@ class CausalAnalysisPredictor(PairPredictor):
         if self.training:
             if rel_labels is None:
                 raise ValueError('CausalAnalysisPredictor needs rel_labels in training')
-            rel_labels = cat(list(rel_labels), dim=0)
+            rel_labels = torch.cat(list(rel_labels), dim=0)
             if binary_preds is not None:
                 add_losses['binary_loss'] = binary_loss(rel_binarys, binary_preds)
             add_losses['auxiliary_ctx'] = F.cross_entropy(self.ctx_compress(post_ctx_rep),
@@ -180,15 +173,12 @@ class CausalAnalysisPredictor(PairPredictor):
                 add_losses['auxiliary_frq'] = F.cross_entropy(
                     self.freq_bias.index_with_labels(pair_pred.long()), rel_labels)
             if self.spatial_for_vision:
-                self.untreated_spt = moving_average(self.untreated_spt, pair_bbox,
-                                                    self.average_ratio)
+                self.untreated_spt = moving_average(self.untreated_spt, pair_bbox)
             if self.separate_spatial:
                 self.untreated_conv_spt = moving_average(self.untreated_conv_spt,
-                                                         spatial_conv_feats, self.average_ratio)
-            self.avg_post_ctx = moving_average(self.avg_post_ctx, post_ctx_rep,
-                                               self.average_ratio)
-            self.untreated_feat = moving_average(self.untreated_feat, union_features,
-                                                 self.average_ratio)
+                                                         spatial_conv_feats)
+            self.avg_post_ctx = moving_average(self.avg_post_ctx, post_ctx_rep)
+            self.untreated_feat = moving_average(self.untreated_feat, union_features)
         elif self.effect_analysis and self.effect_type != 'none':
             rel_dists = self.effect(union_features, post_ctx_rep, pair_obj_probs,
                                     avg_post_ctx_rep, avg_pair_obj_prob)
@@ -218,16 +208,14 @@ class CausalAnalysisPredictor(PairPredictor):
                 avg_ctx_rep = avg_ctx_rep * self.spt_emb(self.untreated_spt.clone().view(1, -1))
             if self.separate_spatial:
                 avg_ctx_rep = avg_ctx_rep * self.untreated_conv_spt.clone().view(1, -1)
-        f = self.calculate_logits
-        if self.effect_type == 'TDE':
-            return f(union_features, post_ctx_rep, pair_obj_probs) - \
-                f(union_features, avg_ctx_rep, pair_obj_probs)
-        if self.effect_type == 'NIE':
-            return f(union_features, avg_ctx_rep, pair_obj_probs) - \
-                f(union_features, avg_ctx_rep, avg_pair_obj_prob)
-        if self.effect_type == 'TE':
-            return f(union_features, post_ctx_rep, pair_obj_probs) - \
-                f(union_features, avg_ctx_rep, avg_pair_obj_prob)
+        # each effect's ((context, class probabilities) of the minuend, of the subtrahend)
+        terms = {'TDE': ((post_ctx_rep, pair_obj_probs), (avg_ctx_rep, pair_obj_probs)),
+                 'NIE': ((avg_ctx_rep, pair_obj_probs), (avg_ctx_rep, avg_pair_obj_prob)),
+                 'TE': ((post_ctx_rep, pair_obj_probs), (avg_ctx_rep, avg_pair_obj_prob))}
+        if self.effect_type in terms:
+            (ctx, probs), (cf_ctx, cf_probs) = terms[self.effect_type]
+            return self.calculate_logits(union_features, ctx, probs) - \
+                self.calculate_logits(union_features, cf_ctx, cf_probs)
         raise ValueError('EFFECT_TYPE {!r} has no effect formula; use one of {}'.format(
             self.effect_type, EFFECT_TYPES[1:]))
 
@@ -249,10 +237,8 @@ class CausalAnalysisPredictor(PairPredictor):
         torch.Tensor
             ``vis + ctx + frq`` ('sum') or ``ctx * sigmoid(vis + frq + gate(ctx))`` ('gate').
         """
-        if use_label_dist:
-            frq_dists = self.freq_bias.index_with_probability(frq_rep)
-        else:
-            frq_dists = self.freq_bias.index_with_labels(frq_rep.long())
+        frq_dists = (self.freq_bias.index_with_probability(frq_rep) if use_label_dist else
+                     self.freq_bias.index_with_labels(frq_rep.long()))
         vis_dists = self.vis_compress(vis_rep)
         ctx_dists = self.ctx_compress(ctx_rep)
         if self.fusion_type == 'gate':

@@ -19,12 +19,10 @@ class FrequencyBias(nn.Module):
         Unused (kept for SGB's signature).
     statistics : dict
         SGB's statistics; ``statistics['pred_dist']`` is ``(C_obj, C_obj, C_rel)`` (tensor or
-        array).
-    eps : float
-        Unused, as in SGB (the ``1e-3`` is already inside ``pred_dist``).
+        array), whose ``log(... + 1e-3)`` already holds SGB's (unused) ``eps``.
     """
 
-    def __init__(self, cfg, statistics, eps=1e-3):
+    def __init__(self, cfg, statistics):
         super().__init__()
         pred_dist = torch.as_tensor(statistics['pred_dist']).float()
         if pred_dist.dim() != 3 or pred_dist.size(0) != pred_dist.size(1):
@@ -65,8 +63,7 @@ class FrequencyBias(nn.Module):
             ``(R, C_rel)``: ``sum_{s,o} p_sub(s) p_obj(o) table[s * C + o]``.
         """
         batch_size, num_obj, _ = pair_prob.shape
-        joint = pair_prob[:, :, 0].contiguous().view(batch_size, num_obj, 1) * \
-            pair_prob[:, :, 1].contiguous().view(batch_size, 1, num_obj)
+        joint = pair_prob[:, :, None, 0] * pair_prob[:, None, :, 1]
         return joint.view(batch_size, num_obj * num_obj) @ self.obj_baseline.weight
 
     def forward(self, labels):

@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from .base import PairPredictor
 from ...config_values import relation_mode
-from .utils_motifs import cat, check_inputs, pair_features, to_onehot
+from .utils_motifs import check_inputs, pair_features, to_onehot
 from .utils_relation import make_fc
 
 __all__ = ['IMPContext', 'IMPPredictor', 'SLOW_HEADS', 'SLOW_RATIO']
@@ -86,23 +86,16 @@ class IMPContext(nn.Module):
         rel_rep = F.relu(self.edge_unary(union_features))
         obj_count, rel_count = obj_rep.shape[0], rel_rep.shape[0]
         device = obj_rep.device
-        # incidence matrices: node <- edges where it is subject / object
+        # batch-wide subject / object of each relation, and the incidence matrices
+        # node <- edges where it is subject / object
+        offsets = [sum(num_objs[:i]) for i in range(len(num_objs))]
+        sub_inds = torch.cat([p[:, 0].long() + o for p, o in zip(rel_pair_idxs, offsets)])
+        obj_inds = torch.cat([p[:, 1].long() + o for p, o in zip(rel_pair_idxs, offsets)])
+        rel = torch.arange(rel_count, device=device)
         sub2rel = torch.zeros(obj_count, rel_count, device=device)
         obj2rel = torch.zeros(obj_count, rel_count, device=device)
-        sub_inds, obj_inds = [], []
-        obj_offset = rel_offset = 0
-        for pair_idx, n in zip(rel_pair_idxs, num_objs):
-            r = pair_idx.shape[0]
-            sub = pair_idx[:, 0].long().view(-1) + obj_offset
-            obj = pair_idx[:, 1].long().view(-1) + obj_offset
-            rel = torch.arange(r, device=device) + rel_offset
-            sub_inds.append(sub)
-            obj_inds.append(obj)
-            sub2rel[sub, rel] = 1.0
-            obj2rel[obj, rel] = 1.0
-            obj_offset += n
-            rel_offset += r
-        sub_inds, obj_inds = torch.cat(sub_inds, 0), torch.cat(obj_inds, 0)
+        sub2rel[sub_inds, rel] = 1.0
+        obj2rel[obj_inds, rel] = 1.0
         hx_obj = torch.zeros(obj_count, self.hidden_dim, device=device)
         hx_rel = torch.zeros(rel_count, self.hidden_dim, device=device)
         vert = [self.node_gru(obj_rep, hx_obj)]
@@ -116,7 +109,7 @@ class IMPContext(nn.Module):
             pre_in = self.in_edge_w_fc(torch.cat((obj_vert, edge[i]), 1)) * edge[i]
             vert.append(self.node_gru(sub2rel @ pre_out + obj2rel @ pre_in, vert[i]))
         if self.mode == 'predcls':
-            obj_labels = cat([p.get_field('labels') for p in proposals], dim=0)
+            obj_labels = torch.cat([p.get_field('labels') for p in proposals], dim=0)
             obj_dists = to_onehot(obj_labels, self.num_obj)
         else:
             obj_dists = self.obj_fc(vert[-1])
@@ -137,8 +130,8 @@ class IMPPredictor(PairPredictor):
         SGB's statistics (only used when ``use_bias``).
     use_bias : bool
         SGB: False. True adds the frequency bias of the predicted labels.
-    hidden_dim : int, optional
-        :class:`IMPContext`'s GRU size; ``None`` keeps SGB's 512.
+    hidden_dim : int
+        :class:`IMPContext`'s GRU size (SGB's 512).
 
     Attributes
     ----------
@@ -149,12 +142,11 @@ class IMPPredictor(PairPredictor):
     SLOW_HEADS = SLOW_HEADS
     SLOW_RATIO = SLOW_RATIO
 
-    def __init__(self, cfg, in_channels, statistics, use_bias=False, hidden_dim=None):
+    def __init__(self, cfg, in_channels, statistics, use_bias=False, hidden_dim=512):
         super().__init__(cfg)
         self.use_bias = use_bias
-        kw = {} if hidden_dim is None else {'hidden_dim': hidden_dim}
         self.context_layer = IMPContext(cfg, self.num_obj_cls, self.num_rel_cls, in_channels,
-                                        **kw)
+                                        hidden_dim)
         self._add_post_layers(cfg, statistics)
 
     def forward(self, proposals, rel_pair_idxs, rel_labels, rel_binarys, roi_features,

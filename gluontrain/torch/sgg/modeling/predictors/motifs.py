@@ -16,8 +16,8 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import PackedSequence
 
 from .base import ObjectContext, PairPredictor
-from .utils_motifs import (cat, check_inputs, encode_box_info, get_dropout_mask,
-                           obj_edge_vectors, sort_rois, to_onehot)
+from .utils_motifs import (check_inputs, encode_box_info, get_dropout_mask, glove_embeddings,
+                           sort_rois, to_onehot)
 from .utils_relation import obj_prediction_nms
 
 __all__ = ['DecoderRNN', 'LSTMContext', 'MotifPredictor']
@@ -37,23 +37,15 @@ class DecoderRNN(nn.Module):
 
     def __init__(self, cfg, obj_classes, embed_dim, inputs_dim, hidden_dim, rnn_drop):
         super().__init__()
-        self.obj_classes = obj_classes
-        self.embed_dim = embed_dim
-        vecs = obj_edge_vectors(['start'] + list(obj_classes), wv_dir=cfg.GLOVE_DIR,
-                                wv_dim=embed_dim)
-        self.obj_embed = nn.Embedding(len(obj_classes) + 1, embed_dim)
-        with torch.no_grad():
-            self.obj_embed.weight.copy_(vecs)
+        self.obj_embed, = glove_embeddings(['start'] + list(obj_classes), cfg.GLOVE_DIR,
+                                           embed_dim)
         self.hidden_size = hidden_dim
-        self.inputs_dim = inputs_dim
-        self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         self.rnn_drop = rnn_drop
         self.input_linearity = nn.Linear(inputs_dim + embed_dim, 6 * hidden_dim, bias=True)
         self.state_linearity = nn.Linear(hidden_dim, 5 * hidden_dim, bias=True)
         self.out_obj = nn.Linear(hidden_dim, len(obj_classes))
-        with torch.no_grad():
-            nn.init.constant_(self.state_linearity.bias, 0.0)
-            nn.init.constant_(self.input_linearity.bias, 0.0)
+        nn.init.constant_(self.state_linearity.bias, 0.0)
+        nn.init.constant_(self.input_linearity.bias, 0.0)
 
     def lstm_equations(self, timestep_input, previous_state, previous_memory, dropout_mask=None):
         """One highway-LSTM step; returns ``(output, memory)``."""
@@ -90,37 +82,32 @@ class DecoderRNN(nn.Module):
             commitments are the greedy argmax over foreground classes (NMS is applied by the
             caller, per image).
         """
-        if not isinstance(inputs, PackedSequence):
-            raise ValueError('inputs must be a PackedSequence, got {}'.format(type(inputs)))
         seq, batch_lengths = inputs.data, inputs.batch_sizes
         batch_size = int(batch_lengths[0])
-        memory = seq.new_zeros(batch_size, self.hidden_size)
-        state = seq.new_zeros(batch_size, self.hidden_size)
-        prev_embed = self.obj_embed.weight[0, None].expand(batch_size, self.embed_dim)
+        memory = state = seq.new_zeros(batch_size, self.hidden_size)   # never changed in place
+        prev_embed = self.obj_embed.weight[0, None].expand(batch_size, -1)
         dropout_mask = (get_dropout_mask(self.rnn_drop, memory.size(), memory.device)
                         if self.rnn_drop > 0.0 else None)
         out_dists, commitments = [], []
         end = 0
         for l_batch in batch_lengths.tolist():
             start, end = end, end + l_batch
-            if memory.size(0) != l_batch:
-                memory, state, prev_embed = memory[:l_batch], state[:l_batch], prev_embed[:l_batch]
-                if dropout_mask is not None:
-                    dropout_mask = dropout_mask[:l_batch]
+            # the batch shrinks as shorter images end: keep the rows still running
+            memory, state, prev_embed = memory[:l_batch], state[:l_batch], prev_embed[:l_batch]
+            if dropout_mask is not None:
+                dropout_mask = dropout_mask[:l_batch]
             step_input = torch.cat((seq[start:end], prev_embed), 1)
             state, memory = self.lstm_equations(step_input, state, memory, dropout_mask)
             dist = self.out_obj(state)
             out_dists.append(dist)
             if self.training:
-                embed_labels = labels[start:end].clone()
+                step_labels = labels[start:end]
                 fg_pred = dist[:, 1:].max(1)[1] + 1
-                is_bg = embed_labels == 0
-                embed_labels[is_bg] = fg_pred[is_bg]
-                commitments.append(embed_labels)
+                embed_labels = torch.where(step_labels == 0, fg_pred, step_labels)
             else:
                 # SGB asserts one image per step here; the argmax is per row, so any works
                 embed_labels = F.softmax(dist, dim=1)[:, 1:].max(1)[1] + 1
-                commitments.append(embed_labels)
+            commitments.append(embed_labels)
             prev_embed = self.obj_embed(embed_labels + 1)
         return torch.cat(out_dists, 0), torch.cat(commitments, 0)
 
@@ -147,17 +134,16 @@ class LSTMContext(ObjectContext):
         self._layer_counts()
         self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         obj_in = self.obj_dim + self.embed_dim + 128
-        self.obj_ctx_rnn = nn.LSTM(input_size=obj_in, hidden_size=self.hidden_dim,
-                                   num_layers=self.nl_obj,
-                                   dropout=self.dropout_rate if self.nl_obj > 1 else 0,
-                                   bidirectional=True)
+
+        def context_lstm(input_size, layers):   # dropout only between stacked layers
+            return nn.LSTM(input_size=input_size, hidden_size=self.hidden_dim, num_layers=layers,
+                           dropout=self.dropout_rate if layers > 1 else 0, bidirectional=True)
+        self.obj_ctx_rnn = context_lstm(obj_in, self.nl_obj)
         self.decoder_rnn = DecoderRNN(cfg, obj_classes, embed_dim=self.embed_dim,
                                       inputs_dim=self.hidden_dim + obj_in,
                                       hidden_dim=self.hidden_dim, rnn_drop=self.dropout_rate)
-        self.edge_ctx_rnn = nn.LSTM(input_size=self.embed_dim + self.hidden_dim + self.obj_dim,
-                                    hidden_size=self.hidden_dim, num_layers=self.nl_edge,
-                                    dropout=self.dropout_rate if self.nl_edge > 1 else 0,
-                                    bidirectional=True)
+        self.edge_ctx_rnn = context_lstm(self.embed_dim + self.hidden_dim + self.obj_dim,
+                                         self.nl_edge)
         self.lin_obj_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
         self.lin_edge_h = nn.Linear(self.hidden_dim * 2, self.hidden_dim)
         self._register_untreated(obj_in, self.embed_dim + self.obj_dim, self.hidden_dim + obj_in)
@@ -185,8 +171,6 @@ class LSTMContext(ObjectContext):
             if boxes_per_cls is not None and not self.training:
                 obj_preds = self._nms_labels(obj_dists, boxes_per_cls, perm, proposals)
         else:
-            if obj_labels is None:
-                raise ValueError('PredCls needs the proposals\' "labels" field')
             obj_preds = obj_labels
             obj_dists = to_onehot(obj_preds, self.num_obj_classes)
         return obj_dists, obj_preds, encoder_rep[inv_perm], perm, inv_perm, ls_transposed
@@ -236,7 +220,7 @@ class LSTMContext(ObjectContext):
         obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         boxes_per_cls = None
         if self.mode == 'sgdet' and not self.training:
-            boxes_per_cls = cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
+            boxes_per_cls = torch.cat([p.get_field('boxes_per_cls') for p in proposals], dim=0)
         if self.sort_mode == 'confidence' and obj_logits is None:
             obj_logits = to_onehot(obj_labels, self.num_obj_classes)
         obj_dists, obj_preds, obj_ctx, perm, inv_perm, ls_transposed = self.obj_ctx(

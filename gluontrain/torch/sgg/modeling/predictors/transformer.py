@@ -11,38 +11,18 @@ from torch import nn
 from torch.nn import functional as F
 
 from .base import ObjectContext, PairPredictor
-from .utils_motifs import cat, check_inputs, encode_box_info, to_onehot
+from .utils_motifs import check_inputs, encode_box_info, to_onehot
 from .utils_relation import obj_prediction_nms
 
-__all__ = ['ScaledDotProductAttention', 'MultiHeadAttention', 'PositionwiseFeedForward',
+__all__ = ['MultiHeadAttention', 'PositionwiseFeedForward',
            'EncoderLayer', 'TransformerEncoder', 'TransformerContext', 'TransformerPredictor']
-
-
-class ScaledDotProductAttention(nn.Module):
-    """``softmax(q k^T / temperature) v`` with masked keys set to ``-inf``.
-
-    Parameters
-    ----------
-    temperature : float
-    attn_dropout : float
-    """
-
-    def __init__(self, temperature, attn_dropout=0.1):
-        super().__init__()
-        self.temperature = temperature
-        self.dropout = nn.Dropout(attn_dropout)
-
-    def forward(self, q, k, v, mask=None):
-        """``(output (B, Lq, Dv), attention (B, Lq, Lk))``."""
-        attn = torch.bmm(q, k.transpose(1, 2)) / self.temperature
-        if mask is not None:
-            attn = attn.masked_fill(mask, -np.inf)
-        attn = self.dropout(F.softmax(attn, dim=2))
-        return torch.bmm(attn, v), attn
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention with residual and LayerNorm (post-norm).
+
+    Per head ``softmax(q k^T / sqrt(d_k)) v``, masked keys at ``-inf``, dropout 0.1 on the
+    attention weights: SGB's ``ScaledDotProductAttention``, which has no parameters, inlined.
 
     Parameters
     ----------
@@ -59,14 +39,15 @@ class MultiHeadAttention(nn.Module):
         nn.init.normal_(self.w_qs.weight, mean=0, std=np.sqrt(2.0 / (d_model + d_k)))
         nn.init.normal_(self.w_ks.weight, mean=0, std=np.sqrt(2.0 / (d_model + d_k)))
         nn.init.normal_(self.w_vs.weight, mean=0, std=np.sqrt(2.0 / (d_model + d_v)))
-        self.attention = ScaledDotProductAttention(temperature=np.power(d_k, 0.5))
+        self.temperature = np.power(d_k, 0.5)
+        self.attn_dropout = nn.Dropout(0.1)
         self.layer_norm = nn.LayerNorm(d_model)
         self.fc = nn.Linear(n_head * d_v, d_model)
         nn.init.xavier_normal_(self.fc.weight)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, q, k, v, mask=None):
-        """``(output (B, Lq, d_model), attention (n_head * B, Lq, Lk))``."""
+        """``(B, Lq, d_model)``; ``mask`` ``(B, Lq, Lk)``, True at keys to ignore."""
         d_k, d_v, n_head = self.d_k, self.d_v, self.n_head
         sz_b, len_q, _ = q.size()
         len_k, len_v = k.size(1), v.size(1)
@@ -74,10 +55,12 @@ class MultiHeadAttention(nn.Module):
         q = self.w_qs(q).view(sz_b, len_q, n_head, d_k).permute(2, 0, 1, 3).reshape(-1, len_q, d_k)
         k = self.w_ks(k).view(sz_b, len_k, n_head, d_k).permute(2, 0, 1, 3).reshape(-1, len_k, d_k)
         v = self.w_vs(v).view(sz_b, len_v, n_head, d_v).permute(2, 0, 1, 3).reshape(-1, len_v, d_v)
-        output, attn = self.attention(q, k, v, mask=mask.repeat(n_head, 1, 1))
+        attn = torch.bmm(q, k.transpose(1, 2)) / self.temperature
+        attn = F.softmax(attn.masked_fill(mask.repeat(n_head, 1, 1), -np.inf), dim=2)
+        output = torch.bmm(self.attn_dropout(attn), v)
         output = output.view(n_head, sz_b, len_q, d_v).permute(1, 2, 0, 3).reshape(sz_b, len_q, -1)
         output = self.dropout(self.fc(output))
-        return self.layer_norm(output + residual), attn
+        return self.layer_norm(output + residual)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -117,11 +100,10 @@ class EncoderLayer(nn.Module):
         self.pos_ffn = PositionwiseFeedForward(d_model, d_inner, dropout=dropout)
 
     def forward(self, enc_input, non_pad_mask=None, slf_attn_mask=None):
-        """``(output, attention)``."""
-        out, attn = self.slf_attn(enc_input, enc_input, enc_input, mask=slf_attn_mask)
+        """``(B, L, d_model)``, padded rows zero."""
+        out = self.slf_attn(enc_input, enc_input, enc_input, mask=slf_attn_mask)
         out = out * non_pad_mask.float()
-        out = self.pos_ffn(out) * non_pad_mask.float()
-        return out, attn
+        return self.pos_ffn(out) * non_pad_mask.float()
 
 
 class TransformerEncoder(nn.Module):
@@ -142,15 +124,13 @@ class TransformerEncoder(nn.Module):
     def forward(self, input_feats, num_objs):
         """``(sum N_i, d_model) -> (sum N_i, d_model)``, objects attending within their image."""
         padded = nn.utils.rnn.pad_sequence(input_feats.split(num_objs, dim=0), batch_first=True)
-        bsz, pad_len = len(num_objs), max(num_objs)
-        device = padded.device
-        counts = torch.as_tensor(num_objs, device=device).unsqueeze(1).expand(-1, pad_len)
-        pos = torch.arange(pad_len, device=device).view(1, -1).expand(bsz, -1)
-        slf_attn_mask = pos.ge(counts).unsqueeze(1).expand(-1, pad_len, -1)
-        non_pad_mask = pos.lt(counts).unsqueeze(-1)
+        pad_len, counts = max(num_objs), torch.as_tensor(num_objs, device=padded.device)
+        valid = torch.arange(pad_len, device=padded.device)[None] < counts[:, None]   # (B, L)
+        slf_attn_mask = (~valid).unsqueeze(1).expand(-1, pad_len, -1)   # padded keys
+        non_pad_mask = valid.unsqueeze(-1)
         out = padded
         for layer in self.layer_stack:
-            out, _ = layer(out, non_pad_mask=non_pad_mask, slf_attn_mask=slf_attn_mask)
+            out = layer(out, non_pad_mask=non_pad_mask, slf_attn_mask=slf_attn_mask)
         return out[non_pad_mask.squeeze(-1)]
 
 
@@ -170,19 +150,16 @@ class TransformerContext(ObjectContext):
     def __init__(self, cfg, obj_classes, rel_classes, in_channels):
         super().__init__(cfg, obj_classes, rel_classes, in_channels, pos_embed=False)
         t = cfg.MODEL.ROI_RELATION_HEAD.TRANSFORMER
-        self.num_obj_cls, self.num_rel_cls = len(obj_classes), len(rel_classes)
-        self.in_channels = in_channels
         self.nms_thresh = cfg.TEST.RELATION.LATER_NMS_PREDICTION_THRES
         self.bbox_embed = nn.Sequential(nn.Linear(9, 32), nn.ReLU(inplace=True), nn.Dropout(0.1),
                                         nn.Linear(32, 128), nn.ReLU(inplace=True),
                                         nn.Dropout(0.1))
         self.lin_obj = nn.Linear(in_channels + self.embed_dim + 128, self.hidden_dim)
         self.lin_edge = nn.Linear(self.embed_dim + self.hidden_dim + in_channels, self.hidden_dim)
-        self.out_obj = nn.Linear(self.hidden_dim, self.num_obj_cls)
-        self.context_obj = TransformerEncoder(t.OBJ_LAYER, t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM,
-                                              self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
-        self.context_edge = TransformerEncoder(t.REL_LAYER, t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM,
-                                               self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
+        self.out_obj = nn.Linear(self.hidden_dim, self.num_obj_classes)
+        layer = (t.NUM_HEAD, t.KEY_DIM, t.VAL_DIM, self.hidden_dim, t.INNER_DIM, t.DROPOUT_RATE)
+        self.context_obj = TransformerEncoder(t.OBJ_LAYER, *layer)
+        self.context_edge = TransformerEncoder(t.REL_LAYER, *layer)
 
     def forward(self, roi_features, proposals, logger=None):
         """``(obj_dists (N, C), obj_preds (N,), edge_ctx (N, hidden_dim))``."""
@@ -190,11 +167,11 @@ class TransformerContext(ObjectContext):
             proposals, self.training or self.cfg.MODEL.ROI_RELATION_HEAD.USE_GT_OBJECT_LABEL)
         pos_embed = self.bbox_embed(encode_box_info(proposals))
         num_objs = [len(p) for p in proposals]
-        obj_pre_rep = self.lin_obj(cat((roi_features, obj_embed, pos_embed), -1))
+        obj_pre_rep = self.lin_obj(torch.cat((roi_features, obj_embed, pos_embed), -1))
         obj_feats = self.context_obj(obj_pre_rep, num_objs)
         if self.mode == 'predcls':
             obj_preds = obj_labels.long()
-            obj_dists = to_onehot(obj_preds, self.num_obj_cls)
+            obj_dists = to_onehot(obj_preds, self.num_obj_classes)
         else:
             obj_dists = self.out_obj(obj_feats)
             if self.mode == 'sgdet' and not self.training:
@@ -202,7 +179,7 @@ class TransformerContext(ObjectContext):
                                                          for p in proposals], num_objs)
             else:
                 obj_preds = obj_dists[:, 1:].max(1)[1] + 1
-        edge_pre_rep = cat((roi_features, obj_feats, self.obj_embed2(obj_preds)), dim=-1)
+        edge_pre_rep = torch.cat((roi_features, obj_feats, self.obj_embed2(obj_preds)), dim=-1)
         edge_ctx = self.context_edge(self.lin_edge(edge_pre_rep), num_objs)
         return obj_dists, obj_preds, edge_ctx
 

@@ -1,8 +1,8 @@
 """Helpers shared by the relation predictors (SGB's ``utils_motifs.py``).
 
-Word vectors, the 9-d box code, one-hot PredCls logits, the left-to-right packing of objects
-for the context LSTMs, and the plumbing every predictor shares (mode, class names, pair
-features). Pixel convention is maskrcnn-benchmark's (``+1`` inclusive sides). Pair geometry,
+Word vectors (and the embeddings they start), the 9-d box code, one-hot PredCls logits, the
+left-to-right packing of objects for the context LSTMs, and the plumbing every predictor shares
+(input checks, pair features). Pixel convention is maskrcnn-benchmark's (``+1`` inclusive sides). Pair geometry,
 per-class NMS and initialisations live in :mod:`.utils_relation`.
 
 Word vectors are read from a local ``GLOVE_DIR`` only (``glove.6B.{dim}d.txt``, or SGB's cached
@@ -13,39 +13,20 @@ import os
 
 import numpy as np
 import torch
+from torch import nn
 from torch.nn import functional as F
 
 from .....core.checkpoint import atomic_save_file
+from .utils_relation import get_box_info
 
-__all__ = ['cat', 'obj_edge_vectors', 'load_word_vectors', 'encode_box_info', 'to_onehot',
-           'get_dropout_mask', 'center_x', 'sort_by_score', 'sort_rois',
-           'transpose_packed_sequence_inds', 'relation_mode', 'class_names', 'pair_features',
-           'check_inputs']
+__all__ = ['obj_edge_vectors', 'glove_embeddings', 'load_word_vectors', 'encode_box_info',
+           'to_onehot', 'get_dropout_mask', 'sort_rois', 'pair_features', 'check_inputs']
 
 logger = logging.getLogger(__name__)
 # word-vector files already warned about (one warning per file and process, not per layer)
 _WARNED = set()
 # the last word-vector file read: {stem: ((ext, mtime) of its files, result)}
 _LOADED = {}
-
-
-def cat(tensors, dim=0):
-    """``torch.cat`` that returns a single tensor unchanged (maskrcnn-benchmark's ``cat``).
-
-    Parameters
-    ----------
-    tensors : list or tuple of torch.Tensor
-    dim : int
-
-    Returns
-    -------
-    torch.Tensor
-    """
-    if not isinstance(tensors, (list, tuple)):
-        raise TypeError('cat expects a list or tuple of tensors, got {}'.format(type(tensors)))
-    if len(tensors) == 1:
-        return tensors[0]
-    return torch.cat(tensors, dim)
 
 
 # ------------------------------------------------------------------------------ word vectors
@@ -134,7 +115,7 @@ def _load_txt(path):
     return result
 
 
-def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
+def obj_edge_vectors(names, wv_dir, wv_dim=300):
     """Embedding rows for class names: GloVe when found, ``N(0, 1)`` otherwise (as SGB).
 
     A name missing from the vocabulary falls back to its longest word (``'tennis racket'``
@@ -146,7 +127,6 @@ def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
     names : list of str
     wv_dir : str
         ``cfg.GLOVE_DIR``.
-    wv_type : str
     wv_dim : int
         ``cfg.MODEL.ROI_RELATION_HEAD.EMBED_DIM``.
 
@@ -161,8 +141,8 @@ def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
         The file's vectors are not ``wv_dim`` long.
     """
     vectors = torch.empty(len(names), wv_dim).normal_(0, 1)
-    loaded = load_word_vectors(wv_dir, wv_type, wv_dim)
-    path = os.path.join(wv_dir, '{}.{}d.txt'.format(wv_type, wv_dim))
+    loaded = load_word_vectors(wv_dir, 'glove.6B', wv_dim)   # SGB's only vocabulary
+    path = os.path.join(wv_dir, 'glove.6B.{}d.txt'.format(wv_dim))
     if loaded is None:
         if path not in _WARNED:
             _WARNED.add(path)
@@ -186,6 +166,17 @@ def obj_edge_vectors(names, wv_dir, wv_type='glove.6B', wv_dim=300):
         logger.info('word vectors: longest-word fallback for %s; random for %s',
                     fallbacks, failed)
     return vectors
+
+
+def glove_embeddings(names, wv_dir, wv_dim, copies=1):
+    """``copies`` ``nn.Embedding(len(names), wv_dim)`` layers started from the same
+    :func:`obj_edge_vectors` rows (drawn first, then the layers created: SGB's random order)."""
+    vecs = obj_edge_vectors(names, wv_dir, wv_dim)
+    layers = [nn.Embedding(len(names), wv_dim) for _ in range(copies)]
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight.copy_(vecs)
+    return layers
 
 
 # ----------------------------------------------------------------------------- box encodings
@@ -213,12 +204,7 @@ def encode_box_info(proposals):
         wid, hei = p.size
         if wid * hei == 0:
             raise ValueError('encode_box_info: image size {} has zero area'.format(p.size))
-        boxes = p.bbox
-        wh = boxes[:, 2:] - boxes[:, :2] + 1.0
-        xy = boxes[:, :2] + 0.5 * wh
-        w, h = wh.split([1, 1], dim=-1)
-        x, y = xy.split([1, 1], dim=-1)
-        x1, y1, x2, y2 = boxes.split([1, 1, 1, 1], dim=-1)
+        x1, y1, x2, y2, x, y, w, h = get_box_info(p.bbox, need_norm=False).split(1, dim=-1)
         infos.append(torch.cat([w / wid, h / hei, x / wid, y / hei, x1 / wid, y1 / hei,
                                 x2 / wid, y2 / hei, w * h / (wid * hei)], dim=-1).view(-1, 9))
     return torch.cat(infos, dim=0)
@@ -262,78 +248,12 @@ def get_dropout_mask(dropout_probability, tensor_shape, device):
 
 
 # ---------------------------------------------------------------------- ordering for the LSTMs
-def center_x(proposals):
-    """Box x-centres of all images, concatenated.
-
-    Parameters
-    ----------
-    proposals : list of BoxList
-
-    Returns
-    -------
-    torch.Tensor
-        ``(sum N_i,)``.
-    """
-    boxes = cat([p.bbox for p in proposals], dim=0)
-    return (0.5 * (boxes[:, 0] + boxes[:, 2])).view(-1)
-
-
-def transpose_packed_sequence_inds(lengths):
-    """Row order turning image-major rows into a time-major ``PackedSequence``.
-
-    Parameters
-    ----------
-    lengths : list of int
-        Sequence lengths, descending.
-
-    Returns
-    -------
-    tuple
-        ``(indices (sum lengths,) array, batch sizes per time step list)``.
-    """
-    new_inds, new_lens = [], []
-    starts = np.cumsum([0] + list(lengths))
-    pointer = len(lengths) - 1
-    for t in range(lengths[0]):
-        while pointer > 0 and lengths[pointer] <= t:
-            pointer -= 1
-        new_inds.append(starts[:pointer + 1] + t)
-        new_lens.append(pointer + 1)
-    return np.concatenate(new_inds, 0), new_lens
-
-
-def sort_by_score(proposals, scores):
-    """Permutation sorting objects by ``scores`` (high first) within images, packed time-major.
+def sort_rois(proposals, mode='leftright', obj_logits=None):
+    """Object order for the context LSTMs: by score (high first) within images, packed
+    time-major.
 
     Images keep their order by size (the offset ``2 * (2 * N_i * n_img + i)`` dominates scores
     in ``[0, 1]``), as SGB / neural-motifs.
-
-    Parameters
-    ----------
-    proposals : list of BoxList
-    scores : torch.Tensor
-        ``(sum N_i,)`` in ``[0, 1]``.
-
-    Returns
-    -------
-    tuple
-        ``(perm, inv_perm, ls_transposed)``: ``rows[perm]`` is the packed data,
-        ``packed[inv_perm]`` goes back, ``ls_transposed`` the batch sizes (long tensor).
-    """
-    num_rois = [len(b) for b in proposals]
-    num_im = len(num_rois)
-    parts = scores.split(num_rois, dim=0)
-    ordered = cat([s + 2.0 * float(n * 2 * num_im + i)
-                   for i, (s, n) in enumerate(zip(parts, num_rois))], dim=0)
-    _, perm = torch.sort(ordered, 0, descending=True)
-    inds, ls_transposed = transpose_packed_sequence_inds(sorted(num_rois, reverse=True))
-    perm = perm[torch.as_tensor(inds, dtype=torch.long, device=scores.device)]
-    _, inv_perm = torch.sort(perm)
-    return perm, inv_perm, torch.as_tensor(ls_transposed, dtype=torch.long)
-
-
-def sort_rois(proposals, mode='leftright', obj_logits=None):
-    """Object order for the context LSTMs.
 
     Parameters
     ----------
@@ -347,13 +267,14 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
     Returns
     -------
     tuple
-        As :func:`sort_by_score`.
+        ``(perm, inv_perm, ls_transposed)``: ``rows[perm]`` is the packed data,
+        ``packed[inv_perm]`` goes back, ``ls_transposed`` the batch sizes (long tensor).
     """
+    boxes = torch.cat([p.bbox for p in proposals], dim=0)
     if mode == 'leftright':
-        c_x = center_x(proposals)
+        c_x = 0.5 * (boxes[:, 0] + boxes[:, 2])
         scores = c_x / (c_x.max() + 1)
     elif mode == 'size':
-        boxes = cat([p.bbox for p in proposals], dim=0)
         sizes = (boxes[:, 2] - boxes[:, 0] + 1.0) * (boxes[:, 3] - boxes[:, 1] + 1.0)
         scores = sizes / (sizes.max() + 1)
     elif mode == 'confidence':
@@ -363,40 +284,22 @@ def sort_rois(proposals, mode='leftright', obj_logits=None):
     else:
         raise ValueError("sort mode must be 'leftright', 'confidence' or 'size', got {!r}"
                          .format(mode))
-    return sort_by_score(proposals, scores)
+    num_rois = [len(b) for b in proposals]
+    num_im = len(num_rois)
+    ordered = torch.cat([s + 2.0 * float(n * 2 * num_im + i) for i, (s, n) in
+                         enumerate(zip(scores.split(num_rois, dim=0), num_rois))], dim=0)
+    _, perm = torch.sort(ordered, 0, descending=True)
+    # time-major packing: step t takes row t of every image with more than t objects
+    lengths = sorted(num_rois, reverse=True)
+    starts = np.cumsum([0] + lengths)
+    ls_transposed = [sum(n > t for n in lengths) for t in range(lengths[0])]
+    inds = np.concatenate([starts[:k] + t for t, k in enumerate(ls_transposed)], 0)
+    perm = perm[torch.as_tensor(inds, dtype=torch.long, device=scores.device)]
+    _, inv_perm = torch.sort(perm)
+    return perm, inv_perm, torch.as_tensor(ls_transposed, dtype=torch.long)
 
 
 # ------------------------------------------------------------------------ predictor plumbing
-def class_names(cfg, statistics):
-    """``(obj_classes, rel_classes)`` from the statistics, checked against the config sizes.
-
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-    statistics : dict
-        SGB's statistics dict.
-
-    Returns
-    -------
-    tuple of list
-
-    Raises
-    ------
-    ValueError
-        ``MODEL.ROI_BOX_HEAD.NUM_CLASSES`` / ``MODEL.ROI_RELATION_HEAD.NUM_CLASSES`` differ
-        from the dataset's class counts (SGB asserts).
-    """
-    obj_classes, rel_classes = list(statistics['obj_classes']), list(statistics['rel_classes'])
-    for key, value, names in (('MODEL.ROI_BOX_HEAD.NUM_CLASSES',
-                               cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES, obj_classes),
-                              ('MODEL.ROI_RELATION_HEAD.NUM_CLASSES',
-                               cfg.MODEL.ROI_RELATION_HEAD.NUM_CLASSES, rel_classes)):
-        if value != len(names):
-            raise ValueError('{} is {} but the dataset has {} classes (background included); '
-                             'set {} {}'.format(key, value, len(names), key, len(names)))
-    return obj_classes, rel_classes
-
-
 def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs, difference=False):
     """Concatenate subject-head and object-tail features per relation pair, with class pairs.
 
@@ -426,7 +329,7 @@ def pair_features(head_rep, tail_rep, obj_preds, rel_pair_idxs, num_objs, differ
         sub, obj = head[pair_idx[:, 0]], tail[pair_idx[:, 1]]
         prod_reps.append(sub - obj if difference else torch.cat((sub, obj), dim=-1))
         pair_preds.append(torch.stack((pred[pair_idx[:, 0]], pred[pair_idx[:, 1]]), dim=1))
-    return cat(prod_reps, dim=0), cat(pair_preds, dim=0)
+    return torch.cat(prod_reps, dim=0), torch.cat(pair_preds, dim=0)
 
 
 def check_inputs(proposals, rel_pair_idxs):

@@ -49,12 +49,11 @@ def get_box_pair_info(box1, box2):
     torch.Tensor
         ``(R, 32)``; the intersection part is zero for disjoint pairs.
     """
-    union = torch.stack([torch.min(box1[:, 0], box2[:, 0]), torch.min(box1[:, 1], box2[:, 1]),
-                         torch.max(box1[:, 2], box2[:, 2]), torch.max(box1[:, 3], box2[:, 3])],
-                        1)
-    inter = torch.stack([torch.max(box1[:, 0], box2[:, 0]), torch.max(box1[:, 1], box2[:, 1]),
-                         torch.min(box1[:, 2], box2[:, 2]), torch.min(box1[:, 3], box2[:, 3])],
-                        1)
+    first, second = box1[:, :4], box2[:, :4]
+    union = torch.cat((torch.min(first[:, :2], second[:, :2]),
+                       torch.max(first[:, 2:], second[:, 2:])), 1)
+    inter = torch.cat((torch.max(first[:, :2], second[:, :2]),
+                       torch.min(first[:, 2:], second[:, 2:])), 1)
     inter_info = get_box_info(inter, need_norm=False)
     disjoint = (inter[:, 2] < inter[:, 0]) | (inter[:, 3] < inter[:, 1])
     inter_info = inter_info.masked_fill(disjoint[:, None], 0.0)
@@ -135,9 +134,8 @@ def layer_init(layer, init_para=0.1, normal=False, xavier=True):
     xavier : bool
         Ignored, as in SGB (``normal=False`` always means Xavier).
     """
-    with torch.no_grad():
-        if normal:
-            torch.nn.init.normal_(layer.weight, mean=0, std=init_para)
-        else:
-            torch.nn.init.xavier_normal_(layer.weight, gain=1.0)
-        torch.nn.init.constant_(layer.bias, 0)
+    if normal:
+        torch.nn.init.normal_(layer.weight, mean=0, std=init_para)
+    else:
+        torch.nn.init.xavier_normal_(layer.weight, gain=1.0)
+    torch.nn.init.constant_(layer.bias, 0)

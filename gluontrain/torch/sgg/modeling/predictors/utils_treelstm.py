@@ -17,7 +17,8 @@ from torch.nn import functional as F
 from .utils_motifs import get_dropout_mask
 
 __all__ = ['block_orthogonal', 'TreeLSTM_IO', 'BiTreeLSTM_Foreward', 'BiTreeLSTM_Backward',
-           'OneDirectionalTreeLSTM', 'BidirectionalTreeLSTM', 'MultiLayer_BTreeLSTM']
+           'OneDirectionalTreeLSTM', 'BidirectionalTreeLSTM', 'MultiLayer_BTreeLSTM',
+           'tree_lstm_class']
 
 
 def block_orthogonal(tensor, split_sizes, gain=1.0):
@@ -43,10 +44,9 @@ def block_orthogonal(tensor, split_sizes, gain=1.0):
     indexes = [list(range(0, size, split)) for size, split in zip(sizes, split_sizes)]
     for starts in itertools.product(*indexes):
         block = tuple(slice(s, s + step) for s, step in zip(starts, split_sizes))
-        lens = [b.stop - b.start for b in block]
-        square = tensor.new(max(lens), max(lens))
+        square = tensor.new(max(split_sizes), max(split_sizes))
         torch.nn.init.orthogonal_(square, gain=gain)
-        tensor[block] = square[0:lens[0], 0:lens[1]]
+        tensor[block] = square[0:split_sizes[0], 0:split_sizes[1]]
 
 
 class TreeLSTM_IO:
@@ -72,10 +72,25 @@ class _HighwayTreeLSTM(nn.Module):
     def __init__(self, feat_dim, h_dim, is_pass_embed=False, embed_layer=None,
                  embed_out_layer=None):
         super().__init__()
-        self.feat_dim, self.h_dim = feat_dim, h_dim
+        self.h_dim = h_dim
         self.is_pass_embed = is_pass_embed
         self.embed_layer, self.embed_out_layer = embed_layer, embed_out_layer
         self.px = nn.Linear(feat_dim, h_dim)
+
+    def _orthogonal_init(self, *layers):
+        # AllenNLP's (SGB's) start: each gate's block orthogonal, biases 0; px first, as SGB
+        with torch.no_grad():
+            for lin in (self.px,) + layers:
+                block_orthogonal(lin.weight, [self.h_dim, lin.in_features])
+                lin.bias.fill_(0.0)
+
+    def walk(self, tree, features, num_obj, dropout):
+        """Run over ``tree`` with one dropout mask for the whole tree; returns the filled
+        :class:`TreeLSTM_IO` (object order)."""
+        io = TreeLSTM_IO(num_obj, get_dropout_mask(dropout, (1, self.h_dim), features.device)
+                         if dropout > 0.0 else None)
+        self(tree, features, io)
+        return io
 
     def _highway(self, c, o, r, projected_x, dropout_mask):
         h = r * (o * torch.tanh(c)) + (1 - r) * projected_x
@@ -90,11 +105,8 @@ class _HighwayTreeLSTM(nn.Module):
             pred_dist = self.embed_out_layer(h)
             prob = F.softmax(pred_dist.view(-1), 0)[1:]
             label = prob.max(0)[1] + 1
-            if self.training:
-                sampled = prob.multinomial(1).detach() + 1
-                tree.embeded_label = self.embed_layer(sampled + 1)
-            else:
-                tree.embeded_label = self.embed_layer(label + 1)
+            passed = prob.multinomial(1).detach() + 1 if self.training else label
+            tree.embeded_label = self.embed_layer(passed + 1)
             io.dists[tree.index] = pred_dist.view(-1)
             io.commitments[tree.index] = label.view(-1)
         io.hidden[tree.index] = h.view(-1)
@@ -118,13 +130,8 @@ class BiTreeLSTM_Foreward(_HighwayTreeLSTM):
         self.ioffux = nn.Linear(feat_dim, 6 * h_dim)
         self.ioffuh_left = nn.Linear(h_dim, 6 * h_dim)
         self.ioffuh_right = nn.Linear(h_dim, 6 * h_dim)
+        self._orthogonal_init(self.ioffux, self.ioffuh_left, self.ioffuh_right)
         with torch.no_grad():
-            block_orthogonal(self.px.weight, [h_dim, feat_dim])
-            block_orthogonal(self.ioffux.weight, [h_dim, feat_dim])
-            block_orthogonal(self.ioffuh_left.weight, [h_dim, h_dim])
-            block_orthogonal(self.ioffuh_right.weight, [h_dim, h_dim])
-            for lin in (self.px, self.ioffux, self.ioffuh_left, self.ioffuh_right):
-                lin.bias.fill_(0.0)
             # forget gates start half open (SGB's 0.5)
             self.ioffuh_left.bias[2 * h_dim:4 * h_dim].fill_(0.5)
             self.ioffuh_right.bias[2 * h_dim:4 * h_dim].fill_(0.5)
@@ -169,12 +176,8 @@ class BiTreeLSTM_Backward(_HighwayTreeLSTM):
         super().__init__(feat_dim, h_dim, is_pass_embed, embed_layer, embed_out_layer)
         self.iofux = nn.Linear(feat_dim, 5 * h_dim)
         self.iofuh = nn.Linear(h_dim, 5 * h_dim)
+        self._orthogonal_init(self.iofux, self.iofuh)
         with torch.no_grad():
-            block_orthogonal(self.px.weight, [h_dim, feat_dim])
-            block_orthogonal(self.iofux.weight, [h_dim, feat_dim])
-            block_orthogonal(self.iofuh.weight, [h_dim, h_dim])
-            for lin in (self.px, self.iofux, self.iofuh):
-                lin.bias.fill_(0.0)
             self.iofuh.bias[2 * h_dim:3 * h_dim].fill_(1.0)
 
     def node_backward(self, feat_inp, root_c, root_h, dropout_mask):
@@ -206,6 +209,16 @@ class BiTreeLSTM_Backward(_HighwayTreeLSTM):
                 self.forward(child, features, treelstm_io)
 
 
+def tree_lstm_class(direction):
+    """:class:`BiTreeLSTM_Foreward` for ``'foreward'``, :class:`BiTreeLSTM_Backward` for
+    ``'backward'`` (SGB's spellings); a ``ValueError`` naming both otherwise."""
+    classes = {'foreward': BiTreeLSTM_Foreward, 'backward': BiTreeLSTM_Backward}
+    if direction not in classes:
+        raise ValueError("direction must be 'foreward' or 'backward', got {!r}".format(
+            direction))
+    return classes[direction]
+
+
 class OneDirectionalTreeLSTM(nn.Module):
     """One tree LSTM direction with its per-tree dropout mask.
 
@@ -218,22 +231,12 @@ class OneDirectionalTreeLSTM(nn.Module):
 
     def __init__(self, in_dim, out_dim, direction, dropout=0.0):
         super().__init__()
-        self.dropout, self.out_dim = dropout, out_dim
-        if direction == 'foreward':
-            self.treeLSTM = BiTreeLSTM_Foreward(in_dim, out_dim)
-        elif direction == 'backward':
-            self.treeLSTM = BiTreeLSTM_Backward(in_dim, out_dim)
-        else:
-            raise ValueError("direction must be 'foreward' or 'backward', got {!r}".format(
-                direction))
+        self.dropout = dropout
+        self.treeLSTM = tree_lstm_class(direction)(in_dim, out_dim)
 
     def forward(self, tree, features, num_obj):
         """``(num_obj, out_dim)`` hidden states in object order."""
-        mask = (get_dropout_mask(self.dropout, (1, self.out_dim), features.device)
-                if self.dropout > 0.0 else None)
-        io = TreeLSTM_IO(num_obj, mask)
-        self.treeLSTM(tree, features, io)
-        return torch.stack(io.hidden, 0)
+        return torch.stack(self.treeLSTM.walk(tree, features, num_obj, self.dropout).hidden, 0)
 
 
 class BidirectionalTreeLSTM(nn.Module):
@@ -247,7 +250,6 @@ class BidirectionalTreeLSTM(nn.Module):
 
     def __init__(self, in_dim, out_dim, dropout=0.0):
         super().__init__()
-        self.dropout, self.out_dim = dropout, out_dim
         self.treeLSTM_foreward = OneDirectionalTreeLSTM(in_dim, int(out_dim / 2), 'foreward',
                                                         dropout)
         self.treeLSTM_backward = OneDirectionalTreeLSTM(in_dim, int(out_dim / 2), 'backward',
@@ -271,7 +273,6 @@ class MultiLayer_BTreeLSTM(nn.Module):
 
     def __init__(self, in_dim, out_dim, num_layer, dropout=0.0):
         super().__init__()
-        self.num_layer = num_layer
         layers = [BidirectionalTreeLSTM(in_dim, out_dim, dropout)]
         layers += [BidirectionalTreeLSTM(out_dim, out_dim, dropout) for _ in range(num_layer - 1)]
         self.multi_layer_lstm = nn.ModuleList(layers)

@@ -10,7 +10,7 @@ import torch
 from ....ops import box_area, box_intersection
 
 __all__ = ['ArbitraryTree', 'BiTree', 'generate_forest', 'gen_tree', 'arbForest_to_biForest',
-           'arTree_to_biTree', 'get_overlap_info', 'IM_SCALE']
+           'get_overlap_info', 'IM_SCALE']
 
 #: SGB's normalisation of areas in :func:`get_overlap_info` (a fixed 1024 x 1024 image).
 IM_SCALE = 1024
@@ -25,27 +25,14 @@ class ArbitraryTree:
     score : float
         Mean pair score of the object.
     label : int
-    box : torch.Tensor, optional
-    is_root : bool
     """
 
-    def __init__(self, idx, score, label=-1, box=None, is_root=False):
+    def __init__(self, idx, score, label=-1):
         self.index = int(idx)
-        self.is_root = is_root
         self.score = float(score)
         self.children = []
         self.label = label
-        self.box = box.view(-1) if box is not None else None
         self.parent = None
-
-    def add_child(self, child):
-        """Append ``child`` (last sibling)."""
-        child.parent = self
-        self.children.append(child)
-
-    def get_child_num(self):
-        """Number of direct children."""
-        return len(self.children)
 
     def get_total_child(self):
         """Number of descendants."""
@@ -53,42 +40,21 @@ class ArbitraryTree:
 
 
 class BiTree:
-    """Binary-tree node for the tree LSTMs (left = first child, right = next sibling).
+    """Binary-tree node of object ``idx`` for the tree LSTMs (left = first child, right = next
+    sibling; the parent of a right child is its previous sibling).
 
     Parameters
     ----------
     idx : int
-    node_score : float
-    label : int
-    box : torch.Tensor or None
-    is_root : bool
     """
 
-    def __init__(self, idx, node_score, label, box, is_root=False):
+    def __init__(self, idx):
         self.index = int(idx)
-        self.is_root = is_root
-        self.node_score = float(node_score)
-        self.label = label
-        self.box = box
-        self.left_child = None
-        self.right_child = None
-        self.parent = None
+        self.left_child = self.right_child = self.parent = None
         # states written by the tree LSTMs while they walk the tree
         self.state_c = self.state_h = None
         self.state_c_backward = self.state_h_backward = None
         self.embeded_label = None
-
-    def add_left_child(self, child):
-        """Set the left child (ignored, as SGB, when one exists)."""
-        if self.left_child is None:
-            child.parent = self
-            self.left_child = child
-
-    def add_right_child(self, child):
-        """Set the right child (ignored, as SGB, when one exists)."""
-        if self.right_child is None:
-            child.parent = self
-            self.right_child = child
 
     def nodes(self):
         """All nodes, pre-order."""
@@ -99,7 +65,7 @@ class BiTree:
         return out
 
 
-def gen_tree(node_container, pair_score, node_scores, root, remain_index, mode=None):
+def gen_tree(node_container, pair_score, root, remain_index):
     """Grow ``root`` greedily: attach the best (tree node, remaining node) pair until none left.
 
     Parameters
@@ -108,13 +74,9 @@ def gen_tree(node_container, pair_score, node_scores, root, remain_index, mode=N
         Nodes still outside the tree (consumed).
     pair_score : torch.Tensor
         ``(N, N)``; ``pair_score[a, b]`` scores attaching ``b`` under ``a``.
-    node_scores : torch.Tensor
-        Unused (SGB's signature).
     root : ArbitraryTree
     remain_index : list of int
         Indices of ``node_container`` (consumed).
-    mode : str, optional
-        Unused.
     """
     select_node, select_index = [root], [root.index]
     device = pair_score.device
@@ -124,7 +86,8 @@ def gen_tree(node_container, pair_score, node_scores, root, remain_index, mode=N
         rem = torch.tensor(remain_index, device=device, dtype=torch.int64)
         best_id = int(pair_score[sel][:, rem].reshape(-1).max(0)[1])
         depend, insert = select_node[best_id // wid], node_container[best_id % wid]
-        depend.add_child(insert)
+        insert.parent = depend
+        depend.children.append(insert)
         select_node.append(insert)
         select_index.append(insert.index)
         node_container.remove(insert)
@@ -151,60 +114,39 @@ def generate_forest(pair_scores, proposals, mode):
     forest = []
     for pair_score, proposal in zip(pair_scores, proposals):
         num_obj = pair_score.shape[0]
-        if pair_score.shape != (len(proposal), len(proposal)):
-            raise ValueError('pair scores {} for {} objects'.format(tuple(pair_score.shape),
-                                                                    len(proposal)))
         obj_label = proposal.get_field('labels') if mode == 'predcls' else \
             proposal.get_field('predict_logits').max(-1)[1]
         node_scores = pair_score.detach().mean(1).view(-1)
         root_idx = int(node_scores.max(-1)[1])
-        root = ArbitraryTree(root_idx, float(node_scores[root_idx]), int(obj_label[root_idx]),
-                             proposal.bbox[root_idx], is_root=True)
+        root = ArbitraryTree(root_idx, float(node_scores[root_idx]), int(obj_label[root_idx]))
         container, remain = [], []
         for idx in range(num_obj):
             if idx != root_idx:
-                container.append(ArbitraryTree(idx, float(node_scores[idx]),
-                                               int(obj_label[idx]), proposal.bbox[idx]))
+                container.append(ArbitraryTree(idx, float(node_scores[idx]), int(obj_label[idx])))
                 remain.append(idx)
-        gen_tree(container, pair_score, node_scores, root, remain, mode)
+        gen_tree(container, pair_score, root, remain)
         forest.append(root)
     return forest
 
 
-def _bi(node):
-    return BiTree(node.index, node.score, node.label, node.box, node.is_root)
-
-
-def _ar_to_bi(ar_node, bi_node):
-    # first child -> left; later children -> chain of right children of the first
-    if ar_node.get_child_num() >= 1:
-        bi_node.add_left_child(_bi(ar_node.children[0]))
-        _ar_to_bi(ar_node.children[0], bi_node.left_child)
-    current = bi_node.left_child
-    for child in ar_node.children[1:]:
-        current.add_right_child(_bi(child))
-        current = current.right_child
-        _ar_to_bi(child, current)
-
-
-def arTree_to_biTree(ar_tree):
-    """Binary (left-child / right-sibling) copy of an arbitrary tree.
-
-    Parameters
-    ----------
-    ar_tree : ArbitraryTree
-
-    Returns
-    -------
-    BiTree
-    """
-    root = _bi(ar_tree)
-    _ar_to_bi(ar_tree, root)
-    return root
+def _to_bi(node, parent=None):
+    # left child / right sibling: the first child is the left child, each later child the
+    # right child of the one before it (and its parent in the binary tree)
+    bi_node = BiTree(node.index)
+    bi_node.parent = parent
+    previous = None
+    for child in node.children:
+        bi_child = _to_bi(child, previous or bi_node)
+        if previous is None:
+            bi_node.left_child = bi_child
+        else:
+            previous.right_child = bi_child
+        previous = bi_child
+    return bi_node
 
 
 def arbForest_to_biForest(forest):
-    """:func:`arTree_to_biTree` over a forest.
+    """Binary (left-child / right-sibling) copies of arbitrary trees.
 
     Parameters
     ----------
@@ -214,7 +156,7 @@ def arbForest_to_biForest(forest):
     -------
     list of BiTree
     """
-    return [arTree_to_biTree(t) for t in forest]
+    return [_to_bi(t) for t in forest]
 
 
 def get_overlap_info(proposals):

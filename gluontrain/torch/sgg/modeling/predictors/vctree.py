@@ -13,11 +13,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from .base import ObjectContext, PairPredictor, binary_loss
-from .utils_motifs import (cat, check_inputs, encode_box_info, get_dropout_mask,
-                           obj_edge_vectors, to_onehot)
+from .utils_motifs import check_inputs, encode_box_info, glove_embeddings, to_onehot
 from .utils_relation import layer_init
-from .utils_treelstm import BiTreeLSTM_Backward, BiTreeLSTM_Foreward, MultiLayer_BTreeLSTM, \
-    TreeLSTM_IO
+from .utils_treelstm import MultiLayer_BTreeLSTM, tree_lstm_class
 from .utils_vctree import arbForest_to_biForest, generate_forest, get_overlap_info
 
 __all__ = ['DecoderTreeLSTM', 'VCTreeLSTMContext', 'VCTreePredictor']
@@ -38,33 +36,17 @@ class DecoderTreeLSTM(nn.Module):
     def __init__(self, cfg, classes, embed_dim, inputs_dim, hidden_dim, direction='backward',
                  dropout=0.2):
         super().__init__()
-        self.classes = classes
-        self.hidden_size, self.inputs_dim = hidden_dim, inputs_dim
-        self.nms_thresh = 0.5   # SGB sets it but VCTree never runs NMS
         self.dropout = dropout
-        vecs = obj_edge_vectors(['start'] + list(classes), wv_dir=cfg.GLOVE_DIR, wv_dim=embed_dim)
-        self.obj_embed = nn.Embedding(len(classes) + 1, embed_dim)
-        with torch.no_grad():
-            self.obj_embed.weight.copy_(vecs)
+        self.obj_embed, = glove_embeddings(['start'] + list(classes), cfg.GLOVE_DIR, embed_dim)
         self.out = nn.Linear(hidden_dim, len(classes))
-        if direction == 'backward':
-            self.input_size = inputs_dim + embed_dim
-            self.decoderLSTM = BiTreeLSTM_Backward(self.input_size, hidden_dim, True,
-                                                   self.obj_embed, self.out)
-        elif direction == 'foreward':
-            self.input_size = inputs_dim + embed_dim * 2
-            self.decoderLSTM = BiTreeLSTM_Foreward(self.input_size, hidden_dim, True,
-                                                   self.obj_embed, self.out)
-        else:
-            raise ValueError("direction must be 'backward' or 'foreward', got {!r}".format(
-                direction))
+        lstm = tree_lstm_class(direction)
+        # the parent's class embedding (backward), or both children's (foreward), is input
+        self.input_size = inputs_dim + embed_dim * (1 if direction == 'backward' else 2)
+        self.decoderLSTM = lstm(self.input_size, hidden_dim, True, self.obj_embed, self.out)
 
     def forward(self, tree, features, num_obj):
         """``(dists (num_obj, C), commitments (num_obj,))`` in object order."""
-        mask = (get_dropout_mask(self.dropout, (1, self.hidden_size), features.device)
-                if self.dropout > 0.0 else None)
-        io = TreeLSTM_IO(num_obj, mask)
-        self.decoderLSTM(tree, features, io)
+        io = self.decoderLSTM.walk(tree, features, num_obj, self.dropout)
         return torch.stack(io.dists, 0), torch.cat(io.commitments, 0)
 
 
@@ -130,18 +112,16 @@ class VCTreeLSTMContext(ObjectContext):
                 dec_inp = self._decoder_input(feat, enc, ctx_average)
                 dist, pred = self.decoder_rnn(tree, dec_inp, len(proposal))
             else:
-                if labels is None:
-                    raise ValueError('PredCls needs the proposals\' "labels" field')
                 pred = labels[i]
                 dist = to_onehot(pred, self.num_obj_classes)
             preds.append(pred)
             dists.append(dist)
-        return cat(ctxs, dim=0), cat(preds, dim=0), cat(dists, dim=0)
+        return torch.cat(ctxs, dim=0), torch.cat(preds, dim=0), torch.cat(dists, dim=0)
 
     def edge_ctx(self, num_objs, obj_feats, forest):
         """Edge context along each image's tree: ``(sum N_i, hidden_dim)``."""
-        return cat([self.edge_ctx_rnn(tree, feat, n) for feat, tree, n in
-                    zip(obj_feats.split(num_objs, dim=0), forest, num_objs)], dim=0)
+        return torch.cat([self.edge_ctx_rnn(tree, feat, n) for feat, tree, n in
+                          zip(obj_feats.split(num_objs, dim=0), forest, num_objs)], dim=0)
 
     def vctree_score_net(self, num_objs, roi_feat, roi_dist, proposals):
         """Pair scores: ``(bi_preds, vc_scores)``, per image ``(N_i, N_i)`` each.
@@ -159,12 +139,11 @@ class VCTreeLSTMContext(ObjectContext):
             n, d = sub.shape
             sub = sub.view(1, n, d).expand(n, n, d)
             obj = obj.view(n, 1, d).expand(n, n, d)
-            sub_dist = dist.view(1, n, -1).expand(n, n, -1).unsqueeze(2)
-            obj_dist = dist.view(n, 1, -1).expand(n, n, -1).unsqueeze(3)
-            joint = (sub_dist * obj_dist).view(n, n, -1)
+            # joint[i, j] = outer(dist[i], dist[j]) flattened: the pair's class co-occurrence
+            joint = dist[None, :, None, :] * dist[:, None, :, None]
             co_prior = self.bi_freq_prior(joint.view(n * n, -1)).view(n, n)
-            vis_prior = self.vision_prior(cat([sub * obj, sub, obj, co_prior.unsqueeze(-1)],
-                                              dim=-1).view(n * n, -1)).view(n, n)
+            vis_in = torch.cat([sub * obj, sub, obj, co_prior.unsqueeze(-1)], dim=-1)
+            vis_prior = self.vision_prior(vis_in.view(n * n, -1)).view(n, n)
             pred = torch.sigmoid(vis_prior) * co_prior
             bi_preds.append(pred)
             vc_scores.append(torch.sigmoid(pred))
@@ -183,8 +162,8 @@ class VCTreeLSTMContext(ObjectContext):
         obj_pre_rep = self._object_rep(x, obj_embed, pos_embed, all_average)
         box_inp = self.box_embed(box_info)
         pair_inp = self.overlap_embed(get_overlap_info(proposals))
-        bi_inp = cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()), box_inp,
-                      pair_inp), -1)
+        bi_inp = torch.cat((self.obj_reduce(x.detach()), self.emb_reduce(obj_embed.detach()),
+                            box_inp, pair_inp), -1)
         bi_preds, vc_scores = self.vctree_score_net(num_objs, bi_inp, obj_logits, proposals)
         vc_forest = arbForest_to_biForest(generate_forest(vc_scores, proposals, self.mode))
         obj_ctxs, obj_preds, obj_dists = self.obj_ctx(num_objs, obj_pre_rep, proposals,

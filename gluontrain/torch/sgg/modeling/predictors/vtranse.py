@@ -5,10 +5,11 @@ No context between objects: each object's ``[roi feature, class embedding, box e
 gives its class logits and, through one FC + ReLU, its edge feature. As in SGB the class
 logits are predicted even in PredCls (the ground-truth labels only feed the embedding).
 """
+import torch
 from torch.nn import functional as F
 
 from .base import ObjectContext
-from .utils_motifs import cat, encode_box_info
+from .utils_motifs import encode_box_info
 from .utils_relation import make_fc
 
 __all__ = ['VTransEFeature']
@@ -44,10 +45,10 @@ class VTransEFeature(ObjectContext):
         obj_preds = obj_dists.max(-1)[1]
         if counterfactual:
             obj_embed2 = F.softmax(obj_dists, dim=1) @ self.obj_embed2.weight
-            obj_rel_rep = cat((self.untreated_edg_feat.view(1, -1).expand(x.shape[0], -1),
-                               obj_embed2), dim=-1)
+            untreated = self.untreated_edg_feat.view(1, -1).expand(x.shape[0], -1)
+            obj_rel_rep = torch.cat((untreated, obj_embed2), dim=-1)
         else:
-            obj_rel_rep = cat((x, pos_embed, self.obj_embed2(obj_preds.long())), -1)
+            obj_rel_rep = torch.cat((x, pos_embed, self.obj_embed2(obj_preds.long())), -1)
         edge_ctx = F.relu(self.fc_layer(obj_rel_rep))
         self._update_untreated(obj_pre_rep, (x, pos_embed))
         return obj_dists, obj_preds, edge_ctx, None
