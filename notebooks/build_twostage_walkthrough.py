@@ -38,6 +38,7 @@ from gluontrain.core.plots import read_metrics
 from gluontrain.data.coco import write_coco
 from gluontrain.torch.frcnn import recipe
 from gluontrain.torch.frcnn.config import DEFAULTS_FILE
+from gluontrain.torch.ops import fpn_anchors
 from gluontrain.torch.twostage import algos
 from gluontrain.torch.twostage.seamseg import prepare_inputs
 
@@ -91,7 +92,9 @@ the centre cell of every level."""),
     ('code', """net, _ = recipe.get_net(args, [torch.device('cpu')])
 net.train()
 out = net.head_outputs([item['img']])
-anchors = algos.image_anchors(out['level_sizes'], net.rpn_settings, torch.float32, 'cpu')
+rpn = net.rpn_settings
+anchors = fpn_anchors(out['level_sizes'], rpn.strides, rpn.anchor_scale, rpn.anchor_ratios,
+                      torch.float32, 'cpu')
 print('level sizes', out['level_sizes'], '->', anchors.shape[0], 'anchors')
 assert anchors.shape[0] == sum(3 * h * w for h, w in out['level_sizes']) == out['obj_logits'].shape[1]
 fig, ax = plt.subplots(figsize=(6, 5))

@@ -48,7 +48,7 @@ VOLATILE = [
     (re.compile(r'Speed: \d+(\.\d+)? samples/sec'), 'Speed: <S> samples/sec'),
     (re.compile(r'\d+(\.\d+)? ?(s/it|it/s|samples/s)\b'), r'<S> \2'),
     # seamseg's log lines time data loading and batches
-    (re.compile(r'\b(data_time|batch_time)=\d+(\.\d+)?'), r'\1=<T>'),
+    (re.compile(r'\b(data_time|batch_time)=\d+(\.\d+)?( \(\d+(\.\d+)?\))?'), r'\1=<T>'),
     # TensorBoard event files are named after the wall clock and the host
     (re.compile(r'events\.out\.tfevents\.\d+\.[^\s\'"]+'), 'events.out.tfevents.<T>'),
 ]

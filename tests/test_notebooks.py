@@ -145,6 +145,24 @@ def test_comparable_masks_volatile_text_and_keeps_numbers():
     assert nbb.comparable(other_picture) != nbb.comparable(a)
 
 
+def test_comparable_masks_seamseg_timings_with_their_running_means():
+    nbb = _nbbuild()
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    def notebook(times):
+        text = ('[1/2] [ 5/30]\tloss=0.830 (2.621)\tdata_time={} ({})\tbatch_time={} ({})\n'
+                .format(*times))
+        cell = new_code_cell('x', outputs=[new_output('stream', name='stdout', text=text)])
+        return new_notebook(cells=[cell])
+
+    a, b = notebook((0.002, 0.003, 0.181, 0.186)), notebook((0.004, 0.005, 0.25, 0.3))
+    assert nbb.comparable(a) == nbb.comparable(b)
+    # the loss and its running mean stay compared
+    moved = notebook((0.002, 0.003, 0.181, 0.186))
+    moved.cells[0].outputs[0].text = moved.cells[0].outputs[0].text.replace('(2.621)', '(2.622)')
+    assert nbb.comparable(moved) != nbb.comparable(a)
+
+
 def test_compare_across_machines_keeps_text_and_tolerates_float_noise_only():
     nbb = _nbbuild()
 
