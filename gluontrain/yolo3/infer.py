@@ -19,7 +19,8 @@ from .args import BACKENDS, DATASETS, NETWORKS
 
 __all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
            'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
-           'draw_detections', 'detection_record', 'run_demo']
+           'draw_detections', 'detection_record', 'run_demo', 'load_reported', 'demo_with',
+           'eval_with']
 
 # GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,
 # by input size; models the zoo does not list have no entry
@@ -233,6 +234,52 @@ def run_demo(detect_file, paths, classes, data_shape, out_dir, thresh=0.5, ext='
     atomic_save_file(os.path.join(out_dir, 'detections.json'),
                      lambda tmp: _write_json(tmp, result))
     return result
+
+
+def load_reported(load_net, args, classes, device, params):
+    """A backend's ``load_net`` with the scripts' weights arguments (``params``: the weights
+    file); prints its load report first, as both scripts do, and returns the network."""
+    reports = []
+    net = load_net(args.network, args.dataset, classes, device, params, args.symbol or None,
+                   args.exported_params or None, reports)
+    for line in reports:
+        print(line)
+    return net
+
+
+def demo_with(args, device, known, load_net, weights_of, detect_file, meta):
+    """The body of a backend's ``demo_main``: its ``load_net`` on ``device`` (weights file
+    ``weights_of(args)``, asked once the classes are known, ``known`` being its VOC and COCO
+    lists), :func:`run_demo` with its ``detect_file``, one line printed per image; ``meta``
+    is what ``detections.json`` records beside network and dataset. Returns what it holds."""
+    classes = dataset_classes(args.dataset, args.classes, known)
+    net = load_reported(load_net, args, classes, device, weights_of(args))
+    result = run_demo(lambda path: detect_file(net, path, classes, device, args.data_shape,
+                                               args.thresh),
+                      args.images, classes, args.data_shape, args.out, args.thresh, args.ext,
+                      meta=dict({'network': args.network, 'dataset': args.dataset}, **meta))
+    for rec in result['images']:
+        print('{}: {} detections -> {}'.format(rec['image'], len(rec['detections']),
+                                               rec['output']))
+    return result
+
+
+def eval_with(args, device, get_dataset, load_net, weights_of, evaluate, save_prefix=None):
+    """The body of a backend's ``eval_main``: its ``get_dataset`` (``save_prefix``: where
+    COCO's metric writes its JSON), its ``load_net`` on ``device`` (weights file
+    ``weights_of(args)``, asked once the data is read), ``evaluate``, then what
+    ``eval_yolov3.py`` prints (:func:`eval_lines`). Returns ``(names, values)``."""
+    # get_dataset reads the recipe's arguments
+    ds_args = argparse.Namespace(
+        dataset_root=args.dataset_root, classes=args.classes, data_shape=args.data_shape,
+        save_prefix=save_prefix, num_samples=-1, mixup=False, reference_mixup=False)
+    _, val_dataset, metric = get_dataset(args.dataset, ds_args)
+    net = load_reported(load_net, args, list(val_dataset.classes), device, weights_of(args))
+    names, values = evaluate(net, val_dataset, metric, device, args.data_shape,
+                             args.batch_size, args.num_workers)
+    for line in eval_lines(args, names, values):
+        print(line)
+    return names, values
 
 
 def _write_json(path, obj):
