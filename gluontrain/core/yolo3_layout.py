@@ -4,8 +4,9 @@ Shared by the MXNet and the PyTorch YOLOv3 loaders, which both name a file that 
 ("it looks like a GluonCV YOLOv3 darknet53 with 80 classes") instead of listing keys.
 Names are ``save_parameters``' (``stages.0.0.weight``, ``yolo_outputs.0.prediction.bias``).
 """
+from .load_report import WeightsLoadError
 
-__all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text']
+__all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text', 'another_network']
 
 #: first convolution's output channels -> GluonCV's mobilenet multiplier
 MOBILENET_WIDTHS = {32: '1.0', 24: '0.75', 16: '0.5', 8: '0.25'}
@@ -69,3 +70,21 @@ def describe_text(found, origin='GluonCV '):
     name = 'yolo3_{}_{}'.format(base or '?', ZOO_DATASETS.get(classes, 'custom'))
     return 'a {}YOLOv3 {} with {} classes (as {})'.format(origin, base or 'of unknown base',
                                                          classes, name)
+
+
+def another_network(what, source, counts, found, own, fix):
+    """The one-line error of a file holding another network's weights: ``what`` and
+    ``source`` (the argument, the file), ``counts`` (the report's ``loaded N of M
+    tensors...``), what the file and this network are (``found`` / ``own``, of
+    :func:`describe`), the ``--network`` / ``--dataset`` (or class count) the file fits, and
+    ``fix``. Returns the :class:`~gluontrain.core.load_report.WeightsLoadError`."""
+    base, classes = found
+    hint = ''
+    if base and classes is not None:
+        hint = ' (it fits --network {}{})'.format(
+            base, ' --dataset ' + ZOO_DATASETS[classes] if classes in ZOO_DATASETS
+            else ' with {} classes'.format(classes))
+    return WeightsLoadError(
+        '{} {} holds the weights of another network: {}; it looks like {} but this is {}{}; '
+        '{}'.format(what, source, counts, describe_text(found), describe_text(own, origin=''),
+                    hint, fix))

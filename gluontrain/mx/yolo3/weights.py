@@ -20,9 +20,7 @@ import mxnet as mx
 
 from ...core import checkpoint as ckpt_io
 from ...core.load_report import WeightsLoadError, check, compare, group_keys, guess_origin
-from ...core.yolo3_layout import ZOO_DATASETS as _ZOO_DATASETS
-from ...core.yolo3_layout import describe
-from ...core.yolo3_layout import describe_text as _describe_text
+from ...core.yolo3_layout import another_network, describe
 
 __all__ = ['read_params', 'target_shapes', 'describe', 'compare_params', 'load_params',
            'load_base', 'sha1_of']
@@ -231,19 +229,6 @@ def _fill(net, arrays, report, mapping, ctx):
         params[key]._load_init(arrays[mapping.get(key, key)], ctx)
 
 
-def _another_network(report, file_found, net_found, what, fix):
-    hint = ''
-    base, classes = file_found
-    if base and classes is not None:
-        hint = ' (it fits --network {}{})'.format(
-            base, ' --dataset ' + _ZOO_DATASETS[classes] if classes in _ZOO_DATASETS
-            else ' with {} classes'.format(classes))
-    return WeightsLoadError(
-        '{} {} holds the weights of another network: {}; it looks like {} but this is {}{}; '
-        '{}'.format(what, report.source, _counts(report), _describe_text(file_found),
-                    _describe_text(net_found, origin=''), hint, fix))
-
-
 def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extra=False,
                 arrays=None, data_shape=64):
     """Load a weights file into ``net`` and say what loaded.
@@ -301,7 +286,7 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
         net_found = describe(target_shapes(net, data_shape))
         # a known network of another kind; an unknown base is just a file that does not fit
         if file_found and file_found[0] and net_found and file_found != net_found:
-            raise _another_network(report, file_found, net_found, what, fix)
+            raise another_network(what, path, _counts(report), file_found, net_found, fix)
     check(report, what, fix, allow_partial=allow_missing)
     if report.mismatched:
         # allow_missing accepts what is absent, never what does not fit (Gluon asserts)

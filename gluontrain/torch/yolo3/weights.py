@@ -23,7 +23,7 @@ from torch import nn
 from ...core import checkpoint as ckpt_io
 from ...core import mxparams
 from ...core.load_report import WeightsLoadError, check
-from ...core.yolo3_layout import ZOO_DATASETS, describe, describe_text
+from ...core.yolo3_layout import another_network, describe
 from ..distributed import unwrap_model
 from ..weights import apply_report, compare_state_dict
 
@@ -118,20 +118,6 @@ def _read(path, what, fix):
         raise WeightsLoadError('{} {}; {}'.format(what, e, fix)) from None
 
 
-def _another_network(report, found, own, what, fix):
-    base, classes = found
-    hint = ''
-    if base and classes is not None:
-        hint = ' (it fits --network {}{})'.format(
-            base, ' --dataset ' + ZOO_DATASETS[classes] if classes in ZOO_DATASETS
-            else ' with {} classes'.format(classes))
-    return WeightsLoadError(
-        '{} {} holds the weights of another network: loaded {} of {} tensors; it looks like {} '
-        'but this is {}{}; {}'.format(what, report.source, len(report.loaded), report.total,
-                                      describe_text(found), describe_text(own, origin=''),
-                                      hint, fix))
-
-
 def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_missing=False,
                 ignore_extra=False, logger=None):
     """Fill ``model`` from ``{save_parameters name: array}`` and report what loaded.
@@ -171,7 +157,8 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
         own = describe({names[k]: tuple(v.shape) for k, v in
                         unwrap_model(model).state_dict().items() if names[k] is not None})
         if found and found[0] and own and found != own:
-            raise _another_network(report, found, own, what, fix)
+            raise another_network(what, source, 'loaded {} of {} tensors'.format(
+                len(report.loaded), report.total), found, own, fix)
     check(report, what, fix, allow_partial=allow_missing, allow_unexpected=ignore_extra)
     if report.mismatched:
         check(report, what, fix)  # missing may be allowed, a wrong shape never
