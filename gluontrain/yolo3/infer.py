@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.checkpoint import atomic_save_file
 from ..core.plots import draw_boxes, new_figure, save_png
-from .args import BACKENDS, DATASETS, NETWORKS
+from .args import BACKENDS, DATASETS, NETWORKS, model_name
 
 __all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
            'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
@@ -122,12 +122,6 @@ def dataset_classes(dataset, classes, known):
         return list(known[dataset.lower()])
     raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
                      'order)'.format(dataset))
-
-
-def model_name(network, dataset):
-    """``yolo3_<network>_<voc|coco|custom>`` (synthetic and custom data: ``custom``)."""
-    suffix = dataset.lower() if dataset.lower() in ('voc', 'coco') else 'custom'
-    return 'yolo3_{}_{}'.format(network, suffix)
 
 
 def main_score_percent(dataset, values):

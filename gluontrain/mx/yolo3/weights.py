@@ -71,12 +71,6 @@ def _torch_keys(path):
     return []
 
 
-def _nd_load(path_or_bytes):
-    if isinstance(path_or_bytes, (bytes, bytearray)):
-        return mx.nd.load_frombuffer(bytes(path_or_bytes))
-    return mx.nd.load(path_or_bytes)
-
-
 def read_params(path, what, fix):
     """The named arrays of an MXNet ``.params`` file (or of a gluontrain checkpoint's weights).
 
@@ -131,7 +125,7 @@ def read_params(path, what, fix):
                                    'no gluontrain checkpoint (a legacy torch.save file, or '
                                    "another program's); {}".format(what, path, fix)) from None
     try:
-        arrays = _nd_load(blob)
+        arrays = mx.nd.load(blob) if blob is path else mx.nd.load_frombuffer(bytes(blob))
     except mx.base.MXNetError as e:
         detail = str(e).strip().splitlines()[-1].replace('MXNetError: ', '')
         raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '

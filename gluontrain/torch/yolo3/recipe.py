@@ -10,7 +10,6 @@ PyTorch") lists the measured differences and what is refused.
 """
 import os
 import random
-import warnings
 
 import numpy as np
 import torch
@@ -22,7 +21,7 @@ from ...core.loop import TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_weight_files, lr_schedule,
-                           net_name, parse_args)
+                           net_name, parse_args, weights_to_load)
 from ...yolo3.hooks import gluoncv_hooks
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
@@ -257,14 +256,8 @@ def main(argv=None):
         train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
         net, async_net = get_net(args, ctx)
         reports = []
-        resume = args.resume.strip()
-        weights = args.load_weights.strip() or (
-            resume if resume and ckpt_io.file_kind(resume) != ckpt_io.CHECKPOINT else '')
+        weights, argument = weights_to_load(args, ckpt_io.file_kind)
         if weights:
-            if not args.load_weights.strip():
-                warnings.warn('--resume {} loads weights only; a full resume needs the '
-                              '{{prefix}}_last.ckpt checkpoint'.format(weights))
-            argument = '--load-weights' if args.load_weights.strip() else '--resume'
             reports.append(load_params(net, weights, argument, WEIGHTS_FIX).format())
         train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
                                               args.data_shape, args.batch_size,
