@@ -20,7 +20,7 @@ import mxnet as mx
 
 from ...core import checkpoint as ckpt_io
 from ...core.load_report import WeightsLoadError, check, compare, group_keys, guess_origin
-from ...core.yolo3_layout import another_network, describe
+from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
 
 __all__ = ['read_params', 'target_shapes', 'describe', 'compare_params', 'load_params',
            'load_base', 'sha1_of']
@@ -274,13 +274,8 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
             '{} {} holds parameters under their global names ({}...: collect_params().save), '
             'which depend on how many networks the writing process built; save the network '
             'with net.save_parameters, or {}'.format(what, path, sorted(arrays)[0], fix))
-    fits = report.complete and (ignore_extra or not report.unexpected)
-    if not fits:
-        file_found = describe({k: tuple(v.shape) for k, v in arrays.items()})
-        net_found = describe(target_shapes(net, data_shape))
-        # a known network of another kind; an unknown base is just a file that does not fit
-        if file_found and file_found[0] and net_found and file_found != net_found:
-            raise another_network(what, path, _counts(report), file_found, net_found, fix)
+    check_same_network(report, what, fix, {k: tuple(v.shape) for k, v in arrays.items()},
+                       lambda: target_shapes(net, data_shape), _counts(report), ignore_extra)
     check(report, what, fix, allow_partial=allow_missing)
     if report.mismatched:
         # allow_missing accepts what is absent, never what does not fit (Gluon asserts)

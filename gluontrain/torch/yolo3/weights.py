@@ -23,7 +23,7 @@ from torch import nn
 from ...core import checkpoint as ckpt_io
 from ...core import mxparams
 from ...core.load_report import WeightsLoadError, check
-from ...core.yolo3_layout import another_network, describe
+from ...core.yolo3_layout import check_same_network
 from ..distributed import unwrap_model
 from ..weights import apply_report, compare_state_dict
 
@@ -152,13 +152,11 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
     state = collections.OrderedDict((k, torch.from_numpy(v)) for k, v in arrays.items()
                                     if v is not None)
     report, state = compare_state_dict(model, state, source, what, fix, mapping, NOT_IN_FILE)
-    if not report.complete or (report.unexpected and not ignore_extra):
-        found = describe({k: tuple(v.shape) for k, v in arrays.items() if v is not None})
-        own = describe({names[k]: tuple(v.shape) for k, v in
-                        unwrap_model(model).state_dict().items() if names[k] is not None})
-        if found and found[0] and own and found != own:
-            raise another_network(what, source, 'loaded {} of {} tensors'.format(
-                len(report.loaded), report.total), found, own, fix)
+    check_same_network(
+        report, what, fix, {k: tuple(v.shape) for k, v in arrays.items() if v is not None},
+        lambda: {names[k]: tuple(v.shape) for k, v in unwrap_model(model).state_dict().items()
+                 if names[k] is not None},
+        'loaded {} of {} tensors'.format(len(report.loaded), report.total), ignore_extra)
     check(report, what, fix, allow_partial=allow_missing, allow_unexpected=ignore_extra)
     if report.mismatched:
         check(report, what, fix)  # missing may be allowed, a wrong shape never
