@@ -32,7 +32,7 @@ from ..parallel import get_devices
 from ..step import mixed_precision
 from .data import get_dataloader, get_dataset
 from .hooks import recipe_hooks
-from .model import get_yolov3
+from .model import eval_mode, get_yolov3
 from .step import LOSS_NAMES, GluonSGD, YOLOv3Step, gluon_batchnorm
 from .weights import load_params, save_params as write_params
 
@@ -101,12 +101,9 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
     """The VOC07 mAP of ``net`` on ``val_data`` as GluonCV's ``validate``: NMS 0.45 / top
     400, boxes clipped to the input, padding rows dropped. Returns ``(names, values)``.
     Under torchrun each rank runs its share and rank 0 scores them in dataset order."""
-    model = unwrap_model(net)
-    model.set_nms(nms_thresh=0.45, nms_topk=400)
-    was_training = model.training
-    model.eval()
     records = []
-    try:
+    with eval_mode(unwrap_model(net)) as model:
+        model.set_nms(nms_thresh=0.45, nms_topk=400)
         for data, label in val_data:
             ids, scores, boxes = model(data.to(ctx[0], next(model.parameters()).dtype))
             boxes = boxes.clamp(0, data.shape[2])
@@ -117,8 +114,6 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
                 keep = gt[:, 4] >= 0
                 records.append((boxes[b], scores[b].ravel(), ids[b].ravel(), gt[keep, :4],
                                 gt[keep, 4], gt[keep, 5] if gt.shape[1] > 5 else None))
-    finally:
-        model.train(was_training)
     eval_metric.reset()
     if comm is None or comm.world_size == 1:
         for record in records:
