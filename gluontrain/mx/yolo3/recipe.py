@@ -43,21 +43,14 @@ WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and
                'yolo3 .params), or its {prefix}_last.ckpt checkpoint to --resume')
 
 
-def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkpoint_dir=None):
+def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """Save ``{prefix}_best.params`` when the score improves, and every ``save_interval`` epochs.
 
     As the reference: ``best_map`` is a one-element list updated in place and starts at 0, so a
     score of 0.0 never saves a best; the best score is appended to ``{prefix}_best_map.log`` as
     ``'{epoch:04d}:\\t{map:.4f}'``; interval files are ``{prefix}_{epoch:04d}_{map:.4f}.params``
     (epoch 0 included). Files are written atomically.
-
-    Parameters
-    ----------
-    checkpoint_dir : str, optional
-        Put the files in this folder (``prefix``'s own folder part is kept below it).
     """
-    if checkpoint_dir:
-        prefix = os.path.join(checkpoint_dir, prefix)
     save_best_and_interval(
         lambda path: ckpt_io.atomic_save_file(path, net.save_parameters),
         best_map, current_map, epoch, save_interval, prefix, '.params')
