@@ -13,11 +13,13 @@ import sys
 
 import numpy as np
 
-from ..core.checkpoint import atomic_save_file
+from ..core.checkpoint import atomic_save_file, atomic_write
 from ..core.plots import draw_boxes, new_figure, save_png
+from ..data.classes import VOC_CLASSES
+from ..data.coco import COCO_CATEGORIES
 from .args import BACKENDS, DATASETS, NETWORKS, model_name
 
-__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
+__all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
            'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
            'draw_detections', 'detection_record', 'run_demo', 'load_reported', 'demo_with',
            'eval_with']
@@ -30,6 +32,10 @@ ZOO_SCORES = {
     'yolo3_darknet53_coco': {320: 33.6, 416: 36.0, 608: 37.0},
     'yolo3_mobilenet1.0_coco': {320: 26.7, 416: 28.6, 608: 28.0},
 }
+
+# the class lists of --dataset voc / coco, GluonCV's (others name theirs with --classes)
+KNOWN_CLASSES = {'voc': VOC_CLASSES, 'coco': tuple(
+    c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))}
 
 _TRUE = ('true', '1', 'yes', 't')
 
@@ -113,9 +119,10 @@ def backend_of(argv):
     return backend
 
 
-def dataset_classes(dataset, classes, known):
+def dataset_classes(dataset, classes, known=None):
     """Class names: the comma-separated ``classes`` (custom data), else ``known[dataset]``
-    (the backend's VOC and COCO lists)."""
+    (default :data:`KNOWN_CLASSES`, GluonCV's VOC and COCO lists)."""
+    known = KNOWN_CLASSES if known is None else known
     if classes:
         return [c.strip() for c in classes.split(',') if c.strip()]
     if dataset.lower() in known:
@@ -225,8 +232,8 @@ def run_demo(detect_file, paths, classes, data_shape, out_dir, thresh=0.5, ext='
         images.append(record)
     result = dict(meta or {}, threshold=thresh, data_shape=data_shape, classes=list(classes),
                   images=images)
-    atomic_save_file(os.path.join(out_dir, 'detections.json'),
-                     lambda tmp: _write_json(tmp, result))
+    atomic_write(os.path.join(out_dir, 'detections.json'),
+                 lambda f: json.dump(result, f, indent=1), mode='w')
     return result
 
 
@@ -241,12 +248,12 @@ def load_reported(load_net, args, classes, device, params):
     return net
 
 
-def demo_with(args, device, known, load_net, weights_of, detect_file, meta):
+def demo_with(args, device, load_net, weights_of, detect_file, meta):
     """The body of a backend's ``demo_main``: its ``load_net`` on ``device`` (weights file
-    ``weights_of(args)``, asked once the classes are known, ``known`` being its VOC and COCO
-    lists), :func:`run_demo` with its ``detect_file``, one line printed per image; ``meta``
+    ``weights_of(args)``, asked once the classes are known), :func:`run_demo` with its
+    ``detect_file``, one line printed per image; ``meta``
     is what ``detections.json`` records beside network and dataset. Returns what it holds."""
-    classes = dataset_classes(args.dataset, args.classes, known)
+    classes = dataset_classes(args.dataset, args.classes)
     net = load_reported(load_net, args, classes, device, weights_of(args))
     result = run_demo(lambda path: detect_file(net, path, classes, device, args.data_shape,
                                                args.thresh),

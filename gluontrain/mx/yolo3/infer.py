@@ -11,7 +11,6 @@ import warnings
 import mxnet as mx
 from mxnet import gluon
 
-from gluoncv import data as gdata
 from gluoncv import utils as gutils
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
 from gluoncv.model_zoo import get_model, model_store
@@ -25,14 +24,6 @@ from .model import model_store_path
 from .plots import detect
 from .recipe import validate
 from .weights import load_params
-
-
-# the class lists of --dataset voc / coco (others name theirs with --classes)
-KNOWN_CLASSES = {'voc': gdata.VOCDetection.CLASSES, 'coco': gdata.COCODetection.CLASSES}
-
-
-def _fixed_nms(**_kwargs):
-    """An exported graph has its NMS (0.45 / top-400, as ``validate`` set it) built in."""
 
 
 # what to pass instead of a --params file that does not fit
@@ -74,7 +65,8 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')  # imports warns about the unnamed data input
             net = gluon.SymbolBlock.imports(symbol, ['data'], exported_params, ctx=ctx)
-        net.set_nms = _fixed_nms
+        # its NMS (0.45 / top-400, as validate set it) is built into the exported graph
+        net.set_nms = lambda **_kwargs: None
         return net
     if not params:
         raise ValueError('give --params, or --symbol and --exported-params')
@@ -140,8 +132,7 @@ def zoo_params(args):
 def demo_main(argv=None):
     """Run the demo; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
-    return demo_with(args, get_contexts(args.gpus, 0)[0], KNOWN_CLASSES, load_net, zoo_params,
-                     detect_file,
+    return demo_with(args, get_contexts(args.gpus, 0)[0], load_net, zoo_params, detect_file,
                      {'weights': args.params or [args.symbol, args.exported_params]})
 
 

@@ -111,7 +111,7 @@ def export_main(argv=None):
     """
     # pylint: disable=import-outside-toplevel
     from ...yolo3.infer import dataset_classes
-    from .infer import KNOWN_CLASSES, load_net
+    from .infer import load_net
     p = argparse.ArgumentParser(description='Export a trained YOLOv3 to ONNX, decoding '
                                 'included and NMS left out (docs/from_gluoncv.md, "ONNX")')
     p.add_argument('--network', type=str, default='darknet53')
@@ -123,7 +123,7 @@ def export_main(argv=None):
     p.add_argument('--batch-size', type=int, default=1)
     p.add_argument('--out', type=str, default='', help='the .onnx file')
     args = p.parse_args(argv)
-    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
+    classes = dataset_classes(args.dataset, args.classes)
     reports = []
     net = load_net(args.network, args.dataset, classes, torch.device('cpu'), args.params,
                    reports=reports)

@@ -10,13 +10,12 @@ True`` (gluoncv's model store), COCO evaluation (:func:`.data.get_dataset`), sev
 """
 import numpy as np
 
-from ...data.classes import VOC_CLASSES
 from ...data.images import read_bgr
 from ...yolo3.infer import (demo_parser, demo_with, detection_record, eval_parser, eval_with,
                             is_zoo_true, model_name)
 from ..parallel import get_devices
 from .data import get_dataset, get_val_loader
-from .model import COCO_CLASSES, get_yolov3
+from .model import get_yolov3
 from .plots import detect
 from .recipe import validate
 from .weights import load_params
@@ -24,8 +23,6 @@ from .weights import load_params
 __all__ = ['check_weights_args', 'load_net', 'get_device', 'evaluate', 'detect_file', 'eval_main', 'demo_main',
            'PARAMS_FIX']
 
-# the class lists of --dataset voc / coco (others name theirs with --classes)
-KNOWN_CLASSES = {'voc': VOC_CLASSES, 'coco': COCO_CLASSES}
 # what to pass instead of a --params file that does not fit (as the MXNet scripts say)
 PARAMS_FIX = ('pass the .params of a {name} (save_parameters: a run\'s {{prefix}}_best.params, '
               'from either backend, or GluonCV\'s model-zoo file), or set --network/--dataset/'
@@ -108,7 +105,7 @@ def detect_file(net, path, classes, device, data_shape, thresh=0.5):
 def demo_main(argv=None):
     """``demo_yolov3.py --backend torch``; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
-    return demo_with(args, get_device(args.gpus), KNOWN_CLASSES, load_net,
+    return demo_with(args, get_device(args.gpus), load_net,
                      lambda a: a.params, detect_file, {'weights': args.params, 'backend': 'torch'})
 
 
