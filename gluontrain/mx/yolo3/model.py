@@ -92,9 +92,8 @@ def get_net(args, ctx, reports=None):
     pretrained_base = not getattr(args, 'no_pretrained_base', False)
     if pretrained_base:
         _check_pretrained_base(args.network)
-    kwargs = {}
-    if name.endswith('_custom'):
-        kwargs['classes'] = [c for c in args.classes.split(',') if c]
+    kwargs = {'classes': [c for c in args.classes.split(',') if c]} \
+        if name.endswith('_custom') else {}
     # the base is loaded here rather than by gluoncv: same tensors, same (absent) random
     # draws, but reported, and no download attempt for a file that is not the released one
     if args.syncbn and len(ctx) > 1:

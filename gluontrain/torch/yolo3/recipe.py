@@ -165,15 +165,14 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         else args.num_samples // args.batch_size
     optimizer = GluonSGD(param_groups(net, args.no_wd), lr=0.0, momentum=args.momentum,
                          weight_decay=args.wd, rescale_grad=1.0 / batch_size)
-    begin = 0 if args.resume.strip() and ckpt_io.file_kind(args.resume.strip()) == \
-        ckpt_io.CHECKPOINT else args.start_epoch * num_batches
+    resume = args.resume.strip()
+    resuming = bool(resume) and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT
+    begin = 0 if resuming else args.start_epoch * num_batches
     scheduler = GluonLRScheduler(optimizer, get_lr_scheduler(args, num_batches),
                                  begin_update=begin)
-    header, kind, restored = [str(args)] + list(reports), None, None
-    resume = args.resume.strip()
-    if resume and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT:
+    header = [str(args)] + list(reports)
+    if resuming:
         changes = []
-        kind = ckpt_io.CHECKPOINT
         restored = restore_checkpoint(resume, net, optimizer, scheduler, check=lambda p: (
             changes.extend(ckpt_io.resume_changes(p['args'], args, RESUME_MUST_MATCH,
                                                   resume))))
@@ -194,7 +193,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         _samples_hook(net, val_data, device, args, paths),
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
     start_epoch, state = args.start_epoch, TrainState(iteration=begin)
-    if kind == ckpt_io.CHECKPOINT:
+    if resuming:
         payload, state = restored
         restore_hooks_state(hooks, payload)
         start_epoch = payload['epoch'] + 1
@@ -257,8 +256,7 @@ def main(argv=None):
         train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
                                               args.data_shape, args.batch_size,
                                               args.num_workers, args)
-        state = train(net, train_data, val_data, eval_metric, ctx, args, comm, reports)
-        return state
+        return train(net, train_data, val_data, eval_metric, ctx, args, comm, reports)
     finally:
         if started:
             cleanup()
