@@ -38,11 +38,6 @@ _DEFAULT_FIX = ('pass a .params file written by GluonCV (net.save_parameters) or
                 'gluontrain for this --network and class list')
 
 
-def _norm_prefixes(model):
-    return {name + '.' for name, mod in unwrap_model(model).named_modules()
-            if isinstance(mod, nn.modules.batchnorm._BatchNorm)}
-
-
 def _split(key):
     head, _, leaf = key.rpartition('.')
     return head + '.' if head else '', leaf
@@ -77,7 +72,8 @@ def to_torch_key(key, norm_prefixes):
 def gluon_names(model):
     """``{state_dict key: save_parameters name or None}`` of ``model``, in state_dict order
     (which is Gluon's order of the same network)."""
-    norms = _norm_prefixes(model)
+    norms = {name + '.' for name, mod in unwrap_model(model).named_modules()
+             if isinstance(mod, nn.modules.batchnorm._BatchNorm)}
     return collections.OrderedDict((k, to_gluon_key(k, norms))
                                    for k in unwrap_model(model).state_dict())
 
