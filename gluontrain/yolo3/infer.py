@@ -19,10 +19,10 @@ from ..data.classes import VOC_CLASSES
 from ..data.coco import COCO_CATEGORIES
 from .args import BACKENDS, DATASETS, NETWORKS, model_name
 
-__all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
-           'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
-           'draw_detections', 'detection_record', 'run_demo', 'load_reported', 'demo_with',
-           'eval_with']
+__all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
+           'dataset_classes', 'model_name', 'main_score_percent', 'zoo_table', 'eval_lines',
+           'is_zoo_true', 'draw_detections', 'detection_record', 'run_demo', 'load_reported',
+           'demo_with', 'eval_with']
 
 # GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,
 # by input size; models the zoo does not list have no entry
