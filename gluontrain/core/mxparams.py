@@ -31,6 +31,8 @@ import struct
 
 import numpy as np
 
+from .checkpoint import atomic_write
+
 __all__ = ['ParamsFormatError', 'read_params', 'read_params_bytes', 'write_params',
            'params_bytes', 'LIST_MAGIC', 'V1_MAGIC', 'V2_MAGIC', 'V3_MAGIC', 'TYPE_FLAGS']
 
@@ -271,13 +273,5 @@ def write_params(path, arrays):
     ParamsFormatError
         An array of a dtype, or a shape, that MXNet cannot load back; nothing is written.
     """
-    path = os.fspath(path)
-    data = params_bytes(arrays)
-    tmp = '{}.tmp{}'.format(path, os.getpid())
-    try:
-        with open(tmp, 'wb') as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    data = params_bytes(arrays)  # before the file is opened: a refusal writes nothing
+    atomic_write(os.fspath(path), lambda f: f.write(data))

@@ -4,8 +4,10 @@ Shared by the MXNet and the PyTorch YOLOv3 loaders, which both name a file that 
 ("it looks like a GluonCV YOLOv3 darknet53 with 80 classes") instead of listing keys.
 Names are ``save_parameters``' (``stages.0.0.weight``, ``yolo_outputs.0.prediction.bias``).
 """
+from .load_report import WeightsLoadError
 
-__all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text']
+__all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text',
+           'check_same_network']
 
 #: first convolution's output channels -> GluonCV's mobilenet multiplier
 MOBILENET_WIDTHS = {32: '1.0', 24: '0.75', 16: '0.5', 8: '0.25'}
@@ -69,3 +71,28 @@ def describe_text(found, origin='GluonCV '):
     name = 'yolo3_{}_{}'.format(base or '?', ZOO_DATASETS.get(classes, 'custom'))
     return 'a {}YOLOv3 {} with {} classes (as {})'.format(origin, base or 'of unknown base',
                                                          classes, name)
+
+
+def check_same_network(report, what, fix, file_shapes, own_shapes, counts, ignore_extra=False):
+    """Refuse in one line a file holding another network's weights: when the load does not fit
+    (a tensor missing or of another shape, or unexpected ones not ignored) and the file and
+    this network (``file_shapes``, ``own_shapes()``: ``{name: shape}``) are GluonCV layouts
+    of different kinds, the :class:`~gluontrain.core.load_report.WeightsLoadError` says
+    ``what``, the report's source and ``counts``, what each one is, the ``--network`` /
+    ``--dataset`` (or class count) the file fits, and ``fix``."""
+    if report.complete and (ignore_extra or not report.unexpected):
+        return
+    found, own = describe(file_shapes), describe(own_shapes())
+    # a known network of another kind; an unknown base is just a file that does not fit
+    if not (found and found[0] and own and found != own):
+        return
+    base, classes = found
+    hint = ''
+    if base and classes is not None:
+        hint = ' (it fits --network {}{})'.format(
+            base, ' --dataset ' + ZOO_DATASETS[classes] if classes in ZOO_DATASETS
+            else ' with {} classes'.format(classes))
+    raise WeightsLoadError(
+        '{} {} holds the weights of another network: {}; it looks like {} but this is {}{}; '
+        '{}'.format(what, report.source, counts, describe_text(found),
+                    describe_text(own, origin=''), hint, fix))

@@ -21,31 +21,16 @@ def _memfd_available():
 
 @contextlib.contextmanager
 def _named_scratch(beside):
-    """Yield ``(name, fd)``: a file name a C library can open, and an fd on it (or None)."""
+    """Yield a file name a C library can open (and Python too, at offset 0 each time)."""
     if _memfd_available():
         fd = os.memfd_create('gluontrain-blob')
         try:
-            yield '/proc/self/fd/{}'.format(fd), fd
+            yield '/proc/self/fd/{}'.format(fd)
         finally:
             os.close(fd)
     else:
         with scratch_file(beside) as name:
-            yield name, None
-
-
-def _read_all(name, fd):
-    if fd is None:
-        with open(name, 'rb') as f:
-            return f.read()
-    size = os.fstat(fd).st_size
-    chunks, offset = [], 0
-    while offset < size:
-        chunk = os.pread(fd, min(size - offset, 1 << 26), offset)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        offset += len(chunk)
-    return b''.join(chunks)
+            yield name
 
 
 def to_bytes(save_fn, beside):
@@ -63,9 +48,10 @@ def to_bytes(save_fn, beside):
     -------
     bytes
     """
-    with _named_scratch(beside) as (name, fd):
+    with _named_scratch(beside) as name:
         save_fn(name)
-        return _read_all(name, fd)
+        with open(name, 'rb') as f:
+            return f.read()
 
 
 def from_bytes(blob, load_fn, beside):
@@ -80,12 +66,7 @@ def from_bytes(blob, load_fn, beside):
     beside : str
         As for :func:`to_bytes` (the checkpoint the blob came from).
     """
-    with _named_scratch(beside) as (name, fd):
-        if fd is None:
-            with open(name, 'wb') as f:
-                f.write(blob)
-        else:
-            view, offset = memoryview(blob), 0
-            while offset < len(view):
-                offset += os.pwrite(fd, view[offset:], offset)
+    with _named_scratch(beside) as name:
+        with open(name, 'wb') as f:
+            f.write(blob)
         return load_fn(name)

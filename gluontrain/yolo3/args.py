@@ -12,6 +12,7 @@ import argparse
 import os
 import warnings
 
+from ..core.checkpoint import CHECKPOINT
 from ..core.argtypes import (check_input_file, finite_non_negative_float, int_at_least,
                               int_list, multiple_of, non_negative_int, output_dir_problem,
                               positive_int)
@@ -273,10 +274,15 @@ def lr_schedule(args, num_batches, scheduler, sequential):
     ])
 
 
+def model_name(network, dataset):
+    """``yolo3_<network>_<voc|coco|custom>`` (synthetic and custom data: ``custom``)."""
+    suffix = dataset.lower() if dataset.lower() in ('voc', 'coco') else 'custom'
+    return 'yolo3_{}_{}'.format(network, suffix)
+
+
 def net_name(args):
-    """``yolo3_<network>_<voc|coco|custom>``; custom and synthetic data use the custom nets."""
-    suffix = {'synthetic': 'custom'}.get(args.dataset.lower(), args.dataset.lower())
-    return '_'.join(('yolo3', args.network, suffix))
+    """:func:`model_name` of ``--network`` and ``--dataset``."""
+    return model_name(args.network, args.dataset)
 
 
 def check_weight_files(args, fix):
@@ -286,3 +292,21 @@ def check_weight_files(args, fix):
                            ('--load-weights', args.load_weights.strip())):
         if path:
             check_input_file(path, argument, fix)
+
+
+def weights_to_load(args, kind_of):
+    """The weights file ``main`` loads before training and its argument: ``--load-weights``,
+    else a ``--resume`` that ``kind_of(path)`` (the backend's reading of
+    :func:`gluontrain.core.checkpoint.file_kind`) does not call a full checkpoint, which is
+    the reference's weights-only resume (warned); ``''`` for neither.
+
+    Returns
+    -------
+    (str, str)
+    """
+    load, resume = args.load_weights.strip(), args.resume.strip()
+    if not load and resume and kind_of(resume) != CHECKPOINT:
+        warnings.warn('--resume {} loads weights only; a full resume needs the '
+                      '{{prefix}}_last.ckpt checkpoint'.format(resume))
+        return resume, '--resume'
+    return load, '--load-weights'

@@ -143,7 +143,24 @@ def set_mixup_switch(switch, mixup, args, owner):
                          'processes; got {!r}{}'.format(owner, mixup, args))
 
 
-class VOCDetection:
+class _TransformView:
+    """Gluon's ``Dataset.transform`` for the datasets below, whose ``_item(idx)`` is the raw
+    ``(img, label)``."""
+    _transform = None
+
+    def transform(self, fn):
+        """A view of this dataset whose items go through ``fn(img, label)``."""
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._transform = fn
+        return view
+
+    def __getitem__(self, idx):
+        img, label = self._item(idx)
+        return (img, label) if self._transform is None else self._transform(img, label)
+
+
+class VOCDetection(_TransformView):
     """VOC-format detection items as GluonCV reads them.
 
     Parameters
@@ -212,22 +229,11 @@ class VOCDetection:
         path = os.path.join(folder, 'JPEGImages', image_id + '.jpg')
         return np.ascontiguousarray(read_bgr(path, 'image {}'.format(image_id))[:, :, ::-1])
 
-    def transform(self, fn):
-        """A view of this dataset whose items go through ``fn(img, label)`` (Gluon's
-        ``Dataset.transform``)."""
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view._transform = fn
-        return view
-
-    def __getitem__(self, idx):
-        img, label = self.image(idx), self.labels[idx].copy()
-        if self._transform is not None:
-            return self._transform(img, label)
-        return img, label
+    def _item(self, idx):
+        return self.image(idx), self.labels[idx].copy()
 
 
-class MixupDetection:
+class MixupDetection(_TransformView):
     """``MixupDetection(dataset)``: with a Beta draw ``lambd < 1`` the item is blended with a
     random other one; labels gain a weight column (``lambd``, ``1 - lambd``; 1 unmixed)."""
 
@@ -235,7 +241,6 @@ class MixupDetection:
         self._dataset = dataset
         self.classes = getattr(dataset, 'classes', None)
         self._shared = mixup_switch()
-        self._transform = None
 
     def set_mixup(self, mixup=None, *args):
         """``np.random.beta, a, b`` to enable, ``None`` to disable."""
@@ -243,13 +248,6 @@ class MixupDetection:
 
     def __len__(self):
         return len(self._dataset)
-
-    def transform(self, fn):
-        """A view whose items go through ``fn(img, label)``."""
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view._transform = fn
-        return view
 
     def _item(self, idx):
         img1, label1 = self._dataset[idx]
@@ -267,12 +265,6 @@ class MixupDetection:
         y1 = np.hstack((label1, np.full((label1.shape[0], 1), lambd)))
         y2 = np.hstack((label2, np.full((label2.shape[0], 1), 1. - lambd)))
         return mix.astype(np.uint8), np.vstack((y1, y2))
-
-    def __getitem__(self, idx):
-        img, label = self._item(idx)
-        if self._transform is not None:
-            return self._transform(img, label)
-        return img, label
 
 
 class RolloverBatchSampler:
@@ -306,11 +298,7 @@ class RolloverBatchSampler:
         return (len(self.prev) + n) // self.batch_size
 
     def _order(self):
-        if self.indices is None:
-            order = np.arange(self.length)
-            np.random.shuffle(order)
-            return order
-        order = self.indices.copy()
+        order = np.arange(self.length) if self.indices is None else self.indices.copy()
         np.random.shuffle(order)
         return order
 

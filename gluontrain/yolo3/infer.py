@@ -13,13 +13,16 @@ import sys
 
 import numpy as np
 
-from ..core.checkpoint import atomic_save_file
+from ..core.checkpoint import atomic_save_file, atomic_write
 from ..core.plots import draw_boxes, new_figure, save_png
-from .args import BACKENDS, DATASETS, NETWORKS
+from ..data.classes import VOC_CLASSES
+from ..data.coco import COCO_CATEGORIES
+from .args import BACKENDS, DATASETS, NETWORKS, model_name
 
-__all__ = ['ZOO_SCORES', 'demo_parser', 'eval_parser', 'cli', 'backend_of', 'dataset_classes',
-           'model_name', 'main_score_percent', 'zoo_table', 'eval_lines', 'is_zoo_true',
-           'draw_detections', 'detection_record', 'run_demo']
+__all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
+           'dataset_classes', 'model_name', 'main_score_percent', 'zoo_table', 'eval_lines',
+           'is_zoo_true', 'draw_detections', 'detection_record', 'run_demo', 'load_reported',
+           'demo_with', 'eval_with']
 
 # GluonCV model zoo (0.10), detection: VOC07 test mAP and COCO val2017 AP[.5:.95], in percent,
 # by input size; models the zoo does not list have no entry
@@ -29,6 +32,10 @@ ZOO_SCORES = {
     'yolo3_darknet53_coco': {320: 33.6, 416: 36.0, 608: 37.0},
     'yolo3_mobilenet1.0_coco': {320: 26.7, 416: 28.6, 608: 28.0},
 }
+
+# the class lists of --dataset voc / coco, GluonCV's (others name theirs with --classes)
+KNOWN_CLASSES = {'voc': VOC_CLASSES, 'coco': tuple(
+    c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))}
 
 _TRUE = ('true', '1', 'yes', 't')
 
@@ -112,21 +119,16 @@ def backend_of(argv):
     return backend
 
 
-def dataset_classes(dataset, classes, known):
+def dataset_classes(dataset, classes, known=None):
     """Class names: the comma-separated ``classes`` (custom data), else ``known[dataset]``
-    (the backend's VOC and COCO lists)."""
+    (default :data:`KNOWN_CLASSES`, GluonCV's VOC and COCO lists)."""
+    known = KNOWN_CLASSES if known is None else known
     if classes:
         return [c.strip() for c in classes.split(',') if c.strip()]
     if dataset.lower() in known:
         return list(known[dataset.lower()])
     raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
                      'order)'.format(dataset))
-
-
-def model_name(network, dataset):
-    """``yolo3_<network>_<voc|coco|custom>`` (synthetic and custom data: ``custom``)."""
-    suffix = dataset.lower() if dataset.lower() in ('voc', 'coco') else 'custom'
-    return 'yolo3_{}_{}'.format(network, suffix)
 
 
 def main_score_percent(dataset, values):
@@ -230,9 +232,55 @@ def run_demo(detect_file, paths, classes, data_shape, out_dir, thresh=0.5, ext='
         images.append(record)
     result = dict(meta or {}, threshold=thresh, data_shape=data_shape, classes=list(classes),
                   images=images)
-    atomic_save_file(os.path.join(out_dir, 'detections.json'),
-                     lambda tmp: _write_json(tmp, result))
+    atomic_write(os.path.join(out_dir, 'detections.json'),
+                 lambda f: json.dump(result, f, indent=1), mode='w')
     return result
+
+
+def load_reported(load_net, args, classes, device, params):
+    """A backend's ``load_net`` with the scripts' weights arguments (``params``: the weights
+    file); prints its load report first, as both scripts do, and returns the network."""
+    reports = []
+    net = load_net(args.network, args.dataset, classes, device, params, args.symbol or None,
+                   args.exported_params or None, reports)
+    for line in reports:
+        print(line)
+    return net
+
+
+def demo_with(args, device, load_net, weights_of, detect_file, meta):
+    """The body of a backend's ``demo_main``: its ``load_net`` on ``device`` (weights file
+    ``weights_of(args)``, asked once the classes are known), :func:`run_demo` with its
+    ``detect_file``, one line printed per image; ``meta``
+    is what ``detections.json`` records beside network and dataset. Returns what it holds."""
+    classes = dataset_classes(args.dataset, args.classes)
+    net = load_reported(load_net, args, classes, device, weights_of(args))
+    result = run_demo(lambda path: detect_file(net, path, classes, device, args.data_shape,
+                                               args.thresh),
+                      args.images, classes, args.data_shape, args.out, args.thresh, args.ext,
+                      meta=dict({'network': args.network, 'dataset': args.dataset}, **meta))
+    for rec in result['images']:
+        print('{}: {} detections -> {}'.format(rec['image'], len(rec['detections']),
+                                               rec['output']))
+    return result
+
+
+def eval_with(args, device, get_dataset, load_net, weights_of, evaluate, save_prefix=None):
+    """The body of a backend's ``eval_main``: its ``get_dataset`` (``save_prefix``: where
+    COCO's metric writes its JSON), its ``load_net`` on ``device`` (weights file
+    ``weights_of(args)``, asked once the data is read), ``evaluate``, then what
+    ``eval_yolov3.py`` prints (:func:`eval_lines`). Returns ``(names, values)``."""
+    # get_dataset reads the recipe's arguments
+    ds_args = argparse.Namespace(
+        dataset_root=args.dataset_root, classes=args.classes, data_shape=args.data_shape,
+        save_prefix=save_prefix, num_samples=-1, mixup=False, reference_mixup=False)
+    _, val_dataset, metric = get_dataset(args.dataset, ds_args)
+    net = load_reported(load_net, args, list(val_dataset.classes), device, weights_of(args))
+    names, values = evaluate(net, val_dataset, metric, device, args.data_shape,
+                             args.batch_size, args.num_workers)
+    for line in eval_lines(args, names, values):
+        print(line)
+    return names, values
 
 
 def _write_json(path, obj):

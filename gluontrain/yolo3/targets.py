@@ -85,22 +85,21 @@ class FastYOLOV3TargetGenerator:
         self.width, self.height = int(width), int(height)
         per_layer = [np.asarray(_np(a), dtype=np.float32).reshape(-1, 2) for a in anchors]
         self.anchors = np.concatenate(per_layer, axis=0)
-        self._num_anchors = np.cumsum([len(a) for a in per_layer])
+        self._layer_anchors = np.array([len(a) for a in per_layer], dtype=np.int64)
         cells = [int(np.asarray(_np(o)).size // 2) for o in offsets]
         sizes = [tuple(int(s) for s in (f.shape[2:4] if hasattr(f, 'shape') else f))
                  for f in feat_maps]
         self._layer_hw = np.array(sizes, dtype=np.int64)
         self._layer_cells = np.array(cells, dtype=np.int64)
-        anchor_start = np.concatenate([[0], self._num_anchors[:-1]])
-        # start of each layer's (cell, anchor) block in the concatenated output
-        out_start = np.concatenate([[0], np.cumsum(self._layer_cells * np.diff(
-            np.concatenate([[0], self._num_anchors])))[:-1]])
-        self._anchor_layer = np.searchsorted(self._num_anchors, np.arange(len(self.anchors)),
+        num_anchors = np.cumsum(self._layer_anchors)
+        self._anchor_layer = np.searchsorted(num_anchors, np.arange(len(self.anchors)),
                                              side='right')
+        anchor_start = num_anchors - self._layer_anchors
         self._anchor_in_layer = np.arange(len(self.anchors)) - anchor_start[self._anchor_layer]
-        self._out_start = out_start
-        self.num_outputs = int(np.sum(self._layer_cells * np.diff(
-            np.concatenate([[0], self._num_anchors]))))
+        # each layer's (cell, anchor) block in the concatenated output, and where it starts
+        block = self._layer_cells * self._layer_anchors
+        self._out_start = np.cumsum(block) - block
+        self.num_outputs = int(np.sum(block))
 
     def __call__(self, gt_boxes, gt_ids, gt_mixratio=None):
         """Targets for one image.
@@ -158,8 +157,8 @@ class FastYOLOV3TargetGenerator:
                     self.width, self.height, boxes[flat >= total][0]))
         keep = cell < self._layer_cells[layer]
         # a later box on the same (cell, anchor) overwrites an earlier one: keep the last
-        pos = self._out_start[layer] + cell * (np.diff(np.concatenate(
-            [[0], self._num_anchors]))[layer]) + self._anchor_in_layer[match]
+        pos = self._out_start[layer] + cell * self._layer_anchors[layer] + \
+            self._anchor_in_layer[match]
         rev = np.arange(m)[::-1]
         _, first_in_rev = np.unique(pos[rev], return_index=True)
         last = np.zeros(m, bool)

@@ -192,8 +192,7 @@ def _expanded_window(img, fill, offset, window):
 def bbox_translate(bbox, x_offset=0, y_offset=0):
     """GluonCV's ``bbox.translate``: corners shifted by the offsets (a copy)."""
     bbox = bbox.copy()
-    bbox[:, :2] += (x_offset, y_offset)
-    bbox[:, 2:4] += (x_offset, y_offset)
+    bbox[:, :4] += (x_offset, y_offset, x_offset, y_offset)
     return bbox
 
 
@@ -212,8 +211,7 @@ def bbox_crop(bbox, crop_box, allow_outside_center=True):
         keep = ((window[:2] <= centres) & (centres < window[2:])).all(axis=1)
     bbox[:, :2] = np.maximum(bbox[:, :2], window[:2])
     bbox[:, 2:4] = np.minimum(bbox[:, 2:4], window[2:4])
-    bbox[:, :2] -= window[:2]
-    bbox[:, 2:4] -= window[:2]
+    bbox[:, :4] -= np.tile(window[:2], 2)
     keep &= (bbox[:, :2] < bbox[:, 2:4]).all(axis=1)
     return bbox[keep]
 
@@ -221,12 +219,9 @@ def bbox_crop(bbox, crop_box, allow_outside_center=True):
 def bbox_resize(bbox, in_size, out_size):
     """GluonCV's ``bbox.resize``: corners scaled from ``in_size`` to ``out_size`` (w, h),
     as float64 (its ``astype(float)``)."""
-    bbox = bbox.copy().astype(float)
+    bbox = bbox.astype(float)
     sx, sy = out_size[0] / in_size[0], out_size[1] / in_size[1]
-    bbox[:, 1] = sy * bbox[:, 1]
-    bbox[:, 3] = sy * bbox[:, 3]
-    bbox[:, 0] = sx * bbox[:, 0]
-    bbox[:, 2] = sx * bbox[:, 2]
+    bbox[:, :4] *= (sx, sy, sx, sy)
     return bbox
 
 

@@ -83,14 +83,10 @@ def get_dataset(dataset, args):
     name = dataset.lower()
     if name in ('voc', 'custom', 'synthetic'):
         root, train_splits, val_splits, classes = voc_folders(name, args)
-        if classes is None:
-            train_dataset = gdata.VOCDetection(root=root, splits=train_splits)
-            val_dataset = gdata.VOCDetection(root=root, splits=val_splits)
-        else:
-            train_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
-                                                         splits=train_splits)
-            val_dataset = gdata.CustomVOCDetectionBase(classes=classes, root=root,
-                                                       splits=val_splits)
+        reader, kwargs = (gdata.VOCDetection, {}) if classes is None else \
+            (gdata.CustomVOCDetectionBase, {'classes': classes})
+        train_dataset = reader(root=root, splits=train_splits, **kwargs)
+        val_dataset = reader(root=root, splits=val_splits, **kwargs)
         val_metric = voc_metric(val_dataset.classes, args)
     elif name == 'coco':
         root = os.path.expanduser(getattr(args, 'dataset_root', None) or COCO_DEFAULT_ROOT)

@@ -3,22 +3,20 @@ with MXNet's own OpenCV ``imresize``.
 
 :class:`FastYOLO3TrainTransform` is ``YOLO3DefaultTrainTransform`` (it subclasses it: same
 constructor, same net run on zeros for the feature map sizes) with ``__call__`` replaced by
-the shared numpy :func:`~gluontrain.yolo3.transform.augment` (colour distortion, expansion,
-constrained crop, flip, drawn as the reference draws them) and
-:class:`~gluontrain.yolo3.targets.FastYOLOV3TargetGenerator`. The resize is MXNet's own
+the shared numpy :class:`~gluontrain.yolo3.transform.TrainTransform` (colour distortion,
+expansion, constrained crop, flip, drawn as the reference draws them, and
+:class:`~gluontrain.yolo3.targets.FastYOLOV3TargetGenerator`). The resize is MXNet's own
 OpenCV ``imresize`` (the OpenCV in ``cv2`` rounds bilinear and area upsampling differently).
 
 Outputs are numpy arrays equal (``np.array_equal``) to the reference's for the same seeds of
 ``random`` and ``np.random`` (``tests/mx/yolo3/test_fast_transform.py``); the batchify
 functions turn them into the same NDArrays.
 """
-import numpy as np
 import mxnet as mx
 
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
 
-from ...yolo3.targets import FastYOLOV3TargetGenerator
-from ...yolo3.transform import augment
+from ...yolo3.transform import TrainTransform
 
 __all__ = ['FastYOLO3TrainTransform']
 
@@ -40,24 +38,15 @@ class FastYOLO3TrainTransform(YOLO3DefaultTrainTransform):
     when ``net`` is None.
     """
 
-    _fast_targets = None
+    _numpy = None
 
     def __call__(self, src, label):
         """Apply the transform to one training image and its label."""
-        img = src.asnumpy() if hasattr(src, 'asnumpy') else np.asarray(src)
-        img, bbox = augment(img, label, self._width, self._height, _imresize, self._mean,
-                            self._std)
-        if self._net_none:
-            return img, bbox.astype(img.dtype)
-        gt_boxes = bbox[:, :4].astype(np.float32)
-        targets = self._fast_target_generator()(
-            gt_boxes, bbox[:, 4:5].astype(np.float32),
-            bbox[:, -1:].astype(np.float32) if self._mixup else None)
-        return (img,) + tuple(targets) + (gt_boxes,)
-
-    def _fast_target_generator(self):
-        if self._fast_targets is None:
-            self._fast_targets = FastYOLOV3TargetGenerator(
-                self._num_classes, self._anchors, self._offsets, self._feat_maps,
-                self._width, self._height)
-        return self._fast_targets
+        if self._numpy is None:
+            # the net's layout, as the reference's constructor read it
+            layout = None if self._net_none else {
+                'num_class': self._num_classes, 'anchors': self._anchors,
+                'offsets': self._offsets, 'feat_maps': self._feat_maps}
+            self._numpy = TrainTransform(self._width, self._height, layout, _imresize,
+                                         self._mean, self._std, self._mixup)
+        return self._numpy(src.asnumpy() if hasattr(src, 'asnumpy') else src, label)

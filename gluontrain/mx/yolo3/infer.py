@@ -4,7 +4,6 @@ and ``scripts/eval_yolov3.py`` (the recipe's :func:`.recipe.validate` beside the
 numbers) on MXNet (``--backend mxnet``, the default; the parsers are
 :mod:`gluontrain.yolo3.infer`'s).
 """
-import argparse
 import os
 import tempfile
 import warnings
@@ -12,30 +11,19 @@ import warnings
 import mxnet as mx
 from mxnet import gluon
 
-from gluoncv import data as gdata
 from gluoncv import utils as gutils
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
 from gluoncv.model_zoo import get_model, model_store
 
 # the backend-neutral pieces live in gluontrain.yolo3.infer (re-exported here, as before)
-from ...yolo3.infer import (ZOO_SCORES, cli, dataset_classes, demo_parser,  # noqa: F401
-                            detection_record, draw_detections, eval_lines, eval_parser,
-                            is_zoo_true, main_score_percent, model_name,
-                            run_demo as shared_run_demo, zoo_table)
+from ...yolo3.infer import (cli, demo_parser, demo_with, detection_record,  # noqa: F401
+                            eval_parser, eval_with, is_zoo_true, model_name, zoo_table)
 from ..context import get_contexts
 from .data import get_dataset, val_batchify_fn
 from .model import model_store_path
 from .plots import detect
 from .recipe import validate
 from .weights import load_params
-
-
-# the class lists of --dataset voc / coco (others name theirs with --classes)
-KNOWN_CLASSES = {'voc': gdata.VOCDetection.CLASSES, 'coco': gdata.COCODetection.CLASSES}
-
-
-def _fixed_nms(**_kwargs):
-    """An exported graph has its NMS (0.45 / top-400, as ``validate`` set it) built in."""
 
 
 # what to pass instead of a --params file that does not fit
@@ -77,7 +65,8 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')  # imports warns about the unnamed data input
             net = gluon.SymbolBlock.imports(symbol, ['data'], exported_params, ctx=ctx)
-        net.set_nms = _fixed_nms
+        # its NMS (0.45 / top-400, as validate set it) is built into the exported graph
+        net.set_nms = lambda **_kwargs: None
         return net
     if not params:
         raise ValueError('give --params, or --symbol and --exported-params')
@@ -90,18 +79,13 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
     return net
 
 
-def val_loader(val_dataset, data_shape, batch_size, num_workers=0):
-    """The recipe's validation loader (same transform and batchify as ``get_dataloader``)."""
-    return gluon.data.DataLoader(
-        val_dataset.transform(YOLO3DefaultValTransform(data_shape, data_shape)),
-        batch_size, False, batchify_fn=val_batchify_fn(), last_batch='keep',
-        num_workers=num_workers)
-
-
 def evaluate(net, val_dataset, eval_metric, ctx, data_shape, batch_size=4, num_workers=0):
     """``validate`` of the recipe on ``val_dataset``; returns ``(names, values)``."""
     ctx = ctx if isinstance(ctx, (list, tuple)) else [ctx]
-    loader = val_loader(val_dataset, data_shape, batch_size, num_workers)
+    loader = gluon.data.DataLoader(
+        val_dataset.transform(YOLO3DefaultValTransform(data_shape, data_shape)),
+        batch_size, False, batchify_fn=val_batchify_fn(), last_batch='keep',
+        num_workers=num_workers)
     return validate(net, loader, ctx, eval_metric)
 
 
@@ -118,21 +102,6 @@ def detect_file(net, path, classes, ctx, data_shape, thresh=0.5):
     img = mx.image.imread(path)
     ids, scores, boxes = detect(net, img, ctx, data_shape)
     return img, detection_record(path, img, ids, scores, boxes, classes, thresh)
-
-
-def run_demo(net, paths, classes, ctx, data_shape, out_dir, thresh=0.5, ext='png', meta=None):
-    """Detect on every image of ``paths``; write annotated pictures and ``detections.json``.
-
-    Returns
-    -------
-    dict
-        What ``detections.json`` holds: ``meta`` entries plus ``'threshold'``, ``'data_shape'``,
-        ``'classes'`` and ``'images'`` (one :func:`detect_file` record each, with ``'output'``,
-        the annotated picture).
-    """
-    return shared_run_demo(
-        lambda path: detect_file(net, path, classes, ctx, data_shape, thresh), paths, classes,
-        data_shape, out_dir, thresh, ext, meta)
 
 
 def zoo_params(args):
@@ -163,21 +132,8 @@ def zoo_params(args):
 def demo_main(argv=None):
     """Run the demo; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
-    ctx = get_contexts(args.gpus, 0)
-    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
-    reports = []
-    net = load_net(args.network, args.dataset, classes, ctx, zoo_params(args),
-                   args.symbol or None, args.exported_params or None, reports)
-    for line in reports:
-        print(line)
-    result = run_demo(net, args.images, classes, ctx[0], args.data_shape, args.out,
-                      args.thresh, args.ext,
-                      meta={'network': args.network, 'dataset': args.dataset,
-                            'weights': args.params or [args.symbol, args.exported_params]})
-    for rec in result['images']:
-        print('{}: {} detections -> {}'.format(rec['image'], len(rec['detections']),
-                                               rec['output']))
-    return result
+    return demo_with(args, get_contexts(args.gpus, 0)[0], load_net, zoo_params, detect_file,
+                     {'weights': args.params or [args.symbol, args.exported_params]})
 
 
 def eval_main(argv=None):
@@ -186,20 +142,6 @@ def eval_main(argv=None):
     ctx = get_contexts(args.gpus, 0)
     gutils.random.seed(233)
     with tempfile.TemporaryDirectory() as tmp:
-        # get_dataset reads the recipe's arguments; COCO's metric writes its JSON below prefix
-        ds_args = argparse.Namespace(
-            dataset_root=args.dataset_root, classes=args.classes, data_shape=args.data_shape,
-            save_prefix=os.path.join(tmp, 'eval'), num_samples=-1, mixup=False,
-            reference_mixup=False)
-        _, val_dataset, metric = get_dataset(args.dataset, ds_args)
-        reports = []
-        net = load_net(args.network, args.dataset, list(val_dataset.classes), ctx,
-                       zoo_params(args), args.symbol or None, args.exported_params or None,
-                       reports)
-        for line in reports:
-            print(line)
-        names, values = evaluate(net, val_dataset, metric, ctx, args.data_shape,
-                                 args.batch_size, args.num_workers)
-    for line in eval_lines(args, names, values):
-        print(line)
-    return names, values
+        # COCO's metric writes its JSON below the prefix
+        return eval_with(args, ctx, get_dataset, load_net, zoo_params, evaluate,
+                         os.path.join(tmp, 'eval'))

@@ -10,11 +10,7 @@ from gluoncv.model_zoo import model_store
 from ...yolo3.args import net_name
 from .weights import load_base, sha1_of
 
-# the ImageNet base each YOLOv3 variant asks gluoncv's model store for
-BASE_NETS = {'darknet53': 'darknet53', 'mobilenet1.0': 'mobilenet1.0',
-             'mobilenet0.25': 'mobilenet0.25'}
-
-__all__ = ['BASE_NETS', 'net_name', 'model_store_path', 'pretrained_base_path',
+__all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
            'load_pretrained_base', 'get_net']
 
 
@@ -28,8 +24,9 @@ def model_store_path(name):
 
 
 def pretrained_base_path(network):
-    """Where gluoncv looks for the ImageNet weights of ``network``'s base (may not exist)."""
-    return model_store_path(BASE_NETS[network])
+    """Where gluoncv looks for the ImageNet weights of ``network``'s base (may not exist):
+    the model store names each YOLOv3 base as ``--network`` does."""
+    return model_store_path(network)
 
 
 def _check_pretrained_base(network):
@@ -57,15 +54,14 @@ def load_pretrained_base(net, network):
         The report's lines (and the note), for the training log.
     """
     path = _check_pretrained_base(network)
-    base = BASE_NETS[network]
     fix = ("put GluonCV's ImageNet {} weights at {}, or pass --no-pretrained-base".format(
-        base, path))
+        network, path))
     report = load_base(net, path, 'the pretrained base of --network {}'.format(network), fix)
     lines = ['pretrained base: ' + report.format()]
-    expected = model_store._model_sha1.get(base)
+    expected = model_store._model_sha1.get(network)
     if expected and sha1_of(path) != expected:
         lines.append('note: {} is not the model store\'s {} (its SHA-1 is not {}); gluoncv '
-                     'would download the released file over it'.format(path, base, expected))
+                     'would download the released file over it'.format(path, network, expected))
     return lines
 
 
@@ -96,9 +92,8 @@ def get_net(args, ctx, reports=None):
     pretrained_base = not getattr(args, 'no_pretrained_base', False)
     if pretrained_base:
         _check_pretrained_base(args.network)
-    kwargs = {}
-    if name.endswith('_custom'):
-        kwargs['classes'] = [c for c in args.classes.split(',') if c]
+    kwargs = {'classes': [c for c in args.classes.split(',') if c]} \
+        if name.endswith('_custom') else {}
     # the base is loaded here rather than by gluoncv: same tensors, same (absent) random
     # draws, but reported, and no download attempt for a file that is not the released one
     if args.syncbn and len(ctx) > 1:

@@ -16,13 +16,12 @@ from gluoncv import utils as gutils
 from gluoncv.utils import LRScheduler, LRSequential
 
 from ...core import checkpoint as ckpt_io
-from ...core.argtypes import check_input_file
 from ...core.defaults import RunPaths
 from ...core.hooks import get_logger, restore_hooks_state
 from ...core.loop import TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval
-from ...yolo3.args import RESUME_MUST_MATCH, check_weight_files, lr_schedule
+from ...yolo3.args import RESUME_MUST_MATCH, check_weight_files, lr_schedule, weights_to_load
 from ...yolo3.hooks import gluoncv_hooks
 from .. import blobs
 from ..context import get_contexts
@@ -44,21 +43,14 @@ WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and
                'yolo3 .params), or its {prefix}_last.ckpt checkpoint to --resume')
 
 
-def save_params(net, best_map, current_map, epoch, save_interval, prefix, checkpoint_dir=None):
+def save_params(net, best_map, current_map, epoch, save_interval, prefix):
     """Save ``{prefix}_best.params`` when the score improves, and every ``save_interval`` epochs.
 
     As the reference: ``best_map`` is a one-element list updated in place and starts at 0, so a
     score of 0.0 never saves a best; the best score is appended to ``{prefix}_best_map.log`` as
     ``'{epoch:04d}:\\t{map:.4f}'``; interval files are ``{prefix}_{epoch:04d}_{map:.4f}.params``
     (epoch 0 included). Files are written atomically.
-
-    Parameters
-    ----------
-    checkpoint_dir : str, optional
-        Put the files in this folder (``prefix``'s own folder part is kept below it).
     """
-    if checkpoint_dir:
-        prefix = os.path.join(checkpoint_dir, prefix)
     save_best_and_interval(
         lambda path: ckpt_io.atomic_save_file(path, net.save_parameters),
         best_map, current_map, epoch, save_interval, prefix, '.params')
@@ -156,10 +148,6 @@ def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
         extra=extra)
 
 
-def _flag(name):
-    return '--' + name.replace('_', '-')
-
-
 def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batches=None,
                        reports=None):
     """Load a full checkpoint into ``net``/``trainer`` (and the sampler's leftovers, the RNG);
@@ -176,7 +164,8 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
     """
     payload = ckpt_io.load_checkpoint(path)
     changes = [] if args is None else ckpt_io.resume_changes(
-        payload['args'], args, RESUME_MUST_MATCH, path, flag=_flag)
+        payload['args'], args, RESUME_MUST_MATCH, path,
+        flag=lambda name: '--' + name.replace('_', '-'))
     arrays = mx.nd.load_frombuffer(payload['params'])
     report = load_params(net, path, '--resume', 'pass the {prefix}_last.ckpt of a run with the '
                          'same --network and --dataset', ctx=ctx, arrays=arrays)
@@ -395,16 +384,9 @@ def main(argv=None):
     net, async_net = get_net(args, ctx, reports)
     # --resume is decided by content (train() resumes a checkpoint): anything else is read as
     # weights here, into both networks, before the loaders build their target generators
-    resume = args.resume.strip()
-    resume_weights = bool(resume) and _resume_kind(resume) != ckpt_io.CHECKPOINT
-    weights = args.load_weights.strip() or (resume if resume_weights else '')
+    weights, argument = weights_to_load(args, _resume_kind)
     if weights:
-        if resume_weights:
-            warnings.warn('--resume {} loads weights only; a full resume needs the '
-                          '{{prefix}}_last.ckpt checkpoint'.format(weights))
-        report = load_weights(weights, net, async_net, ctx,
-                              '--load-weights' if args.load_weights.strip() else '--resume')
-        reports.append(report.format())
+        reports.append(load_weights(weights, net, async_net, ctx, argument).format())
     # the reference's per-rank batch under Horovod; the loaders then shard the data
     batch_size = args.batch_size // comm.world_size if comm is not None else args.batch_size
     train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset, args.data_shape,
@@ -414,12 +396,9 @@ def main(argv=None):
 
 def _resume_kind(path):
     """:func:`gluontrain.core.checkpoint.file_kind`, or ``None`` for a file it cannot name
-    (which :func:`load_weights` then describes, as it does a PyTorch file)."""
-    check_input_file(path, '--resume', WEIGHTS_FIX)  # a folder is not "does not exist"
+    (which :func:`load_weights` then describes, as it does a PyTorch file); a missing or
+    folder ``--resume`` was refused before (``check_weight_files``)."""
     try:
         return ckpt_io.file_kind(path)
-    except FileNotFoundError:
-        raise FileNotFoundError('--resume {} does not exist; {}'.format(
-            path, WEIGHTS_FIX)) from None
     except ValueError:
         return None

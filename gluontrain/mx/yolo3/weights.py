@@ -20,9 +20,7 @@ import mxnet as mx
 
 from ...core import checkpoint as ckpt_io
 from ...core.load_report import WeightsLoadError, check, compare, group_keys, guess_origin
-from ...core.yolo3_layout import ZOO_DATASETS as _ZOO_DATASETS
-from ...core.yolo3_layout import describe
-from ...core.yolo3_layout import describe_text as _describe_text
+from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
 
 __all__ = ['read_params', 'target_shapes', 'describe', 'compare_params', 'load_params',
            'load_base', 'sha1_of']
@@ -71,12 +69,6 @@ def _torch_keys(path):
                 break
         return [k for k in obj if isinstance(k, str)]
     return []
-
-
-def _nd_load(path_or_bytes):
-    if isinstance(path_or_bytes, (bytes, bytearray)):
-        return mx.nd.load_frombuffer(bytes(path_or_bytes))
-    return mx.nd.load(path_or_bytes)
 
 
 def read_params(path, what, fix):
@@ -133,7 +125,7 @@ def read_params(path, what, fix):
                                    'no gluontrain checkpoint (a legacy torch.save file, or '
                                    "another program's); {}".format(what, path, fix)) from None
     try:
-        arrays = _nd_load(blob)
+        arrays = mx.nd.load(blob) if blob is path else mx.nd.load_frombuffer(bytes(blob))
     except mx.base.MXNetError as e:
         detail = str(e).strip().splitlines()[-1].replace('MXNetError: ', '')
         raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '
@@ -231,19 +223,6 @@ def _fill(net, arrays, report, mapping, ctx):
         params[key]._load_init(arrays[mapping.get(key, key)], ctx)
 
 
-def _another_network(report, file_found, net_found, what, fix):
-    hint = ''
-    base, classes = file_found
-    if base and classes is not None:
-        hint = ' (it fits --network {}{})'.format(
-            base, ' --dataset ' + _ZOO_DATASETS[classes] if classes in _ZOO_DATASETS
-            else ' with {} classes'.format(classes))
-    return WeightsLoadError(
-        '{} {} holds the weights of another network: {}; it looks like {} but this is {}{}; '
-        '{}'.format(what, report.source, _counts(report), _describe_text(file_found),
-                    _describe_text(net_found, origin=''), hint, fix))
-
-
 def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extra=False,
                 arrays=None, data_shape=64):
     """Load a weights file into ``net`` and say what loaded.
@@ -295,13 +274,8 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
             '{} {} holds parameters under their global names ({}...: collect_params().save), '
             'which depend on how many networks the writing process built; save the network '
             'with net.save_parameters, or {}'.format(what, path, sorted(arrays)[0], fix))
-    fits = report.complete and (ignore_extra or not report.unexpected)
-    if not fits:
-        file_found = describe({k: tuple(v.shape) for k, v in arrays.items()})
-        net_found = describe(target_shapes(net, data_shape))
-        # a known network of another kind; an unknown base is just a file that does not fit
-        if file_found and file_found[0] and net_found and file_found != net_found:
-            raise _another_network(report, file_found, net_found, what, fix)
+    check_same_network(report, what, fix, {k: tuple(v.shape) for k, v in arrays.items()},
+                       lambda: target_shapes(net, data_shape), _counts(report), ignore_extra)
     check(report, what, fix, allow_partial=allow_missing)
     if report.mismatched:
         # allow_missing accepts what is absent, never what does not fit (Gluon asserts)

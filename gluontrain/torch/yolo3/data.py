@@ -17,6 +17,7 @@ from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSample
 from ...yolo3.transform import TrainTransform, ValTransform
 from ..batchify import Pad, Stack, Tuple
 from ..distributed import ShardSampler, get_rank, get_world_size
+from .model import eval_mode
 
 __all__ = ['get_dataset', 'get_dataloader', 'get_val_loader', 'network_layout', 'VOC_DEFAULT_ROOT']
 
@@ -52,17 +53,11 @@ def get_dataset(dataset, args):
 def network_layout(net, width, height):
     """What GluonCV's train transform reads from the network run on zeros: ``num_class``,
     ``anchors``, ``offsets`` and ``feat_maps`` sizes per head (deep first), as numpy."""
-    model = getattr(net, 'module', net)
-    param = next(model.parameters())
-    with torch.no_grad():
-        # train_outputs does not depend on the mode; eval keeps BatchNorm's statistics
-        was_training = model.training
-        model.eval()
-        try:
-            out = model.train_outputs(torch.zeros(1, 3, height, width, dtype=param.dtype,
-                                                  device=param.device))
-        finally:
-            model.train(was_training)
+    # train_outputs does not depend on the mode; eval keeps BatchNorm's statistics
+    with torch.no_grad(), eval_mode(net) as model:
+        param = next(model.parameters())
+        out = model.train_outputs(torch.zeros(1, 3, height, width, dtype=param.dtype,
+                                              device=param.device))
     return {'num_class': model.num_class,
             'anchors': [a.cpu().numpy() for a in out.anchors],
             'offsets': [o.cpu().numpy() for o in out.offsets],

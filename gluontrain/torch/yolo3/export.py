@@ -17,6 +17,7 @@ from torch import nn
 
 from ...core.checkpoint import atomic_save_file
 from ..distributed import unwrap_model
+from .model import eval_mode
 
 __all__ = ['DecodedYOLOV3', 'export_onnx', 'export_main', 'nms_rows', 'OUTPUT_NAMES']
 
@@ -89,18 +90,14 @@ def export_onnx(net, path, data_shape=416, batch_size=1, opset_version=17):
         raise ValueError('torch.onnx.export needs the onnx package: pip install onnx (the '
                          "'onnx' extra of gluontrain)")
     model = DecodedYOLOV3(net)
-    was_training = model.net.training
-    model.net.eval()
     param = next(model.net.parameters())
     x = torch.zeros(batch_size, 3, data_shape, data_shape, dtype=param.dtype,
                     device=param.device)
-    try:
+    with eval_mode(model.net):
         # the TorchScript exporter: the dynamo one also needs onnxscript
         atomic_save_file(os.fspath(path), lambda tmp: torch.onnx.export(
             model, (x,), tmp, input_names=[INPUT_NAME], output_names=list(OUTPUT_NAMES),
             opset_version=opset_version, dynamo=False))
-    finally:
-        model.net.train(was_training)
     return path
 
 
@@ -114,7 +111,7 @@ def export_main(argv=None):
     """
     # pylint: disable=import-outside-toplevel
     from ...yolo3.infer import dataset_classes
-    from .infer import KNOWN_CLASSES, load_net
+    from .infer import load_net
     p = argparse.ArgumentParser(description='Export a trained YOLOv3 to ONNX, decoding '
                                 'included and NMS left out (docs/from_gluoncv.md, "ONNX")')
     p.add_argument('--network', type=str, default='darknet53')
@@ -126,7 +123,7 @@ def export_main(argv=None):
     p.add_argument('--batch-size', type=int, default=1)
     p.add_argument('--out', type=str, default='', help='the .onnx file')
     args = p.parse_args(argv)
-    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
+    classes = dataset_classes(args.dataset, args.classes)
     reports = []
     net = load_net(args.network, args.dataset, classes, torch.device('cpu'), args.params,
                    reports=reports)

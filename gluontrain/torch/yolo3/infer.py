@@ -8,17 +8,14 @@ GluonCV's ``save_parameters`` (a model-zoo file), or a gluontrain MXNet checkpoi
 refused in one line: ``--symbol`` / ``--exported-params`` (an MXNet graph), ``--pretrained
 True`` (gluoncv's model store), COCO evaluation (:func:`.data.get_dataset`), several GPUs.
 """
-import argparse
-
 import numpy as np
 
-from ...data.classes import VOC_CLASSES
 from ...data.images import read_bgr
-from ...yolo3.infer import (dataset_classes, demo_parser, detection_record, eval_lines,
-                            eval_parser, is_zoo_true, model_name, run_demo)
+from ...yolo3.infer import (demo_parser, demo_with, detection_record, eval_parser, eval_with,
+                            is_zoo_true, model_name)
 from ..parallel import get_devices
 from .data import get_dataset, get_val_loader
-from .model import COCO_CLASSES, get_yolov3
+from .model import get_yolov3
 from .plots import detect
 from .recipe import validate
 from .weights import load_params
@@ -26,8 +23,6 @@ from .weights import load_params
 __all__ = ['check_weights_args', 'load_net', 'get_device', 'evaluate', 'detect_file', 'eval_main', 'demo_main',
            'PARAMS_FIX']
 
-# the class lists of --dataset voc / coco (others name theirs with --classes)
-KNOWN_CLASSES = {'voc': VOC_CLASSES, 'coco': COCO_CLASSES}
 # what to pass instead of a --params file that does not fit (as the MXNet scripts say)
 PARAMS_FIX = ('pass the .params of a {name} (save_parameters: a run\'s {{prefix}}_best.params, '
               'from either backend, or GluonCV\'s model-zoo file), or set --network/--dataset/'
@@ -110,22 +105,8 @@ def detect_file(net, path, classes, device, data_shape, thresh=0.5):
 def demo_main(argv=None):
     """``demo_yolov3.py --backend torch``; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
-    device = get_device(args.gpus)
-    classes = dataset_classes(args.dataset, args.classes, KNOWN_CLASSES)
-    reports = []
-    net = load_net(args.network, args.dataset, classes, device, args.params,
-                   args.symbol or None, args.exported_params or None, reports)
-    for line in reports:
-        print(line)
-    result = run_demo(lambda path: detect_file(net, path, classes, device, args.data_shape,
-                                               args.thresh),
-                      args.images, classes, args.data_shape, args.out, args.thresh, args.ext,
-                      meta={'network': args.network, 'dataset': args.dataset,
-                            'weights': args.params, 'backend': 'torch'})
-    for rec in result['images']:
-        print('{}: {} detections -> {}'.format(rec['image'], len(rec['detections']),
-                                               rec['output']))
-    return result
+    return demo_with(args, get_device(args.gpus), load_net,
+                     lambda a: a.params, detect_file, {'weights': args.params, 'backend': 'torch'})
 
 
 def eval_main(argv=None):
@@ -134,17 +115,4 @@ def eval_main(argv=None):
     args = eval_parser().parse_args(argv)
     device = get_device(args.gpus)
     check_weights_args(args.params, args.symbol, args.exported_params)  # before the data
-    # get_dataset reads the recipe's arguments
-    ds_args = argparse.Namespace(dataset_root=args.dataset_root, classes=args.classes,
-                                 data_shape=args.data_shape, num_samples=-1, mixup=False)
-    _, val_dataset, metric = get_dataset(args.dataset, ds_args)
-    reports = []
-    net = load_net(args.network, args.dataset, list(val_dataset.classes), device, args.params,
-                   reports=reports)
-    for line in reports:
-        print(line)
-    names, values = evaluate(net, val_dataset, metric, device, args.data_shape,
-                             args.batch_size, args.num_workers)
-    for line in eval_lines(args, names, values):
-        print(line)
-    return names, values
+    return eval_with(args, device, get_dataset, load_net, lambda a: a.params, evaluate)

@@ -14,6 +14,7 @@ with the network's ``nms_thresh`` / ``nms_topk`` / ``post_nms``, ``valid_thresh=
 per class.
 """
 import collections
+import contextlib
 
 import numpy as np
 import torch
@@ -26,7 +27,7 @@ from ..ops import box_nms
 __all__ = ['YOLOV3', 'YOLODetectionBlockV3', 'YOLOOutputV3', 'DarknetBasicBlockV3',
            'darknet53_features', 'mobilenet_features', 'get_yolov3', 'build_yolov3',
            'NETWORKS', 'VOC_CLASSES', 'COCO_CLASSES', 'ANCHORS', 'STRIDES', 'BN_EPS', 'BN_MOMENTUM',
-           'TrainOutputs']
+           'TrainOutputs', 'eval_mode']
 
 #: Gluon's BatchNorm defaults as GluonCV uses them (momentum 0.9 in Gluon's convention)
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1
@@ -35,6 +36,19 @@ ANCHORS = ((10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119), (116, 90, 156, 1
 STRIDES = (8, 16, 32)
 #: COCO's 80 classes in GluonCV's order (``COCODetection.CLASSES``: by category id)
 COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
+
+
+@contextlib.contextmanager
+def eval_mode(net):
+    """Run the body with ``net`` (or the module a DDP wrapper holds) in eval mode, then put
+    its training flag back."""
+    model = getattr(net, 'module', net)
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def _bn(channels):

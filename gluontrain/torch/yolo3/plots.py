@@ -4,7 +4,7 @@ import torch
 
 from ...core.plots import SamplesHook, draw_samples
 from ...yolo3.transform import val_transform, cv2_imresize
-from .model import YOLOV3  # noqa: F401  (for the docstrings' type)
+from .model import YOLOV3, eval_mode  # noqa: F401  (YOLOV3: the docstrings' type)
 
 __all__ = ['detect', 'val_samples_hook']
 
@@ -16,13 +16,8 @@ def detect(net, img, device, data_shape):
     h, w = img.shape[:2]
     x, _ = val_transform(np.asarray(img), np.zeros((0, 5), np.float32), data_shape,
                          data_shape, cv2_imresize)
-    model = getattr(net, 'module', net)
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(net) as model:
         ids, scores, boxes = model(torch.from_numpy(x)[None].to(device))
-    finally:
-        model.train(was_training)
     ids, scores = ids[0, :, 0].cpu().numpy(), scores[0, :, 0].cpu().numpy()
     boxes = boxes[0].clamp(0, data_shape).cpu().numpy()
     keep = ids >= 0

@@ -10,7 +10,6 @@ PyTorch") lists the measured differences and what is refused.
 """
 import os
 import random
-import warnings
 
 import numpy as np
 import torch
@@ -22,7 +21,7 @@ from ...core.loop import TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_weight_files, lr_schedule,
-                           net_name, parse_args)
+                           net_name, parse_args, weights_to_load)
 from ...yolo3.hooks import gluoncv_hooks
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
@@ -33,7 +32,7 @@ from ..parallel import get_devices
 from ..step import mixed_precision
 from .data import get_dataloader, get_dataset
 from .hooks import recipe_hooks
-from .model import get_yolov3
+from .model import eval_mode, get_yolov3
 from .step import LOSS_NAMES, GluonSGD, YOLOv3Step, gluon_batchnorm
 from .weights import load_params, save_params as write_params
 
@@ -102,12 +101,9 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
     """The VOC07 mAP of ``net`` on ``val_data`` as GluonCV's ``validate``: NMS 0.45 / top
     400, boxes clipped to the input, padding rows dropped. Returns ``(names, values)``.
     Under torchrun each rank runs its share and rank 0 scores them in dataset order."""
-    model = unwrap_model(net)
-    model.set_nms(nms_thresh=0.45, nms_topk=400)
-    was_training = model.training
-    model.eval()
     records = []
-    try:
+    with eval_mode(unwrap_model(net)) as model:
+        model.set_nms(nms_thresh=0.45, nms_topk=400)
         for data, label in val_data:
             ids, scores, boxes = model(data.to(ctx[0], next(model.parameters()).dtype))
             boxes = boxes.clamp(0, data.shape[2])
@@ -118,8 +114,6 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
                 keep = gt[:, 4] >= 0
                 records.append((boxes[b], scores[b].ravel(), ids[b].ravel(), gt[keep, :4],
                                 gt[keep, 4], gt[keep, 5] if gt.shape[1] > 5 else None))
-    finally:
-        model.train(was_training)
     eval_metric.reset()
     if comm is None or comm.world_size == 1:
         for record in records:
@@ -171,15 +165,14 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         else args.num_samples // args.batch_size
     optimizer = GluonSGD(param_groups(net, args.no_wd), lr=0.0, momentum=args.momentum,
                          weight_decay=args.wd, rescale_grad=1.0 / batch_size)
-    begin = 0 if args.resume.strip() and ckpt_io.file_kind(args.resume.strip()) == \
-        ckpt_io.CHECKPOINT else args.start_epoch * num_batches
+    resume = args.resume.strip()
+    resuming = bool(resume) and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT
+    begin = 0 if resuming else args.start_epoch * num_batches
     scheduler = GluonLRScheduler(optimizer, get_lr_scheduler(args, num_batches),
                                  begin_update=begin)
-    header, kind, restored = [str(args)] + list(reports), None, None
-    resume = args.resume.strip()
-    if resume and ckpt_io.file_kind(resume) == ckpt_io.CHECKPOINT:
+    header = [str(args)] + list(reports)
+    if resuming:
         changes = []
-        kind = ckpt_io.CHECKPOINT
         restored = restore_checkpoint(resume, net, optimizer, scheduler, check=lambda p: (
             changes.extend(ckpt_io.resume_changes(p['args'], args, RESUME_MUST_MATCH,
                                                   resume))))
@@ -200,7 +193,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         _samples_hook(net, val_data, device, args, paths),
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
     start_epoch, state = args.start_epoch, TrainState(iteration=begin)
-    if kind == ckpt_io.CHECKPOINT:
+    if resuming:
         payload, state = restored
         restore_hooks_state(hooks, payload)
         start_epoch = payload['epoch'] + 1
@@ -257,20 +250,13 @@ def main(argv=None):
         train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
         net, async_net = get_net(args, ctx)
         reports = []
-        resume = args.resume.strip()
-        weights = args.load_weights.strip() or (
-            resume if resume and ckpt_io.file_kind(resume) != ckpt_io.CHECKPOINT else '')
+        weights, argument = weights_to_load(args, ckpt_io.file_kind)
         if weights:
-            if not args.load_weights.strip():
-                warnings.warn('--resume {} loads weights only; a full resume needs the '
-                              '{{prefix}}_last.ckpt checkpoint'.format(weights))
-            argument = '--load-weights' if args.load_weights.strip() else '--resume'
             reports.append(load_params(net, weights, argument, WEIGHTS_FIX).format())
         train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
                                               args.data_shape, args.batch_size,
                                               args.num_workers, args)
-        state = train(net, train_data, val_data, eval_metric, ctx, args, comm, reports)
-        return state
+        return train(net, train_data, val_data, eval_metric, ctx, args, comm, reports)
     finally:
         if started:
             cleanup()

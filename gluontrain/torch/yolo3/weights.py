@@ -23,7 +23,7 @@ from torch import nn
 from ...core import checkpoint as ckpt_io
 from ...core import mxparams
 from ...core.load_report import WeightsLoadError, check
-from ...core.yolo3_layout import ZOO_DATASETS, describe, describe_text
+from ...core.yolo3_layout import check_same_network
 from ..distributed import unwrap_model
 from ..weights import apply_report, compare_state_dict
 
@@ -36,11 +36,6 @@ _TO_GLUON = {'weight': 'gamma', 'bias': 'beta'}
 _TO_TORCH = {v: k for k, v in _TO_GLUON.items()}
 _DEFAULT_FIX = ('pass a .params file written by GluonCV (net.save_parameters) or by '
                 'gluontrain for this --network and class list')
-
-
-def _norm_prefixes(model):
-    return {name + '.' for name, mod in unwrap_model(model).named_modules()
-            if isinstance(mod, nn.modules.batchnorm._BatchNorm)}
 
 
 def _split(key):
@@ -77,7 +72,8 @@ def to_torch_key(key, norm_prefixes):
 def gluon_names(model):
     """``{state_dict key: save_parameters name or None}`` of ``model``, in state_dict order
     (which is Gluon's order of the same network)."""
-    norms = _norm_prefixes(model)
+    norms = {name + '.' for name, mod in unwrap_model(model).named_modules()
+             if isinstance(mod, nn.modules.batchnorm._BatchNorm)}
     return collections.OrderedDict((k, to_gluon_key(k, norms))
                                    for k in unwrap_model(model).state_dict())
 
@@ -118,20 +114,6 @@ def _read(path, what, fix):
         raise WeightsLoadError('{} {}; {}'.format(what, e, fix)) from None
 
 
-def _another_network(report, found, own, what, fix):
-    base, classes = found
-    hint = ''
-    if base and classes is not None:
-        hint = ' (it fits --network {}{})'.format(
-            base, ' --dataset ' + ZOO_DATASETS[classes] if classes in ZOO_DATASETS
-            else ' with {} classes'.format(classes))
-    return WeightsLoadError(
-        '{} {} holds the weights of another network: loaded {} of {} tensors; it looks like {} '
-        'but this is {}{}; {}'.format(what, report.source, len(report.loaded), report.total,
-                                      describe_text(found), describe_text(own, origin=''),
-                                      hint, fix))
-
-
 def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_missing=False,
                 ignore_extra=False, logger=None):
     """Fill ``model`` from ``{save_parameters name: array}`` and report what loaded.
@@ -166,12 +148,11 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
     state = collections.OrderedDict((k, torch.from_numpy(v)) for k, v in arrays.items()
                                     if v is not None)
     report, state = compare_state_dict(model, state, source, what, fix, mapping, NOT_IN_FILE)
-    if not report.complete or (report.unexpected and not ignore_extra):
-        found = describe({k: tuple(v.shape) for k, v in arrays.items() if v is not None})
-        own = describe({names[k]: tuple(v.shape) for k, v in
-                        unwrap_model(model).state_dict().items() if names[k] is not None})
-        if found and found[0] and own and found != own:
-            raise _another_network(report, found, own, what, fix)
+    check_same_network(
+        report, what, fix, {k: tuple(v.shape) for k, v in arrays.items() if v is not None},
+        lambda: {names[k]: tuple(v.shape) for k, v in unwrap_model(model).state_dict().items()
+                 if names[k] is not None},
+        'loaded {} of {} tensors'.format(len(report.loaded), report.total), ignore_extra)
     check(report, what, fix, allow_partial=allow_missing, allow_unexpected=ignore_extra)
     if report.mismatched:
         check(report, what, fix)  # missing may be allowed, a wrong shape never
