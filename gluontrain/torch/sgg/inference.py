@@ -269,21 +269,15 @@ def _run_all(cfg, model, names, loaders, logger, zeroshot, test_folders):
 _REPORTED = ['R@20', 'R@50', 'R@100', 'ngR@50', 'mR@50', 'zR@50']
 
 
-def _result_names(cfg, result):
-    """``(names, values)`` of SGB's main metrics in a result dict (the mode's R@20/50/100,
-    ngR@50, mR@50, zR@50; per-image lists averaged as SGB prints them)."""
-    if not result:
-        return [], []
-    metrics = relation_metrics(result, relation_mode(cfg))
-    return list(_REPORTED), [metrics[name] for name in _REPORTED]
-
-
 def validation_metrics(cfg, net, val_data, zeroshot=None, logger=None):
-    """SGB's ``run_val`` on ``val_data``: ``(names, values)``, every metric of the evaluation
-    and SGB's validation score (``val_score``: mean R@100 of the mode, or box mAP) last."""
+    """SGB's ``run_val`` on ``val_data``: ``(names, values)``, SGB's main metrics of the
+    evaluation (the mode's R@20/50/100, ngR@50, mR@50, zR@50; per-image lists averaged as SGB
+    prints them; none without a result) and SGB's validation score (``val_score``: mean R@100
+    of the mode, or box mAP) last."""
     score, result = run_val(cfg, net, [val_data], zeroshot=zeroshot, logger=logger)
-    names, values = _result_names(cfg, result)
-    return names + ['val_score'], values + [score]
+    names = list(_REPORTED) if result else []
+    metrics = relation_metrics(result, relation_mode(cfg)) if result else {}
+    return names + ['val_score'], [metrics[name] for name in names] + [score]
 
 
 def zeroshot_triplets(cfg, train_dataset, eval_dataset):

@@ -216,8 +216,7 @@ def clip_grad_norm(named_parameters, max_norm, logger=None, clip=False, verbose=
 
     Parameters
     ----------
-    named_parameters : list of (str, torch.nn.Parameter)
-        A list (it is walked twice).
+    named_parameters : iterable of (str, torch.nn.Parameter)
     max_norm : float
     logger : logging.Logger, optional
     clip : bool
@@ -228,27 +227,18 @@ def clip_grad_norm(named_parameters, max_norm, logger=None, clip=False, verbose=
     torch.Tensor or float
         The total norm before clipping (0 when no parameter has a gradient).
     """
-    named_parameters = list(named_parameters)
-    max_norm = float(max_norm)
-    total_norm = 0
-    param_to_norm, param_to_shape = {}, {}
-    for n, p in named_parameters:
-        if p.grad is not None:
-            param_norm = p.grad.norm(2)
-            total_norm += param_norm ** 2
-            param_to_norm[n] = param_norm
-            param_to_shape[n] = p.size()
-    total_norm = total_norm ** (1. / 2)
-    clip_coef = max_norm / (total_norm + 1e-6)
+    named_parameters = [(n, p) for n, p in named_parameters if p.grad is not None]
+    norms = [p.grad.norm(2) for _, p in named_parameters]
+    total_norm = sum(norm ** 2 for norm in norms) ** (1. / 2)
+    clip_coef = float(max_norm) / (total_norm + 1e-6)
     if clip_coef < 1 and clip:
         for _, p in named_parameters:
-            if p.grad is not None:
-                p.grad.mul_(clip_coef)
+            p.grad.mul_(clip_coef)
     if verbose:
         log = _logger(logger)
         log.info('---Total norm {:.5f} clip coef {:.5f}-----------------'.format(
             float(total_norm), float(clip_coef)))
-        for name, norm in sorted(param_to_norm.items(), key=lambda x: -x[1]):
-            log.info("{:<50s}: {:.5f}, ({})".format(name, float(norm), param_to_shape[name]))
+        for (name, p), norm in sorted(zip(named_parameters, norms), key=lambda x: -x[1]):
+            log.info("{:<50s}: {:.5f}, ({})".format(name, float(norm), p.size()))
         log.info('-------------------------------')
     return total_norm

@@ -29,7 +29,7 @@ from ....data.vg import load_graphs
 from ...twostage.structures import BoxList
 
 __all__ = ['BOX_SCALE', 'VGDataset', 'load_info', 'load_image_filenames', 'box_filter',
-           'bbox_overlaps', 'get_statistics', 'statistics_dict']
+           'get_statistics', 'statistics_dict']
 
 BOX_SCALE = 1024  # the scale of the h5's boxes_1024
 
@@ -355,21 +355,16 @@ def load_image_filenames(img_dir, image_data, rows=None):
     return fns, [image_data[i] for i in rows]
 
 
-def bbox_overlaps(boxes1, boxes2, to_move=1):
-    """Pairwise intersection areas ``(N, M)`` of ``x1y1x2y2`` boxes (``+to_move`` on sides)."""
-    lt = np.maximum(boxes1[:, None, :2], boxes2[None, :, :2])
-    rb = np.minimum(boxes1[:, None, 2:], boxes2[None, :, 2:])
-    wh = (rb - lt + to_move).clip(min=0)
-    return wh[:, :, 0] * wh[:, :, 1]
-
-
 def box_filter(boxes, must_overlap=False):
     """Ordered pairs ``(i, j)``, ``i != j``, of possible relations (SGB's ``box_filter``).
 
     With ``must_overlap`` only pairs whose boxes intersect (exclusive edges); all pairs when
     none do.
     """
-    overlaps = bbox_overlaps(boxes.astype(float), boxes.astype(float), to_move=0) > 0
+    boxes = boxes.astype(float)
+    # a positive intersection area: both sides of the intersection positive
+    overlaps = (np.minimum(boxes[:, None, 2:], boxes[None, :, 2:])
+                > np.maximum(boxes[:, None, :2], boxes[None, :, :2])).all(-1)
     np.fill_diagonal(overlaps, 0)
     pairs = overlaps if must_overlap and overlaps.any() else ~np.eye(len(overlaps), dtype=bool)
     return np.column_stack(np.where(pairs))
@@ -399,15 +394,11 @@ def get_statistics(train_data, must_overlap=True):
     num_rel_classes = len(train_data.ind_to_predicates)
     fg_matrix = np.zeros((num_obj_classes, num_obj_classes, num_rel_classes), dtype=np.int64)
     bg_matrix = np.zeros((num_obj_classes, num_obj_classes), dtype=np.int64)
-    for ex_ind in range(len(train_data.gt_classes)):
-        gt_classes = train_data.gt_classes[ex_ind]
-        gt_relations = train_data.relationships[ex_ind]
-        gt_boxes = train_data.gt_boxes[ex_ind]
-        o1o2 = gt_classes[gt_relations[:, :2]]
-        np.add.at(fg_matrix, (o1o2[:, 0], o1o2[:, 1], gt_relations[:, 2]), 1)
-        pairs = np.array(box_filter(gt_boxes, must_overlap=must_overlap), dtype=int)
-        o1o2_total = gt_classes[pairs].reshape(-1, 2)
-        np.add.at(bg_matrix, (o1o2_total[:, 0], o1o2_total[:, 1]), 1)
+    for classes, rels, boxes in zip(train_data.gt_classes, train_data.relationships,
+                                    train_data.gt_boxes):
+        np.add.at(fg_matrix, (classes[rels[:, 0]], classes[rels[:, 1]], rels[:, 2]), 1)
+        pairs = box_filter(boxes, must_overlap=must_overlap)
+        np.add.at(bg_matrix, (classes[pairs[:, 0]], classes[pairs[:, 1]]), 1)
     return fg_matrix, bg_matrix
 
 

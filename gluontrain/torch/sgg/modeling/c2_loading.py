@@ -300,12 +300,8 @@ class C2Notes:
                    'norm is exactly x * weight + bias')
 
     def __init__(self, source, conv_body, blobs, mapping, dropped, groups):
-        self.source = str(source)
-        self.conv_body = conv_body
-        self.blobs = int(blobs)
-        self.mapping = mapping
-        self.dropped = dropped
-        self.groups = groups
+        self.source, self.conv_body, self.blobs = str(source), conv_body, int(blobs)
+        self.mapping, self.dropped, self.groups = mapping, dropped, groups
         self.not_in_file = self.NOT_IN_FILE
 
     def summary(self):
