@@ -43,9 +43,7 @@ def box_area(boxes, plus_one=False):
         ``(...)`` areas (negative for inverted boxes, as in the references).
     """
     one = 1.0 if plus_one else 0.0
-    if one:
-        return (boxes[..., 2] - boxes[..., 0] + one) * (boxes[..., 3] - boxes[..., 1] + one)
-    return (boxes[..., 2] - boxes[..., 0]) * (boxes[..., 3] - boxes[..., 1])
+    return (boxes[..., 2] - boxes[..., 0] + one) * (boxes[..., 3] - boxes[..., 1] + one)
 
 
 def box_intersection(boxes_a, boxes_b, plus_one=False):

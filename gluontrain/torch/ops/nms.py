@@ -133,20 +133,6 @@ def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_siz
     return torch.cat(kept_idx)
 
 
-def _nms_by_score(boxes, scores, groups, threshold, top_k, suppress_equal, plus_one,
-                  block_size, max_output, reference):
-    if reference not in _REFERENCES:
-        raise ValueError('reference={!r}: choose one of {}'.format(reference, _REFERENCES))
-    if scores.numel() == 0:
-        return torch.zeros(0, dtype=torch.long, device=scores.device)
-    order = torch.sort(scores, descending=True, stable=True)[1]
-    if top_k is not None:
-        order = order[:top_k]
-    kept = _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_size,
-                           reference, groups)
-    return kept if max_output is None else kept[:max_output]
-
-
 def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one=False,
         block_size=512, max_output=None, reference='ssd'):
     """Exact greedy NMS.
@@ -178,8 +164,8 @@ def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one
     torch.Tensor
         int64 indices of the kept boxes, by descending score (empty for empty input).
     """
-    return _nms_by_score(boxes, scores, None, iou_threshold, top_k, suppress_equal, plus_one,
-                         block_size, max_output, reference)
+    return batched_nms(boxes, scores, None, iou_threshold, suppress_equal, plus_one, block_size,
+                       max_output, reference, top_k)
 
 
 def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus_one=False,
@@ -197,8 +183,8 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
         ``(N, 4)`` corner boxes.
     scores : torch.Tensor
         ``(N,)`` scores.
-    groups : torch.Tensor
-        ``(N,)`` integer group of each box (e.g. its class).
+    groups : torch.Tensor or None
+        ``(N,)`` integer group of each box (e.g. its class); None: one group (:func:`nms`).
     iou_threshold : float
         Overlap above which the lower-scoring box of a group is removed.
     suppress_equal, plus_one, block_size, reference
@@ -215,8 +201,14 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
     torch.Tensor
         int64 indices of the kept boxes, by descending score (empty for empty input).
     """
-    return _nms_by_score(boxes, scores, groups.long(), iou_threshold, top_k, suppress_equal,
-                         plus_one, block_size, max_output, reference)
+    if reference not in _REFERENCES:
+        raise ValueError('reference={!r}: choose one of {}'.format(reference, _REFERENCES))
+    if scores.numel() == 0:
+        return torch.zeros(0, dtype=torch.long, device=scores.device)
+    order = torch.sort(scores, descending=True, stable=True)[1][:top_k]
+    kept = _greedy_ordered(boxes, order, iou_threshold, suppress_equal, plus_one, block_size,
+                           reference, None if groups is None else groups.long())
+    return kept[:max_output]
 
 
 def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
