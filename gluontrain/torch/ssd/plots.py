@@ -13,6 +13,9 @@ from .config import MEANS
 from .detection import detections_in_pixels
 from .model import test_phase
 
+#: images in the validation samples picture (the split's first ones)
+SAMPLE_IMAGES = 4
+
 
 def detect(net, image_bgr, device, size=300):
     """Run the SSD on one raw image as ``validate`` does (BaseTransform, test phase).
@@ -42,8 +45,8 @@ def detect(net, image_bgr, device, size=300):
     return detections_in_pixels(dets, w, h)
 
 
-def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10,
-                     title=None):
+def draw_val_samples(net, dataset, path, device, num=SAMPLE_IMAGES, thresh=0.2, max_boxes=10,
+                     title=None, detections=None):
     """Ground truth and the SSD's detections on the first ``num`` images of a VOC split.
 
     Parameters
@@ -57,6 +60,11 @@ def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10
     device : torch.device
     num, thresh, max_boxes, title
         See :func:`gluontrain.core.plots.draw_samples`.
+    detections : dict, optional
+        ``{index: (labels, scores, boxes) or None}`` kept by ``validate``
+        (``detections_of``): an image found there is not run through the net again (the same
+        input; the validation batch's float kernels may differ from a one-image forward in the
+        4th decimal of a pixel).
 
     Returns
     -------
@@ -68,18 +76,21 @@ def draw_val_samples(net, dataset, path, device, num=4, thresh=0.2, max_boxes=10
         # a missing or undecodable JPEG is one clear error (the hook logs it and goes on)
         img = read_bgr(os.path.join(base, 'JPEGImages', image_id + '.jpg'))
         gt = dataset.annotation(base, image_id)
-        labels, scores, boxes = detect(net, img, device)
+        kept = (detections or {}).get(len(samples))
         # XML boxes are 1-based pixels
-        samples.append((img[:, :, ::-1], gt[:, :4] - 1, (labels, scores, boxes)))
+        samples.append((img[:, :, ::-1], gt[:, :4] - 1, kept or detect(net, img, device)))
     return draw_samples(samples, dataset.classes, path, thresh, max_boxes, title)
 
 
-def val_samples_hook(net, dataset, path, device, num=4, thresh=0.2):
+def val_samples_hook(net, dataset, path, device, num=SAMPLE_IMAGES, thresh=0.2,
+                     detections=None):
     """A :class:`~gluontrain.core.plots.SamplesHook` drawing :func:`draw_val_samples` to
-    ``path`` after validations (nothing when ``dataset`` is None or empty)."""
+    ``path`` after validations (nothing when ``dataset`` is None or empty); ``detections``:
+    what the last validation kept of those images (see :func:`draw_val_samples`)."""
     def draw(title):
         if dataset is None or not len(dataset):
             return None
         with preserved_rng():  # a picture must not change the training's next shuffle
-            return draw_val_samples(net, dataset, path, device, num, thresh, title=title)
+            return draw_val_samples(net, dataset, path, device, num, thresh, title=title,
+                                    detections=detections)
     return SamplesHook(draw, errors=(OSError, ValueError, IndexError, RuntimeError))

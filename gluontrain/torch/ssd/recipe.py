@@ -227,7 +227,7 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
                            epoch, save_interval, prefix, '.pth')
 
 
-def validate(net, val_data, ctx, eval_metric, comm=None):
+def validate(net, val_data, ctx, eval_metric, comm=None, detections_of=None):
     """VOC07 11-point mAP as ssd.pytorch's eval.py computes it.
 
     The net runs in test phase (softmax + Detect: conf 0.01, NMS 0.45, top 200); every
@@ -247,6 +247,10 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
         lists the dataset indices, a :class:`~gluontrain.torch.distributed.ShardSampler`);
         the per-image detections are gathered, put back in dataset order and scored on rank
         0, and every rank returns rank 0's result: the whole split's mAP, as one process.
+    detections_of : dict, optional
+        ``{dataset index: None}``: filled with ``(labels, scores, boxes)`` of those images
+        (pixels, 0-based, as :func:`.plots.detect` returns them) where this process scored
+        them, ``None`` elsewhere; the samples picture draws them instead of a second forward.
 
     Returns
     -------
@@ -255,12 +259,17 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
     """
     eval_metric.reset()
     records = []
+    if detections_of is not None:
+        detections_of.update(dict.fromkeys(detections_of))  # nothing stale from a former call
+        order = list(getattr(val_data, 'sampler', None) or range(len(val_data.dataset)))
     with test_phase(net) as model:
         for images, gts, sizes in val_data:
             dets = model(images.to(ctx[0])).cpu().numpy()
             for b in range(dets.shape[0]):
                 h, w = (float(v) for v in sizes[b])
                 labels, scores, boxes = detections_in_pixels(dets[b], w, h)
+                if detections_of is not None and order[len(records)] in detections_of:
+                    detections_of[order[len(records)]] = (labels, scores, boxes)
                 gt = gts[b].numpy()
                 gt = gt[gt[:, 4] >= 0]
                 # +1: eval.py writes VOC's 1-based pixel coordinates
@@ -285,12 +294,12 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
     return comm.broadcast_object(result)
 
 
-def _validate_keeping_rng(net, val_data, ctx, eval_metric, comm=None):
+def _validate_keeping_rng(net, val_data, ctx, eval_metric, comm=None, detections_of=None):
     """:func:`validate` without moving any global generator (the validation loader's
     iterator draws from torch's), so the training after it, and a resume from a checkpoint
     written after it, continue as if it had not run."""
     with preserved_rng():
-        return validate(net, val_data, ctx, eval_metric, comm)
+        return validate(net, val_data, ctx, eval_metric, comm, detections_of)
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args):
@@ -319,7 +328,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     TrainState
     """
     from .multibox_loss import MultiBoxLoss  # pylint: disable=import-outside-toplevel
-    from .plots import val_samples_hook  # pylint: disable=import-outside-toplevel
+    from .plots import SAMPLE_IMAGES, val_samples_hook  # pylint: disable=import-outside-toplevel
     cfg, device = args.cfg, ctx[0]
     comm = TorchComm()
     net.to(device)
@@ -368,17 +377,20 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     resume_kind = ckpt_io.file_kind(args.resume) if args.resume else None
     if resume_kind == ckpt_io.TORCH_WEIGHTS:
         header.append(load_ssd_weights(net, args.resume).format())
+    # the samples picture's images: validation keeps their detections for it
+    pictured = dict.fromkeys(range(SAMPLE_IMAGES))
     hooks = build_hooks(
         paths, meter, header=header, batch_size=args.batch_size, log_interval=0,
         num_batches=len(train_data), recipe_hooks=recipe_hooks,
         validate_fn=None if val_data is None else (
-            lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric, comm)),
+            lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric, comm, pictured)),
         val_period=Period(iterations=args.val_interval, at_max_iter=True),
         save_params_fn=lambda best, current, index, interval: save_params(
             net, best, current, index, interval, paths.prefix),
         best_after='validation', checkpoint_fn=save_full,
         samples_hook=val_samples_hook(net, getattr(val_data, 'dataset', None),
-                                      paths.val_samples, device),
+                                      paths.val_samples, device, SAMPLE_IMAGES,
+                                      detections=pictured),
         curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
         tensorboard=args.tensorboard, tensorboard_interval=args.log_interval,
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))

@@ -69,3 +69,33 @@ def test_val_samples_picture(tmp_path):
     hook.after_train(TrainState(scores={'val': (['mAP'], [0.1])}))
     with Image.open(hook_path) as im:
         assert im.size == (400, 400)
+
+
+def test_validation_keeps_the_pictured_detections_and_the_picture_reuses_them(tmp_path):
+    from gluontrain.core.voc_eval import VOCEvaluator
+    from gluontrain.torch.data import VOCEvalDataset
+    from gluontrain.torch.ssd.augmentations import BaseTransform
+    from gluontrain.torch.ssd.config import MEANS
+    from gluontrain.torch.ssd.recipe import validate
+    from gluontrain.torch.batchify import Pad, Stack, Tuple
+    from gluontrain.data.images import read_bgr
+    root = synthetic.write_voc(str(tmp_path / 'voc'), num_train=2, num_val=5, seed=1,
+                               classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(96, 128))
+    ds = VOCEvalDataset(root, transform=BaseTransform(300, MEANS))
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, collate_fn=Tuple(
+        Stack(), Pad(pad_val=-1), Stack()))
+    net = _FixedSSD()
+    kept = {1: 'stale', 3: None, 7: None}  # 7: no such image
+    validate(net, loader, [torch.device('cpu')], VOCEvaluator(ds.classes), detections_of=kept)
+    assert kept[7] is None and len(net.seen) == 3  # three batches: 2, 2 and 1 images
+    for i in (1, 3):
+        base, image_id = ds.ids[i]
+        img = read_bgr('{}/JPEGImages/{}.jpg'.format(base, image_id))
+        want = detect(_FixedSSD(), img, torch.device('cpu'))
+        for got, expected in zip(kept[i], want):
+            np.testing.assert_allclose(got, expected, rtol=1e-6)
+    # the picture of images 0..3 runs the net only for the two validation did not keep
+    net.seen.clear()
+    draw_val_samples(net, ds, str(tmp_path / 's.png'), torch.device('cpu'), num=4,
+                     detections=kept)
+    assert len(net.seen) == 2
