@@ -268,8 +268,10 @@ def validate(net, val_data, ctx, eval_metric, comm=None, detections_of=None):
             for b in range(dets.shape[0]):
                 h, w = (float(v) for v in sizes[b])
                 labels, scores, boxes = detections_in_pixels(dets[b], w, h)
-                if detections_of is not None and order[len(records)] in detections_of:
-                    detections_of[order[len(records)]] = (labels, scores, boxes)
+                if detections_of is not None:
+                    index = order[len(records)]
+                    if index in detections_of:
+                        detections_of[index] = (labels, scores, boxes)
                 gt = gts[b].numpy()
                 gt = gt[gt[:, 4] >= 0]
                 # +1: eval.py writes VOC's 1-based pixel coordinates
