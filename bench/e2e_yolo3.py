@@ -10,9 +10,11 @@ runs it: torch hidden from gluoncv's probe, ``pretrained_base=False``, the data 
 for VOC), then ``scripts/train_yolov3.py`` with the same arguments on each ``--backend``
 (and ``--no-pretrained-base``, what the runner forces on GluonCV's side). All
 start from one ``.params`` file drawn as Gluon's ``initialize()`` draws (``--resume``), under
-the pinned environment of the faithfulness test (one thread, MKL-DNN off). The settings are
+the pinned environment of the faithfulness test (one thread, MKL-DNN off). The settings (``--settings``) are
 issue 25's: mobilenet0.25, 320 px, batch 4, 2 epochs, ``-j 0``, no random shape, validation
-and weights every epoch.
+and weights every epoch; or README command (a)'s, the main job (``readme``: 64 px, batch 8, 30
+epochs, validation every 5, no batch logged, so the end-of-epoch losses are compared) on data
+generated as the embedded set is (its five classes are VOC names; both sides read VOC's 20).
 
 Before any timing counts, every run must log GluonCV's batches, and on MXNet the losses of
 every batch equal to the last printed digit. On PyTorch the first batch's losses are compared
@@ -35,6 +37,19 @@ from child_usage import timed  # bench/child_usage.py
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOSSES = re.compile(r'\[Epoch (\d+)\]\[Batch (\d+)\].*ObjLoss=(\S+), BoxCenterLoss=(\S+), '
                     r'BoxScaleLoss=(\S+), ClassLoss=(\S+)')
+# The end-of-epoch line (the README job logs no batch: --log-interval 0); batch -1 there.
+EPOCH_LOSSES = re.compile(r'\[Epoch (\d+)\] Training cost: \S+, ObjLoss=(\S+), '
+                          r'BoxCenterLoss=(\S+), BoxScaleLoss=(\S+), ClassLoss=(\S+)')
+# Issue 25's settings, and README command (a)'s (the main job) on data of the embedded set's
+# kind: 100 + 100 trainval and 50 test images of 160-256 px, the same five VOC classes (GluonCV's
+# script reads VOC's 20, so both sides build the 20-class head of `--dataset voc`).
+SETTINGS = {
+    'issue25': ['--batch-size', '4', '--data-shape', '320', '--val-interval', '1',
+                '--save-interval', '1', '--log-interval', '1'],
+    'readme': ['--batch-size', '8', '--data-shape', '64', '--lr', '0.004', '--warmup-epochs', '3',
+               '--lr-decay-epoch', '25', '--log-interval', '0', '--val-interval', '5',
+               '--save-interval', '0'],
+}
 NETWORK = 'mobilenet0.25'
 
 
@@ -62,10 +77,14 @@ def initial_params(path, seed=0):
 
 
 def losses(log_file):
-    """``[(epoch, batch, (obj, center, scale, class) as printed)]`` of a train log."""
+    """``[(epoch, batch, (obj, center, scale, class) as printed)]`` of a train log: its batch
+    lines, or its end-of-epoch lines (batch -1) when it logged no batch."""
     with open(log_file) as f:
-        return [(int(m.group(1)), int(m.group(2)), m.groups()[2:])
-                for m in map(LOSSES.search, f) if m]
+        lines = f.readlines()
+    batches = [(int(m.group(1)), int(m.group(2)), m.groups()[2:])
+               for m in map(LOSSES.search, lines) if m]
+    return batches or [(int(m.group(1)), -1, m.groups()[1:])
+                       for m in map(EPOCH_LOSSES.search, lines) if m]
 
 
 def check_losses(ref, ours, backend):
@@ -85,27 +104,36 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--pairs', type=int, default=3)
     p.add_argument('--backends', default='mxnet,torch')
-    p.add_argument('--epochs', type=int, default=2)
-    p.add_argument('--num-train', type=int, default=32)
+    p.add_argument('--settings', choices=sorted(SETTINGS), default='issue25',
+                   help='issue25: 320 px, batch 4, validation and weights every epoch, VOC-like '
+                        '300-500 px images; readme: README command (a), the main job (64 px, '
+                        'batch 8, 30 epochs, validation every 5) on the embedded set\'s kind of data')
+    p.add_argument('--epochs', type=int, help='default 2 (issue25), 30 (readme)')
+    p.add_argument('--num-train', type=int, help='trainval images per year; default 32 '
+                   '(issue25), 100 (readme)')
     args = p.parse_args(argv)
+    readme = args.settings == 'readme'
+    epochs = args.epochs or (30 if readme else 2)
     refs = os.environ.get('GLUONTRAIN_REFERENCES')
     logs = _logs_recorder()
     script = os.path.join(refs or '', logs.SCRIPT)
     if not os.path.isfile(script):
         raise SystemExit('needs GluonCV\'s {} : set GLUONTRAIN_REFERENCES to the folder holding '
                          'the gluon-cv checkout (docs/testing.md)'.format(logs.SCRIPT))
-    common = ['--network', NETWORK, '--dataset', 'voc', '--gpus', '', '--batch-size', '4',
-              '-j', '0', '--data-shape', '320', '--no-random-shape', '--epochs',
-              str(args.epochs), '--val-interval', '1', '--save-interval', '1',
-              '--log-interval', '1']
+    common = ['--network', NETWORK, '--dataset', 'voc', '--gpus', '', '-j', '0',
+              '--no-random-shape', '--epochs', str(epochs)] + SETTINGS[args.settings]
     backends = [b for b in args.backends.split(',') if b]
     rows = {b: [] for b in backends}
     with tempfile.TemporaryDirectory() as work:
         sys.path.insert(0, ROOT)
         from gluontrain.data import synthetic  # pylint: disable=import-outside-toplevel
-        data = synthetic.write_voc(os.path.join(work, 'data'), num_train=args.num_train,
-                                   num_val=16, seed=0, years=(2007, 2012), classes=None,
-                                   image_size=(300, 500), max_objects=8)
+        if readme:
+            data = synthetic.write_voc(os.path.join(work, 'data'), **dict(
+                synthetic.DEFAULT_VOC_PARAMS, num_train=args.num_train or 100))
+        else:
+            data = synthetic.write_voc(os.path.join(work, 'data'), num_train=args.num_train or 32,
+                                       num_val=16, seed=0, years=(2007, 2012), classes=None,
+                                       image_size=(300, 500), max_objects=8)
         datasets = os.path.join(work, 'home', '.mxnet', 'datasets')
         os.makedirs(datasets)
         os.symlink(data, os.path.join(datasets, 'voc'))
