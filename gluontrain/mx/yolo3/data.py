@@ -16,12 +16,14 @@ from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 from ...core.sharding import ShardedSampler, contiguous_shard
 from ...data import checks
 from ...yolo3.data import VOC_DEFAULT_ROOT, mixup_switch, set_mixup_switch, voc_folders
+from ..image import imread_rgb
+from .batchify import TrainBatchify, reference_train_batchify
 from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
 
-__all__ = ['SharedMixupDetection', 'voc_metric', 'get_dataset', 'train_batchify_fn',
-           'val_batchify_fn', 'get_dataloader', 'mixup_dataset', 'VOC_DEFAULT_ROOT',
-           'COCO_DEFAULT_ROOT']
+__all__ = ['SharedMixupDetection', 'OpenCVDecoded', 'opencv_decoded', 'voc_metric',
+           'get_dataset', 'train_batchify_fn', 'val_batchify_fn', 'get_dataloader',
+           'mixup_dataset', 'VOC_DEFAULT_ROOT', 'COCO_DEFAULT_ROOT']
 
 COCO_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'coco')
 
@@ -53,6 +55,40 @@ class SharedMixupDetection(MixupDetection):
         else:
             self._mixup, self._mixup_args = None, ()
         return super().__getitem__(idx)
+
+
+class OpenCVDecoded(gluon.data.Dataset):
+    """A GluonCV VOC or COCO detection dataset (no transform set) whose images come as numpy
+    arrays decoded by :func:`gluontrain.mx.image.imread_rgb`: the pixels of its
+    ``mx.image.imread``, without the NDArray and its copy back to numpy. Items are
+    ``(image [H, W, 3] uint8, label)`` as the dataset's own (the label copied, as it does).
+
+    Parameters
+    ----------
+    dataset : gluoncv.data.VOCDetection or gluoncv.data.COCODetection
+    """
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._coco = isinstance(dataset, gdata.COCODetection)
+
+    def __len__(self):
+        return len(self._dataset)
+
+    def __getitem__(self, idx):
+        d = self._dataset  # GluonCV's own fields, read as its __getitem__ reads them
+        if self._coco:
+            return imread_rgb(d._items[idx]), np.array(d._labels[idx]).copy()
+        label = d._label_cache[idx] if d._label_cache else d._load_label(idx)
+        return imread_rgb(d._image_path.format(*d._items[idx])), label.copy()
+
+
+def opencv_decoded(dataset):
+    """``dataset`` as :class:`OpenCVDecoded` where it is a GluonCV VOC / COCO detection
+    dataset without a transform (else unchanged: a mixup wrapper blends NDArrays)."""
+    plain = type(dataset) in (gdata.VOCDetection, gdata.COCODetection) or \
+        isinstance(dataset, gdata.CustomVOCDetectionBase)
+    return OpenCVDecoded(dataset) if plain and dataset._transform is None else dataset
 
 
 def voc_metric(class_names, args):
@@ -111,9 +147,11 @@ def get_dataset(dataset, args):
     return train_dataset, val_dataset, val_metric
 
 
-def train_batchify_fn():
-    """Stack image and the five target arrays, pad the ground-truth boxes with -1."""
-    return Tuple(*([Stack() for _ in range(6)] + [Pad(axis=0, pad_val=-1) for _ in range(1)]))
+def train_batchify_fn(reference=True):
+    """Stack image and the five target arrays, pad the ground-truth boxes with -1: GluonCV's
+    ``Tuple(Stack() x 6, Pad)``, or with ``reference=False`` the same arrays in one buffer
+    (:class:`~.batchify.TrainBatchify`, for the fast transform's numpy samples)."""
+    return reference_train_batchify() if reference else TrainBatchify()
 
 
 def val_batchify_fn():
@@ -131,6 +169,9 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
     by each train transform to build the target generator. The transform is
     :class:`~.fast_transform.FastYOLO3TrainTransform` (the reference's arrays, computed in
     numpy) or, with ``args.reference_transform``, GluonCV's ``YOLO3DefaultTrainTransform``.
+    The fast transform reads its images through :func:`opencv_decoded` and its batches are
+    made by :class:`~.batchify.TrainBatchify` (the same arrays, one buffer per batch); the
+    reference transform gets GluonCV's dataset and batchify as they are.
 
     With ``comm`` (``--horovod``; ``batch_size`` is then the per-rank batch) the training
     loader reads this rank's :class:`~gluontrain.core.sharding.ShardedSampler` shard (a new
@@ -146,8 +187,11 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
         val-samples picture read. The sharded training loader also has ``shard_sampler``
         (for ``set_epoch``).
     """
-    transform = YOLO3DefaultTrainTransform if getattr(args, 'reference_transform', False) \
-        else FastYOLO3TrainTransform
+    reference = getattr(args, 'reference_transform', False)
+    transform = YOLO3DefaultTrainTransform if reference else FastYOLO3TrainTransform
+    batchify = train_batchify_fn(reference)
+    # the fast transform takes numpy images: decode them to numpy (the same pixels)
+    images = train_dataset if reference else opencv_decoded(train_dataset)
     shard = None
     if comm is None:
         sampling = {'batch_size': batch_size, 'shuffle': True, 'last_batch': 'rollover'}
@@ -160,12 +204,12 @@ def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_
                                                     comm.world_size)}
     if args.no_random_shape:
         train_loader = gluon.data.DataLoader(
-            train_dataset.transform(transform(data_shape, data_shape, net, mixup=args.mixup)),
-            batchify_fn=train_batchify_fn(), num_workers=num_workers, **sampling)
+            images.transform(transform(data_shape, data_shape, net, mixup=args.mixup)),
+            batchify_fn=batchify, num_workers=num_workers, **sampling)
     else:
         transform_fns = [transform(x * 32, x * 32, net, mixup=args.mixup) for x in range(10, 20)]
         train_loader = RandomTransformDataLoader(
-            transform_fns, train_dataset, interval=10, batchify_fn=train_batchify_fn(),
+            transform_fns, images, interval=10, batchify_fn=batchify,
             num_workers=num_workers, **sampling)
     val_loader = gluon.data.DataLoader(
         val_dataset.transform(YOLO3DefaultValTransform(data_shape, data_shape)), batch_size,

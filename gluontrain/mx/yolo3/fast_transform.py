@@ -13,6 +13,7 @@ Outputs are numpy arrays equal (``np.array_equal``) to the reference's for the s
 functions turn them into the same NDArrays.
 """
 import mxnet as mx
+import numpy as np
 
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
 
@@ -23,9 +24,20 @@ __all__ = ['FastYOLO3TrainTransform']
 
 def _imresize(img, w, h, interp):
     """MXNet's OpenCV resize (the reference's), on a C-contiguous numpy float32 image."""
-    # zero-copy: the expanded window can be tens of MB, copying it cost as much as resizing
-    src = mx.nd.from_numpy(img, zero_copy=True)
-    return mx.nd._internal._cvimresize(src, w=w, h=h, interp=interp).asnumpy()
+    # zero-copy both ways: the expanded window can be tens of MB, copying it cost as much as
+    # resizing; the result is written straight into the returned numpy array
+    out = np.empty((h, w) + img.shape[2:], img.dtype)
+    dst = mx.nd.from_numpy(out, zero_copy=True)
+    mx.nd._internal._cvimresize(mx.nd.from_numpy(img, zero_copy=True), w=w, h=h,
+                                interp=interp, out=dst)
+    dst.wait_to_read()
+    return out
+
+
+# what the reference's constructor computes and our numpy transform does not read: the zeros
+# image and the net's anchors, offsets and feature maps (NDArrays: each a shared-memory copy
+# and a file descriptor every time a loader sends the transform to a worker, i.e. per batch)
+_NOT_PICKLED = ('_fake_x', '_anchors', '_offsets', '_feat_maps', '_internal_target_generator')
 
 
 class FastYOLO3TrainTransform(YOLO3DefaultTrainTransform):
@@ -36,17 +48,25 @@ class FastYOLO3TrainTransform(YOLO3DefaultTrainTransform):
     ``[N, 5+]``. Returns numpy arrays: ``(image [3, H, W], objectness, center_targets,
     scale_targets, weights, class_targets, gt_boxes)`` as float32, or ``(image, label)``
     when ``net`` is None.
+
+    Pickled (``RandomTransformDataLoader`` sends the transform of the batch to its worker with
+    every batch) it keeps only what ``__call__`` uses: a few kB instead of the reference's
+    NDArrays.
     """
 
-    _numpy = None
+    def __init__(self, width, height, net=None, mean=(0.485, 0.456, 0.406),
+                 std=(0.229, 0.224, 0.225), mixup=False, **kwargs):
+        super().__init__(width, height, net, mean, std, mixup, **kwargs)
+        # the net's layout, as the reference's constructor read it
+        layout = None if self._net_none else {
+            'num_class': self._num_classes, 'anchors': self._anchors,
+            'offsets': self._offsets, 'feat_maps': self._feat_maps}
+        self._numpy = TrainTransform(self._width, self._height, layout, _imresize,
+                                     self._mean, self._std, self._mixup)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in _NOT_PICKLED}
 
     def __call__(self, src, label):
         """Apply the transform to one training image and its label."""
-        if self._numpy is None:
-            # the net's layout, as the reference's constructor read it
-            layout = None if self._net_none else {
-                'num_class': self._num_classes, 'anchors': self._anchors,
-                'offsets': self._offsets, 'feat_maps': self._feat_maps}
-            self._numpy = TrainTransform(self._width, self._height, layout, _imresize,
-                                         self._mean, self._std, self._mixup)
         return self._numpy(src.asnumpy() if hasattr(src, 'asnumpy') else src, label)

@@ -111,3 +111,38 @@ def test_truncated_image_is_read_as_the_reference_reads_it_with_a_warning(voc_ro
         train_ds, _, _ = get_dataset('voc', args)
     # gluoncv decodes it without an error, as the reference does
     assert train_ds[0][0].shape[2] == 3
+
+
+def _seeded_batches(args, train_ds, val_ds, net, workers, count):
+    import random  # pylint: disable=import-outside-toplevel
+    random.seed(3)
+    np.random.seed(3)
+    train_data, _ = get_dataloader(net, train_ds, val_ds, 128, 4, workers, args)
+    return [[a.asnumpy() for a in b] + [b[0].context] for _, b in zip(range(count), train_data)]
+
+
+def test_fast_loader_gives_the_reference_loaders_batches(voc_root):
+    """Decoded by cv2, transformed in numpy, batched in one buffer: GluonCV's arrays (one
+    shape: the random-shape loader only picks among such transforms, 10 of them per loader
+    to build, about 20 s here; bench/yolo3_pipeline.py compares that one)."""
+    import mxnet as mx  # pylint: disable=import-outside-toplevel
+    args, train_ds, val_ds, _, net = _setup(voc_root)
+    ref_args = _setup(voc_root, '--reference-transform')[0]
+    ours = _seeded_batches(args, train_ds, val_ds, net, 0, 3)
+    ref = _seeded_batches(ref_args, train_ds, val_ds, net, 0, 3)
+    for o, r in zip(ours, ref):
+        assert [a.shape for a in o[:7]] == [a.shape for a in r[:7]]
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(o[:7], r[:7]))
+        assert o[7] == mx.cpu() and r[7] == mx.Context('cpu_shared', 0)
+
+
+def test_fast_loader_workers_send_shared_batches(voc_root):
+    import mxnet as mx  # pylint: disable=import-outside-toplevel
+    args, train_ds, val_ds, _, net = _setup(voc_root)
+    batches = _seeded_batches(args, train_ds, val_ds, net, 2, 3)
+    n = 3 * sum((128 // s) ** 2 for s in (32, 16, 8))
+    for b in batches:
+        assert [a.shape for a in b[:6]] == [(4, 3, 128, 128), (4, n, 1), (4, n, 2), (4, n, 2),
+                                            (4, n, 2), (4, n, 20)]
+        assert b[7] == mx.Context('cpu_shared', 0)
+        assert (b[6][:, :, :1] >= 0).any(axis=1).all()  # every image has a box, padded by -1

@@ -114,3 +114,18 @@ def test_crop_with_constraints_same_crop_and_stream():
                                              seed, bbox, (w, h))
         assert ref_crop == our_crop and np.array_equal(ref_box, our_box)
         assert ref_next == our_next
+
+
+def test_pickled_for_the_workers_small_and_the_same(net):
+    """RandomTransformDataLoader pickles the batch's transform for its worker every batch: the
+    reference's carries the zeros image and the net's outputs (NDArrays); ours only numpy."""
+    import pickle  # pylint: disable=import-outside-toplevel
+    ours = FastYOLO3TrainTransform(320, 320, net)
+    size = len(pickle.dumps(ours))
+    assert size < 20000, size
+    copy = pickle.loads(pickle.dumps(ours))
+    rng = np.random.RandomState(5)
+    for _ in range(3):
+        img, label = random_sample(rng, False)
+        for a, b in zip(_run(ours, 3, img, label)[0], _run(copy, 3, img, label)[0]):
+            assert np.array_equal(a, b)

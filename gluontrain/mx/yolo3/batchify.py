@@ -1,0 +1,103 @@
+"""The YOLOv3 train batch in one buffer: GluonCV's ``Tuple(Stack() x 6, Pad(axis=0,
+pad_val=-1))`` for the numpy samples of :class:`~.fast_transform.FastYOLO3TrainTransform`.
+
+GluonCV's ``Stack`` copies the samples with ``np.asarray`` and then again into a new
+``cpu_shared`` NDArray per field, and ``Pad`` fills a shared NDArray sample by sample: seven
+shared-memory segments per batch, each created, page-faulted and, from a loader worker,
+sent as its own file descriptor (one ``resource_sharer`` connection each). That was about
+6 ms per image at 416 px, more than the whole colour distortion.
+
+:class:`TrainBatchify` writes the seven fields into one float32 numpy buffer, once, and
+wraps it without a copy (``mx.nd.from_numpy``); the fields are NDArray views of it. In the
+main process (``-j 0``) the batch is on ``cpu(0)``, where ``split_and_load`` to the CPU
+uses it as it is. Pickled by a loader worker, the batch travels as that one buffer, copied
+once into one shared-memory NDArray (MXNet's own reducer), and the main process gets the
+seven views of it on ``cpu_shared(0)``, as GluonCV's batches are. The values, shapes and
+dtypes are GluonCV's (``tests/mx/yolo3/test_batchify.py``); samples of another kind (not
+float32 numpy arrays, no boxes at all) go through GluonCV's own functions.
+"""
+import numpy as np
+import mxnet as mx
+
+from gluoncv.data.batchify import Pad, Stack, Tuple
+
+__all__ = ['TrainBatchify', 'reference_train_batchify']
+
+#: GluonCV's padding value for the ground-truth boxes
+PAD_VALUE = -1
+
+
+def reference_train_batchify():
+    """GluonCV's train batchify of ``train_yolo3.py``: stack the image and the five targets,
+    pad the ground-truth boxes with -1."""
+    return Tuple(*([Stack() for _ in range(6)] + [Pad(axis=0, pad_val=PAD_VALUE)]))
+
+
+def _fits(samples):
+    """Whether every field of every sample is a float32 numpy array and some box exists."""
+    for sample in samples:
+        if len(sample) != 7:
+            return False
+        for a in sample:
+            if type(a) is not np.ndarray or a.dtype != np.float32:  # pylint: disable=unidiomatic-typecheck
+                return False
+    return max(s[6].shape[0] for s in samples) > 0
+
+
+def _views(flat, shapes):
+    """The fields as views of ``flat`` (a 1-D NDArray or numpy array), in order."""
+    out, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[start:start + size].reshape(shape))
+        start += size
+    return out
+
+
+class Batch(tuple):
+    """The seven batch NDArrays, views of one flat NDArray; pickled as that one array."""
+
+    def __new__(cls, flat, shapes):
+        batch = super().__new__(cls, _views(flat, shapes))
+        batch.flat, batch.shapes = flat, shapes
+        return batch
+
+    def __reduce__(self):
+        # one array (one shared-memory segment under the loaders' ForkingPickler) for all seven
+        return Batch, (self.flat, self.shapes)
+
+
+class TrainBatchify:
+    """``Tuple(Stack() x 6, Pad(axis=0, pad_val=-1))`` writing into one buffer.
+
+    Called with a list of samples ``(image, objectness, center, scale, weights, class,
+    gt_boxes)`` (float32 numpy arrays), returns a :class:`Batch` of seven NDArrays equal to
+    GluonCV's: the six stacked fields and the boxes padded with -1 to the longest. Any other
+    samples are handed to GluonCV's functions.
+    """
+
+    def __init__(self):
+        self._reference = None
+
+    def __call__(self, samples):
+        if not _fits(samples):
+            if self._reference is None:
+                self._reference = reference_train_batchify()
+            return self._reference(samples)
+        n = len(samples)
+        shapes = [(n,) + a.shape for a in samples[0][:6]]
+        longest = max(s[6].shape[0] for s in samples)
+        shapes.append((n, longest) + samples[0][6].shape[1:])
+        flat = np.empty(sum(int(np.prod(s)) for s in shapes), np.float32)
+        fields = _views(flat, shapes)
+        for k in range(6):
+            for i, sample in enumerate(samples):
+                fields[k][i] = sample[k]  # a shape that differs raises, as np.asarray's stack
+        boxes = fields[6]
+        boxes.fill(PAD_VALUE)
+        for i, sample in enumerate(samples):
+            boxes[i, :sample[6].shape[0]] = sample[6]
+        return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes)
+
+    def __getstate__(self):
+        return {'_reference': None}  # sent to the loader workers with every batch: keep it small
