@@ -74,10 +74,12 @@ def _saturation(img, low, high):
         # two steps add exactly, the third corrects by the rounding error of w0 + w1
         total = w0 + w1
         total += w2 - ((total - w0) - w1)
-        total = total[:, :, None]
         total *= np.float32(1.0 - alpha)
         img *= np.float32(alpha)
-        img += total
+        # the grey added to each channel: numpy's broadcast over a last axis of 3 runs an
+        # inner loop of 3, OpenCV's merge builds the 3-channel grey image 4x faster
+        import cv2  # pylint: disable=import-outside-toplevel
+        img += cv2.merge((total, total, total))
     return img
 
 
@@ -103,18 +105,49 @@ def _iou_with_crops(bbox, crops):
 
 
 def _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, count):
-    """Draw ``count`` crop trials from ``random`` as the reference's loop body does."""
+    """Draw ``count`` crop trials from ``random`` as the reference's loop body does.
+
+    ``random.uniform(a, b)`` is ``a + (b - a) * random.random()`` and ``random.randrange(n)``
+    draws ``getrandbits(n.bit_length())`` until below ``n``; they are spelled out here (the
+    same draws, about 3x faster than the calls): the test compares crops and the stream's
+    next values with GluonCV's function on the running Python.
+    """
+    rnd, bits, sqrt = random.random, random.getrandbits, math.sqrt
+    span, low_ratio = max_scale - min_scale, 1 / max_aspect_ratio
     out = []
     for _ in range(count):
-        scale = random.uniform(min_scale, max_scale)
-        aspect_ratio = random.uniform(max(1 / max_aspect_ratio, scale * scale),
-                                      min(max_aspect_ratio, 1 / (scale * scale)))
-        crop_h = int(h * scale / math.sqrt(aspect_ratio))
-        crop_w = int(w * scale * math.sqrt(aspect_ratio))
-        crop_t = random.randrange(h - crop_h)
-        crop_l = random.randrange(w - crop_w)
+        scale = min_scale + span * rnd()
+        square = scale * scale
+        # max() / min() of the reference, as comparisons (on a tie both are the same value)
+        low = square if square > low_ratio else low_ratio
+        high = 1 / square
+        if high > max_aspect_ratio:
+            high = max_aspect_ratio
+        root = sqrt(low + (high - low) * rnd())
+        crop_h = int(h * scale / root)
+        crop_w = int(w * scale * root)
+        n = h - crop_h
+        if n <= 0:
+            raise ValueError('empty range for randrange()')
+        k = n.bit_length()
+        crop_t = bits(k)
+        while crop_t >= n:
+            crop_t = bits(k)
+        n = w - crop_w
+        if n <= 0:
+            raise ValueError('empty range for randrange()')
+        k = n.bit_length()
+        crop_l = bits(k)
+        while crop_l >= n:
+            crop_l = bits(k)
         out.append((crop_l, crop_t, crop_l + crop_w, crop_t + crop_h))
     return out
+
+
+def _accepted(bbox, trials, min_iou, max_iou):
+    """Indices of the trials whose IoU with every box lies in [min_iou, max_iou]."""
+    iou = _iou_with_crops(bbox, np.array(trials, dtype=np.int64).reshape(-1, 4))
+    return np.flatnonzero((min_iou <= iou.min(axis=1)) & (iou.max(axis=1) <= max_iou))
 
 
 def random_crop_with_constraints(bbox, size, min_scale=0.3, max_scale=1, max_aspect_ratio=2,
@@ -123,7 +156,8 @@ def random_crop_with_constraints(bbox, size, min_scale=0.3, max_scale=1, max_asp
 
     Same arguments, same draws from ``random`` and ``np.random``, same result ``(bbox,
     (x, y, w, h))``. The trials of a constraint are drawn ahead from a saved state of
-    ``random``; when one is accepted the state is restored and the draws replayed up to it.
+    ``random`` (the first one alone when there is no lower IoU bound); when one is accepted
+    before the last drawn, the state is restored and the draws replayed up to it.
     """
     w, h = size
     candidates = [(0, 0, w, h)]
@@ -134,24 +168,33 @@ def random_crop_with_constraints(bbox, size, min_scale=0.3, max_scale=1, max_asp
             l, t, r, b = _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, 1)[0]
             return bbox, (l, t, r - l, b - t)
         state = random.getstate()
+        # without a lower bound the first trial is nearly always accepted: try it alone first
+        first = 1 if min_iou == -np.inf and max_trial > 1 else max_trial
+        clean = True  # the stream stands right after the last trial drawn
         try:
-            trials = _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, max_trial)
+            trials = _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, first)
+            ok = _accepted(bbox, trials, min_iou, max_iou)
+            if not len(ok) and first < max_trial:
+                rest = _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio,
+                                    max_trial - first)
+                ok = first + _accepted(bbox, rest, min_iou, max_iou)
+                trials += rest
         except ValueError:
             # the reference raises at that trial unless an earlier one is accepted: find
             # how many draw cleanly, then replay them (re-raising if none is accepted)
             random.setstate(state)
-            trials = []
+            trials, clean = [], False
             try:
                 for _ in range(max_trial):
                     trials += _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, 1)
             except ValueError:
                 pass
-        iou = _iou_with_crops(bbox, np.array(trials, dtype=np.int64).reshape(-1, 4))
-        ok = np.flatnonzero((min_iou <= iou.min(axis=1)) & (iou.max(axis=1) <= max_iou))
+            ok = _accepted(bbox, trials, min_iou, max_iou)
         if len(ok):
             k = int(ok[0])
-            random.setstate(state)
-            _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, k + 1)
+            if not clean or k + 1 < len(trials):
+                random.setstate(state)
+                _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, k + 1)
             l, t, r, b = trials[k]
             candidates.append((l, t, r - l, b - t))
         elif len(trials) < max_trial:
@@ -263,9 +306,15 @@ def cv2_imresize(img, w, h, interp):
 
 
 def to_chw(img, mean=MEAN, std=STD):
-    """``to_tensor`` + ``normalize``: HWC 0-255 to normalised CHW float32, in one pass."""
+    """``to_tensor`` + ``normalize``: HWC 0-255 to normalised CHW float32."""
     out = np.empty((img.shape[2],) + img.shape[:2], np.float32)
-    np.divide(img.transpose(2, 0, 1), np.float32(255), out=out)
+    if img.dtype in (np.float32, np.uint8):
+        # exact in float32: the strided transpose read once, as a plain copy, then the
+        # arithmetic on contiguous planes (a third faster than dividing from the view)
+        out[...] = img.transpose(2, 0, 1)
+        out /= np.float32(255)
+    else:
+        np.divide(img.transpose(2, 0, 1), np.float32(255), out=out)
     out -= np.array(mean, np.float32)[:, None, None]
     out /= np.array(std, np.float32)[:, None, None]
     return out

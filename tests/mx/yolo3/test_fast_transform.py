@@ -39,10 +39,10 @@ def random_sample(rng, mix):
     return img, (label.astype(np.float32) if rng.rand() < 0.5 else label)
 
 
-def _run(fn, seed, *args):
+def _run(fn, seed, *args, **kwargs):
     random.seed(seed)
     np.random.seed(seed)
-    out = fn(*args)
+    out = fn(*args, **kwargs)
     # where both streams stand afterwards: the next draws must agree too
     return out, (random.random(), np.random.rand())
 
@@ -129,3 +129,35 @@ def test_pickled_for_the_workers_small_and_the_same(net):
         img, label = random_sample(rng, False)
         for a, b in zip(_run(ours, 3, img, label)[0], _run(copy, 3, img, label)[0]):
             assert np.array_equal(a, b)
+
+
+def test_crop_raising_and_custom_constraints_as_the_reference():
+    """Crops larger than the image (max_scale > 1: randrange of an empty range raises in the
+    reference unless an earlier trial was accepted), few trials, constraints without a lower
+    bound first: the same crop or the same error, and the streams left at the same place."""
+    rng = np.random.RandomState(6)
+    raised = 0
+    for seed in range(300):
+        w, h = (rng.randint(1, 14), rng.randint(1, 14)) if seed % 2 else \
+            (rng.randint(10, 900), rng.randint(10, 900))
+        m = rng.randint(0, 6)
+        x1, y1 = rng.uniform(0, max(w - 1, 0.5), m), rng.uniform(0, max(h - 1, 0.5), m)
+        bbox = np.stack([x1, y1, np.minimum(x1 + rng.uniform(0.5, w, m), w),
+                         np.minimum(y1 + rng.uniform(0.5, h, m), h), np.zeros(m)], 1)
+        kwargs = {'max_scale': float(rng.uniform(1, 1.3)), 'max_trial': int(rng.randint(1, 9)),
+                  'constraints': ((None, 1), (0.3, None), (None, 0.5))}
+        results = []
+        for fn in (reference_crop, fast_transform.random_crop_with_constraints):
+            try:
+                out, after = _run(fn, seed, bbox, (w, h), **kwargs)
+            except ValueError:
+                out, after = None, (random.random(), np.random.rand())
+            results.append((out, after))
+        (ref, ref_next), (ours, our_next) = results
+        assert ref_next == our_next, seed
+        if ref is None:
+            assert ours is None, seed
+            raised += 1
+        else:
+            assert ref[1] == ours[1] and np.array_equal(ref[0], ours[0]), seed
+    assert 30 < raised < 270
