@@ -6,8 +6,10 @@ Measures, on generated VOC data (500x375 images, as VOC's):
     (FastYOLOV3TargetGenerator vs YOLOV3PrefetchTargetGenerator) likewise;
   * targets per sample, ours vs GluonCV's, on the same boxes (the ratio);
   * the full train transform per sample, ours vs GluonCV's, on the same samples (the ratio);
-  * loader throughput (images/s) of the recipe's random-shape train loader with -j 0 and -j 2,
-    ours vs --reference-transform;
+  * the recipe's random-shape train loader, ours vs --reference-transform: the batches of both
+    at -j 0 with the same seeds equal (np.array_equal, every array of every batch), then the
+    throughput (images/s) with -j 0 and -j 2, the two loaders alternating, median of
+    ``--repeats`` runs each (the machine's cores are shared: the load average is printed);
   * forward+backward+update per step (YOLOv3Step) for mobilenet0.25 and darknet53,
   * the cost gluontrain's loop and per-batch hooks add: steps through ``run_loop`` divided by
     bare ``YOLOv3Step`` calls on the same batches (the reference's loop body is those calls),
@@ -15,6 +17,7 @@ Measures, on generated VOC data (500x375 images, as VOC's):
 
 Usage: python bench/yolo3_pipeline.py [--data-shape 320] [--batch-size 4] [--steps 3]
        [--networks mobilenet0.25,darknet53] [--samples 20] [--loader-batches 20]
+       [--workers 0,2] [--repeats 3] [--parts transform,loader,steps]
 """
 import argparse
 import os
@@ -86,7 +89,7 @@ def compare_transforms(root, shape, n):
         boxes.append(r[-1])
     # the targets alone, on the boxes the transform produced
     gen_ref = ref._target_generator  # pylint: disable=protected-access
-    gen_ours = ours._fast_target_generator()  # pylint: disable=protected-access
+    gen_ours = ours._numpy.targets  # pylint: disable=protected-access
     feats, anchors, offsets = ref._feat_maps, ref._anchors, ref._offsets
     fake = mx.nd.zeros((1, 3, shape, shape))
     nd_boxes = [(mx.nd.array(b[None]), mx.nd.array(np.zeros((1, len(b), 1)))) for b in boxes]
@@ -115,16 +118,42 @@ def compare_transforms(root, shape, n):
     return times
 
 
-def loader_throughput(root, shape, batch, workers, batches, reference):
-    """Images/s through the recipe's random-shape train loader (transforms + batchify)."""
+def _loader(root, shape, batch, workers, reference):
+    """The recipe's random-shape train loader (ours, or with --reference-transform)."""
     argv = ['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', root,
             '--no-pretrained-base', '--gpus', '', '--batch-size', str(batch),
             '-j', str(workers), '--data-shape', str(shape),
             '--save-prefix', os.path.join(tempfile.mkdtemp(), '')]
     args = parse_args(argv + (['--reference-transform'] if reference else []))
     train_ds, val_ds, _ = get_dataset('voc', args)
-    net, async_net = get_net(args, [mx.cpu()])
-    train_data, _ = get_dataloader(async_net, train_ds, val_ds, shape, batch, workers, args)
+    _, async_net = get_net(args, [mx.cpu()])
+    return get_dataloader(async_net, train_ds, val_ds, shape, batch, workers, args)[0]
+
+
+def loader_identity(root, shape, batch, batches):
+    """-j 0, the same seeds: every array of the first ``batches`` batches (shape changes
+    every 10) of ours and the reference loader equal. Returns the number of arrays compared."""
+    out = []
+    for reference in (True, False):
+        loader = _loader(root, shape, batch, 0, reference)
+        random.seed(1)
+        np.random.seed(1)
+        arrays = []
+        while len(arrays) < batches:
+            arrays += [[a.asnumpy() for a in b] for b in loader][:batches - len(arrays)]
+        out.append(arrays)
+    count = 0
+    for k, (ref, ours) in enumerate(zip(*out)):
+        for r, o in zip(ref, ours):
+            if not (r.dtype == o.dtype and r.shape == o.shape and np.array_equal(r, o)):
+                raise SystemExit('identity check FAILED: loader batch %d differs' % k)
+            count += 1
+    return count
+
+
+def loader_throughput(root, shape, batch, workers, batches, reference):
+    """Images/s through the recipe's random-shape train loader (transforms + batchify)."""
+    train_data = _loader(root, shape, batch, workers, reference)
     # whole epochs only: abandoning a GluonCV loader mid-epoch breaks its workers' pipes
     tic, count = None, 0
     while count < batch * batches:
@@ -134,6 +163,24 @@ def loader_throughput(root, shape, batch, workers, batches, reference):
                 continue
             count += b[0].shape[0]
     return count / (time.perf_counter() - tic)
+
+
+def loader_table(root, a):
+    """Median images/s of both loaders per -j value, the runs alternating."""
+    runs = {}
+    for _ in range(a.repeats):
+        for workers in [int(w) for w in a.workers.split(',') if w != '']:
+            for reference in (True, False):
+                runs.setdefault((workers, reference), []).append(loader_throughput(
+                    root, a.data_shape, a.batch_size, workers, a.loader_batches, reference))
+    for workers in sorted({w for w, _ in runs}):
+        ref, ours = np.median(runs[workers, True]), np.median(runs[workers, False])
+        print('| train loader -j {} random shapes, batch {} (images/s, median of {}) | {:.1f} | '
+              '{:.1f} | {:.2f}x |'.format(workers, a.batch_size, a.repeats, ref, ours,
+                                          ours / ref))
+    for (workers, reference), values in sorted(runs.items()):
+        print('<!-- -j {} {}: {} -->'.format(workers, 'GluonCV' if reference else 'gluontrain',
+                                             ' '.join('%.1f' % v for v in values)))
 
 
 def time_steps(root, network, shape, batch, steps):
@@ -176,28 +223,37 @@ def main():
     p.add_argument('--networks', default='mobilenet0.25,darknet53')
     p.add_argument('--loader-batches', type=int, default=20)
     p.add_argument('--workers', default='0,2', help='loader -j values to time')
+    p.add_argument('--repeats', type=int, default=3, help='loader runs per -j value and side')
+    p.add_argument('--parts', default='transform,loader,steps',
+                   help='what to time: transform (targets and transform ratios), loader, '
+                        'steps (step, loop overhead, checkpoint)')
     a = p.parse_args()
+    parts = set(a.parts.split(','))
     root = synthetic.write_voc(tempfile.mkdtemp(), num_train=32, num_val=4, seed=0,
                                image_size=(375, 500))
-    print('machine: {} CPU threads (OMP_NUM_THREADS={}), mxnet {}'.format(
-        os.cpu_count(), os.environ.get('OMP_NUM_THREADS', 'unset'), mx.__version__))
-    times = compare_transforms(root, a.data_shape, a.samples)
-    print('identity: transform and targets arrays equal to GluonCV on all {} samples'.format(
-        a.samples))
+    print('machine: {} CPU threads (OMP_NUM_THREADS={}), mxnet {}, load average {}'.format(
+        os.cpu_count(), os.environ.get('OMP_NUM_THREADS', 'unset'), mx.__version__,
+        ' '.join('%.1f' % x for x in os.getloadavg())))
+    if 'transform' in parts:
+        times = compare_transforms(root, a.data_shape, a.samples)
+        print('identity: transform and targets arrays equal to GluonCV on all {} samples'.format(
+            a.samples))
+    if 'loader' in parts:
+        print('identity: {} loader arrays (12 batches, -j 0, same seeds) equal to GluonCV\'s'
+              .format(loader_identity(root, a.data_shape, a.batch_size, 12)))
     print('\n| measurement | GluonCV | gluontrain | ratio |\n|---|---|---|---|')
-    for what in ('targets', 'transform'):
-        ref, ours = times[what + '_ref'], times[what + '_ours']
-        label = 'targets only' if what == 'targets' else 'full train transform + targets'
-        for k, clock in enumerate(('wall', 'CPU')):
-            print('| {} @{} ({} ms/sample) | {:.1f} | {:.1f} | {:.1f}x |'.format(
-                label, a.data_shape, clock, ref[k] * 1e3, ours[k] * 1e3, ref[k] / ours[k]))
-    for workers in [int(w) for w in a.workers.split(',') if w != '']:
-        ref = loader_throughput(root, a.data_shape, a.batch_size, workers, a.loader_batches,
-                                True)
-        ours = loader_throughput(root, a.data_shape, a.batch_size, workers, a.loader_batches,
-                                 False)
-        print('| train loader -j {} random shapes, batch {} (images/s) | {:.1f} | {:.1f} | '
-              '{:.1f}x |'.format(workers, a.batch_size, ref, ours, ours / ref))
+    if 'transform' in parts:
+        for what in ('targets', 'transform'):
+            ref, ours = times[what + '_ref'], times[what + '_ours']
+            label = 'targets only' if what == 'targets' else 'full train transform + targets'
+            for k, clock in enumerate(('wall', 'CPU')):
+                print('| {} @{} ({} ms/sample) | {:.1f} | {:.1f} | {:.1f}x |'.format(
+                    label, a.data_shape, clock, ref[k] * 1e3, ours[k] * 1e3, ref[k] / ours[k]))
+    if 'loader' in parts:
+        loader_table(root, a)
+    print('load average at the end: {}'.format(' '.join('%.1f' % x for x in os.getloadavg())))
+    if 'steps' not in parts:
+        return
     tr = time_transform(root, a.data_shape, a.samples)
     print('\n| measurement | value |\n|---|---|')
     print('| train transform + targets @{} | {:.1f} ms/sample |'.format(a.data_shape, tr * 1e3))

@@ -3,19 +3,29 @@ pad_val=-1))`` for the numpy samples of :class:`~.fast_transform.FastYOLO3TrainT
 
 GluonCV's ``Stack`` copies the samples with ``np.asarray`` and then again into a new
 ``cpu_shared`` NDArray per field, and ``Pad`` fills a shared NDArray sample by sample: seven
-shared-memory segments per batch, each created, page-faulted and, from a loader worker,
-sent as its own file descriptor (one ``resource_sharer`` connection each). That was about
-6 ms per image at 416 px, more than the whole colour distortion.
+shared-memory segments per batch, each created and page-faulted, and from a loader worker
+each sent as its own file descriptor (one ``resource_sharer`` connection each); the main
+process then copies them out of shared memory to the CPU context in ``split_and_load``.
+That was about 6 ms per image at 416 px, more than the whole colour distortion.
 
-:class:`TrainBatchify` writes the seven fields into one float32 numpy buffer, once, and
-wraps it without a copy (``mx.nd.from_numpy``); the fields are NDArray views of it. In the
-main process (``-j 0``) the batch is on ``cpu(0)``, where ``split_and_load`` to the CPU
-uses it as it is. Pickled by a loader worker, the batch travels as that one buffer, copied
-once into one shared-memory NDArray (MXNet's own reducer), and the main process gets the
-seven views of it on ``cpu_shared(0)``, as GluonCV's batches are. The values, shapes and
-dtypes are GluonCV's (``tests/mx/yolo3/test_batchify.py``); samples of another kind (not
-float32 numpy arrays, no boxes at all) go through GluonCV's own functions.
+:class:`TrainBatchify` writes the seven fields once, into one float32 buffer, and wraps it
+without a copy (``mx.nd.from_numpy``); the fields are NDArray views of it, on ``cpu(0)``
+(where ``split_and_load`` to the CPU uses them as they are). In the main process (``-j 0``)
+the buffer is plain memory. In a loader worker process it is an anonymous shared-memory file
+(``memfd_create``): pickled, the batch sends that one file descriptor, and the main process
+maps the same pages, with no copy on either side (and no ``/dev/shm`` space: MXNet's shared
+NDArrays live there, 64 MB in a default Docker container). Without ``memfd_create`` the
+buffer is plain memory and MXNet's reducer sends it as one shared NDArray.
+
+The values, shapes and dtypes are GluonCV's (``tests/mx/yolo3/test_yolo3_batchify.py``);
+samples of another kind (not float32 numpy arrays, no boxes at all) go through GluonCV's own
+functions.
 """
+import mmap
+import multiprocessing
+import multiprocessing.reduction
+import os
+
 import numpy as np
 import mxnet as mx
 
@@ -54,17 +64,51 @@ def _views(flat, shapes):
     return out
 
 
-class Batch(tuple):
-    """The seven batch NDArrays, views of one flat NDArray; pickled as that one array."""
+def _shared_buffer(size):
+    """A float32 numpy array of ``size`` in a new memfd, and the memfd (None without one)."""
+    if not hasattr(os, 'memfd_create'):
+        return np.empty(size, np.float32), None
+    fd = os.memfd_create('gluontrain-batch', os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, max(size, 1) * 4)
+        return np.frombuffer(mmap.mmap(fd, max(size, 1) * 4), np.float32, size), fd
+    except BaseException:
+        os.close(fd)
+        raise
 
-    def __new__(cls, flat, shapes):
+
+def _mapped(dup_fd, size, shapes):
+    """The main process's side of a batch a worker sent: its memfd mapped, the same pages."""
+    fd = dup_fd.detach()
+    try:
+        flat = np.frombuffer(mmap.mmap(fd, max(size, 1) * 4), np.float32, size)
+    finally:
+        os.close(fd)  # the mapping keeps the memory
+    return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes)
+
+
+class Batch(tuple):
+    """The seven batch NDArrays, views of one flat NDArray.
+
+    Pickled (by a loader worker) it travels as its memfd when it has one, else as the flat
+    NDArray (MXNet's reducer: one shared-memory copy).
+    """
+
+    def __new__(cls, flat, shapes, fd=None):
         batch = super().__new__(cls, _views(flat, shapes))
-        batch.flat, batch.shapes = flat, shapes
+        batch.flat, batch.shapes, batch.fd = flat, shapes, fd
         return batch
 
     def __reduce__(self):
-        # one array (one shared-memory segment under the loaders' ForkingPickler) for all seven
+        if self.fd is not None:
+            return _mapped, (multiprocessing.reduction.DupFd(self.fd), self.flat.size,
+                             self.shapes)
         return Batch, (self.flat, self.shapes)
+
+    def __del__(self):
+        if getattr(self, 'fd', None) is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class TrainBatchify:
@@ -88,7 +132,10 @@ class TrainBatchify:
         shapes = [(n,) + a.shape for a in samples[0][:6]]
         longest = max(s[6].shape[0] for s in samples)
         shapes.append((n, longest) + samples[0][6].shape[1:])
-        flat = np.empty(sum(int(np.prod(s)) for s in shapes), np.float32)
+        size = sum(int(np.prod(s)) for s in shapes)
+        # a loader worker's batch is pickled to the main process: build it in shared memory
+        flat, fd = _shared_buffer(size) if multiprocessing.parent_process() is not None \
+            else (np.empty(size, np.float32), None)
         fields = _views(flat, shapes)
         for k in range(6):
             for i, sample in enumerate(samples):
@@ -97,7 +144,7 @@ class TrainBatchify:
         boxes.fill(PAD_VALUE)
         for i, sample in enumerate(samples):
             boxes[i, :sample[6].shape[0]] = sample[6]
-        return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes)
+        return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes, fd)
 
     def __getstate__(self):
         return {'_reference': None}  # sent to the loader workers with every batch: keep it small

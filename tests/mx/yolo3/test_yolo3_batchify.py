@@ -1,5 +1,7 @@
 """TrainBatchify: GluonCV's YOLOv3 train batches, in one buffer that travels as one array."""
+import multiprocessing
 import multiprocessing.reduction
+import os
 import pickle
 
 import numpy as np
@@ -62,22 +64,51 @@ def test_samples_of_different_shapes_are_refused():
         TrainBatchify()(samples)
 
 
-def test_pickled_by_a_loader_worker_as_one_shared_array(monkeypatch):
-    rng = np.random.RandomState(3)
-    samples = _samples(rng)
-    batch = TrainBatchify()(samples)
+def _sent(batch, monkeypatch):
+    """What a GluonCV / Gluon loader worker does with its batch, and the main process after;
+    and the file descriptors that went with it."""
     sent = []
     dup = multiprocessing.reduction.DupFd
     monkeypatch.setattr(multiprocessing.reduction, 'DupFd', lambda fd: sent.append(fd) or dup(fd))
-    # what a GluonCV / Gluon loader worker does with its batch, and the main process after
     data = multiprocessing.reduction.ForkingPickler.dumps(batch, pickle.HIGHEST_PROTOCOL)
-    assert len(sent) == 1  # one file descriptor for the seven arrays (GluonCV's: seven)
-    got = pickle.loads(data)
+    monkeypatch.setattr(multiprocessing.reduction, 'DupFd', dup)
+    return pickle.loads(data), sent
+
+
+def test_a_workers_batch_travels_as_one_memfd_and_is_mapped(monkeypatch):
+    rng = np.random.RandomState(3)
+    samples = _samples(rng)
+    monkeypatch.setattr(multiprocessing, 'parent_process', lambda: 'a loader worker')
+    batch = TrainBatchify()(samples)
+    monkeypatch.undo()
+    assert batch.fd is not None
+    got, sent = _sent(batch, monkeypatch)
+    assert sent == [batch.fd]  # one file descriptor for the seven arrays (GluonCV's: seven)
+    ref = reference_train_batchify()(samples)
+    _same_as_reference(got, ref)
+    assert all(a.context == mx.cpu() for a in got)
+    # the same pages: what the worker wrote after sending shows (nothing is copied)
+    batch.flat[:1] = 7
+    mx.nd.waitall()
+    assert got[0].asnumpy().flat[0] == 7
+    fd = batch.fd
+    del batch
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed with the worker's batch
+
+
+def test_a_main_process_batch_pickles_as_one_shared_ndarray(monkeypatch):
+    rng = np.random.RandomState(4)
+    samples = _samples(rng)
+    batch = TrainBatchify()(samples)
+    assert batch.fd is None and all(a.context == mx.cpu() for a in batch)
+    got, sent = _sent(batch, monkeypatch)
+    assert len(sent) == 1  # MXNet's reducer, once for the flat array
     _same_as_reference(got, reference_train_batchify()(samples))
-    assert all(a.context == SHARED for a in got)  # where GluonCV's batches arrive
+    assert all(a.context == SHARED for a in got)
 
 
 def test_small_when_sent_to_the_workers():
     batchify = TrainBatchify()
-    batchify(_samples(np.random.RandomState(4), boxes=[0, 0, 0, 0]))  # builds the fallback
+    batchify(_samples(np.random.RandomState(5), boxes=[0, 0, 0, 0]))  # builds the fallback
     assert len(pickle.dumps(batchify)) < 200
