@@ -8,8 +8,9 @@ Measures, on generated VOC data (500x375 images, as VOC's):
   * the full train transform per sample, ours vs GluonCV's, on the same samples (the ratio);
   * the recipe's random-shape train loader, ours vs --reference-transform: the batches of both
     at -j 0 with the same seeds equal (np.array_equal, every array of every batch), then the
-    throughput (images/s) with -j 0 and -j 2, the two loaders alternating, median of
-    ``--repeats`` runs each (the machine's cores are shared: the load average is printed);
+    throughput (images/s) with -j 0 and -j 2 and the CPU time per image of the main process
+    and its workers (steadier than images/s where other jobs share the cores), the two
+    loaders alternating, median of ``--repeats`` runs each (the load average is printed);
   * forward+backward+update per step (YOLOv3Step) for mobilenet0.25 and darknet53,
   * the cost gluontrain's loop and per-batch hooks add: steps through ``run_loop`` divided by
     bare ``YOLOv3Step`` calls on the same batches (the reference's loop body is those calls),
@@ -151,22 +152,47 @@ def loader_identity(root, shape, batch, batches):
     return count
 
 
+def _cpu_seconds():
+    """CPU seconds (user + system) of this process and its children alive now (the loader's
+    worker pool), from /proc; None where there is no /proc."""
+    ticks = os.sysconf('SC_CLK_TCK')
+    total, me, found = 0.0, str(os.getpid()), False
+    try:
+        pids = [p for p in os.listdir('/proc') if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open('/proc/{}/stat'.format(pid)) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if pid == me or fields[1] == me:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / ticks
+            found |= pid == me
+    return total if found else None
+
+
 def loader_throughput(root, shape, batch, workers, batches, reference):
-    """Images/s through the recipe's random-shape train loader (transforms + batchify)."""
+    """Images/s through the recipe's random-shape train loader (transforms + batchify), and
+    the CPU milliseconds per image of the main process and its workers (None without /proc)."""
     train_data = _loader(root, shape, batch, workers, reference)
     # whole epochs only: abandoning a GluonCV loader mid-epoch breaks its workers' pipes
-    tic, count = None, 0
+    tic, count, cpu = None, 0, None
     while count < batch * batches:
         for b in train_data:
             if tic is None:
-                tic = time.perf_counter()  # worker start-up and the first batch excluded
+                # worker start-up and the first batch excluded
+                tic, cpu = time.perf_counter(), _cpu_seconds()
                 continue
             count += b[0].shape[0]
-    return count / (time.perf_counter() - tic)
+    wall, end = time.perf_counter() - tic, _cpu_seconds()
+    return count / wall, (None if cpu is None or end is None else (end - cpu) / count * 1e3)
 
 
 def loader_table(root, a):
-    """Median images/s of both loaders per -j value, the runs alternating."""
+    """Median images/s (and CPU ms per image) of both loaders per -j value, the runs
+    alternating."""
     runs = {}
     for _ in range(a.repeats):
         for workers in [int(w) for w in a.workers.split(',') if w != '']:
@@ -174,13 +200,19 @@ def loader_table(root, a):
                 runs.setdefault((workers, reference), []).append(loader_throughput(
                     root, a.data_shape, a.batch_size, workers, a.loader_batches, reference))
     for workers in sorted({w for w, _ in runs}):
-        ref, ours = np.median(runs[workers, True]), np.median(runs[workers, False])
+        ref, ours = ([np.median([np.nan if r[k] is None else r[k] for r in runs[workers, side]])
+                      for k in (0, 1)] for side in (True, False))
         print('| train loader -j {} random shapes, batch {} (images/s, median of {}) | {:.1f} | '
-              '{:.1f} | {:.2f}x |'.format(workers, a.batch_size, a.repeats, ref, ours,
-                                          ours / ref))
+              '{:.1f} | {:.2f}x |'.format(workers, a.batch_size, a.repeats, ref[0], ours[0],
+                                          ours[0] / ref[0]))
+        if not np.isnan(ref[1]) and not np.isnan(ours[1]):
+            print('| train loader -j {}: CPU ms per image, main process + workers (median) | '
+                  '{:.1f} | {:.1f} | {:.2f}x |'.format(workers, ref[1], ours[1], ref[1] / ours[1]))
     for (workers, reference), values in sorted(runs.items()):
-        print('<!-- -j {} {}: {} -->'.format(workers, 'GluonCV' if reference else 'gluontrain',
-                                             ' '.join('%.1f' % v for v in values)))
+        print('<!-- -j {} {}: images/s {}; CPU ms/image {} -->'.format(
+            workers, 'GluonCV' if reference else 'gluontrain',
+            ' '.join('%.1f' % v[0] for v in values),
+            ' '.join('%.1f' % v[1] if v[1] is not None else 'n/a' for v in values)))
 
 
 def time_steps(root, network, shape, batch, steps):
