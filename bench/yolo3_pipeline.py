@@ -11,6 +11,7 @@ Measures, on generated VOC data (500x375 images, as VOC's):
     throughput (images/s) with -j 0 and -j 2 and the CPU time per image of the main process
     and its workers (steadier than images/s where other jobs share the cores), the two
     loaders alternating, median of ``--repeats`` runs each (the load average is printed);
+  * the CPU time per image of each stage of our loader at -j 0 (decode, colour, crop, ...);
   * forward+backward+update per step (YOLOv3Step) for mobilenet0.25 and darknet53,
   * the cost gluontrain's loop and per-batch hooks add: steps through ``run_loop`` divided by
     bare ``YOLOv3Step`` calls on the same batches (the reference's loop body is those calls),
@@ -18,7 +19,7 @@ Measures, on generated VOC data (500x375 images, as VOC's):
 
 Usage: python bench/yolo3_pipeline.py [--data-shape 320] [--batch-size 4] [--steps 3]
        [--networks mobilenet0.25,darknet53] [--samples 20] [--loader-batches 20]
-       [--workers 0,2] [--repeats 3] [--parts transform,loader,steps]
+       [--workers 0,2] [--repeats 3] [--parts transform,loader,stages,steps]
 """
 import argparse
 import os
@@ -190,6 +191,58 @@ def loader_throughput(root, shape, batch, workers, batches, reference):
     return count / wall, (None if cpu is None or end is None else (end - cpu) / count * 1e3)
 
 
+# what the default loader's time per image is spent on: (name, module, attribute) patched
+# with a CPU timer before the loader is built (the transforms bind the resize when built)
+_STAGES = (('decode (cv2)', 'gluontrain.mx.yolo3.data', 'imread_rgb'),
+           ('colour distortion', 'gluontrain.yolo3.transform', 'random_color_distort'),
+           ('constrained crop (draws + IoU)', 'gluontrain.yolo3.transform',
+            'random_crop_with_constraints'),
+           ('expansion window', 'gluontrain.yolo3.transform', '_expanded_window'),
+           ('resize (MXNet OpenCV)', 'gluontrain.mx.yolo3.fast_transform', '_imresize'),
+           ('to_tensor + normalize', 'gluontrain.yolo3.transform', 'to_chw'),
+           ('targets', 'gluontrain.yolo3.targets', 'FastYOLOV3TargetGenerator.__call__'),
+           ('batchify', 'gluontrain.mx.yolo3.batchify', 'TrainBatchify.__call__'))
+
+
+def loader_stages(root, a):
+    """CPU ms per image of each stage of the default loader at -j 0 (random shapes)."""
+    import importlib  # pylint: disable=import-outside-toplevel
+    spent, restore = {}, []
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            tic = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - tic
+        return wrapper
+
+    for name, module, attr in _STAGES:
+        owner = importlib.import_module(module)
+        if '.' in attr:
+            cls, attr = attr.split('.')
+            owner = getattr(owner, cls)
+        restore.append((owner, attr, owner.__dict__[attr]))
+        setattr(owner, attr, timed(name, owner.__dict__[attr]))
+    try:
+        loader = _loader(root, a.data_shape, a.batch_size, 0, False)
+        tic, count = time.process_time(), 0
+        while count < a.batch_size * a.loader_batches:
+            count += sum(b[0].shape[0] for b in loader)
+        total = time.process_time() - tic
+    finally:
+        for owner, attr, fn in restore:
+            setattr(owner, attr, fn)
+    print('\n| default loader, -j 0, {} images: stage | CPU ms per image |\n|---|---|'.format(
+        count))
+    for name, _, _ in _STAGES:
+        print('| {} | {:.2f} |'.format(name, spent.get(name, 0.0) / count * 1e3))
+    print('| the rest (sampler, bookkeeping, box operations, flip) | {:.2f} |'.format(
+        (total - sum(spent.values())) / count * 1e3))
+    print('| whole loader | {:.2f} |'.format(total / count * 1e3))
+
+
 def loader_table(root, a):
     """Median images/s (and CPU ms per image) of both loaders per -j value, the runs
     alternating."""
@@ -256,9 +309,10 @@ def main():
     p.add_argument('--loader-batches', type=int, default=20)
     p.add_argument('--workers', default='0,2', help='loader -j values to time')
     p.add_argument('--repeats', type=int, default=3, help='loader runs per -j value and side')
-    p.add_argument('--parts', default='transform,loader,steps',
+    p.add_argument('--parts', default='transform,loader,stages,steps',
                    help='what to time: transform (targets and transform ratios), loader, '
-                        'steps (step, loop overhead, checkpoint)')
+                        'stages (the default loader per stage), steps (step, loop overhead, '
+                        'checkpoint)')
     a = p.parse_args()
     parts = set(a.parts.split(','))
     root = synthetic.write_voc(tempfile.mkdtemp(), num_train=32, num_val=4, seed=0,
@@ -283,6 +337,8 @@ def main():
                     label, a.data_shape, clock, ref[k] * 1e3, ours[k] * 1e3, ref[k] / ours[k]))
     if 'loader' in parts:
         loader_table(root, a)
+    if 'stages' in parts:
+        loader_stages(root, a)
     print('load average at the end: {}'.format(' '.join('%.1f' % x for x in os.getloadavg())))
     if 'steps' not in parts:
         return
