@@ -320,7 +320,9 @@ def write_params(path, arrays):
     Raises
     ------
     ParamsFormatError
-        An array of a dtype, or a shape, that MXNet cannot load back; nothing is written.
+        An array of a dtype, or a shape, that MXNet cannot load back; ``path`` is left as
+        it was.
     """
-    data = params_bytes(arrays)  # before the file is opened: a refusal writes nothing
-    atomic_write(os.fspath(path), lambda f: f.write(data))
+    # written as checked, one array at a time: a refusal leaves the staged file removed and
+    # ``path`` as it was
+    atomic_write(os.fspath(path), lambda f: write_params_to(f, arrays))
