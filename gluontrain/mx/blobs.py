@@ -83,11 +83,14 @@ def from_bytes(blob, load_fn, beside):
 
 
 def _saved_value(param):
-    # what Parameter._reduce gives save_parameters, without its copy of every array at once
+    # what Parameter._reduce gives save_parameters, as numpy, without its copy of every array
+    # at once (and none at all for a dense array on the CPU)
     block = param.list_data()
-    if len(block) == 1:
-        return block[0]
-    return mx.nd.add_n(*(w.copyto(mx.cpu()) for w in block)) / len(block)
+    if len(block) > 1:
+        return (mx.nd.add_n(*(w.copyto(mx.cpu()) for w in block)) / len(block)).asnumpy()
+    if block[0].stype == 'default' and block[0].context.device_type == 'cpu':
+        return _cpu_view(block[0])
+    return block[0].asnumpy()
 
 
 def params_blob(net):
@@ -103,7 +106,7 @@ def params_blob(net):
     StreamedBlob
     """
     params = net._collect_params_with_prefix()  # pylint: disable=protected-access
-    arrays = {name: (lambda p=p: _saved_value(p).asnumpy()) for name, p in params.items()}
+    arrays = {name: (lambda p=p: _saved_value(p)) for name, p in params.items()}
     size = mxparams.params_size({name: (p.shape, p.dtype) for name, p in params.items()})
     return StreamedBlob(lambda f: mxparams.write_params_to(f, arrays), size=size)
 
