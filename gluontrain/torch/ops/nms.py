@@ -87,7 +87,7 @@ def _greedy_resolve(suppress, init):
         ``(..., K)`` bool keep mask, equal to a sequential greedy pass.
     """
     # float matmul counts suppressors exactly (integers below 2**24) and is fast on any device
-    sup = torch.triu(suppress, diagonal=1).to(torch.float32)
+    sup = suppress.to(torch.float32).triu_(1)
     keep = init
     for _ in range(init.shape[-1] + 1):
         hit = torch.matmul(keep.to(torch.float32)[..., None, :], sup)[..., 0, :] > 0
@@ -124,7 +124,8 @@ def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_siz
         kept.append(idx)
         count += idx.numel()
         if alive.numel():
-            alive = alive[~suppress(idx, alive).any(0)]
+            # any over the kept rows, as bytes: bool any(0) takes a slow loop (~6x)
+            alive = alive[suppress(idx, alive).view(torch.uint8).amax(0) == 0]
     if not kept:
         return order.new_zeros(0)
     return torch.cat(kept)
