@@ -20,8 +20,10 @@ through the reference's own Python entry point:
 - ROIAlign: maskrcnn-benchmark's ``Pooler`` (``LevelMapper`` + ``ROIAlign_cpu.cpp`` per
   level) as SGB configures it (7x7, sampling ratio 2, scales 1/4..1/32) on the five FPN maps
   of two 800 x 1088 images (256 channels, P2..P6; the pooler pairs its four scales with the
-  first four maps, as SGB's does), 512 ROIs. Forward only: maskrcnn-benchmark has no CPU
-  ROIAlign backward (its ``ROIAlign.h`` raises "Not implemented on the CPU");
+  first four maps, as SGB's does), 512 ROIs; once more with our input maps in the
+  channels-last layout (what a model run in ``torch.channels_last`` hands over: our CPU path
+  then skips its copy of the maps). Forward only: maskrcnn-benchmark has no CPU ROIAlign
+  backward (its ``ROIAlign.h`` raises "Not implemented on the CPU"): ours is timed alone;
 - ROI sampling: seamseg's ``DetectionAlgoFPN._head`` (level choice + ``roi_sampling_cpu.cpp``
   per level, forward and backward) on the four maps it uses, 512 ROIs, 14x14;
 - anchor / proposal matching (plain Python torch in both references): seamseg's
@@ -267,10 +269,17 @@ def roi_cases(ref, gen, repeats):
 
     def mb_ours():
         return multilevel_roi_align(feats, boxes, idx, SGB_SCALES, (7, 7), 2)
+    feats_cl = [f.contiguous(memory_format=torch.channels_last) for f in feats]
+
+    def mb_ours_cl():
+        return multilevel_roi_align(feats_cl, boxes, idx, SGB_SCALES, (7, 7), 2)
     with torch.no_grad():
         err = assert_close('ROIAlign', mb_ref(), mb_ours())
         rows.append(('maskrcnn-benchmark Pooler + ROIAlign_cpu, 512 ROIs, 7x7 sr 2, fwd',
                      err) + timed_pair(mb_ref, mb_ours, repeats))
+        err = assert_close('ROIAlign', mb_ref(), mb_ours_cl())
+        rows.append(('the same, our input maps channels-last (the reference\'s NCHW)', err)
+                    + timed_pair(mb_ref, mb_ours_cl, repeats))
     grad = torch.randn(512, 256, 7, 7, generator=gen)
     ours_fb = fwd_bwd(lambda f: multilevel_roi_align(f, boxes, idx, SGB_SCALES, (7, 7), 2),
                       [f.requires_grad_() for f in feats], grad)
@@ -379,9 +388,9 @@ def main(argv=None):
             assert_equal(name, a, b)
         rows.append((name, 0.0) + timed_pair(ref_fn, ours_fn, args.repeats))
     rows += roi_cases(ref, gen, args.repeats)
-    print('%d thread(s), median of %d alternating runs; outputs checked first (NMS: same '
-          'indices, same order; matches equal; features max abs diff shown)\n'
-          % (args.threads, args.repeats))
+    print('torch %s, %d thread(s), median of %d alternating runs; outputs checked first (NMS: '
+          'same indices, same order; matches equal; features: max abs diff)\n'
+          % (torch.__version__, args.threads, args.repeats))
     print('| op | max abs diff | reference ms | ours ms | reference/ours |')
     print('|---|---|---|---|---|')
     for name, err, t_ref, t_ours in rows:
