@@ -17,6 +17,8 @@ import shutil
 
 import numpy as np
 
+from . import streamed_pickle
+
 CHECKPOINT_VERSION = 1
 REQUIRED_KEYS = ('version', 'params', 'trainer', 'epoch', 'iteration', 'best_score', 'rng',
                  'args')
@@ -225,8 +227,10 @@ def save_checkpoint(path, params, trainer, epoch, iteration, best_score, args, e
     ----------
     path : str
         File to write, conventionally ``{prefix}_last.ckpt``.
-    params, trainer : bytes
-        The backend's serialised model parameters and optimizer/trainer state.
+    params, trainer : bytes or StreamedBlob
+        The backend's serialised model parameters and optimizer/trainer state; a
+        :class:`~gluontrain.core.streamed_pickle.StreamedBlob` is written into the file as it
+        is produced (the same file; never whole in memory).
     epoch : int
         The last *finished* epoch; training resumes at ``epoch + 1``.
     iteration : int
@@ -244,7 +248,7 @@ def save_checkpoint(path, params, trainer, epoch, iteration, best_score, args, e
         'rng': get_rng_states(), 'args': dict(vars(args)) if hasattr(args, '__dict__') else args,
         'extra': extra or {},
     }
-    atomic_write(path, lambda f: pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL))
+    atomic_write(path, lambda f: streamed_pickle.dump(payload, f))
     return path
 
 

@@ -34,7 +34,8 @@ import numpy as np
 from .checkpoint import atomic_write
 
 __all__ = ['ParamsFormatError', 'read_params', 'read_params_bytes', 'write_params',
-           'params_bytes', 'LIST_MAGIC', 'V1_MAGIC', 'V2_MAGIC', 'V3_MAGIC', 'TYPE_FLAGS']
+           'params_bytes', 'write_params_to', 'params_size', 'LIST_MAGIC', 'V1_MAGIC',
+           'V2_MAGIC', 'V3_MAGIC', 'TYPE_FLAGS']
 
 LIST_MAGIC = 0x112
 V1_MAGIC = 0xF993FAC8
@@ -209,7 +210,9 @@ def read_params(path):
     return read_params_bytes(data, path)
 
 
-def _write_array(out, name, value):
+def _checked(name, value):
+    """``value`` as the array ``.params`` stores, and its dtype flag; refuses what MXNet cannot
+    load back."""
     arr = np.asarray(value)
     flag = _FLAG_OF.get(arr.dtype.newbyteorder('<'))
     if flag is None:
@@ -223,10 +226,67 @@ def _write_array(out, name, value):
     if 0 in arr.shape:
         raise ParamsFormatError('{}: an empty array of shape {} cannot be written to a .params '
                                 'file that mx.nd.load reads'.format(name, arr.shape))
+    return np.ascontiguousarray(arr, dtype=TYPE_FLAGS[flag]), flag
+
+
+def _write_array(out, name, value):
+    arr, flag = _checked(name, value)
     out.write(struct.pack('<Iii', V2_MAGIC, 0, arr.ndim))
     out.write(struct.pack('<' + 'q' * arr.ndim, *arr.shape))
     out.write(struct.pack('<iii', _CPU, 0, flag))
-    out.write(np.ascontiguousarray(arr, dtype=TYPE_FLAGS[flag]).tobytes())
+    # the array's own memory, not a bytes copy of it
+    out.write(memoryview(arr.reshape(-1)).cast('B'))
+
+
+def _items(arrays):
+    if isinstance(arrays, dict):
+        return list(arrays.items()), True
+    return [('array {}'.format(i), a) for i, a in enumerate(arrays)], False
+
+
+def write_params_to(out, arrays):
+    """Write what ``mx.nd.save`` writes for ``arrays`` to the binary file ``out``, one array
+    at a time.
+
+    Parameters
+    ----------
+    out : file object
+    arrays : dict or list
+        As :func:`params_bytes`; a value may also be a callable without arguments returning
+        the array, called when the array is written (so that only one is in memory).
+    """
+    items, named = _items(arrays)
+    out.write(struct.pack('<QQQ', LIST_MAGIC, 0, len(items)))
+    for name, value in items:
+        _write_array(out, name, value() if callable(value) else value)
+    out.write(struct.pack('<Q', len(items) if named else 0))
+    if named:
+        for name, _ in items:
+            raw = str(name).encode('utf-8')
+            out.write(struct.pack('<Q', len(raw)))
+            out.write(raw)
+
+
+def params_size(specs):
+    """How many bytes :func:`write_params_to` writes for arrays of these shapes and dtypes.
+
+    Parameters
+    ----------
+    specs : dict or list
+        ``{name: (shape, dtype)}`` or a list of ``(shape, dtype)``, as :func:`params_bytes`'
+        ``arrays`` (dtypes it accepts).
+
+    Returns
+    -------
+    int
+    """
+    items, named = _items(specs)
+    size = 24 + 8
+    for name, (shape, dtype) in items:
+        size += 12 + 8 * len(shape) + 12 + int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if named:
+            size += 8 + len(str(name).encode('utf-8'))
+    return size
 
 
 def params_bytes(arrays):
@@ -243,19 +303,8 @@ def params_bytes(arrays):
     -------
     bytes
     """
-    named = isinstance(arrays, dict)
-    items = list(arrays.items()) if named else [('array {}'.format(i), a)
-                                                for i, a in enumerate(arrays)]
     out = io.BytesIO()
-    out.write(struct.pack('<QQQ', LIST_MAGIC, 0, len(items)))
-    for name, value in items:
-        _write_array(out, name, value)
-    out.write(struct.pack('<Q', len(items) if named else 0))
-    if named:
-        for name, _ in items:
-            raw = str(name).encode('utf-8')
-            out.write(struct.pack('<Q', len(raw)))
-            out.write(raw)
+    write_params_to(out, arrays)
     return out.getvalue()
 
 
@@ -271,7 +320,9 @@ def write_params(path, arrays):
     Raises
     ------
     ParamsFormatError
-        An array of a dtype, or a shape, that MXNet cannot load back; nothing is written.
+        An array of a dtype, or a shape, that MXNet cannot load back; ``path`` is left as
+        it was.
     """
-    data = params_bytes(arrays)  # before the file is opened: a refusal writes nothing
-    atomic_write(os.fspath(path), lambda f: f.write(data))
+    # written as checked, one array at a time: a refusal leaves the staged file removed and
+    # ``path`` as it was
+    atomic_write(os.fspath(path), lambda f: write_params_to(f, arrays))

@@ -1,4 +1,6 @@
-"""Bytes from and to MXNet writers that only take a file name, without the system temp dir.
+"""Bytes from and to MXNet writers that only take a file name, without the system temp dir;
+and the checkpoint's weights and trainer states streamed into its file (:func:`params_blob`,
+:func:`trainer_states_blob`).
 
 ``net.save_parameters``, ``trainer.save_states`` and their ``load_*`` counterparts read and
 write named files. A checkpoint wants their bytes, so they write to an anonymous in-memory
@@ -8,11 +10,19 @@ scratch file beside the output, named as :mod:`gluontrain.core.checkpoint` stage
 the next save of that output removes what a killed run left.
 """
 import contextlib
+import ctypes
 import os
+import pickle
 
+import mxnet as mx
+import numpy as np
+from mxnet.base import _LIB, check_call
+
+from ..core import mxparams
 from ..core.checkpoint import scratch_file
+from ..core.streamed_pickle import StreamedBlob
 
-__all__ = ['to_bytes', 'from_bytes']
+__all__ = ['to_bytes', 'from_bytes', 'params_blob', 'trainer_states_blob']
 
 
 def _memfd_available():
@@ -70,3 +80,85 @@ def from_bytes(blob, load_fn, beside):
         with open(name, 'wb') as f:
             f.write(blob)
         return load_fn(name)
+
+
+def _saved_value(param):
+    # what Parameter._reduce gives save_parameters, as numpy, without its copy of every array
+    # at once (and none at all for a dense array on the CPU)
+    block = param.list_data()
+    if len(block) > 1:
+        return (mx.nd.add_n(*(w.copyto(mx.cpu()) for w in block)) / len(block)).asnumpy()
+    if block[0].stype == 'default' and block[0].context.device_type == 'cpu':
+        return _cpu_view(block[0])
+    return block[0].asnumpy()
+
+
+def params_blob(net):
+    """``net.save_parameters``' bytes as a :class:`~gluontrain.core.streamed_pickle.StreamedBlob`:
+    the same file content, written one array at a time (a dense, non-numpy-mode network).
+
+    Parameters
+    ----------
+    net : mxnet.gluon.HybridBlock
+
+    Returns
+    -------
+    StreamedBlob
+    """
+    params = net._collect_params_with_prefix()  # pylint: disable=protected-access
+    arrays = {name: (lambda p=p: _saved_value(p)) for name, p in params.items()}
+    size = mxparams.params_size({name: (p.shape, p.dtype) for name, p in params.items()})
+    return StreamedBlob(lambda f: mxparams.write_params_to(f, arrays), size=size)
+
+
+def _cpu_view(arr):
+    """A numpy view of a dense CPU NDArray's own memory (no copy); valid while ``arr`` lives."""
+    arr.wait_to_read()
+    ptr = ctypes.c_void_p()
+    check_call(_LIB.MXNDArrayGetData(arr.handle, ctypes.byref(ptr)))
+    dtype = np.dtype(arr.dtype)
+    if not arr.size:
+        return np.zeros(arr.shape, dtype)
+    raw = (ctypes.c_char * (arr.size * dtype.itemsize)).from_address(ptr.value)
+    return np.frombuffer(raw, dtype=dtype).reshape(arr.shape)
+
+
+class _StatesPickler(pickle.Pickler):
+    """Pickle dense CPU NDArrays as ``mx.nd.array(view, ctx, dtype)``: written from their own
+    memory, where NDArray's pickling copies each array's bytes and the memo keeps every copy
+    until the end."""
+
+    def reducer_override(self, obj):  # pylint: disable=missing-function-docstring
+        if (isinstance(obj, mx.nd.NDArray) and obj.stype == 'default'
+                and obj.context.device_type == 'cpu'):
+            return mx.nd.array, (_cpu_view(obj), obj.context, obj.dtype)
+        return NotImplemented
+
+
+def trainer_states_blob(trainer, beside):
+    """What ``trainer.save_states`` writes, streamed: ``(updater states, optimizer)`` pickled as
+    MXNet's ``Updater.get_states(dump_optimizer=True)`` pickles them, the states' arrays
+    written from their own memory. ``trainer.load_states`` reads it back.
+
+    Parameters
+    ----------
+    trainer : mxnet.gluon.Trainer
+    beside : str
+        As for :func:`to_bytes` (the checkpoint the states are for).
+
+    Returns
+    -------
+    StreamedBlob or bytes
+        ``bytes`` from ``save_states`` itself where the optimizer lives in a kvstore
+        (``update_on_kvstore``: distributed training).
+    """
+    # pylint: disable=protected-access
+    if not trainer._kv_initialized:
+        trainer._init_kvstore()
+    if trainer._params_to_init:
+        trainer._init_params()
+    if trainer._update_on_kvstore:
+        return to_bytes(trainer.save_states, beside)
+    updater = trainer._updaters[0]
+    return StreamedBlob(lambda f: _StatesPickler(f, protocol=5).dump(
+        (updater.states, updater.optimizer)))

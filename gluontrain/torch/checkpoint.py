@@ -22,6 +22,7 @@ import torch
 from ..core import checkpoint as core_checkpoint
 from ..core.load_report import WeightsLoadError
 from ..core.loop import TrainState
+from ..core.streamed_pickle import StreamedBlob
 from .distributed import unwrap_model as _unwrap
 from .weights import load_state_dict_reported
 
@@ -40,6 +41,17 @@ def _from_bytes(blob, map_location, weights_only=True):
     return torch.load(io.BytesIO(blob), map_location=map_location, weights_only=weights_only)
 
 
+def _streamed(obj):
+    # torch.save into the checkpoint file as it is written (the bytes _to_bytes gives, never
+    # whole in memory: those copies were the peak memory of a whole run)
+    return StreamedBlob(lambda f: torch.save(obj, f))
+
+
+def _optimizer_states(optimizer, scheduler):
+    return {'optimizer': optimizer.state_dict(),
+            'scheduler': scheduler.state_dict() if scheduler is not None else None}
+
+
 def model_bytes(model):
     """``torch.save`` bytes of the model's ``state_dict`` (unwrapped from DDP/DataParallel,
     so the keys carry no ``module.`` prefix)."""
@@ -48,8 +60,7 @@ def model_bytes(model):
 
 def optimizer_bytes(optimizer, scheduler=None):
     """``torch.save`` bytes of ``{'optimizer': ..., 'scheduler': ... or None}`` state dicts."""
-    return _to_bytes({'optimizer': optimizer.state_dict(),
-                      'scheduler': scheduler.state_dict() if scheduler is not None else None})
+    return _to_bytes(_optimizer_states(optimizer, scheduler))
 
 
 class WeightsMismatchError(WeightsLoadError, RuntimeError):
@@ -171,7 +182,8 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_sc
     extra = dict(extra or {})
     extra['torch_rng'] = get_torch_rng_states()
     return core_checkpoint.save_checkpoint(
-        path, params=model_bytes(model), trainer=optimizer_bytes(optimizer, scheduler),
+        path, params=_streamed(_unwrap(model).state_dict()),
+        trainer=_streamed(_optimizer_states(optimizer, scheduler)),
         epoch=epoch, iteration=iteration, best_score=best_score, args=args, extra=extra)
 
 

@@ -42,6 +42,23 @@ def test_writer_gives_the_bytes_mx_nd_save_wrote():
         assert mxparams.params_bytes(tiny_arrays()) == f.read()
 
 
+def test_streamed_writer_and_its_size_give_the_same_bytes():
+    """write_params_to with lazy values (one array at a time) writes params_bytes' bytes, and
+    params_size counts them from shapes and dtypes alone (named and unnamed)."""
+    import io  # pylint: disable=import-outside-toplevel
+    arrays = tiny_arrays()
+    for spec in (arrays, list(arrays.values())):
+        lazy = ({k: (lambda v=v: v) for k, v in spec.items()} if isinstance(spec, dict)
+                else [lambda v=v: v for v in spec])
+        out = io.BytesIO()
+        mxparams.write_params_to(out, lazy)
+        assert out.getvalue() == mxparams.params_bytes(spec)
+        shapes = ({k: (np.shape(v), np.asarray(v).dtype) for k, v in spec.items()}
+                  if isinstance(spec, dict) else [(np.shape(v), np.asarray(v).dtype)
+                                                   for v in spec])
+        assert mxparams.params_size(shapes) == len(out.getvalue())
+
+
 def test_reads_gluon_save_parameters_names_in_order():
     got = mxparams.read_params(_fixture('gluon_block.params'))
     # Gluon's structural names: conv weight, BatchNorm's four, dense weight and bias

@@ -46,3 +46,28 @@ def test_round_trip_writes_nothing_to_disk_or_temp_dir(tmp_path, monkeypatch, me
                 trainer2._updaters[0].states[0].asnumpy()]
     np.testing.assert_array_equal(*momentum)
     assert os.listdir(os.path.dirname(beside)) == []
+
+
+def test_streamed_params_are_save_parameters_bytes(tmp_path):
+    net, _ = _net_and_trainer()
+    net.save_parameters(str(tmp_path / 'ref.params'))
+    blob = blobs.params_blob(net)
+    assert blob.to_bytes() == (tmp_path / 'ref.params').read_bytes()
+    assert blob.size == len(blob.to_bytes())
+
+
+def test_streamed_trainer_states_load_back_as_save_states(tmp_path):
+    """trainer_states_blob's bytes, read by trainer.load_states, give what save_states' give:
+    the momentum arrays (dtype, context, values) and the optimizer (update count, lr)."""
+    _, trainer = _net_and_trainer()
+    beside = str(tmp_path / 'run_last.ckpt')
+    streamed = blobs.trainer_states_blob(trainer, beside).to_bytes()
+    want, got = _net_and_trainer()[1], _net_and_trainer()[1]
+    blobs.from_bytes(blobs.to_bytes(trainer.save_states, beside), want.load_states, beside)
+    blobs.from_bytes(streamed, got.load_states, beside)
+    for w, g in zip(want._updaters[0].states.values(), got._updaters[0].states.values()):
+        assert (g.dtype, g.context, g.shape) == (w.dtype, w.context, w.shape)
+        np.testing.assert_array_equal(g.asnumpy(), w.asnumpy())
+    assert got._optimizer.num_update == want._optimizer.num_update == 1
+    assert got._optimizer.learning_rate == want._optimizer.learning_rate == 0.1
+    assert sorted(got._updaters[0].states) == sorted(trainer._updaters[0].states)

@@ -139,11 +139,10 @@ def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
     sampler = _sampler(train_data)
     extra = {'hooks': hooks_state,
              'sampler_prev': list(getattr(sampler, '_prev', []) or [])}
-    # the trainer's states first: pickling them needs twice their size for a moment, which
-    # then does not come on top of the weights' bytes (the peak memory of the whole run)
-    trainer_bytes = blobs.to_bytes(trainer.save_states, path)
+    # both streamed into the file as it is written: never whole in memory (the peak memory of
+    # the whole run was these copies)
     return ckpt_io.save_checkpoint(
-        path, params=blobs.to_bytes(net.save_parameters, path), trainer=trainer_bytes,
+        path, params=blobs.params_blob(net), trainer=blobs.trainer_states_blob(trainer, path),
         epoch=state.epoch, iteration=state.iteration, best_score=state.best, args=args,
         extra=extra)
 

@@ -19,7 +19,8 @@ references differ, one op carries a flag (``plus_one``, ``layout``, ``reference`
   :func:`box_nms` (yolo3-torch).
 - :mod:`.roi` -- :func:`fpn_levels` (frcnn, sgg); seamseg's :func:`roi_sampling` /
   :func:`multilevel_roi_sampling` (frcnn) and maskrcnn-benchmark's :func:`roi_align` /
-  :func:`multilevel_roi_align` (sgg), one sampling core.
+  :func:`multilevel_roi_align` (sgg), one sampling core: on the CPU two matrix products per
+  ROI (:mod:`.roi_cpu`), elsewhere ``grid_sample``.
 - :mod:`.anchors` -- :func:`grid_anchors` (frcnn and sgg, ``layout``) over seamseg's cell
   anchors (:func:`base_anchors`, :func:`fpn_anchors`: frcnn) or maskrcnn-benchmark's
   (:func:`generate_anchors`: sgg).

@@ -63,11 +63,14 @@ def box_intersection(boxes_a, boxes_b, plus_one=False):
     torch.Tensor
         ``(..., A, B)`` intersection areas (0 for disjoint boxes).
     """
-    # one (A, B) temporary per side, updated in place: same values, less memory traffic
+    # one (A, B) temporary per side, updated in place: same values, less memory traffic; the
+    # coordinates as contiguous vectors (a column of (N, 4) is strided, which takes the
+    # broadcast min / max off their vectorised loop: ~5x slower)
+    a, b = boxes_a.movedim(-1, 0).contiguous(), boxes_b.movedim(-1, 0).contiguous()
     side = []
     for lo, hi in ((0, 2), (1, 3)):
-        s = torch.min(boxes_a[..., :, None, hi], boxes_b[..., None, :, hi])
-        s.sub_(torch.max(boxes_a[..., :, None, lo], boxes_b[..., None, :, lo]))
+        s = torch.min(a[hi][..., :, None], b[hi][..., None, :])
+        s.sub_(torch.max(a[lo][..., :, None], b[lo][..., None, :]))
         if plus_one:
             s.add_(1.0)
         side.append(s.clamp_(min=0.0))

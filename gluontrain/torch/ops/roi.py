@@ -1,9 +1,11 @@
-"""ROI feature extraction in plain torch (autograd gives the backward): seamseg's
-``roi_sampling``, maskrcnn-benchmark's (legacy) ``ROIAlign``, and FPN level assignment.
+"""ROI feature extraction in plain torch: seamseg's ``roi_sampling``, maskrcnn-benchmark's
+(legacy) ``ROIAlign``, and FPN level assignment.
 
 Both ops take ``x`` ``(N, C, H, W)``, ``boxes`` ``(K, 4)`` and ``batch_idx`` ``(K,)`` (image
-of each box), and return ``(K, C, out_h, out_w)`` in ``x``'s dtype, computed with one
-``grid_sample`` per image (sampling points as the references' kernels; see ``_sample``). The
+of each box), and return ``(K, C, out_h, out_w)`` in ``x``'s dtype, with the sampling points
+and bilinear rules of the references' kernels. On the CPU each ROI is two small matrix
+products over a channels-last copy of the map (:mod:`.roi_cpu`, with its own backward); on
+other devices one ``grid_sample`` per image (``_sample``; autograd gives the backward). The
 boxes get no gradient (the references' kernels return none for them either); the features'
 gradient is the adjoint of the forward, as the references' CUDA backward (maskrcnn-benchmark
 has no CPU backward). With ``K = 0`` the result is an empty ``(0, C, out_h, out_w)`` tensor.
@@ -14,9 +16,18 @@ import torch
 import torch.nn.functional as F
 
 from .boxes import box_area
+from .roi_cpu import axis_weights, separable_sample
 
 __all__ = ['roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align']
+
+
+# maps on these devices take the separable path (.roi_cpu); others grid_sample
+_SEPARABLE_DEVICES = ('cpu',)
+
+
+def _separable(x):
+    return x.device.type in _SEPARABLE_DEVICES
 
 
 def _check_batch_idx(x, batch_idx):
@@ -91,12 +102,71 @@ def roi_sampling(x, boxes, batch_idx, roi_size=(14, 14), padding='border'):
     torch.Tensor
         ``(K, C, out_h, out_w)``.
     """
+    return _roi_sampling(x, boxes, batch_idx, roi_size, padding).contiguous()
+
+
+def _roi_sampling(x, boxes, batch_idx, roi_size, padding='border'):
+    """:func:`roi_sampling` in whichever layout the path produces (channels-last on the CPU)."""
     if padding not in ('border', 'zero'):
         raise ValueError("padding={!r}: choose 'border' or 'zero'".format(padding))
     boxes = boxes.detach()
+    if _separable(x):
+        if boxes.shape[0] == 0:
+            return x.new_zeros((0, x.shape[1]) + tuple(roi_size))
+        _check_batch_idx(x, batch_idx)
+        return separable_sample(x, batch_idx, *(
+            _seamseg_axis(boxes[:, a], boxes[:, a + 2], roi_size[a], x.shape[2 + a], padding)
+            for a in (0, 1)))
     return _sample(x, batch_idx, _cells(boxes[:, 0], boxes[:, 2], roi_size[0]),
                    _cells(boxes[:, 1], boxes[:, 3], roi_size[1]), 'zeros' if padding == 'zero'
                    else 'border')
+
+
+def _seamseg_axis(p0, p1, cells, size, padding):
+    """:func:`~.roi_cpu.axis_weights` of seamseg's samples along one axis: neighbours
+    ``floor(s - 0.5)`` and the next, weights ``1 - delta`` and ``delta``
+    (``include/roi_sampling.h``); clamped into the map ('border') or dropped ('zero')."""
+    n_roi = p0.shape[0]
+    coords = _cells(p0, p1, cells).reshape(-1)
+    lo = torch.floor(coords - 0.5)
+    delta = coords - (lo + 0.5)
+    lo = lo.long()
+    hi = lo + 1
+    w_lo, w_hi = 1 - delta, delta
+    if padding == 'zero':
+        w_lo = w_lo * ((lo >= 0) & (lo < size)).to(w_lo.dtype)
+        w_hi = w_hi * ((hi >= 0) & (hi < size)).to(w_hi.dtype)
+    roi = torch.arange(n_roi, device=p0.device).repeat_interleave(cells)
+    cell = torch.arange(cells, device=p0.device).repeat(n_roi)
+    return axis_weights(roi, cell, lo.clamp(0, size - 1), hi.clamp(0, size - 1), w_lo, w_hi,
+                        n_roi, cells)
+
+
+def _align_axis(start, end, pooled, ratio, aligned, size):
+    """:func:`~.roi_cpu.axis_weights` of maskrcnn-benchmark's samples along one axis (its
+    ``pre_calc_for_bilinear_interpolate``): ``grid`` samples per bin (``ratio``, or per box
+    ``ceil(roi size / pooled)`` when ``ratio <= 0``), each worth ``1 / grid``; a sample
+    outside ``[-1, size]`` counts as 0, one at or below 0 reads pixel 0, one at or beyond
+    ``size - 1`` reads the last pixel only."""
+    grid, bin_size = _adaptive_axis(start, end, pooled, aligned)
+    if ratio > 0:
+        grid = torch.full_like(grid, ratio)
+    n_roi = start.shape[0]
+    per_roi = pooled * grid
+    roi = torch.repeat_interleave(torch.arange(n_roi, device=start.device), per_roi)
+    j = torch.arange(roi.numel(), device=start.device) - (torch.cumsum(per_roi, 0) - per_roi)[roi]
+    cell, sub = torch.div(j, grid[roi], rounding_mode='floor'), j % grid[roi]
+    coords = _adaptive_coords(start, bin_size, grid, roi, cell, sub)
+    valid = (coords >= -1) & (coords <= size)
+    pos = torch.where(valid, coords.clamp(min=0), torch.zeros_like(coords))
+    lo = pos.long()  # truncation: pos >= 0
+    top = lo >= size - 1
+    lo = lo.clamp(max=size - 1)
+    pos = torch.where(top, lo.to(pos.dtype), pos)
+    hi = torch.where(top, lo, lo + 1)
+    frac = pos - lo.to(pos.dtype)
+    share = valid.to(pos.dtype) / grid[roi].to(pos.dtype)
+    return axis_weights(roi, cell, lo, hi, (1 - frac) * share, frac * share, n_roi, pooled)
 
 
 def _align_points(start, end, pooled, grid, aligned):
@@ -241,11 +311,24 @@ def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampli
     ValueError
         ``sampling_ratio`` is not an integer, or ``batch_idx`` is out of range.
     """
+    return _roi_align(x, boxes, batch_idx, output_size, spatial_scale, sampling_ratio,
+                      aligned).contiguous()
+
+
+def _roi_align(x, boxes, batch_idx, output_size, spatial_scale, sampling_ratio, aligned):
+    """:func:`roi_align` in whichever layout the path produces (channels-last on the CPU)."""
     g = _check_ratio(sampling_ratio)
     output_size = tuple(output_size)
     boxes = boxes.detach() * spatial_scale
     if aligned:
         boxes = boxes - 0.5
+    if _separable(x):
+        if boxes.shape[0] == 0:
+            return x.new_zeros((0, x.shape[1]) + output_size)
+        _check_batch_idx(x, batch_idx)
+        return separable_sample(x, batch_idx, *(
+            _align_axis(boxes[:, a], boxes[:, a + 2], output_size[1 - a], g, aligned,
+                        x.shape[3 - a]) for a in (1, 0)))
     if g > 0:
         return _align_bins(x, boxes, batch_idx, output_size, g, g, aligned)
     if boxes.shape[0] == 0:
@@ -286,13 +369,17 @@ def fpn_levels(boxes, k_min, k_max, canonical_scale=224, canonical_level=4, eps=
 
 
 def _per_level(feats, levels, boxes, out_shape, pool):
-    out = feats[0].new_zeros((boxes.shape[0], feats[0].shape[1]) + tuple(out_shape))
+    counts = torch.bincount(levels, minlength=len(feats)).tolist() if levels.numel() else []
+    shape = (boxes.shape[0], feats[0].shape[1]) + tuple(out_shape)
+    # each row is written once, in place (a box on no level, if any, stays 0)
+    out = (feats[0].new_empty(shape) if sum(counts[:len(feats)]) == boxes.shape[0]
+           else feats[0].new_zeros(shape))
     for lvl, feat in enumerate(feats):
-        idx = torch.nonzero(levels == lvl).view(-1)
-        if idx.numel():
+        if lvl < len(counts) and counts[lvl]:
+            idx = torch.nonzero(levels == lvl).view(-1)
             # under autocast the pooled features come back in float32 while the levels are
             # half precision: cast as maskrcnn-benchmark's Pooler (``.to(dtype)``)
-            out = out.index_put((idx,), pool(lvl, feat, idx).to(out.dtype))
+            out.index_put_((idx,), pool(lvl, feat, idx).to(out.dtype))
     return out
 
 
@@ -330,8 +417,8 @@ def multilevel_roi_sampling(feats, boxes, batch_idx, img_size, roi_size=(14, 14)
 
     def pool(lvl, feat, idx):
         stride = boxes.new_tensor([fs / s for fs, s in zip(feat.shape[-2:], img_size)])
-        return roi_sampling(feat, (boxes[idx] - 0.5) * stride.repeat(2) + 0.5, batch_idx[idx],
-                            roi_size)
+        return _roi_sampling(feat, (boxes[idx] - 0.5) * stride.repeat(2) + 0.5, batch_idx[idx],
+                             roi_size)
     return _per_level(feats, levels, boxes, roi_size, pool)
 
 
@@ -367,6 +454,6 @@ def multilevel_roi_align(feats, boxes, batch_idx, scales, output_size=(7, 7), sa
         levels = fpn_levels(boxes, k_min, k_max, 224, 4, plus_one=True)
 
     def pool(lvl, feat, idx):
-        return roi_align(feat, boxes[idx], batch_idx[idx], output_size, scales[lvl],
-                         sampling_ratio, aligned)
+        return _roi_align(feat, boxes[idx], batch_idx[idx], output_size, scales[lvl],
+                          sampling_ratio, aligned)
     return _per_level(feats, levels, boxes, output_size, pool)
