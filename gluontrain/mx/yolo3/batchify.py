@@ -31,7 +31,7 @@ import mxnet as mx
 
 from gluoncv.data.batchify import Pad, Stack, Tuple
 
-__all__ = ['TrainBatchify', 'reference_train_batchify']
+__all__ = ['Batch', 'TrainBatchify', 'reference_train_batchify']
 
 #: GluonCV's padding value for the ground-truth boxes
 PAD_VALUE = -1
@@ -49,7 +49,7 @@ def _fits(samples):
         if len(sample) != 7:
             return False
         for a in sample:
-            if type(a) is not np.ndarray or a.dtype != np.float32:  # pylint: disable=unidiomatic-typecheck
+            if not isinstance(a, np.ndarray) or a.dtype != np.float32:
                 return False
     return max(s[6].shape[0] for s in samples) > 0
 
@@ -66,9 +66,10 @@ def _views(flat, shapes):
 
 def _shared_buffer(size):
     """A float32 numpy array of ``size`` in a new memfd, and the memfd (None without one)."""
-    if not hasattr(os, 'memfd_create'):
+    try:
+        fd = os.memfd_create('gluontrain-batch', os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # not Linux, or a kernel / sandbox without it
         return np.empty(size, np.float32), None
-    fd = os.memfd_create('gluontrain-batch', os.MFD_CLOEXEC)
     try:
         os.ftruncate(fd, max(size, 1) * 4)
         return np.frombuffer(mmap.mmap(fd, max(size, 1) * 4), np.float32, size), fd

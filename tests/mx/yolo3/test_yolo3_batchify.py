@@ -112,3 +112,16 @@ def test_small_when_sent_to_the_workers():
     batchify = TrainBatchify()
     batchify(_samples(np.random.RandomState(5), boxes=[0, 0, 0, 0]))  # builds the fallback
     assert len(pickle.dumps(batchify)) < 200
+
+
+def test_a_worker_without_memfd_sends_one_shared_ndarray(monkeypatch):
+    rng = np.random.RandomState(6)
+    samples = _samples(rng)
+    monkeypatch.setattr(multiprocessing, 'parent_process', lambda: 'a loader worker')
+    monkeypatch.delattr(os, 'memfd_create')  # macOS, or a sandbox that refuses it
+    batch = TrainBatchify()(samples)
+    monkeypatch.undo()
+    assert batch.fd is None
+    got, sent = _sent(batch, monkeypatch)
+    assert len(sent) == 1
+    _same_as_reference(got, reference_train_batchify()(samples))
