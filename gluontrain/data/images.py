@@ -118,12 +118,22 @@ def open_image(path, mode='RGB', context=''):
         ImageFile.LOAD_TRUNCATED_IMAGES = saved
 
 
-def read_bgr(path, context=''):
+def read_bgr(path, context='', exif_orientation=True):
     """The BGR uint8 image ``[H, W, 3]`` at ``path`` as ``cv2.imread`` reads it.
 
     OpenCV decodes a truncated JPEG with its missing part grey, as the reference's
     ``cv2.imread`` does (libjpeg prints a warning naming no file); only a file OpenCV cannot
     decode at all is refused.
+
+    Parameters
+    ----------
+    path : str
+    context : str
+        What the image is, for the error message.
+    exif_orientation : bool
+        Turn the image as its EXIF orientation says (``cv2.imread``'s default, what
+        ssd.pytorch reads); ``False``: the stored pixels, as MXNet's ``mx.image.imread``
+        (GluonCV's readers) decodes them.
 
     Raises
     ------
@@ -134,7 +144,8 @@ def read_bgr(path, context=''):
 
     if not os.path.isfile(path):
         raise ImageMissingError('image {} does not exist{}'.format(path, _fix(context)))
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    img = cv2.imread(path, cv2.IMREAD_COLOR if exif_orientation else
+                     cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
     if img is None:
         reason = 'is empty (0 bytes)' if os.path.getsize(path) == 0 else \
             'is not an image file OpenCV can decode'

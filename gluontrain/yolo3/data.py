@@ -227,7 +227,9 @@ class VOCDetection(_TransformView):
         """The RGB uint8 image of item ``idx``."""
         folder, image_id = self.items[idx]
         path = os.path.join(folder, 'JPEGImages', image_id + '.jpg')
-        return np.ascontiguousarray(read_bgr(path, 'image {}'.format(image_id))[:, :, ::-1])
+        # MXNet's imread (GluonCV's VOCDetection) ignores the EXIF orientation
+        return np.ascontiguousarray(read_bgr(path, 'image {}'.format(image_id),
+                                             exif_orientation=False)[:, :, ::-1])
 
     def _item(self, idx):
         return self.image(idx), self.labels[idx].copy()

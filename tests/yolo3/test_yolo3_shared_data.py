@@ -51,6 +51,23 @@ def test_voc_labels_are_gluoncv_s(tmp_path):
     assert label[0, 0] == xmin - 1  # GluonCV's 0-based corners
 
 
+def test_images_keep_their_stored_pixels_whatever_the_exif_orientation(tmp_path):
+    """GluonCV reads with mx.image.imread, which ignores the EXIF orientation (cv2.imread
+    would turn a 'rotated' 64x96 picture into 96x64)."""
+    from PIL import Image  # pylint: disable=import-outside-toplevel
+    root = synthetic.write_voc(str(tmp_path), num_train=1, num_val=1, seed=0, years=(2007,),
+                               classes=None, image_size=(64, 96), max_objects=1)
+    ds = VOCDetection(root, [(2007, 'trainval')], VOC_CLASSES)
+    path = '{}/VOC2007/JPEGImages/{}.jpg'.format(root, ds.items[0][1])
+    stored = ds.image(0)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees on display
+    Image.open(path).save(path, quality=100, exif=exif)
+    again = ds.image(0)
+    assert again.shape == stored.shape
+    assert np.abs(again.astype(int) - stored.astype(int)).mean() < 3  # re-encoded, not turned
+
+
 def test_mixup_off_adds_a_weight_column_of_ones(tmp_path):
     root = synthetic.write_voc(str(tmp_path), num_train=2, num_val=1, seed=0, years=(2007,),
                                classes=None, image_size=(64, 96), max_objects=2)
