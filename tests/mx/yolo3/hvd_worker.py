@@ -16,6 +16,7 @@ from gluoncv import data as gdata
 
 from gluontrain.core import sharding
 import gluontrain.mx.yolo3.recipe  # noqa: F401  (the module, whose train main calls)
+from gluontrain.mx.yolo3 import data as yolo_data
 yolo_main = sys.modules["gluontrain.mx.yolo3.recipe"]
 
 
@@ -23,6 +24,8 @@ def run(out_dir, argv):
     seen, epoch, ranks = [], [None], [0]
     set_epoch = sharding.ShardedSampler.set_epoch
     getitem = gdata.VOCDetection.__getitem__
+    # the default (fast) loader reads GluonCV's dataset through OpenCVDecoded
+    decoded_getitem = yolo_data.OpenCVDecoded.__getitem__
     train = yolo_main.train
 
     def recording_set_epoch(self, e):
@@ -32,11 +35,18 @@ def run(out_dir, argv):
                 shutil.copyfile(path, os.path.join(out_dir, 'epoch0_last.ckpt'))
         set_epoch(self, e)
 
-    def recording_getitem(self, idx):
-        if any(split == 'trainval' for _, split in self._splits):
-            root, name = self._items[idx]
+    def record(dataset, idx):
+        if any(split == 'trainval' for _, split in dataset._splits):
+            root, name = dataset._items[idx]
             seen.append([epoch[0], os.path.basename(root), name])
+
+    def recording_getitem(self, idx):
+        record(self, idx)
         return getitem(self, idx)
+
+    def recording_decoded_getitem(self, idx):
+        record(self._dataset, idx)
+        return decoded_getitem(self, idx)
 
     def saving_train(net, *args, **kwargs):
         comm = kwargs.get('comm', args[5] if len(args) > 5 else None)
@@ -48,6 +58,7 @@ def run(out_dir, argv):
 
     sharding.ShardedSampler.set_epoch = recording_set_epoch
     gdata.VOCDetection.__getitem__ = recording_getitem
+    yolo_data.OpenCVDecoded.__getitem__ = recording_decoded_getitem
     yolo_main.train = saving_train
     yolo_main.main(argv)
     with open(os.path.join(out_dir, 'seen_rank{}.json'.format(ranks[0])), 'w') as f:
