@@ -104,6 +104,17 @@ def _iou_with_crops(bbox, crops):
         return area_i / (area_a[None, :] + area_b[:, None] - area_i)
 
 
+def _below(n, bits):
+    """``random.randrange(n)`` with ``bits = random.getrandbits``, spelled out."""
+    if n <= 0:
+        raise ValueError('empty range for randrange()')
+    k = n.bit_length()
+    r = bits(k)
+    while r >= n:
+        r = bits(k)
+    return r
+
+
 def _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, count):
     """Draw ``count`` crop trials from ``random`` as the reference's loop body does.
 
@@ -126,20 +137,8 @@ def _draw_trials(w, h, min_scale, max_scale, max_aspect_ratio, count):
         root = sqrt(low + (high - low) * rnd())
         crop_h = int(h * scale / root)
         crop_w = int(w * scale * root)
-        n = h - crop_h
-        if n <= 0:
-            raise ValueError('empty range for randrange()')
-        k = n.bit_length()
-        crop_t = bits(k)
-        while crop_t >= n:
-            crop_t = bits(k)
-        n = w - crop_w
-        if n <= 0:
-            raise ValueError('empty range for randrange()')
-        k = n.bit_length()
-        crop_l = bits(k)
-        while crop_l >= n:
-            crop_l = bits(k)
+        crop_t = _below(h - crop_h, bits)
+        crop_l = _below(w - crop_w, bits)
         out.append((crop_l, crop_t, crop_l + crop_w, crop_t + crop_h))
     return out
 
