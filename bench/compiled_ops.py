@@ -56,8 +56,10 @@ ROOT = os.path.dirname(HERE)
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
 sys.path.insert(0, ROOT)
 sys.path.insert(0, FIXTURES)
+sys.path.insert(0, HERE)
 
 import build_reference_ops as bro  # noqa: E402
+from timing import median_seconds  # noqa: E402  (bench/timing.py)
 from gluontrain.torch.ops import (box_iou, match_anchors, match_by_iou,  # noqa: E402
                                   match_proposals, multilevel_roi_align,
                                   multilevel_roi_sampling, nms, subsample_anchors)
@@ -165,14 +167,6 @@ def timed_pair(ref, ours, repeats):
     return statistics.median(t_ref), statistics.median(t_ours)
 
 
-def timed(fn, repeats):
-    """Median seconds of ``fn`` over ``repeats`` runs."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def fwd_bwd(fn, feats, grad):
@@ -284,7 +278,7 @@ def roi_cases(ref, gen, repeats):
     ours_fb = fwd_bwd(lambda f: multilevel_roi_align(f, boxes, idx, SGB_SCALES, (7, 7), 2),
                       [f.requires_grad_() for f in feats], grad)
     rows.append(('ours ROIAlign fwd+bwd (no CPU backward in the reference)', None, None,
-                 timed(ours_fb, repeats)))
+                 median_seconds(ours_fb, repeats)))
     for f in feats:
         f.requires_grad_(False)
 

@@ -10,11 +10,12 @@ runs it: torch hidden from gluoncv's probe, ``pretrained_base=False``, the data 
 for VOC), then ``scripts/train_yolov3.py`` with the same arguments on each ``--backend``
 (and ``--no-pretrained-base``, what the runner forces on GluonCV's side). All
 start from one ``.params`` file drawn as Gluon's ``initialize()`` draws (``--resume``), under
-the pinned environment of the faithfulness test (one thread, MKL-DNN off). The settings (``--settings``) are
-issue 25's: mobilenet0.25, 320 px, batch 4, 2 epochs, ``-j 0``, no random shape, validation
-and weights every epoch; or README command (a)'s, the main job (``readme``: 64 px, batch 8, 30
-epochs, validation every 5, no batch logged, so the end-of-epoch losses are compared) on data
-generated as the embedded set is (its five classes are VOC names; both sides read VOC's 20).
+the pinned environment of the faithfulness test (one thread, MKL-DNN off). The settings
+(``--settings``) are issue 25's: mobilenet0.25, 320 px, batch 4, 2 epochs, ``-j 0``, no random
+shape, validation and weights every epoch; or README command (a)'s, the main job (``readme``:
+64 px, batch 8, 30 epochs, validation every 5, no batch logged, so the end-of-epoch losses are
+compared) on data generated as the embedded set is (its five classes are VOC names; both
+sides read VOC's 20).
 
 Before any timing counts, every run must log GluonCV's batches, and on MXNet the losses of
 every batch equal to the last printed digit. On PyTorch the first batch's losses are compared
@@ -107,7 +108,8 @@ def main(argv=None):
     p.add_argument('--settings', choices=sorted(SETTINGS), default='issue25',
                    help='issue25: 320 px, batch 4, validation and weights every epoch, VOC-like '
                         '300-500 px images; readme: README command (a), the main job (64 px, '
-                        'batch 8, 30 epochs, validation every 5) on the embedded set\'s kind of data')
+                        'batch 8, 30 epochs, validation every 5) on the embedded set\'s kind '
+                        'of data')
     p.add_argument('--epochs', type=int, help='default 2 (issue25), 30 (readme)')
     p.add_argument('--num-train', type=int, help='trainval images per year; default 32 '
                    '(issue25), 100 (readme)')

@@ -14,15 +14,14 @@ Usage: python bench/frcnn_bench.py [--threads 1] [--repeats 3] [--proposals 1000
 """
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from gluontrain.torch.twostage import algos  # noqa: E402
+from timing import median_seconds  # noqa: E402  (bench/timing.py)
 from gluontrain.torch.frcnn.config import DEFAULTS_FILE, load_config  # noqa: E402
 from gluontrain.torch.frcnn.model import make_model  # noqa: E402
 from gluontrain.torch.ops import batched_nms, decode  # noqa: E402
@@ -45,13 +44,6 @@ def batched_predict(cls_logits, bbx_logits, proposals, size, s):
     return b[keep], c[keep], sc[keep]
 
 
-def timed(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        tic = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - tic)
-    return statistics.median(times)
 
 
 def main():
@@ -75,11 +67,11 @@ def main():
     ref = batched_predict(cls_logits, bbx_logits, props, (600, 800), s)
     assert all(torch.equal(a[0], b) for a, b in zip(ours, ref)), 'predictions differ'
     rows = [('predict: {} proposals x {} classes'.format(n, k),
-             timed(lambda: batched_predict(cls_logits, bbx_logits, props, (600, 800), s),
-                   args.repeats),
-             timed(lambda: algos.predict(cls_logits, bbx_logits, props,
-                                         torch.zeros(n, dtype=torch.long), [(600, 800)], s),
-                   args.repeats))]
+             median_seconds(lambda: batched_predict(cls_logits, bbx_logits, props, (600, 800),
+                                                    s), args.repeats),
+             median_seconds(lambda: algos.predict(cls_logits, bbx_logits, props,
+                                                  torch.zeros(n, dtype=torch.long), [(600, 800)],
+                                                  s), args.repeats))]
     print('{} thread(s), median of {} runs; results checked equal first'.format(
         args.threads, args.repeats))
     print('{:<44} {:>10} {:>10} {:>8}'.format('op', 'batched s', 'ours s', 'ratio'))
@@ -101,7 +93,7 @@ def main():
     def fwd_bwd():
         model.zero_grad()
         sum(fwd().values()).backward()
-    t_f, t_fb = timed(fwd, args.repeats), timed(fwd_bwd, args.repeats)
+    t_f, t_fb = median_seconds(fwd, args.repeats), median_seconds(fwd_bwd, args.repeats)
     print('synthetic_cpu network, batch 4 of 192x256: forward+losses {:.3f} s, '
           '+backward {:.3f} s (backward/forward {:.1f}x)'.format(t_f, t_fb, (t_fb - t_f) / t_f))
 

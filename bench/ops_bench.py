@@ -16,9 +16,7 @@ Usage: python bench/ops_bench.py [--threads 1] [--repeats 3] [--device cpu]
 """
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +24,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from gluontrain.torch.ops import batched_nms, box_iou, roi_align, roi_sampling  # noqa: E402
+from timing import median_seconds  # noqa: E402  (bench/timing.py)
 
 
 def loop_batched_nms(boxes, scores, labels, thr):
@@ -73,13 +72,6 @@ def loop_roi_align(x, boxes, idx, size, scale, ratio):
     return torch.cat(out)
 
 
-def timed(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def fwd_bwd(op, x):
@@ -110,8 +102,8 @@ def main():
     ours = lambda: batched_nms(boxes, scores, labels, 0.3, suppress_equal=True)  # noqa: E731
     loop = lambda: loop_batched_nms(boxes, scores, labels, 0.3)  # noqa: E731
     assert ours().tolist() == loop()
-    rows.append(('batched NMS (3000 boxes, 20 classes)', timed(loop, args.repeats),
-                 timed(ours, args.repeats)))
+    rows.append(('batched NMS (3000 boxes, 20 classes)',
+                 median_seconds(loop, args.repeats), median_seconds(ours, args.repeats)))
 
     # ROI ops on one FPN level: 2 images, 256 channels, 512 ROIs
     x = torch.randn(2, 256, 50, 68, generator=gen).to(dev).requires_grad_()
@@ -122,16 +114,16 @@ def main():
     loop = fwd_bwd(lambda t: loop_roi_sampling(t, yx, idx, (14, 14)), x)
     (a, ga), (b, gb) = ours(), loop()
     assert torch.allclose(a, b, atol=1e-4) and torch.allclose(ga, gb, atol=1e-3)
-    rows.append(('roi_sampling 14x14 fwd+bwd (512 ROIs, C=256)', timed(loop, args.repeats),
-                 timed(ours, args.repeats)))
+    rows.append(('roi_sampling 14x14 fwd+bwd (512 ROIs, C=256)',
+                 median_seconds(loop, args.repeats), median_seconds(ours, args.repeats)))
 
     xy = yx[:, [1, 0, 3, 2]] * 4  # image pixels at stride 4
     ours = fwd_bwd(lambda t: roi_align(t, xy, idx, (7, 7), 0.25, 2), x)
     loop = fwd_bwd(lambda t: loop_roi_align(t, xy, idx, (7, 7), 0.25, 2), x)
     (a, ga), (b, gb) = ours(), loop()
     assert torch.allclose(a, b, atol=1e-4) and torch.allclose(ga, gb, atol=1e-3)
-    rows.append(('roi_align 7x7 sr2 fwd+bwd (512 ROIs, C=256)', timed(loop, args.repeats),
-                 timed(ours, args.repeats)))
+    rows.append(('roi_align 7x7 sr2 fwd+bwd (512 ROIs, C=256)',
+                 median_seconds(loop, args.repeats), median_seconds(ours, args.repeats)))
 
     print('device {}, {} thread(s), median of {} runs; results checked equal first'
           .format(dev, args.threads, args.repeats))
