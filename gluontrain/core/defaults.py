@@ -13,6 +13,7 @@ from .hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook, 
                     hooks_state_dict)
 from .distributed import BarrierHook, RankStateHook
 from .loop import Period
+from .memory import ReleaseMemoryHook
 from .plots import CurvesHook
 
 
@@ -80,6 +81,8 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     8. ``CheckpointHook``: after every hook whose state it saves has updated it; writes
        ``state.last_checkpoint`` (NaNGuard's message names it).
     9. ``ProgressHook``, ``TensorBoardHook``: display only.
+    10. ``ReleaseMemoryHook`` after every hook that frees memory: what the step and the hooks
+        freed goes back to the system before the next step (:mod:`gluontrain.core.memory`).
 
     In a distributed run (``comm`` of more than one rank) the list is the same on every rank;
     ``run_loop(..., comm=comm)`` leaves the hooks with ``main_process_only`` (log, metrics,
@@ -154,6 +157,7 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     if tensorboard:
         hooks.append(TensorBoardHook(tensorboard, meter, log_interval if tensorboard_interval
                                      is None else tensorboard_interval))
+    hooks.append(ReleaseMemoryHook())
     if distributed:
         hooks.append(BarrierHook(comm))
     return hooks

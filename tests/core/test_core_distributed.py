@@ -100,7 +100,7 @@ def test_build_hooks_adds_rank_state_and_barrier_only_when_distributed(tmp_path)
     names = [type(h).__name__ for h in build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(),
                                                    comm=FakeComm(0, 2), **kw)]
     assert names.index('RankStateHook') == names.index('CheckpointHook') - 1
-    assert names[-1] == 'BarrierHook'
+    assert names[-2:] == ['ReleaseMemoryHook', 'BarrierHook']
     for comm in (None, LocalComm()):
         alone = [type(h).__name__ for h in build_hooks(RunPaths(str(tmp_path / 'p')),
                                                        LossMeter(), comm=comm, **kw)]

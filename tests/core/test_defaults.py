@@ -7,6 +7,7 @@ from gluontrain.core.hooks import (BestCheckpointHook, CheckpointHook, LogHook, 
                                    MetricsJSONHook, NaNGuardHook, ProgressHook, ValidationHook,
                                    load_hooks_state_dict)
 from gluontrain.core.loop import Hook, Period, run_loop
+from gluontrain.core.memory import ReleaseMemoryHook
 from gluontrain.core.meters import LossMeter
 from gluontrain.core.plots import CurvesHook
 
@@ -34,10 +35,11 @@ def test_build_hooks_order(tmp_path):
                         save_params_fn=lambda *a: None, checkpoint_fn=lambda st, h: 'x')
     assert [type(h) for h in hooks] == [NaNGuardHook, LossMeterHook, _Recipe, LogHook,
                                         ValidationHook, BestCheckpointHook, MetricsJSONHook,
-                                        CurvesHook, CheckpointHook, ProgressHook]
+                                        CurvesHook, CheckpointHook, ProgressHook,
+                                        ReleaseMemoryHook]
     bare = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), plots=False)
     assert [type(h) for h in bare] == [NaNGuardHook, LossMeterHook, LogHook, MetricsJSONHook,
-                                       ProgressHook]
+                                       ProgressHook, ReleaseMemoryHook]
 
 
 def test_budget_on_a_pass_boundary_closes_the_pass(tmp_path):
