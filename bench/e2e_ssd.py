@@ -72,7 +72,16 @@ PATCHES = [
     ('train.py', 'conf_loss += loss_c.data[0]', 'conf_loss += loss_c.item()'),
     ('train.py', "' || Loss: %.4f ||' % (loss.data[0])", "' || Loss: %.4f ||' % (loss.item())"),
     ('train.py', 'if iteration % 10 == 0:', 'if True:  # every iteration (bench)'),
+    # eval.py's test-phase net calls Detect, a legacy autograd Function (non-static forward),
+    # which torch >= 1.5 refuses to call: its forward is called directly, same maths
+    # (and, as a Function, it ran on plain tensors: eval.py's forward without autograd, which
+    # box_utils.nms's index_select(..., out=) needs)
+    ('ssd.py', 'output = self.detect(', 'output = self.detect.forward('),
+    ('eval.py', '        detections = net(x).data\n',
+     '        with torch.no_grad():\n            detections = net(x).data\n'),
 ]
+MEAN_AP = re.compile(r'Mean AP = (\S+)')
+OUR_MAP = re.compile(r'mAP=(\S+)')
 
 
 def patched_reference(source, dest, iterations, seed):
@@ -135,6 +144,9 @@ def main(argv=None):
     p.add_argument('--num-train', type=int, default=8, help='trainval images per year')
     p.add_argument('--num-val', type=int, default=4, help='VOC2007 test images')
     p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--eval', default=True, type=lambda v: v.lower() in ('1', 'true', 'yes'),
+                   help='also run ssd.pytorch\'s eval.py on its final weights (default true): '
+                   'its way to the VOC07 mAP that our run computes at its end')
     p.add_argument('--ssd-pytorch', default=None,
                    help='ssd.pytorch checkout (default: $GLUONTRAIN_REFERENCES/ssd.pytorch)')
     args = p.parse_args(argv)
@@ -147,7 +159,7 @@ def main(argv=None):
         raise SystemExit('needs ssd.pytorch\'s train.py: pass --ssd-pytorch PATH or set '
                          'GLUONTRAIN_REFERENCES to the folder holding the ssd.pytorch checkout '
                          '(docs/testing.md)')
-    rows = []
+    rows, eval_rows = [], []
     with tempfile.TemporaryDirectory() as work:
         sys.path.insert(0, ROOT)
         from gluontrain.data import synthetic  # pylint: disable=import-outside-toplevel
@@ -183,6 +195,8 @@ def main(argv=None):
                     cmd = [sys.executable, os.path.join(reference, 'train.py')] + common
                     side_env = dict(env, PYTHONPATH=reference)
                 result[side] = timed(cmd, run, side_env)
+                if side == 'ssd.pytorch' and args.eval:
+                    result['eval'] = reference_eval(reference, run, data, side_env)
             # ours logs through the logging module (stderr and the log file); read its log
             with open(os.path.join(work, 'ours{}'.format(pair), 'stderr.txt')) as f:
                 ours_losses = losses(f.read() + result['ours'][1])
@@ -197,13 +211,44 @@ def main(argv=None):
             print('pair {}: ssd.pytorch {:.1f} s CPU {:.1f} s wall {:.0f} MiB; ours {:.1f} s CPU '
                   '{:.1f} s wall {:.0f} MiB; {} losses identical (last {})'.format(
                       pair, *ref, *ours, len(ref_losses), ref_losses[-1][1]), flush=True)
-    print('\n| iterations x batch | CPU ours / ssd.pytorch | wall | '
+            if args.eval:
+                with open(os.path.join(work, 'ours{}'.format(pair), 'stderr.txt')) as f:
+                    our_map = OUR_MAP.findall(f.read() + result['ours'][1])
+                ev, ref_map = result['eval']
+                whole = (ref[0] + ev[0], ref[1] + ev[1], max(ref[2], ev[2]))
+                eval_rows.append((whole, ours))
+                print('pair {}: ssd.pytorch train.py + eval.py {:.1f} s CPU {:.1f} s wall {:.0f} '
+                      'MiB (eval.py {:.1f} s CPU); VOC07 mAP eval.py {} / ours {}'.format(
+                          pair, *whole, ev[0], ref_map, our_map[-1] if our_map else '?'),
+                      flush=True)
+    print('\n| ssd.pytorch side | iterations x batch | CPU ours / ssd.pytorch | wall | '
           'peak RSS ours / ssd.pytorch (MiB) |')
-    print('|---|---|---|---|')
-    cpu, wall, rss = (statistics.median(o[i] / r[i] for r, o in rows) for i in range(3))
-    print('| {} x {} | {:.2f}x | {:.2f}x | {:.0f} / {:.0f} ({:.2f}x) |'.format(
-        args.iterations, args.batch_size, cpu, wall, statistics.median(o[2] for _, o in rows),
-        statistics.median(r[2] for r, _ in rows), rss))
+    print('|---|---|---|---|---|')
+    for name, pairs in (('train.py', rows), ('train.py + eval.py', eval_rows)):
+        if not pairs:
+            continue
+        cpu, wall, rss = (statistics.median(o[i] / r[i] for r, o in pairs) for i in range(3))
+        print('| {} | {} x {} | {:.2f}x | {:.2f}x | {:.0f} / {:.0f} ({:.2f}x) |'.format(
+            name, args.iterations, args.batch_size, cpu, wall,
+            statistics.median(o[2] for _, o in pairs), statistics.median(r[2] for r, _ in pairs),
+            rss))
+
+
+def reference_eval(reference, run, data, env):
+    """ssd.pytorch's ``eval.py`` on the final weights ``train.py`` wrote (``weights/VOC.pth``)
+    over the same VOC2007 test images our run validates on; returns ``((cpu, wall, rss),
+    'Mean AP' as printed)``. Its parsed-annotation cache (in the data folder) is removed
+    first, so that every pair parses as the first."""
+    shutil.rmtree(os.path.join(data, 'VOC2007', 'annotations_cache'), ignore_errors=True)
+    cwd = os.path.join(run, 'eval')
+    os.makedirs(cwd)
+    usage, out = timed([sys.executable, os.path.join(reference, 'eval.py'), '--trained_model',
+                        os.path.join(run, 'weights', 'VOC.pth'), '--voc_root',
+                        os.path.join(data, ''), '--cuda', 'false'], cwd, env)
+    found = MEAN_AP.findall(out)
+    if not found:
+        raise SystemExit('eval.py printed no "Mean AP" line: {}'.format(out[-2000:]))
+    return usage, found[-1]
 
 
 if __name__ == '__main__':

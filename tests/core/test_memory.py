@@ -50,9 +50,33 @@ def test_release_without_malloc_trim_does_nothing(monkeypatch):
     assert memory.release_free_memory() is None
 
 
-def test_hook_releases_after_every_step_and_every_epoch():
-    calls = []
-    hook = memory.ReleaseMemoryHook(release=lambda: calls.append(1))
-    state = run_loop(lambda batch, state: {}, range(3), [hook], 0, 2)
-    assert state.iteration == 6
-    assert len(calls) == 6 + 2
+def _trims(step_s, trim_s, batches=5, epochs=2):
+    """When the hook trimmed (clock seconds) over a run of ``step_s`` steps, a trim taking
+    ``trim_s``."""
+    calls, now = [], [0.0]
+
+    def step(batch, state):
+        now[0] += step_s
+        return {}
+
+    def release():
+        calls.append(round(now[0], 6))
+        now[0] += trim_s
+    run_loop(step, range(batches), [memory.ReleaseMemoryHook(
+        max_fraction=0.01, release=release, clock=lambda: now[0])], 0, epochs)
+    return calls
+
+
+def test_hook_trims_after_every_step_that_costs_over_100_trims():
+    # a 2 ms trim after 0.4 s steps: 1 % of 0.4 s is 4 ms, every step and every epoch's end
+    assert len(_trims(0.4, 0.002)) == 5 * 2 + 2
+
+
+def test_hook_spaces_trims_to_one_percent_of_the_run():
+    # 2 ms trims after 50 ms steps: a trim waits 0.2 s for the next, i.e. every 4th or 5th step
+    # (the clock's rounding decides the tie), and every epoch's end trims
+    calls = _trims(0.05, 0.002, batches=20, epochs=1)
+    steps = calls[:-1]
+    gaps = [b - a for a, b in zip(steps, steps[1:])]
+    assert len(steps) in (4, 5) and all(0.2 - 1e-9 <= gap - 0.002 <= 0.25 + 1e-9 for gap in gaps)
+    assert calls[-1] == pytest.approx(20 * 0.05 + len(steps) * 0.002)
