@@ -5,8 +5,7 @@ Group 0, the parameters of norm layers: ``lr = 0`` when ``[body] bn_frozen`` (el
 biases*: ``lr``, ``weight_decay``. Only parameters with ``requires_grad``; every one must
 fall in a group. ``SGD(momentum, nesterov)``; then the scheduler over ``epoch_length``.
 """
-import torch
-
+from ..optim import SGD
 from ..twostage.norm import NORM_LAYERS, OTHER_LAYERS
 from .scheduler import scheduler_from_config
 
@@ -73,9 +72,8 @@ def make_optimizer(config, model, epoch_length):
                               opt_config.getfloat('weight_decay'),
                               body_config.getboolean('bn_frozen'),
                               opt_config.getboolean('weight_decay_norm'))
-    optimizer = torch.optim.SGD(groups, lr=opt_config.getfloat('lr'),
-                                momentum=opt_config.getfloat('momentum'),
-                                nesterov=opt_config.getboolean('nesterov'))
+    optimizer = SGD(groups, lr=opt_config.getfloat('lr'), momentum=opt_config.getfloat('momentum'),
+                    nesterov=opt_config.getboolean('nesterov'))
     scheduler = scheduler_from_config(sch_config, optimizer, epoch_length)
     return optimizer, scheduler, sch_config['update_mode'] == 'batch', \
         sch_config.getint('epochs')

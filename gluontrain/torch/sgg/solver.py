@@ -17,10 +17,9 @@ its decays; here both schedulers have a picklable ``state_dict`` that the recipe
 """
 import logging
 
-import torch
-
 from ...core.lr_scheduler import PlateauDecay, Schedule, step_factor, warmup_factor
 from ..lr_scheduler import base_lrs, optimizer_setter
+from ..optim import SGD
 
 __all__ = ['make_optimizer', 'make_lr_scheduler', 'WarmupMultiStepLR',
            'WarmupReduceLROnPlateau', 'clip_grad_norm', 'SCHEDULES']
@@ -71,7 +70,7 @@ def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_
         params.append({"params": [value], "lr": lr * rl_factor, "weight_decay": weight_decay})
     if not params:
         raise ValueError('the model has no trainable parameter (all frozen): nothing to train')
-    return torch.optim.SGD(params, lr=solver.BASE_LR, momentum=solver.MOMENTUM)
+    return SGD(params, lr=solver.BASE_LR, momentum=solver.MOMENTUM)
 
 
 def _check_method(warmup_method):

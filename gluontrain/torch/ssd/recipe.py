@@ -30,6 +30,7 @@ from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpo
                           save_weights, set_torch_rng_states)
 from ..distributed import (ShardSampler, TorchComm, cleanup, convert_sync_batchnorm, get_rank,
                            get_world_size, init_distributed, wrap_ddp)
+from ..optim import SGD
 from ..parallel import get_devices
 from ..passes import PassPositionHook, distributed_shuffled_loader, preserved_rng, shuffled_loader
 from ..step import mixed_precision, seed_all
@@ -344,8 +345,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         # ssd.pytorch's train.py: one process, DataParallel over every visible GPU (the
         # loss keeps the first P of the priors DataParallel concatenates)
         train_net = torch.nn.DataParallel(net)
-    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
-                                weight_decay=args.weight_decay)
+    optimizer = SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
+                    weight_decay=args.weight_decay)
     criterion = MultiBoxLoss(cfg['num_classes'], 0.5, True, 0, True, 3, 0.5, False,
                              device.type == 'cuda')
     if comm.is_main:

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ..distributed import all_reduce_mean, unwrap_model
+from ..optim import without_compiler
 
 __all__ = ['LOSS_NAMES', 'IGNORE_IOU_THRESH', 'batch_iou', 'merge_targets', 'yolov3_loss',
            'GluonSGD', 'gluon_batchnorm', 'YOLOv3Step']
@@ -106,13 +107,6 @@ def yolov3_loss(objness, centers, scales, cls_preds, obj_t, center_t, scale_t, w
     return obj_loss, center_loss, scale_loss, cls_loss
 
 
-def _without_compiler(method):
-    # torch.optim.Optimizer wraps these methods in torch._disable_dynamo, whose first call
-    # imports torch._dynamo, the compiler stack (sympy and all): 1.8 s of CPU and 70 MiB per
-    # process for a recipe that never compiles. The wrapped function is the same method.
-    return getattr(method, '__wrapped__', method)
-
-
 class GluonSGD(torch.optim.Optimizer):
     """MXNet's SGD with momentum (see the module docstring).
 
@@ -129,10 +123,10 @@ class GluonSGD(torch.optim.Optimizer):
         Gradients are multiplied by it (``1 / batch_size``, Gluon's ``trainer.step``).
     """
 
-    add_param_group = _without_compiler(torch.optim.Optimizer.add_param_group)
-    zero_grad = _without_compiler(torch.optim.Optimizer.zero_grad)
-    state_dict = _without_compiler(torch.optim.Optimizer.state_dict)
-    load_state_dict = _without_compiler(torch.optim.Optimizer.load_state_dict)
+    add_param_group = without_compiler(torch.optim.Optimizer.add_param_group)
+    zero_grad = without_compiler(torch.optim.Optimizer.zero_grad)
+    state_dict = without_compiler(torch.optim.Optimizer.state_dict)
+    load_state_dict = without_compiler(torch.optim.Optimizer.load_state_dict)
 
     def __init__(self, params, lr=0.0, momentum=0.9, weight_decay=0.0, rescale_grad=1.0):
         super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
