@@ -3,6 +3,7 @@ wall time and peak memory of each process, pair by pair, after checking that the
 losses agree.
 
     GLUONTRAIN_REFERENCES=DIR python bench/e2e_yolo3.py [--pairs 3] [--backends mxnet,torch]
+        [--backends mxnet,mxnet+no-plots,torch,torch+no-plots]
 
 Each pair runs, one after the other and each in its own child process: GluonCV's script from
 the ``gluon-cv`` checkout in ``GLUONTRAIN_REFERENCES`` (run as ``tests/mx/yolo3/test_faithful.py``
@@ -104,7 +105,9 @@ def main(argv=None):
     """Command line; prints the table."""
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--pairs', type=int, default=3)
-    p.add_argument('--backends', default='mxnet,torch')
+    p.add_argument('--backends', default='mxnet,torch',
+                   help="comma-separated; a backend followed by '+no-plots' runs ours with "
+                   '--no-plots too (the same work as GluonCV\'s script, which draws nothing)')
     p.add_argument('--settings', choices=sorted(SETTINGS), default='issue25',
                    help='issue25: 320 px, batch 4, validation and weights every epoch, VOC-like '
                         '300-500 px images; readme: README command (a), the main job (64 px, '
@@ -154,12 +157,14 @@ def main(argv=None):
             for backend in backends:
                 run = os.path.join(work, '{}{}'.format(backend, pair))
                 os.makedirs(run)
+                # 'mxnet+no-plots': the same run without its pictures (GluonCV draws none)
+                name, _, variant = backend.partition('+')
                 ours, _ = timed([sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py'),
-                              '--backend', backend, '--no-pretrained-base'] + common +
-                             ['--dataset-root', data, '--resume', init, '--save-prefix', 'out/'],
-                             run, ours_env)
+                              '--backend', name, '--no-pretrained-base'] + common +
+                             ['--dataset-root', data, '--resume', init, '--save-prefix', 'out/'] +
+                             (['--' + variant] if variant else []), run, ours_env)
                 worst = check_losses(ref_losses, losses(os.path.join(run, 'out', log_name)),
-                                     backend)
+                                     name)
                 rows[backend].append((ref, ours, worst, len(ref_losses)))
                 print('pair {} {}: GluonCV {:.1f} s CPU {:.1f} s wall {:.0f} MiB; ours {:.1f} s '
                       'CPU {:.1f} s wall {:.0f} MiB; first batch losses max rel diff {:.1e}'.format(

@@ -57,6 +57,18 @@ def test_trains_writes_gluoncv_files_and_resumes_exactly(tiny_voc, tmp_path):
     assert tail and tail == again
 
 
+def test_no_plots_draws_no_picture(tiny_voc, tmp_path):
+    out = str(tmp_path / 'p')
+    main(_argv(tiny_voc, out, '--epochs', '1'))
+    assert {'yolo3_mobilenet0.25_voc_curves.png', 'yolo3_mobilenet0.25_voc_val_samples.png'} <= \
+        set(os.listdir(out))
+    bare = str(tmp_path / 'n')
+    main(_argv(tiny_voc, bare, '--epochs', '1', '--no-plots'))
+    written = set(os.listdir(bare))
+    assert not [f for f in written if f.endswith('.png')]
+    assert {'yolo3_mobilenet0.25_voc_metrics.jsonl', 'yolo3_mobilenet0.25_voc_last.ckpt'} <= written
+
+
 def test_backend_route_and_registry():
     assert route('yolo3', ['--backend', 'torch']) == 'yolo3-torch'
     assert route('yolo3', ['--backend=torch', '--backend', 'mxnet']) == 'yolo3'
