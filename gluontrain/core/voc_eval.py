@@ -129,6 +129,23 @@ def greedy_match(box_id, hit, difficult):
     return match
 
 
+def _score_order(scores, labels, n_cls, score_sort):
+    """Detection indices grouped by class, each class by descending score (see
+    :class:`VOCEvaluator`'s ``score_sort``)."""
+    if score_sort == 'stable':
+        # the devkit's order: per class, by score, ties in record order; a stable sort by
+        # score then a stable (radix) sort by class
+        order = np.argsort(-scores, kind='stable')
+        return order[np.argsort(labels[order].astype(np.min_scalar_type(n_cls)),
+                                kind='stable')]
+    # eval.py sorts each class's file (record order) with numpy's default kind
+    by_class = np.argsort(labels, kind='stable')
+    bounds = np.searchsorted(labels[by_class], np.arange(n_cls + 1))
+    parts = [by_class[a:b][np.argsort(-scores[by_class[a:b]])]
+             for a, b in zip(bounds[:-1], bounds[1:])]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
 class VOCEvaluator:
     """Accumulates detections and ground truth image by image, then computes per-class AP.
 
@@ -142,15 +159,25 @@ class VOCEvaluator:
         11-point VOC07 AP (the default of both references) or the area under the curve.
     plus_one : bool
         ``+1`` in widths and heights (GluonCV) or not (ssd.pytorch).
+    score_sort : {'stable', 'numpy'}
+        The order of each class's detections of equal score: ``'stable'``, their record order
+        (the devkit's MATLAB ``sort``); ``'numpy'``, what numpy's default ``argsort`` makes of
+        each class's scores in record order, as ssd.pytorch's ``eval.py``
+        (``np.argsort(-confidence)``; not stable beyond 16 detections).
 
     ``get()`` returns ``(class_names + ['mAP'], values)`` like GluonCV's metrics: a class
     without ground truth is NaN and left out of the mean; a class with ground truth but no
     detection has AP 0 (ssd.pytorch's eval.py gives it -1 and averages that in).
     """
 
-    def __init__(self, class_names, iou_thresh=0.5, use_07_metric=True, plus_one=False):
+    def __init__(self, class_names, iou_thresh=0.5, use_07_metric=True, plus_one=False,
+                 score_sort='stable'):
+        if score_sort not in ('stable', 'numpy'):
+            raise ValueError("VOCEvaluator: score_sort must be 'stable' or 'numpy', got "
+                             '{!r}'.format(score_sort))
         self.class_names = list(class_names)
         self.iou_thresh, self.use_07_metric, self.plus_one = iou_thresh, use_07_metric, plus_one
+        self.score_sort = score_sort
         self.reset()
 
     def reset(self):
@@ -226,11 +253,7 @@ class VOCEvaluator:
                 with np.errstate(invalid='ignore', divide='ignore'):  # 0/0 of empty boxes
                     iou = box_iou(boxes[r, None], gt_boxes[first[r, None] + cols], self.plus_one)
                 index[r], hit[r] = best_overlap(iou, np.ones(iou.shape, bool), self.iou_thresh)
-        # the devkit's order: per class, by score, ties in record order; a stable sort by
-        # score then a stable (radix) sort by class
-        order = np.argsort(-scores, kind='stable')
-        order = order[np.argsort(labels[order].astype(np.min_scalar_type(n_cls)),
-                                 kind='stable')]
+        order = _score_order(scores, labels, n_cls, self.score_sort)
         hit = hit[order]
         box_id = np.where(hit, (first + index)[order], 0)
         match = greedy_match(box_id, hit, gt_diff[box_id] & hit)

@@ -168,3 +168,54 @@ def test_blocked_iou_gives_the_same_values(monkeypatch):
             ev.update(*image)
         values.append(ev.get()[1])
     assert values[0] == values[1] and 0.0 < values[0][-1] < 1.0
+
+
+def _eval_py_ap(records, cls):
+    """ssd.pytorch eval.py's ``voc_eval`` for class ``cls``, written out as it does it: the
+    class's detections in record order, ``np.argsort(-confidence)``, IoU without +1, ``>
+    0.5``, the greedy devkit match, the 11-point AP."""
+    image_ids, conf, bb, gts = [], [], [], {}
+    for i, (boxes, scores, labels, gt_boxes, gt_labels) in enumerate(records):
+        mine = gt_labels == cls
+        gts[i] = {'bbox': gt_boxes[mine], 'det': [False] * int(mine.sum())}
+        for box, score, label in zip(boxes, scores, labels):
+            if label == cls:
+                image_ids.append(i), conf.append(score), bb.append(box)
+    npos = sum(len(g['det']) for g in gts.values())
+    order = np.argsort(-np.array(conf))
+    tp, fp = np.zeros(len(order)), np.zeros(len(order))
+    for d, k in enumerate(order):
+        g = gts[image_ids[k]]
+        overlaps = box_iou(np.array(bb[k]), np.asarray(g['bbox'], float).reshape(-1, 4))
+        best = overlaps.argmax() if len(overlaps) else -1
+        if best >= 0 and overlaps[best] > 0.5 and not g['det'][best]:
+            tp[d], g['det'][best] = 1, True
+        else:
+            fp[d] = 1
+    tp, fp = np.cumsum(tp), np.cumsum(fp)
+    return voc_ap(tp / npos, tp / np.maximum(tp + fp, np.finfo(np.float64).eps), True)
+
+
+def test_numpy_score_sort_ranks_ties_as_ssd_pytorch_eval_py():
+    # 3 decimals make ties (eval.py reads its scores back from '%.3f' text); beyond 16
+    # detections numpy's default argsort is not stable, and the tie order moves the AP
+    rng = np.random.RandomState(3)
+    records = []
+    for _ in range(6):
+        gt = rng.uniform(0, 60, (3, 2))
+        gt = np.hstack([gt, gt + 30])
+        labels = rng.randint(0, 2, 3)
+        boxes = np.vstack([gt[rng.randint(0, 3, 9)] + rng.normal(0, 3, (9, 4)),
+                           rng.uniform(0, 90, (3, 4))])
+        records.append((boxes, rng.choice([0.2, 0.4, 0.6], 12), rng.randint(0, 2, 12), gt,
+                        labels))
+    aps = {}
+    for sort in ('numpy', 'stable'):
+        ev = VOCEvaluator(['a', 'b'], score_sort=sort)
+        for boxes, scores, labels, gt, glab in records:
+            ev.update(boxes, scores, labels, gt, glab)
+        aps[sort] = ev.get()[1][:2]
+    assert aps['numpy'] == [_eval_py_ap(records, c) for c in (0, 1)]
+    assert aps['numpy'] != aps['stable']
+    with pytest.raises(ValueError, match='score_sort'):
+        VOCEvaluator(['a'], score_sort='quick')

@@ -23,7 +23,7 @@ import torch.nn as nn
 from ..ops.nms import batched_ssd_nms
 from .box_utils import decode
 
-__all__ = ['Detect', 'detections_in_pixels']
+__all__ = ['Detect', 'detections_in_pixels', 'results_file_values']
 
 
 class Detect(nn.Module):
@@ -111,9 +111,32 @@ def detections_in_pixels(dets, width, height):
     (labels, scores, boxes)
         Every row with a positive score; ``labels`` are 0-based foreground classes (``Detect``
         row ``j`` is class ``j - 1``), ``boxes`` [N, 4] x1, y1, x2, y2 scaled from [0, 1] to
-        the image's ``width`` and ``height`` (0-based pixels).
+        the image's ``width`` and ``height`` (0-based pixels), in float32 as eval.py scales them.
     """
     keep = dets[1:, :, 0] > 0
     labels = np.nonzero(keep)[0]
-    rows = dets[1:][keep]
-    return labels, rows[:, 0], rows[:, 1:] * np.array([width, height, width, height])
+    rows = np.asarray(dets[1:][keep], np.float32)
+    return labels, rows[:, 0], rows[:, 1:] * np.array([width, height, width, height], np.float32)
+
+
+def results_file_values(scores, boxes):
+    """The detections as ssd.pytorch's ``eval.py`` scores them: it writes each to its VOC
+    results file as ``'{:.3f}'`` score and ``'{:.1f}'`` 1-based corners (the float32 box + 1)
+    and reads the text back, so its ranking and overlaps see the rounded values.
+
+    Parameters
+    ----------
+    scores : array [N]
+    boxes : array [N, 4]
+        0-based pixel corners (float32, :func:`detections_in_pixels`).
+
+    Returns
+    -------
+    (scores, boxes) : float64 arrays as read back from the file
+    """
+    scores = np.asarray(scores, np.float32).reshape(-1)
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4) + np.float32(1)
+    if not len(scores):
+        return np.zeros(0), np.zeros((0, 4))
+    return (np.char.mod('%.3f', scores).astype(np.float64),
+            np.char.mod('%.1f', boxes).astype(np.float64))

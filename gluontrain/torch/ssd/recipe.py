@@ -36,7 +36,7 @@ from ..passes import PassPositionHook, distributed_shuffled_loader, preserved_rn
 from ..step import mixed_precision, seed_all
 from .args import parse_args
 from .config import MEANS, coco, voc
-from .detection import detections_in_pixels
+from .detection import detections_in_pixels, results_file_values
 from .hooks import SSDCheckpointHook, SSDLogHook, SSDScheduleHook
 from .model import load_ssd_weights, test_phase
 from .step import LOSS_NAMES, SSDStep
@@ -71,7 +71,8 @@ def get_dataset(dataset, args):
         train_dataset = VOCDetection(root, [(str(y), n) for y, n in sets],
                                      transform=SSDAugmentation(voc['min_dim'], MEANS))
         val_dataset = VOCEvalDataset(root, transform=BaseTransform(voc['min_dim'], MEANS))
-        metric = VOCEvaluator(val_dataset.classes, iou_thresh=0.5, use_07_metric=True)
+        metric = VOCEvaluator(val_dataset.classes, iou_thresh=0.5, use_07_metric=True,
+                              score_sort='numpy')
         return train_dataset, val_dataset, metric
     if dataset == 'COCO':
         root = os.path.expanduser(args.dataset_root or COCO_DEFAULT_ROOT)
@@ -232,8 +233,10 @@ def validate(net, val_data, ctx, eval_metric, comm=None, detections_of=None):
     """VOC07 11-point mAP as ssd.pytorch's eval.py computes it.
 
     The net runs in test phase (softmax + Detect: conf 0.01, NMS 0.45, top 200); every
-    detection with a positive score is scaled to its image's pixel size and shifted by +1
-    (eval.py writes VOC's 1-based coordinates), and matched against the annotation's boxes.
+    detection with a positive score is scaled to its image's pixel size, shifted by +1 and
+    rounded as eval.py's results file holds it (:func:`.detection.results_file_values`), and
+    matched against the annotation's boxes; ``eval_metric`` ranks each class as eval.py
+    (``VOCEvaluator(score_sort='numpy')``, :func:`get_dataset`'s).
 
     Parameters
     ----------
@@ -275,8 +278,9 @@ def validate(net, val_data, ctx, eval_metric, comm=None, detections_of=None):
                         detections_of[index] = (labels, scores, boxes)
                 gt = gts[b].numpy()
                 gt = gt[gt[:, 4] >= 0]
-                # +1: eval.py writes VOC's 1-based pixel coordinates
-                records.append((boxes + 1, scores, labels, gt[:, :4], gt[:, 4], gt[:, 5]))
+                # what eval.py reads back from its results file: 1-based, rounded
+                scores, boxes = results_file_values(scores, boxes)
+                records.append((boxes, scores, labels, gt[:, :4], gt[:, 4], gt[:, 5]))
     if comm is None or comm.world_size == 1:
         for record in records:
             eval_metric.update(*record)

@@ -3,7 +3,9 @@ import pytest
 import torch
 
 from gluontrain.torch.ssd import config
-from gluontrain.torch.ssd.detection import Detect
+import numpy as np
+
+from gluontrain.torch.ssd.detection import Detect, detections_in_pixels, results_file_values
 from gluontrain.torch.ssd.prior_box import PriorBox
 from ssd_reference_loops import reference_nms
 
@@ -81,3 +83,20 @@ def test_tied_scores_follow_reference_order(priors):
 def test_rejects_non_positive_nms_threshold():
     with pytest.raises(ValueError):
         Detect(21, 0, 200, 0.01, 0.0)
+
+
+def test_detections_as_eval_py_writes_and_reads_them():
+    # eval.py: boxes scaled in float32, '{:.3f}' score, '{:.1f}' of box + 1, read back
+    dets = np.zeros((3, 2, 5), np.float32)
+    dets[1, 0] = [0.12345, 0.1, 0.2, 0.3, 0.4]
+    dets[2, 1] = [0.0005, 0.5, 0.25, 0.75, 1.0]
+    labels, scores, boxes = detections_in_pixels(dets, 101, 50)
+    assert labels.tolist() == [0, 1] and boxes.dtype == np.float32
+    np.testing.assert_array_equal(boxes[1], np.float32([0.5, 0.25, 0.75, 1.0]) *
+                                  np.float32([101, 50, 101, 50]))
+    file_scores, file_boxes = results_file_values(scores, boxes)
+    assert file_scores.tolist() == [0.123, 0.001]  # '%.3f': 0.0005 (float32 above it) -> 0.001
+    # 0.1 * 101 = 10.1 in float32 -> 11.1; 12.5 (exact) + 1 -> '13.5'; 0.25 * 50 + 1 = 13.5
+    assert file_boxes.tolist() == [[11.1, 11.0, 31.3, 21.0], [51.5, 13.5, 76.8, 51.0]]
+    empty = results_file_values(np.zeros(0), np.zeros((0, 4)))
+    assert empty[0].shape == (0,) and empty[1].shape == (0, 4)
