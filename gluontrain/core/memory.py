@@ -7,8 +7,8 @@ them: on the README main job the PyTorch run's heap held 45-65 MiB of free, resi
 its peak (``mallinfo2``), the MXNet run's 30-45 MiB, and the peak RSS grew epoch after epoch.
 ``malloc_trim(0)`` after each step gives the free pages back (``madvise``), so the next step's
 transients fault fresh pages instead of adding to a fragmented heap. Measured on that job (5
-epochs, pictures off): MXNet recipe 347-350 -> 335 MiB, PyTorch recipe 415 -> 369-403 MiB,
-no measurable CPU cost (docs/performance.md).
+epochs, pictures off): MXNet recipe 347-350 -> 335-336 MiB, PyTorch recipe 415 -> 369-410 MiB
+(it moves by ~30 MiB from run to run), no measurable CPU cost (docs/performance.md).
 
 Only glibc has the call; elsewhere (macOS, Windows, musl) :func:`release_free_memory` does
 nothing and says so.

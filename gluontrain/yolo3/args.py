@@ -5,8 +5,8 @@ Every argument of the reference keeps its name and default. Added: ``--backend``
 (``mxnet``, the default, or ``torch``), ``--dataset-root``, ``--classes``,
 ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
 ``--reference-mixup``, ``--reference-transform``, ``--reference-metric``, ``--tensorboard``,
-``--no-plots``, ``--preset``. Numpy only: the MXNet recipe (:mod:`gluontrain.mx.yolo3`) and the PyTorch one
-(:mod:`gluontrain.torch.yolo3`) both import it.
+``--no-plots``, ``--preset``. Numpy only: the MXNet recipe (:mod:`gluontrain.mx.yolo3`) and
+the PyTorch one (:mod:`gluontrain.torch.yolo3`) both import it.
 """
 import argparse
 import os
