@@ -32,8 +32,12 @@ nothing of theirs is committed:
 
 The run stays inside one pass over the data (ssd.pytorch's ``next(batch_iterator)`` raises
 StopIteration at the end of the first pass): ``--num-train`` images per year, two years.
-Before any timing counts, both logs must hold the same ``iter N || Loss: x ||`` lines. Ours
-does work the reference does not: it validates (VOC07 mAP on ``--num-val`` test images),
+Before any timing counts, both logs must hold the same ``iter N || Loss: x ||`` lines. With
+``--eval true`` (the default) ssd.pytorch's ``eval.py`` then runs on the final weights its
+``train.py`` wrote (the reference's way to the mAP our run ends with), timed apart and added
+to its side in a second table row, and every class with test ground truth must have the same
+AP in both to ``eval.py``'s 4 printed decimals. Ours
+does work ``train.py`` does not: it validates (VOC07 mAP on ``--num-val`` test images),
 renders its curves and sample pictures and writes a full checkpoint at the end; this is
 part of our whole run and counts. Prints a markdown table of the median over the pairs of
 ours / ssd.pytorch's CPU time (user + system of the child), wall time and peak resident
@@ -200,7 +204,8 @@ def main(argv=None):
                     result['eval'] = reference_eval(reference, run, data, side_env)
             # ours logs through the logging module (stderr and the log file); read its log
             with open(os.path.join(work, 'ours{}'.format(pair), 'stderr.txt')) as f:
-                ours_losses = losses(f.read() + result['ours'][1])
+                logged = f.read() + result['ours'][1]
+            ours_losses = losses(logged)
             ref_losses = losses(result['ssd.pytorch'][1])
             # one line may reach both stdout and stderr: keep the first of each iteration
             seen = {}
@@ -213,8 +218,6 @@ def main(argv=None):
                   '{:.1f} s wall {:.0f} MiB; {} losses identical (last {})'.format(
                       pair, *ref, *ours, len(ref_losses), ref_losses[-1][1]), flush=True)
             if args.eval:
-                with open(os.path.join(work, 'ours{}'.format(pair), 'stderr.txt')) as f:
-                    logged = f.read() + result['ours'][1]
                 ev, theirs = result['eval']
                 ours_aps = dict(OUR_AP.findall(logged[logged.rindex('Validation:'):]))
                 whole = (ref[0] + ev[0], ref[1] + ev[1], max(ref[2], ev[2]))
@@ -238,8 +241,8 @@ def main(argv=None):
 def reference_eval(reference, run, data, env):
     """ssd.pytorch's ``eval.py`` on the final weights ``train.py`` wrote (``weights/VOC.pth``)
     over the same VOC2007 test images our run validates on; returns ``((cpu, wall, rss),
-    'Mean AP' as printed)``. Its parsed-annotation cache (in the data folder) is removed
-    first, so that every pair parses as the first."""
+    {class: AP, 'mAP': mean})``, the values as printed. Its parsed-annotation cache (in the
+    data folder) is removed first, so that every pair parses as the first."""
     shutil.rmtree(os.path.join(data, 'VOC2007', 'annotations_cache'), ignore_errors=True)
     cwd = os.path.join(run, 'eval')
     os.makedirs(cwd)
