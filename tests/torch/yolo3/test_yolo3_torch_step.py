@@ -84,6 +84,7 @@ def test_sgd_state_dict_round_trip_is_torch_s_and_never_imports_the_compiler():
     code = ('import sys, torch; from gluontrain.torch.yolo3.step import GluonSGD; '
             'w = torch.nn.Parameter(torch.ones(2)); o = GluonSGD([w], lr=0.1); '
             'w.grad = torch.ones(2); o.step(); o.zero_grad(); o.load_state_dict(o.state_dict()); '
+            'o.update_in_backward(); (w * w).sum().backward(); '
             'print("torch._dynamo" in sys.modules)')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout.strip()
@@ -153,3 +154,67 @@ def test_amp_skips_overflowed_updates_and_logs_each_loss_scale_change(caplog):
     assert updated and len(scales) >= 2
     assert [r.getMessage() for r in caplog.records if 'AMP' in r.getMessage()] == \
         ['AMP: decreasing loss scale to %f' % s for s in scales]
+
+
+class _TwoLayerHead(_TinyHead):
+    """:class:`_TinyHead` behind a hidden layer: four parameters, gradients ready in turn."""
+
+    def __init__(self, anchors):
+        super().__init__(anchors)
+        self.hidden = torch.nn.Linear(8, 8)
+
+    def forward(self, x):  # pylint: disable=missing-function-docstring
+        return super().forward(torch.tanh(self.hidden(x)))
+
+
+def _tiny_run(update_in_backward, alive=None):
+    torch.manual_seed(0)
+    net = _TwoLayerHead(16)
+    groups = [{'params': [net.hidden.weight, net.linear.weight]},
+              {'params': [net.hidden.bias, net.linear.bias], 'wd_mult': 0.0}]
+    opt = GluonSGD(groups, lr=0.0, momentum=0.9, weight_decay=5e-4, rescale_grad=0.25)
+    if alive is not None:  # registered first: sees the gradients before the update drops one
+        params = list(net.parameters())
+        for p in params:
+            p.register_post_accumulate_grad_hook(
+                lambda _: alive.append(sum(q.grad is not None for q in params)))
+    step = YOLOv3Step(net, opt, torch.device('cpu'), 2, update_in_backward=update_in_backward)
+    gen = torch.Generator().manual_seed(1)
+    for lr in (0.1, 0.3, 0.05):  # the warm-up's changing lr
+        for group in opt.param_groups:
+            group['lr'] = lr
+        obj = (torch.rand(4, 16, 1, generator=gen) > 0.7).float()
+        batch = (torch.randn(4, 8, generator=gen), obj, torch.rand(4, 16, 2, generator=gen),
+                 torch.randn(4, 16, 2, generator=gen), torch.rand(4, 16, 2, generator=gen),
+                 (torch.rand(4, 16, 2, generator=gen) > 0.5).float(),
+                 torch.rand(4, 2, 4, generator=gen) * 8)
+        out = step(batch)
+    return net, opt, out
+
+
+def test_update_in_backward_gives_step_s_weights_bit_for_bit_one_gradient_alive():
+    """The update made during backward, parameter by parameter, is ``backward(); step()``'s to
+    the bit (weights, MXNet momentum, losses) over three steps of changing lr with a no-wd
+    group; when each gradient is ready no other parameter holds one, and none is kept."""
+    alive = []
+    fused, fused_opt, fused_out = _tiny_run(True, alive)
+    plain, plain_opt, plain_out = _tiny_run(False)
+    assert fused_out['losses'] == plain_out['losses']
+    for (name, a), b in zip(fused.named_parameters(), plain.parameters()):
+        assert torch.equal(a, b), name
+        assert torch.equal(fused_opt.state[a]['momentum_buffer'],
+                           plain_opt.state[b]['momentum_buffer']), name
+        assert a.grad is None and b.grad is not None
+    assert alive == [1] * 12  # 4 parameters x 3 steps, one gradient at a time
+
+
+def test_update_in_backward_is_refused_under_amp():
+    net = _TinyHead(4)
+    opt = GluonSGD(net.parameters(), lr=0.1)
+    try:
+        YOLOv3Step(net, opt, torch.device('cpu'), 2, scaler=torch.amp.GradScaler('cpu'),
+                   update_in_backward=True)
+    except ValueError as err:
+        assert 'update_in_backward' in str(err)
+    else:
+        raise AssertionError('update_in_backward under AMP was accepted')
