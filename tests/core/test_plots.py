@@ -246,6 +246,40 @@ def test_samples_hook_draws_after_validations_and_only_warns_on_errors(tmp_path)
         SamplesHook(broken).after_train(TrainState(scores={'val': (['mAP'], [0.1])}))
 
 
+def test_each_picture_s_figure_is_freed_as_soon_as_it_is_drawn(tmp_path, monkeypatch):
+    """A matplotlib figure is a web of reference cycles; with the cyclic collector idle (as
+    between a training process's rare full passes) the hooks still free each figure right
+    after writing its picture, instead of leaving its megabytes resident."""
+    import gc
+    import weakref
+    from gluontrain.core.loop import TrainState
+    from gluontrain.core.plots import SamplesHook, draw_samples
+    made = []
+    original = plots.new_figure
+
+    def tracked(*args, **kwargs):
+        fig = original(*args, **kwargs)
+        made.append(weakref.ref(fig))
+        return fig
+    monkeypatch.setattr(plots, 'new_figure', tracked)
+    img = np.zeros((50, 100, 3), np.uint8)
+    samples = SamplesHook(lambda title: draw_samples(
+        [(img, np.array([[10, 10, 40, 30]]), ([1], [0.9], np.array([[12, 8, 44, 33]])))],
+        ['a', 'b'], str(tmp_path / 's.png'), title=title))
+    curves = CurvesHook(str(tmp_path / 'c.png'), LossMeter())
+    curves.records = _records()
+    gc.collect()
+    gc.disable()
+    try:
+        curves.draw()
+        samples.after_train(TrainState(scores={'val': (['mAP'], [0.1])}))
+        assert len(made) == 2 and [ref() for ref in made] == [None, None]
+        assert os.path.getsize(str(tmp_path / 'c.png')) > 0
+        assert os.path.getsize(str(tmp_path / 's.png')) > 0
+    finally:
+        gc.enable()
+
+
 def _captured_figure(monkeypatch):
     """Make draw_curves hand over its figure so its axes can be inspected."""
     from gluontrain.core import plots
