@@ -2,8 +2,6 @@
 BatchNorm variance."""
 import logging
 import math
-import subprocess
-import sys
 
 import torch
 
@@ -65,9 +63,9 @@ def test_sgd_is_mxnet_s_when_the_lr_changes():
     assert math.isclose(w.item(), ref, rel_tol=1e-6)
 
 
-def test_sgd_state_dict_round_trip_is_torch_s_and_never_imports_the_compiler():
+def test_sgd_state_dict_round_trip_is_torch_s():
     """GluonSGD calls the base class's methods past their ``torch._dynamo`` guard: the same
-    state dict as ``torch.optim.Optimizer``'s, and (in a fresh process) no ``torch._dynamo``."""
+    state dict as ``torch.optim.Optimizer``'s."""
     w = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
     opt = GluonSGD([w], lr=0.1, momentum=0.9)
     w.grad = torch.tensor([1.0, -1.0])
@@ -80,15 +78,10 @@ def test_sgd_state_dict_round_trip_is_torch_s_and_never_imports_the_compiler():
     opt2.load_state_dict(state)
     assert opt2.param_groups[0]['lr'] == 0.1 and opt2.param_groups[0]['momentum'] == 0.9
     assert torch.equal(opt2.state[w2]['momentum_buffer'], torch.tensor([-0.1, 0.1]))
-    opt2.zero_grad()
-    code = ('import sys, torch; from gluontrain.torch.yolo3.step import GluonSGD; '
-            'w = torch.nn.Parameter(torch.ones(2)); o = GluonSGD([w], lr=0.1); '
-            'w.grad = torch.ones(2); o.step(); o.zero_grad(); o.load_state_dict(o.state_dict()); '
-            'o.update_in_backward(); (w * w).sum().backward(); '
-            'print("torch._dynamo" in sys.modules)')
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    assert out == 'False'
+    w2.grad = torch.ones(2)
+    opt2.zero_grad()  # the base class's, past its guard: set_to_none as torch's
+    assert w2.grad is None
+    # that none of these imports torch._dynamo: tests/torch/test_optim.py
 
 
 def test_no_wd_group_and_batchnorm_keeps_the_biased_variance():
