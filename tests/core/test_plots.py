@@ -246,13 +246,13 @@ def test_samples_hook_draws_after_validations_and_only_warns_on_errors(tmp_path)
         SamplesHook(broken).after_train(TrainState(scores={'val': (['mAP'], [0.1])}))
 
 
-def test_each_picture_s_figure_is_freed_as_soon_as_it_is_drawn(tmp_path, monkeypatch):
+def test_a_figure_drawn_while_training_is_freed_at_once(tmp_path, monkeypatch):
     """A matplotlib figure is a web of reference cycles; with the cyclic collector idle (as
-    between a training process's rare full passes) the hooks still free each figure right
-    after writing its picture, instead of leaving its megabytes resident."""
+    between a training process's rare full passes) both picture hooks still free the figure
+    of a validation's draw before the next epoch trains, instead of leaving its megabytes
+    resident under the steps that follow."""
     import gc
     import weakref
-    from gluontrain.core.loop import TrainState
     from gluontrain.core.plots import SamplesHook, draw_samples
     made = []
     original = plots.new_figure
@@ -265,19 +265,25 @@ def test_each_picture_s_figure_is_freed_as_soon_as_it_is_drawn(tmp_path, monkeyp
     img = np.zeros((50, 100, 3), np.uint8)
     samples = SamplesHook(lambda title: draw_samples(
         [(img, np.array([[10, 10, 40, 30]]), ([1], [0.9], np.array([[12, 8, 44, 33]])))],
-        ['a', 'b'], str(tmp_path / 's.png'), title=title))
-    curves = CurvesHook(str(tmp_path / 'c.png'), LossMeter())
-    curves.records = _records()
+        ['a', 'b'], str(tmp_path / 's.png'), title=title), min_interval_s=0)
+    meter = LossMeter()
+    curves = CurvesHook(str(tmp_path / 'c.png'), meter, min_interval_s=0)
+    alive = []
+
+    class Alive(Hook):  # after both picture hooks, before the next epoch
+        def after_epoch(self, state):
+            alive.append([ref() is not None for ref in made])
+    hooks = [LossMeterHook(meter), ValidationHook(lambda: (['mAP'], [0.5]), val_interval=1),
+             curves, samples, Alive()]
     gc.collect()
     gc.disable()
     try:
-        curves.draw()
-        samples.after_train(TrainState(scores={'val': (['mAP'], [0.1])}))
-        assert len(made) == 2 and [ref() for ref in made] == [None, None]
-        assert os.path.getsize(str(tmp_path / 'c.png')) > 0
-        assert os.path.getsize(str(tmp_path / 's.png')) > 0
+        run_loop(_step([1.0, 2.0, 3.0, 4.0]), range(2), hooks, 0, 2)
     finally:
         gc.enable()
+    assert alive == [[False, False], [False, False, False, False]]
+    assert os.path.getsize(str(tmp_path / 'c.png')) > 0
+    assert os.path.getsize(str(tmp_path / 's.png')) > 0
 
 
 def _captured_figure(monkeypatch):
