@@ -203,7 +203,10 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
     step = YOLOv3Step(train_net, optimizer, device, unwrap_model(net).num_class,
                       args.label_smooth, autocast, scaler,
                       update_in_backward=scaler is None and train_net is net)
-    state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
+    try:
+        state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
+    finally:
+        step.close()
     if state.nonfinite:
         raise FloatingPointError(state.stop_reason)
     return state

@@ -239,6 +239,7 @@ class YOLOv3Step:
         Update each parameter during backward, as soon as its gradient is ready
         (:meth:`GluonSGD.update_in_backward`: the same weights, one gradient alive at a time);
         refused with ``scaler`` or a DDP-wrapped ``net``, which need all gradients first.
+        :meth:`close` takes the hooks off the parameters again.
 
     Returns (from ``__call__``)
     ---------------------------
@@ -253,11 +254,20 @@ class YOLOv3Step:
         self.num_class, self.label_smooth = num_class, label_smooth
         self.autocast, self.scaler = autocast, scaler
         self.update_in_backward = update_in_backward
+        self._hooks = []
         if update_in_backward:
             if scaler is not None or unwrap_model(net) is not net:
                 raise ValueError('YOLOv3Step: update_in_backward needs every gradient before '
                                  'the update under AMP and DDP; pass update_in_backward=False')
-            optimizer.update_in_backward()
+            self._hooks = optimizer.update_in_backward()
+
+    def close(self):
+        """Take the update-during-backward hooks off the parameters: a later step or
+        ``train()`` on the same network (a notebook's second run) must not apply this
+        optimizer's update too."""
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
 
     def losses(self, batch):
         """The four per-image losses ``(B,)`` of a batch

@@ -160,7 +160,7 @@ class _TwoLayerHead(_TinyHead):
         return super().forward(torch.tanh(self.hidden(x)))
 
 
-def _tiny_run(update_in_backward, alive=None):
+def _tiny_run(update_in_backward, alive=None, close=False):
     torch.manual_seed(0)
     net = _TwoLayerHead(16)
     groups = [{'params': [net.hidden.weight, net.linear.weight]},
@@ -182,6 +182,8 @@ def _tiny_run(update_in_backward, alive=None):
                  (torch.rand(4, 16, 2, generator=gen) > 0.5).float(),
                  torch.rand(4, 2, 4, generator=gen) * 8)
         out = step(batch)
+    if close:
+        step.close()
     return net, opt, out
 
 
@@ -211,3 +213,21 @@ def test_update_in_backward_is_refused_under_amp():
         assert 'update_in_backward' in str(err)
     else:
         raise AssertionError('update_in_backward under AMP was accepted')
+
+
+def test_closed_step_leaves_the_parameters_to_a_later_run():
+    """After ``close`` no hook updates during backward: a second step on the same network
+    (a notebook's second ``train()``) sees its gradients and updates once, with its own
+    optimizer, as a network that never had the hooks."""
+    net, _, _ = _tiny_run(True, close=True)
+    fresh = _TwoLayerHead(16)
+    fresh.load_state_dict(net.state_dict())
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(2))
+    outs = []
+    for model in (net, fresh):
+        opt = GluonSGD(model.parameters(), lr=0.1, momentum=0.9)
+        model(x).objness.sum().backward()
+        assert all(p.grad is not None for p in model.parameters())
+        opt.step()
+        outs.append([p.detach().clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*outs))
