@@ -14,6 +14,8 @@ from argparse import Namespace
 
 import pytest
 
+from launch import default_sigint  # tests/launch.py
+
 from gluontrain.__main__ import (EXIT_INTERRUPTED, interrupt_message, main, oserror_message)
 from gluontrain.core.loop import TrainState
 from gluontrain.registry import list_recipes, recipe_summary
@@ -25,11 +27,13 @@ ENV = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NT
 
 def _yolo(prefix, root, *extra, dataset='voc'):
     """A fast CPU run of YOLOv3 (mobilenet0.25, 96 px, batch 4, no workers; was 160 px:
-    what these tests check is the command's ending, not the network's numbers)."""
+    what these tests check is the command's ending, not the network's numbers; no pictures,
+    ~1.4 s of matplotlib per run, which none of them looks at)."""
     return ['train', 'yolo3', '--network', 'mobilenet0.25', '--dataset', dataset,
             '--dataset-root', str(root), '--no-pretrained-base', '--gpus', '',
             '--batch-size', '4', '-j', '0', '--data-shape', '96', '--no-random-shape',
-            '--log-interval', '1', '--epochs', '1', '--save-prefix', str(prefix)] + list(extra)
+            '--log-interval', '1', '--epochs', '1', '--no-plots',
+            '--save-prefix', str(prefix)] + list(extra)
 
 
 def _ssd(folder, root, *extra):
@@ -280,7 +284,8 @@ def test_ctrl_c_is_one_line_with_exit_status_130(voc_root, tmp_path):
     argv = _yolo(str(tmp_path) + '/', voc_root, '--epochs', '20')[2:]
     with open(err_path, 'w') as err:
         proc = subprocess.Popen([sys.executable, os.path.join(ROOT, 'scripts', 'train_yolov3.py')]
-                                + argv, stdout=subprocess.PIPE, stderr=err, text=True, env=ENV)
+                                + argv, stdout=subprocess.PIPE, stderr=err, text=True, env=ENV,
+                                preexec_fn=default_sigint)
         try:
             for line in proc.stdout:
                 if line.startswith('[Epoch 1][Batch 1]'):  # epoch 0's checkpoint is written

@@ -20,6 +20,8 @@ import warnings
 
 import pytest
 
+from launch import default_sigint  # tests/launch.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = os.path.join(ROOT, 'scripts')
 ENV = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NTHREADS='1',
@@ -209,7 +211,7 @@ def interrupt_script(script, args, out_dir, started, timeout=120):
     with open(out_path, 'w') as out, open(err_path, 'w') as err:
         proc = subprocess.Popen([sys.executable, os.path.join(SCRIPTS, script)]
                                 + [str(a) for a in args], stdout=out, stderr=err, env=ENV,
-                                cwd=ROOT)
+                                cwd=ROOT, preexec_fn=default_sigint)
         try:
             deadline = time.time() + timeout
             while time.time() < deadline and proc.poll() is None:

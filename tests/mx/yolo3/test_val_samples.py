@@ -24,7 +24,8 @@ def _size(path):
 def test_tiny_run_writes_curves_and_val_samples(voc_root, argv_for):
     """At 64 px instead of conftest's 160 (the pictures' sizes do not depend on it): 14.9 ->
     7.6 s CPU."""
-    argv = argv_for(voc_root, '--epochs', '2', '--val-interval', '2', '--data-shape', '64')
+    argv = argv_for(voc_root, '--epochs', '2', '--val-interval', '2', '--data-shape', '64',
+                    plots=True)
     main(argv)
     prefix = argv[argv.index('--save-prefix') + 1] + 'yolo3_mobilenet0.25_voc'
     assert _size(prefix + '_curves.png') == (800, 600)

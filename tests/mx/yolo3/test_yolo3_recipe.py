@@ -31,7 +31,8 @@ def test_two_epochs_write_reference_files_lines_and_lower_loss(voc_root, argv_fo
     (their halving is asserted below; the first is mostly objectness over all anchors, so it
     grows with the input size) were 234.9 -> 85.2 at 160 px (0.36), now 178.5 -> 73.6 (0.41);
     at 96 px 0.47 and at 64 px 0.51 were too close to the half or over it."""
-    argv = argv_for(voc_root, '--epochs', '2', '--save-interval', '1', '--data-shape', '128')
+    argv = argv_for(voc_root, '--epochs', '2', '--save-interval', '1', '--data-shape', '128',
+                    plots=True)
     state = main(argv)
     prefix = _prefix(argv)
     names, values = state.scores['val']
