@@ -96,6 +96,9 @@ def build_parser():
     a('--seed', default=None, type=non_negative_int,
       help='Seed python, numpy and torch (reference: none)')
     a('--tensorboard', default='', type=str, help='TensorBoard folder (needs tensorboardX)')
+    a('--plots', default=True, type=str2bool,
+      help='The curves and validation samples pictures (ours; false: none drawn, and '
+           'matplotlib is never imported)')
     a('--amp', action='store_true',
       help='Mixed precision on CUDA: float16 autocast + GradScaler (the reference trains in '
            'fp32). Refused on the CPU: bfloat16 autocast does not hold the fp32 loss curve '

@@ -29,11 +29,12 @@ def tiny_voc(tmp_path_factory):
                                classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(128, 160))
 
 
-def _argv(root, folder, batch_size, *extra):
+def _argv(root, folder, batch_size, *extra, plots=False):
+    # pictures only where a test looks at them (rank 0 alone draws them: ddp_run)
     return ['--dataset_root', root, '--basenet', '', '--cuda', 'false', '--batch_size',
             str(batch_size), '--num_workers', '0', '--width_mult', str(WIDTH), '--seed', '0',
             '--log_interval', '2', '--save_interval', '0', '--lr_steps', '6',
-            '--save_folder', str(folder) + '/'] + list(extra)
+            '--plots', str(plots).lower(), '--save_folder', str(folder) + '/'] + list(extra)
 
 
 def _torchrun(program, args, env_extra=None, timeout=300):
@@ -54,7 +55,8 @@ def _rows(folder):
 def ddp_run(tiny_voc, tmp_path_factory):
     """--batch_size 4 (global): 2 ranks x 2 images, 12 steps: 4 steps a pass, 3 passes."""
     out = tmp_path_factory.mktemp('ddp')
-    _ok(_torchrun(WORKER, [str(out)] + _argv(tiny_voc, out / 'run', 4, '--max_iter', '12')))
+    _ok(_torchrun(WORKER, [str(out)] + _argv(tiny_voc, out / 'run', 4, '--max_iter', '12',
+                                             plots=True)))
     return out
 
 

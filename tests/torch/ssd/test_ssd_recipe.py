@@ -107,16 +107,18 @@ def tiny_voc(tmp_path_factory):
                                classes=synthetic.DEFAULT_VOC_CLASSES, image_size=(128, 160))
 
 
-def _argv(root, folder, *extra):
+def _argv(root, folder, *extra, plots=False):
+    # no pictures unless the test looks at them: ~1.4 s of matplotlib per run, a third of
+    # these runs' CPU
     return ['--dataset_root', root, '--basenet', '', '--cuda', 'false', '--batch_size', '2',
             '--num_workers', '0', '--width_mult', '0.0625', '--seed', '0', '--log_interval', '2',
-            '--save_folder', str(folder) + '/'] + list(extra)
+            '--plots', str(plots).lower(), '--save_folder', str(folder) + '/'] + list(extra)
 
 
 def test_tiny_run_writes_reference_files_and_lines(tiny_voc, tmp_path):
     # 8 trainval images (2007 + 2012) at batch 2: 4 batches per pass
     state = main(_argv(tiny_voc, tmp_path, '--max_iter', '10', '--save_interval', '4',
-                       '--lr_steps', '8'))
+                       '--lr_steps', '8', plots=True))
     assert state.iteration == 10
     files = sorted(os.listdir(tmp_path))
     # index 4 and 8 (0-based, i != 0 and i % 4 == 0, as the reference) and the final VOC.pth
@@ -152,7 +154,8 @@ def test_max_iter_on_a_pass_boundary_closes_the_last_pass(tiny_voc, tmp_path):
     from gluontrain.core.checkpoint import load_checkpoint
     from gluontrain.core.plots import read_metrics
     # 4 batches per pass, max_iter 8: the budget ends exactly with pass 1
-    state = main(_argv(tiny_voc, tmp_path, '--max_iter', '8', '--save_interval', '0'))
+    state = main(_argv(tiny_voc, tmp_path, '--max_iter', '8', '--save_interval', '0',
+                       plots=True))
     assert state.iteration == 8 and state.stop_reason == 'max_iter 8 reached'
     records = read_metrics(tmp_path / 'ssd300_VOC_metrics.jsonl')
     assert [(r['epoch'], r['iteration'], r.get('partial', False)) for r in records] == \
@@ -164,6 +167,17 @@ def test_max_iter_on_a_pass_boundary_closes_the_last_pass(tiny_voc, tmp_path):
     assert (payload['epoch'], payload['iteration']) == (1, 8)
     assert set(payload['extra']['hooks']) >= {'LossMeterHook', 'BestCheckpointHook',
                                               'CurvesHook'}
+
+
+def test_plots_false_draws_no_picture_and_keeps_the_other_files(tiny_voc, tmp_path):
+    from gluontrain.core.checkpoint import load_checkpoint
+    assert parse_args([]).plots is True
+    main(_argv(tiny_voc, tmp_path, '--max_iter', '4', '--save_interval', '0'))
+    files = set(os.listdir(tmp_path))
+    assert not [f for f in files if f.endswith('.png')]
+    assert {'ssd300_VOC_metrics.jsonl', 'ssd300_VOC_last.ckpt', 'VOC.pth'} <= files
+    hooks = load_checkpoint(str(tmp_path / 'ssd300_VOC_last.ckpt'))['extra']['hooks']
+    assert 'CurvesHook' not in hooks and 'LossMeterHook' in hooks
 
 
 def test_loss_goes_down(tiny_voc, tmp_path):
