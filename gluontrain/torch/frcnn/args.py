@@ -42,6 +42,9 @@ def build_parser():
     parser.add_argument('--tensorboard', type=str, default=None, metavar='DIR',
                         help="TensorBoard folder (needs tensorboardX; default: the log dir "
                              "when tensorboardX is installed, as seamseg; '' for none)")
+    parser.add_argument('--no-plots', '--no_plots', dest='plots', action='store_false',
+                        help='No curves or validation samples picture (ours; matplotlib is '
+                             'then never imported)')
     parser.add_argument('config', metavar='FILE', type=str, help='Path to configuration file')
     parser.add_argument('data', metavar='DIR', type=str, help='Path to dataset')
     return parser

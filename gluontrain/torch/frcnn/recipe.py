@@ -190,6 +190,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
             vars(args), extra={'hooks': hooks_state}),
         samples_hook=val_samples_hook(model, val_data.dataset, paths.val_samples, device),
+        plots=getattr(args, 'plots', True),
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
         tensorboard=_summary(args),
         tensorboard_interval=gen.getint('log_interval'),

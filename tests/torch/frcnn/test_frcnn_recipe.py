@@ -97,13 +97,22 @@ def cli_run(tmp_path_factory, config, data_root):
 
 @pytest.fixture(scope='module')
 def one_epoch_run(tmp_path_factory, config, data_root):
-    """The same run as ``cli_run`` (recipe.main, seed 0) stopped after its first epoch: (its
-    TrainState, its --log_dir). Copy the folder before writing into it."""
+    """The same run as ``cli_run`` (recipe.main, seed 0) stopped after its first epoch, without
+    pictures (what uses it compares weights and positions): (its TrainState, its --log_dir).
+    Copy the folder before writing into it."""
     log_dir = tmp_path_factory.mktemp('one_epoch_run') / 'run'
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(recipe, 'run_loop', _first_epoch_only(recipe.run_loop))
-        state = recipe.main(['--seed', '0', '--log_dir', str(log_dir), config, str(data_root)])
+        state = recipe.main(['--seed', '0', '--log_dir', str(log_dir), '--no-plots', config,
+                             str(data_root)])
     return state, log_dir
+
+
+def test_no_plots_draws_no_picture_and_keeps_the_other_files(one_epoch_run):
+    names = set(os.listdir(one_epoch_run[1]))
+    assert not [n for n in names if n.endswith('.png')]
+    assert {'training.log', 'model_last.pth.tar', 'frcnn_last.ckpt',
+            'frcnn_metrics.jsonl'} <= names
 
 
 def test_registered_with_the_contract():
@@ -140,7 +149,7 @@ def test_resume_is_exact(tmp_path, config, data_root, cli_run, one_epoch_run):
     full, part = cli_run[1], tmp_path / 'part'
     shutil.copytree(str(one_epoch_run[1]), str(part))
     # a different seed: everything that matters must come from the checkpoint
-    state = recipe.main(['--seed', '99', '--log_dir', str(part), '--resume',
+    state = recipe.main(['--seed', '99', '--log_dir', str(part), '--no-plots', '--resume',
                          str(part / 'frcnn_last.ckpt'), config, str(data_root)])
     assert state.iteration == 6
     a, b = _weights(str(full / 'model_last.pth.tar')), _weights(str(part / 'model_last.pth.tar'))
@@ -154,8 +163,8 @@ def test_resume_from_seamseg_snapshot_continues_epoch_and_step(tmp_path, config,
     run = tmp_path / 'run'
     shutil.copytree(str(one_epoch_run[1]), str(run))
     shutil.copy(str(run / 'model_last.pth.tar'), str(tmp_path / 'snap.pth.tar'))
-    state = recipe.main(['--log_dir', str(run), '--resume', str(tmp_path / 'snap.pth.tar'),
-                         config, str(data_root)])
+    state = recipe.main(['--log_dir', str(run), '--no-plots', '--resume',
+                         str(tmp_path / 'snap.pth.tar'), config, str(data_root)])
     assert state.epoch == 1 and state.iteration == 6
 
 
