@@ -43,6 +43,9 @@ def build_parser(description="PyTorch Relation Detection Training"):
                                            "$LOCAL_RANK, else 0)")
     parser.add_argument("--skip-test", dest="skip_test", action="store_true",
                         help="Do not test the final model")
+    parser.add_argument("--no-plots", dest="plots", action="store_false",
+                        help="no curves or validation samples picture (ours; matplotlib is then "
+                             "never imported)")
     parser.add_argument("--data-dir", dest="data_dir", default=None, metavar="DIR",
                         help="folder with VG-SGG-with-attri.h5, VG-SGG-dicts-with-attri.json, "
                              "image_data.json and VG_100K/ (sets DATASETS.DATA_DIR)")

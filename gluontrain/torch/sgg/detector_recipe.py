@@ -25,7 +25,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     """
     cfg = _cfg(args)
     return do_train(cfg, net, train_data, val_data, ctx[0], 'detector',
-                    header=[str(args), cfg.dump()])
+                    header=[str(args), cfg.dump()], plots=getattr(args, 'plots', True))
 
 
 def main(argv=None):

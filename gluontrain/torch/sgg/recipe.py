@@ -125,7 +125,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     """
     cfg = _cfg(args)
     return do_train(cfg, net, train_data, val_data, ctx[0], 'relation',
-                    header=[str(args), cfg.dump()])
+                    header=[str(args), cfg.dump()], plots=getattr(args, 'plots', True))
 
 
 def run(argv=None, mode='relation'):
@@ -177,7 +177,7 @@ def run(argv=None, mode='relation'):
         net, _ = get_net(cfg, ctx)
         train_data, val_data = get_dataloader(net, train_ds, val_ds, None, None, None, cfg)
         state = do_train(cfg, net, train_data, val_data, ctx[0], mode, logger,
-                         header=[str(args), cfg.dump()])
+                         header=[str(args), cfg.dump()], plots=args.plots)
         if not args.skip_test:
             state.scores['test'] = test(cfg, net, train_ds, logger=logger)
         return state

@@ -38,11 +38,13 @@ _LOG = logging.getLogger('gluontrain.sgg')
 
 
 def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=None,
-             header=()):
+             header=(), plots=True):
     """SGB's ``train()`` of relation_train_net (``mode='relation'``) or detector_pretrain_net
     (``mode='detector'``) from the model on: optimizer, schedule, checkpointer (resume from
     ``last_checkpoint``, else ``PRETRAINED_DETECTOR_CKPT`` with ``load_mapping`` /
     ``MODEL.WEIGHT``), ``PRE_VAL``, then the loop until ``MAX_ITER``.
+
+    ``plots=False`` (``--no-plots``) draws no curves or samples picture.
 
     Returns
     -------
@@ -81,13 +83,14 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
 
     hooks = build_hooks(
         paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
-        log_interval=0, num_batches=len(train_data), tensorboard_interval=20, plots=is_main,
+        log_interval=0, num_batches=len(train_data), tensorboard_interval=20,
+        plots=is_main and plots,
         recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
         validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
         samples_hook=val_samples_hook(cfg, model, getattr(val_data, 'dataset', None),
                                       paths.val_samples, device)
-        if is_main and cfg.MODEL.RELATION_ON else None,
+        if is_main and plots and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
         tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '')
     if not is_main:

@@ -39,8 +39,10 @@ def vg_root(tmp_path_factory):
 
 
 def _argv(vg_root, out, *opts):
-    return ['--config-file', PREDCLS, '--data-dir', vg_root, '--skip-test', 'OUTPUT_DIR',
-            str(out)] + TINY + list(opts)
+    # --no-plots: none of these runs' pictures is looked at (tests/torch/sgg/test_sgg_plots.py
+    # and the CLI cases draw them)
+    return ['--config-file', PREDCLS, '--data-dir', vg_root, '--skip-test', '--no-plots',
+            'OUTPUT_DIR', str(out)] + TINY + list(opts)
 
 
 def _weights(path):
@@ -103,6 +105,9 @@ def test_max_decay_step_stops_and_writes_final(vg_root, tmp_path):
     assert state.iteration == 2 and 'MAX_DECAY_STEP' in state.stop_reason
     final = torch.load(str(tmp_path / 'model_final.pth'), weights_only=True)
     assert final['iteration'] == 2 and final['scheduler']['stage_count'] == 1
+    # --no-plots: the other files, no picture
+    assert not [f for f in os.listdir(tmp_path) if f.endswith('.png')]
+    assert os.path.isfile(tmp_path / 'sgg_metrics.jsonl')
 
 
 @pytest.mark.parametrize('predictor, extra', [
