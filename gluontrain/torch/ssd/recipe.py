@@ -384,8 +384,10 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     resume_kind = ckpt_io.file_kind(args.resume) if args.resume else None
     if resume_kind == ckpt_io.TORCH_WEIGHTS:
         header.append(load_ssd_weights(net, args.resume).format())
-    # the samples picture's images: validation keeps their detections for it
-    pictured = dict.fromkeys(range(SAMPLE_IMAGES)) if args.plots else None
+    # the samples picture's images: validation keeps their detections for it (an args
+    # namespace built by hand, without --plots, draws them as the default does)
+    plots = getattr(args, 'plots', True)
+    pictured = dict.fromkeys(range(SAMPLE_IMAGES)) if plots else None
     hooks = build_hooks(
         paths, meter, header=header, batch_size=args.batch_size, log_interval=0,
         num_batches=len(train_data), recipe_hooks=recipe_hooks,
@@ -397,8 +399,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         best_after='validation', checkpoint_fn=save_full,
         samples_hook=val_samples_hook(net, getattr(val_data, 'dataset', None),
                                       paths.val_samples, device, SAMPLE_IMAGES,
-                                      detections=pictured) if args.plots else None,
-        plots=args.plots,
+                                      detections=pictured) if plots else None,
+        plots=plots,
         curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
         tensorboard=args.tensorboard, tensorboard_interval=args.log_interval,
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
