@@ -71,3 +71,32 @@ def test_streamed_trainer_states_load_back_as_save_states(tmp_path):
     assert got._optimizer.num_update == want._optimizer.num_update == 1
     assert got._optimizer.learning_rate == want._optimizer.learning_rate == 0.1
     assert sorted(got._updaters[0].states) == sorted(trainer._updaters[0].states)
+
+
+def test_streamed_export_writes_exports_files_byte_for_byte(tmp_path):
+    """export_streamed gives net.export's symbol and params files, BatchNorm's aux states
+    included, in export's order and names."""
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3, in_channels=3), gluon.nn.BatchNorm(in_channels=4),
+            gluon.nn.Dense(2, in_units=4 * 6 * 6))
+    net.initialize(mx.init.Normal(1.0))
+    net.hybridize()
+    with autograd.record():  # running statistics away from their initial 0 / 1
+        net(mx.nd.random.uniform(shape=(2, 3, 8, 8)))
+    net(mx.nd.ones((1, 3, 8, 8)))
+    net.export(str(tmp_path / 'ref'), epoch=3)
+    blobs.export_streamed(net, str(tmp_path / 'ours'), epoch=3)
+    for suffix in ('-symbol.json', '-0003.params'):
+        assert (tmp_path / ('ours' + suffix)).read_bytes() == \
+            (tmp_path / ('ref' + suffix)).read_bytes()
+    names = sorted(mx.nd.load(str(tmp_path / 'ours-0003.params')))
+    assert sum(n.startswith('aux:') for n in names) == 2 and len(names) == 8
+
+
+def test_streamed_export_needs_a_forward_first(tmp_path):
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    with pytest.raises(RuntimeError, match='hybridize'):
+        blobs.export_streamed(net, str(tmp_path / 'm'))
+    assert list(tmp_path.iterdir()) == []

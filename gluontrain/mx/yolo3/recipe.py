@@ -193,7 +193,7 @@ def export_model(net, args, ctx):
     net.hybridize()
     net(mx.nd.zeros((1, 3, args.data_shape, args.data_shape), ctx=ctx[0]))
     tmp_prefix = os.path.join(model_dir, '.model-export-tmp')
-    net.export(tmp_prefix)
+    blobs.export_streamed(net, tmp_prefix)
     final = os.path.join(model_dir, 'model')
     for suffix in ('-symbol.json', '-0000.params'):
         os.replace(tmp_prefix + suffix, final + suffix)
