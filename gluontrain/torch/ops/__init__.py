@@ -38,15 +38,15 @@ from .boxes import (ENCODE_EPS, SCALE_CLIP, box_area, box_intersection, box_ioa,
 from .losses import fast_rcnn_loss, smooth_l1
 from .matching import (NEGATIVE, VOID, balanced_sample, match_anchors, match_by_iou,
                        match_proposals, sample_proposals, subsample_anchors)
-from .nms import (batched_nms, batched_ssd_nms, box_nms, classwise_nms, nms, proposal_nms,
-                  ssd_nms)
+from .nms import (batched_nms, batched_ssd_nms, box_nms, classwise_nms, maskrcnn_nms_options, nms,
+                  proposal_nms, ssd_nms)
 from .roi import (fpn_levels, multilevel_roi_align, multilevel_roi_sampling, roi_align,
                   roi_sampling)
 
 __all__ = ['ENCODE_EPS', 'SCALE_CLIP', 'box_area', 'box_intersection', 'box_ioa', 'box_iou',
            'center_to_corners', 'corners_to_center', 'clip_boxes', 'decode', 'encode',
            'nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms',
-           'box_nms', 'roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
+           'box_nms', 'maskrcnn_nms_options', 'roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
            'multilevel_roi_align',
            'base_anchors', 'generate_anchors', 'grid_anchors', 'fpn_anchors',
            'VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',

@@ -25,6 +25,12 @@ reference's own loop:
   same arithmetic as ``'seamseg'`` (areas ``0`` when a side is negative, ``inter / ((area_ref
   + area_pos) - inter)``, a NaN IoU does not suppress), suppression at ``IoU > thr``.
   :func:`box_nms` is the whole operator on top of it.
+- ``'maskrcnn'`` (maskrcnn-benchmark's ``layers.nms``, Scene-Graph-Benchmark's: ``+1`` areas
+  ``(x2 - x1 + 1) * (y2 - y1 + 1)``, ``inter / ((area_i + area_j) - inter)`` in both its
+  ``nms_cpu.cpp`` and its CUDA ``devIoU``): the union-first rounding of ``'seamseg'`` (its
+  areas are not clamped, which changes nothing on clipped boxes, whose ``+1`` sides are
+  positive). Its CPU loop suppresses at ``IoU >= thr``, its CUDA kernel at ``IoU > thr``:
+  :func:`maskrcnn_nms_options` gives the flags of the device the boxes are on.
 
 :func:`batched_nms` runs NMS per class (or per image x class) in one pass: pairs of
 different groups never suppress each other, which is exactly a loop of per-group NMS (the
@@ -37,11 +43,11 @@ import torch
 from .boxes import box_area, box_intersection, clip_boxes
 
 __all__ = ['nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms',
-           'box_nms']
+           'box_nms', 'maskrcnn_nms_options']
 
-_REFERENCES = ('ssd', 'seamseg', 'mxnet')
-# references whose IoU is seamseg's rounding (clamped areas, NaN never suppresses)
-_UNION_FIRST = ('seamseg', 'mxnet')
+_REFERENCES = ('ssd', 'seamseg', 'mxnet', 'maskrcnn')
+# references whose IoU is seamseg's rounding (union first, NaN never suppresses)
+_UNION_FIRST = ('seamseg', 'mxnet', 'maskrcnn')
 
 
 def _pairwise_iou(box_a, box_b, plus_one=False, reference='ssd'):
@@ -131,6 +137,28 @@ def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_siz
     return torch.cat(kept)
 
 
+def maskrcnn_nms_options(device):
+    """The flags that make :func:`nms` maskrcnn-benchmark's ``layers.nms`` on ``device``.
+
+    Its ``nms_cpu.cpp`` removes a box whose IoU equals the threshold (``ovr >= threshold``),
+    its CUDA kernel keeps it (``devIoU(...) > nms_overlap_thresh``); both use ``+1`` areas and
+    the union-first rounding (``reference='maskrcnn'``).
+
+    Parameters
+    ----------
+    device : torch.device
+        Where the boxes are.
+
+    Returns
+    -------
+    dict
+        ``plus_one``, ``suppress_equal`` and ``reference`` for :func:`nms`,
+        :func:`classwise_nms` and :func:`proposal_nms`.
+    """
+    return {'plus_one': True, 'suppress_equal': torch.device(device).type == 'cpu',
+            'reference': 'maskrcnn'}
+
+
 def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one=False,
         block_size=256, max_output=None, reference='ssd'):
     """Exact greedy NMS.
@@ -154,7 +182,7 @@ def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one
         Candidates resolved together; only speed and memory depend on it.
     max_output : int, optional
         Keep at most this many boxes (seamseg's ``n_max``; the greedy pass stops there).
-    reference : {'ssd', 'seamseg', 'mxnet'}, default 'ssd'
+    reference : {'ssd', 'seamseg', 'mxnet', 'maskrcnn'}, default 'ssd'
         IoU rounding and NaN rule of that reference's loop (module docstring).
 
     Returns
@@ -245,7 +273,8 @@ def proposal_nms(boxes, scores, size, min_size, iou_threshold, pre_nms=None, pos
     (:func:`~.boxes.clip_boxes`), sides below ``min_size`` dropped, the ``pre_nms`` best
     kept, NMS keeping at most ``post_nms``. seamseg's ``ProposalGenerator``: ``pre_nms``,
     ``suppress_equal=True, reference='seamseg'``; maskrcnn-benchmark's per-level
-    ``RPNPostProcessor``: top-k before decoding (``pre_nms=None``), ``plus_one=True``.
+    ``RPNPostProcessor``: top-k before decoding (``pre_nms=None``), the flags of
+    :func:`maskrcnn_nms_options`.
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..ops import classwise_nms, decode, encode
+from ..ops import classwise_nms, decode, encode, maskrcnn_nms_options
 from .structures import BoxList
 
 __all__ = ['BoxCoder', 'BoxPostProcessor', 'BBOX_XFORM_CLIP']
@@ -150,7 +150,8 @@ class BoxPostProcessor(nn.Module):
         labels = labels + 1
         keep = classwise_nms(boxes_per_cls[inds, labels], scores[inds, labels], labels,
                              self.nms, self.post_nms_per_cls_topn
-                             if self.post_nms_per_cls_topn > 0 else None, plus_one=True)
+                             if self.post_nms_per_cls_topn > 0 else None,
+                             **maskrcnn_nms_options(boxes_per_cls.device))
         orig_inds, labels = inds[keep], labels[keep]
         if self.nms_filter_duplicates:
             kept = torch.zeros_like(scores, dtype=torch.bool)

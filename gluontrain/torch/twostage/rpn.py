@@ -14,8 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..ops import (VOID, balanced_sample, generate_anchors, grid_anchors, match_by_iou,
-                   proposal_nms, smooth_l1)
+from ..ops import (VOID, balanced_sample, generate_anchors, grid_anchors, maskrcnn_nms_options,
+                   match_by_iou, proposal_nms, smooth_l1)
 from .box_inference import BoxCoder
 from .fpn import norm_act_gain
 from .norm import BatchNormAct
@@ -235,7 +235,8 @@ class RPNModule(nn.Module):
         for p, s, anc_i in zip(props, obj, anchors):
             # float32 first, as SGB's BoxList holds the boxes (half under autocast)
             p, s = proposal_nms(p.float(), s, anc_i.size, self.min_size, self.nms_thresh,
-                                post_nms=post if post > 0 else None, plus_one=True)
+                                post_nms=post if post > 0 else None,
+                                **maskrcnn_nms_options(p.device))
             out.append(BoxList(p, anc_i.size, 'xyxy'))
             out[-1].add_field('objectness', s)
         return out

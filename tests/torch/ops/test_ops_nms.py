@@ -1,9 +1,12 @@
-"""Per-group NMS against a per-class loop, and seamseg's NMS against its C++ loop written out."""
+"""Per-group NMS against a per-class loop, and seamseg's and maskrcnn-benchmark's NMS against
+their C++ loops written out."""
 import numpy as np
 import pytest
 import torch
 
-from gluontrain.torch.ops import batched_nms, box_nms, nms
+from gluontrain.torch.ops import (batched_nms, box_nms, classwise_nms, maskrcnn_nms_options, nms,
+                                  proposal_nms)
+from gluontrain.torch.ops.nms import _pairwise_iou  # pylint: disable=protected-access
 
 
 def seamseg_nms_loop(boxes, scores, thr, n_max=-1):
@@ -98,6 +101,76 @@ def test_seamseg_suppresses_at_equal_iou_and_keeps_empty_pairs():
     points = torch.tensor([[2., 2., 2., 2.], [2., 2., 2., 2.]])  # 0 / 0
     assert nms(points, scores, 0.5, suppress_equal=True, reference='seamseg').tolist() == [0, 1]
     assert nms(points, scores, 0.5).tolist() == [0]  # ssd.pytorch: NaN suppresses
+
+
+def maskrcnn_nms_cpu(boxes, scores, thr):
+    """maskrcnn-benchmark's csrc/cpu/nms_cpu.cpp in float32: ``+1`` areas, ``ovr = inter /
+    (iarea + areas[j] - inter)``, ``ovr >= threshold`` suppresses; kept by descending score."""
+    b = boxes.numpy().astype(np.float32)
+    one, zero, t = np.float32(1), np.float32(0), np.float32(thr)
+    area = (b[:, 2] - b[:, 0] + one) * (b[:, 3] - b[:, 1] + one)
+    order = sorted(range(len(b)), key=lambda i: -scores[i].item())
+    suppressed, keep = set(), []
+    for a, i in enumerate(order):
+        if i in suppressed:
+            continue
+        keep.append(i)
+        for j in order[a + 1:]:
+            w = max(zero, min(b[i, 2], b[j, 2]) - max(b[i, 0], b[j, 0]) + one)
+            h = max(zero, min(b[i, 3], b[j, 3]) - max(b[i, 1], b[j, 1]) + one)
+            inter = np.float32(w * h)
+            if inter / np.float32(np.float32(area[i] + area[j]) - inter) >= t:
+                suppressed.add(j)
+    return keep
+
+
+@pytest.mark.parametrize('n,grid', [(5, True), (80, True), (400, False)])
+def test_maskrcnn_reference_on_the_cpu_equals_its_cpp_loop(n, grid):
+    boxes, scores, _ = random_case(n, 200 + n, grid=grid)
+    opts = maskrcnn_nms_options(boxes.device)
+    assert opts == {'plus_one': True, 'suppress_equal': True, 'reference': 'maskrcnn'}
+    for thr in (0.3, 0.5, 0.7):
+        assert nms(boxes, scores, thr, block_size=32, **opts).tolist() == \
+            maskrcnn_nms_cpu(boxes, scores, thr)
+
+
+def test_maskrcnn_ties_at_the_threshold_follow_the_device():
+    # +1 areas 100 and 70, intersection 70: IoU 0.7 exactly, as float32 holds 0.7
+    boxes = torch.tensor([[0., 0., 9., 9.], [0., 0., 9., 6.]])
+    scores = torch.tensor([.9, .8])
+    cpu = maskrcnn_nms_options('cpu')
+    assert nms(boxes, scores, 0.7, **cpu).tolist() == [0]  # nms_cpu.cpp: ovr >= threshold
+    assert maskrcnn_nms_cpu(boxes, scores, 0.7) == [0]
+    cuda = maskrcnn_nms_options('cuda')  # nms.cu: devIoU(...) > nms_overlap_thresh
+    assert cuda['suppress_equal'] is False
+    assert nms(boxes, scores, 0.7, **cuda).tolist() == [0, 1]
+    # the RPN's and the box head's NMS take the same flags
+    kept, _ = proposal_nms(boxes, scores, (20, 20), 0, 0.7, **cpu)
+    assert kept.tolist() == [[0., 0., 9., 9.]]
+    assert classwise_nms(boxes, scores, torch.tensor([1, 1]), 0.7, **cpu).tolist() == [0]
+
+
+def test_union_first_rounding_decides_a_tie_the_ssd_rounding_does_not():
+    """Where ``(a + b) - i`` and ``(b - i) + a`` round apart in float32, 'maskrcnn' follows
+    the C++ loop's IoU and 'ssd' may not: a search over seeded float boxes finds such pairs
+    and the loop written out agrees with 'maskrcnn' on every one."""
+    gen = torch.Generator().manual_seed(0)
+    xy = torch.rand(4000, 2, generator=gen) * 500
+    boxes = torch.cat([xy, xy + 1 + torch.rand(4000, 2, generator=gen) * 300], 1)
+    differ = 0
+    for k in range(0, 4000, 2):
+        pair, scores = boxes[k:k + 2], torch.tensor([.9, .8])
+        want = maskrcnn_nms_cpu(pair, scores, 0.0)  # thr 0: the IoU's rounding alone
+        ious = []
+        for ref in ('maskrcnn', 'ssd'):
+            ious.append(_pairwise_iou(pair[:1], pair[1:], True, ref).item())
+        if ious[0] != ious[1]:
+            differ += 1
+            thr = ious[0]  # a threshold exactly at the C++ loop's IoU
+            assert nms(pair, scores, thr, **maskrcnn_nms_options('cpu')).tolist() == \
+                maskrcnn_nms_cpu(pair, scores, thr)
+        assert nms(pair, scores, 0.0, **maskrcnn_nms_options('cpu')).tolist() == want
+    assert differ > 0
 
 
 def test_unknown_reference_is_refused():

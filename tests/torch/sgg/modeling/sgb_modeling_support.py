@@ -2,7 +2,11 @@
 reference cases and our side of ``test_sgg_against_sgb.py``.
 
 SGB's files are copied into a temporary ``maskrcnn_benchmark`` package; its compiled ops are
-replaced by a literal transcription of ``nms_cpu.cpp`` (``+1`` areas, IoU ``>`` suppresses);
+replaced by a transcription of its NMS kernels (``+1`` areas, union-first IoU, in float64,
+kept by descending score, IoU ``>`` suppresses as in ``nms.cu``; ``nms_cpu.cpp``'s ``>=``,
+what ours does on the CPU, decides nothing here: no IoU of these cases equals the
+threshold; the CPU rule is tested against ``nms_cpu.cpp`` written out in float32 in
+``tests/torch/ops/test_ops_nms.py``);
 ``np.float`` and the loss's ``.cuda()`` are patched away (both crash on current NumPy /
 CPU-only torch).
 """

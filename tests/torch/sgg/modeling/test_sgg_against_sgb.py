@@ -3,7 +3,11 @@ against the committed recording of SGB's outputs (``tests/fixtures/recorded/sgb_
 everywhere) and live against SGB's source when ``$GLUONTRAIN_REFERENCES`` has it.
 
 SGB's files are copied into a temporary ``maskrcnn_benchmark`` package; its compiled ops are
-replaced by a literal transcription of ``nms_cpu.cpp`` (``+1`` areas, IoU ``>`` suppresses);
+replaced by a transcription of its NMS kernels (``+1`` areas, union-first IoU, in float64,
+kept by descending score, IoU ``>`` suppresses as in ``nms.cu``; ``nms_cpu.cpp``'s ``>=``,
+what ours does on the CPU, decides nothing here: no IoU of these cases equals the
+threshold; the CPU rule is tested against ``nms_cpu.cpp`` written out in float32 in
+``tests/torch/ops/test_ops_nms.py``);
 ``np.float`` and the loss's ``.cuda()`` are patched away (both crash on current NumPy /
 CPU-only torch); see ``sgb_modeling_support.py``. Same inputs, same global seeds (SGB's side
 is recorded after ``torch.manual_seed(s)``, ours computed after the same call): the outputs
