@@ -48,6 +48,18 @@ def test_ci_runs_exactly_readme_command_b():
     assert lines[-1] == command
 
 
+def test_tox_leaves_readme_command_a_its_venv_folder():
+    """README command (a) creates its venv at ``.venv``; tox >= 4.66 would put a ``.venv``
+    redirect file there after command (b) unless ``venv_redirect = false``."""
+    import configparser  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        readme = f.read()
+    assert 'python3 -m venv .venv' in readme[readme.index('**(a)'):readme.index('**(b)')]
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(os.path.join(ROOT, 'tox.ini'), encoding='utf-8')
+    assert tox.getboolean('tox', 'venv_redirect') is False
+
+
 def _module_imports(root):
     """``{module: set of gluontrain modules it imports}``, counting imports anywhere in the
     file (a deferred import inside a function ties two modules as much as a top-level one)."""
