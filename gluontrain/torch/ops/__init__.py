@@ -46,8 +46,8 @@ from .roi import (fpn_levels, multilevel_roi_align, multilevel_roi_sampling, roi
 __all__ = ['ENCODE_EPS', 'SCALE_CLIP', 'box_area', 'box_intersection', 'box_ioa', 'box_iou',
            'center_to_corners', 'corners_to_center', 'clip_boxes', 'decode', 'encode',
            'nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms',
-           'box_nms', 'maskrcnn_nms_options', 'roi_sampling', 'roi_align', 'fpn_levels', 'multilevel_roi_sampling',
-           'multilevel_roi_align',
+           'box_nms', 'maskrcnn_nms_options', 'roi_sampling', 'roi_align', 'fpn_levels',
+           'multilevel_roi_sampling', 'multilevel_roi_align',
            'base_anchors', 'generate_anchors', 'grid_anchors', 'fpn_anchors',
            'VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',
            'sample_proposals', 'match_by_iou', 'balanced_sample', 'smooth_l1', 'fast_rcnn_loss']
