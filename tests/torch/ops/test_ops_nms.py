@@ -160,7 +160,7 @@ def test_union_first_rounding_decides_a_tie_the_ssd_rounding_does_not():
     differ = 0
     for k in range(0, 4000, 2):
         pair, scores = boxes[k:k + 2], torch.tensor([.9, .8])
-        want = maskrcnn_nms_cpu(pair, scores, 0.0)  # thr 0: the IoU's rounding alone
+        want = maskrcnn_nms_cpu(pair, scores, 0.0)  # thr 0: '>=' removes even a disjoint pair
         ious = []
         for ref in ('maskrcnn', 'ssd'):
             ious.append(_pairwise_iou(pair[:1], pair[1:], True, ref).item())
