@@ -3,7 +3,9 @@ in the same order, for both backends.
 
 * colour distortion in float32 numpy with the ``mx.nd`` arithmetic reproduced: scalars are
   rounded to float32 before they are applied, the saturation grey is ``mx.nd.sum``'s
-  Kahan-compensated sum, the hue matrix product is the same ``sgemm`` on ``(H*W, 3)``;
+  Kahan-compensated sum; the hue matrix product is passed in, as the resize is: the
+  reference's ``nd.dot`` on MXNet (the same ``sgemm`` call of MXNet's OpenBLAS, whose kernel,
+  chosen by processor, fixes the last bits), ``np.dot`` elsewhere;
 * the expansion canvas is never built: only the window the random crop keeps is filled with
   the mean colour and the image pasted into it;
 * the 300 random-crop trials are drawn from Python's ``random`` as the reference draws them,
@@ -40,11 +42,15 @@ _CONSTRAINTS = ((0.1, None), (0.3, None), (0.5, None), (0.7, None), (0.9, None),
 
 
 def random_color_distort(img, brightness_delta=32, contrast_low=0.5, contrast_high=1.5,
-                         saturation_low=0.5, saturation_high=1.5, hue_delta=18):
+                         saturation_low=0.5, saturation_high=1.5, hue_delta=18, matmul=np.dot):
     """GluonCV's ``experimental.image.random_color_distort`` on a float32 HWC numpy image.
 
     Draws ``np.random`` (and ``random`` for the hue angle) exactly as the reference and
-    returns the same float32 values. ``img`` is modified in place where possible.
+    returns the same float32 values when ``matmul`` rounds as the reference's ``nd.dot``
+    (docs/faithfulness.md, "Kernels"). ``img`` is modified in place where possible.
+
+    ``matmul(a, t)`` multiplies a C-contiguous float32 ``[N, 3]`` array by the float32 ``[3, 3]``
+    hue matrix.
     """
     f32 = np.float32
     if np.random.uniform(0, 1) > 0.5:
@@ -52,10 +58,10 @@ def random_color_distort(img, brightness_delta=32, contrast_low=0.5, contrast_hi
     if np.random.randint(0, 2):
         img = _contrast(img, contrast_low, contrast_high)
         img = _saturation(img, saturation_low, saturation_high)
-        img = _hue(img, hue_delta)
+        img = _hue(img, hue_delta, matmul)
     else:
         img = _saturation(img, saturation_low, saturation_high)
-        img = _hue(img, hue_delta)
+        img = _hue(img, hue_delta, matmul)
         img = _contrast(img, contrast_low, contrast_high)
     return img
 
@@ -83,13 +89,13 @@ def _saturation(img, low, high):
     return img
 
 
-def _hue(img, delta):
+def _hue(img, delta, matmul):
     if np.random.uniform(0, 1) > 0.5:
         alpha = random.uniform(-delta, delta)
         u, w = np.cos(alpha * np.pi), np.sin(alpha * np.pi)
         bt = np.array([[1.0, 0.0, 0.0], [0.0, u, -w], [0.0, w, u]])
         t = np.dot(np.dot(_ITYIQ, bt), _TYIQ).T.astype(np.float32)
-        img = np.dot(img.reshape(-1, 3), t).reshape(img.shape)
+        img = matmul(np.ascontiguousarray(img).reshape(-1, 3), t).reshape(img.shape)
     return img
 
 
@@ -319,7 +325,7 @@ def to_chw(img, mean=MEAN, std=STD):
     return out
 
 
-def augment(src, label, width, height, imresize, mean=MEAN, std=STD):
+def augment(src, label, width, height, imresize, mean=MEAN, std=STD, matmul=np.dot):
     """GluonCV's ``YOLO3DefaultTrainTransform`` up to the targets: colour distortion,
     random expansion (p = 0.5, up to 4x), the constrained random crop, a resize with a random
     OpenCV interpolation, a horizontal flip (p = 0.5), normalisation.
@@ -333,12 +339,14 @@ def augment(src, label, width, height, imresize, mean=MEAN, std=STD):
         Output size.
     imresize : callable
         ``imresize(img, w, h, interp)`` on a C-contiguous float32 HWC image.
+    matmul : callable
+        The hue step's matrix product (:func:`random_color_distort`).
 
     Returns
     -------
     (ndarray [3, height, width] float32, ndarray [N', 5+])
     """
-    img = random_color_distort(np.asarray(src).astype(np.float32))
+    img = random_color_distort(np.asarray(src).astype(np.float32), matmul=matmul)
     h, w = img.shape[:2]
     if np.random.uniform(0, 1) > 0.5:
         ratio = random.uniform(1, 4)
@@ -389,6 +397,8 @@ class TrainTransform:
         See :func:`augment`.
     mixup : bool
         Objectness from the label's last column (the mixup weight).
+    matmul : callable
+        See :func:`random_color_distort`.
 
     Returns (when called)
     ---------------------
@@ -397,16 +407,16 @@ class TrainTransform:
     """
 
     def __init__(self, width, height, layout, imresize=cv2_imresize, mean=MEAN, std=STD,
-                 mixup=False):
+                 mixup=False, matmul=np.dot):
         self.width, self.height, self.imresize = width, height, imresize
-        self.mean, self.std, self.mixup = mean, std, mixup
+        self.mean, self.std, self.mixup, self.matmul = mean, std, mixup, matmul
         self.targets = None if layout is None else FastYOLOV3TargetGenerator(
             layout['num_class'], layout['anchors'], layout['offsets'], layout['feat_maps'],
             width, height)
 
     def __call__(self, src, label):
         img, bbox = augment(src, label, self.width, self.height, self.imresize, self.mean,
-                            self.std)
+                            self.std, self.matmul)
         if self.targets is None:
             return img, bbox.astype(img.dtype)
         gt_boxes = bbox[:, :4].astype(np.float32)

@@ -1,12 +1,14 @@
 """GluonCV's YOLOv3 train transform in numpy on MXNet: :mod:`gluontrain.yolo3.transform`
-with MXNet's own OpenCV ``imresize``.
+with MXNet's own OpenCV ``imresize`` and ``nd.dot``.
 
 :class:`FastYOLO3TrainTransform` is ``YOLO3DefaultTrainTransform`` (it subclasses it: same
 constructor, same net run on zeros for the feature map sizes) with ``__call__`` replaced by
 the shared numpy :class:`~gluontrain.yolo3.transform.TrainTransform` (colour distortion,
 expansion, constrained crop, flip, drawn as the reference draws them, and
 :class:`~gluontrain.yolo3.targets.FastYOLOV3TargetGenerator`). The resize is MXNet's own
-OpenCV ``imresize`` (the OpenCV in ``cv2`` rounds bilinear and area upsampling differently).
+OpenCV ``imresize`` (the OpenCV in ``cv2`` rounds bilinear and area upsampling differently),
+the hue step's product MXNet's ``nd.dot`` (the reference's ``sgemm`` in MXNet's OpenBLAS, whose
+kernel depends on the processor: numpy's OpenBLAS picks another on AVX-512 machines).
 
 Outputs are numpy arrays equal (``np.array_equal``) to the reference's for the same seeds of
 ``random`` and ``np.random`` (``tests/mx/yolo3/test_fast_transform.py``); the batchify
@@ -18,8 +20,9 @@ import numpy as np
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
 
 from ...yolo3.transform import TrainTransform
+from ...yolo3.transform import random_color_distort as _numpy_distort
 
-__all__ = ['FastYOLO3TrainTransform']
+__all__ = ['FastYOLO3TrainTransform', 'random_color_distort']
 
 
 def _imresize(img, w, h, interp):
@@ -34,10 +37,27 @@ def _imresize(img, w, h, interp):
     return out
 
 
+def _nd_dot(a, t):
+    """The reference hue step's ``nd.dot`` on a C-contiguous float32 ``[N, 3]`` numpy array and
+    the float32 ``[3, 3]`` matrix: the same ``sgemm`` call, hence the same bits on any
+    processor (docs/faithfulness.md, "Kernels"); zero-copy both ways."""
+    out = np.empty((a.shape[0], t.shape[1]), np.float32)
+    mx.nd.dot(mx.nd.from_numpy(a, zero_copy=True), mx.nd.array(t),
+              out=mx.nd.from_numpy(out, zero_copy=True)).wait_to_read()
+    out.flags.writeable = True  # from_numpy's zero copy marked it read-only; the write is done
+    return out
+
+
 # what the reference's constructor computes and our numpy transform does not read: the zeros
 # image and the net's anchors, offsets and feature maps (NDArrays: each a shared-memory copy
 # and a file descriptor every time a loader sends the transform to a worker, i.e. per batch)
 _NOT_PICKLED = ('_fake_x', '_anchors', '_offsets', '_feat_maps', '_internal_target_generator')
+
+
+def random_color_distort(img, **kwargs):
+    """GluonCV's ``random_color_distort`` on a float32 HWC numpy image, bit for bit (the shared
+    :func:`gluontrain.yolo3.transform.random_color_distort` with MXNet's ``nd.dot``)."""
+    return _numpy_distort(img, matmul=_nd_dot, **kwargs)
 
 
 class FastYOLO3TrainTransform(YOLO3DefaultTrainTransform):
@@ -62,7 +82,7 @@ class FastYOLO3TrainTransform(YOLO3DefaultTrainTransform):
             'num_class': self._num_classes, 'anchors': self._anchors,
             'offsets': self._offsets, 'feat_maps': self._feat_maps}
         self._numpy = TrainTransform(self._width, self._height, layout, _imresize,
-                                     self._mean, self._std, self._mixup)
+                                     self._mean, self._std, self._mixup, _nd_dot)
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k not in _NOT_PICKLED}
