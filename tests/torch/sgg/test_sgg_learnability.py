@@ -1,6 +1,7 @@
 """Bounded learnability of the scene-graph recipe on generated VG data (held-out test split):
-PredCls R@50 of a trained MOTIFS model beats the frequency-bias-only baseline and is far
-above the untrained model; SGCls and SGDet run end to end and report every metric."""
+PredCls R@50 of a trained MOTIFS model beats the frequency-bias-only baseline and the
+untrained model, each by a margin chosen from five seeds' spread; SGCls and SGDet run end to
+end and report every metric."""
 import logging
 import os
 
@@ -38,10 +39,30 @@ TEST_SET = 'VG_stanford_filtered_with_attribute_test'
 # 0.2062, 0.0830 / 0.1065 / 0.2149 (smallest margin over the baseline 0.100, smallest ratio to
 # untrained 1.54). 100 or 120 iterations at that size, or 120 at the config's size, left seed 1
 # at 0.133-0.144: too close to the baseline.
+# Issue 39 (2026-11-29): the run made longer again, 300 iterations (decay at 220), and the
+# thresholds absolute margins chosen from the seeds' spread. At 150 iterations the outcome is
+# a chaotic function of float rounding: the same seed 0 reached 0.3036 before dff84e1 (the CPU
+# ROI op's new summation order, equal to 1e-12 in float64) and 0.1790 after it; on this EPYC
+# 0.1808 under ATEN_CPU_CAPABILITY=default, 0.2493 with oneDNN capped at SSE4.1, 0.1612 on an
+# AVX-512 Xeon (which missed the old 1.5 x untrained = 0.1652). Seeds 0-4 at HEAD, 150
+# iterations, R@50 untrained / frequency / trained: 0.1101 / 0.1065 / 0.1790, 0.1341 / 0.1065 /
+# 0.1301, 0.0830 / 0.1065 / 0.1764, 0.0888 / 0.1065 / 0.2457, 0.0580 / 0.1065 / 0.3250: seed 1
+# did not beat its untrained model, so no threshold could keep the test's meaning there. At
+# 300 iterations (57-60 s CPU for the test, was 36-40 s), seeds 0-4: 0.1101 / 0.1065 / 0.2076,
+# 0.1341 / 0.1065 / 0.1714, 0.0830 / 0.1065 / 0.3341, 0.0888 / 0.1065 / 0.2982, 0.0580 /
+# 0.1065 / 0.4333; seed 0 trained under ATen default / oneDNN SSE4.1 / OpenBLAS Sandybridge:
+# 0.2076 / 0.2815 / 0.2076 (at 150 iterations ATen AVX2 and OpenBLAS Haswell / Sandybridge /
+# Zen repeated the default run bit for bit). Smallest
+# gaps: trained - frequency 0.065, trained - untrained 0.037 (both seed 1). Thresholds:
+# about half of each (FREQ_MARGIN, UNTRAINED_MARGIN); the untrained number is not a ratio's
+# denominator any more (it moves 0.058-0.134 with the initial weights). A run that does not
+# learn stays near its untrained or the frequency number (0.06-0.13) and fails.
+FREQ_MARGIN, UNTRAINED_MARGIN = 0.03, 0.02
 SIZES = ['INPUT.MIN_SIZE_TRAIN', '(128,)', 'INPUT.MAX_SIZE_TRAIN', '224',
          'INPUT.MIN_SIZE_TEST', '128', 'INPUT.MAX_SIZE_TEST', '224']
-TRAIN = ['SOLVER.MAX_ITER', '150', 'SOLVER.STEPS', '(110,)', 'SOLVER.TO_VAL', 'False',
-         'SOLVER.CHECKPOINT_PERIOD', '150'] + SIZES
+ITERATIONS = 300
+TRAIN = ['SOLVER.MAX_ITER', str(ITERATIONS), 'SOLVER.STEPS', '(220,)', 'SOLVER.TO_VAL', 'False',
+         'SOLVER.CHECKPOINT_PERIOD', str(ITERATIONS)] + SIZES
 
 
 @pytest.fixture(scope='module')
@@ -74,7 +95,7 @@ def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
     _, _, untrained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'untrained',
                            'SOLVER.MAX_ITER', '0', 'SOLVER.TO_VAL', 'False', *SIZES)
     state, _, trained = _run('predcls_motifs_cpu.yaml', vg_root, tmp_path / 'trained', *TRAIN)
-    assert state.iteration == 150
+    assert state.iteration == ITERATIONS
     folder = tmp_path / 'trained' / 'inference' / TEST_SET
     saved = torch.load(str(folder / 'eval_results.pytorch'), weights_only=False)
     stats = torch.load(str(tmp_path / 'trained' /
@@ -91,8 +112,8 @@ def test_predcls_motifs_beats_frequency_baseline(vg_root, tmp_path):
     r_untrained, r_freq, r_trained = _r50(untrained), _r50(freq), _r50(trained)
     print('PredCls R@50 untrained {:.4f} frequency {:.4f} trained {:.4f}'.format(
         r_untrained, r_freq, r_trained))
-    assert r_trained > r_freq + 0.05
-    assert r_trained > 1.5 * r_untrained
+    assert r_trained > r_freq + FREQ_MARGIN
+    assert r_trained > r_untrained + UNTRAINED_MARGIN
 
 
 def _test_dataset(cfg, vg_root):
