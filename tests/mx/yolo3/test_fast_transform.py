@@ -130,6 +130,7 @@ def _numpy_and_mxnet_products_differ():
     return not np.array_equal(np.dot(a, t), mx.nd.dot(mx.nd.array(a), mx.nd.array(t)).asnumpy())
 
 
+@pytest.mark.slow  # a child process importing MXNet and gluoncv: 7-14 s
 def test_colour_distortion_bit_identical_under_another_blas_kernel():
     """The colour distortion in a child under ``OPENBLAS_CORETYPE=Cooperlake``: numpy's OpenBLAS
     (0.3.20) and MXNet's (0.3.13) then take different kernels on a processor without AVX-512
