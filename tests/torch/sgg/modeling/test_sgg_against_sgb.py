@@ -25,7 +25,7 @@ import torch
 from fixtures.recorded import SOURCES, Recorder, assert_close_to_recording
 from sgb_modeling_support import (box_post_inputs, box_sampler_inputs, boxes, boxlist,
                                   compact, detect_inputs, gtbox_inputs, load_sgb,
-                                  relation_inputs, same)
+                                  relation_inputs, same, same_as)
 from sgg_model_helpers import tiny_cfg
 from gluontrain.torch.twostage.box_head import BoxSampler, box_loss
 from gluontrain.torch.twostage.box_inference import BoxCoder, BoxPostProcessor
@@ -166,6 +166,7 @@ def relation_post_and_loss(sgb):
 @pytest.mark.parametrize('source', SOURCES)
 def test_relation_post_processor_and_loss(source):
     ref = SGB.outputs('relation_post_and_loss', source)
+    same = same_as(source)
     post, loss = relation_inputs()
     for use_gt, x in zip((True, False), post):
         a = boxlist(BoxList, x['b'], SIZE, boxes_per_cls=x['per_cls'])
@@ -206,6 +207,7 @@ def box_post_processor(sgb):
 @pytest.mark.parametrize('source', SOURCES)
 def test_box_post_processor(source):
     ref = SGB.outputs('box_post_processor', source)
+    same = same_as(source)
     for dup, x in zip((True, False), box_post_inputs()):
         got = _box_post(BoxPostProcessor, BoxList, dup, x)
         want = {k.split('/', 1)[1]: v for k, v in ref.items() if k.startswith('dup%d/' % dup)}
@@ -237,6 +239,7 @@ def box_sampler_and_loss(sgb):
 @pytest.mark.parametrize('source', SOURCES)
 def test_box_sampler_and_loss(source):
     ref = SGB.outputs('box_sampler_and_loss', source)
+    same = same_as(source)
     g, tb, tl, pb = box_sampler_inputs()
     cfg = tiny_cfg(relation_on=False)
     cfg.MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE = 16
