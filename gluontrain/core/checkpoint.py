@@ -268,15 +268,17 @@ class RefusedPickle(ValueError):
 
 
 class _RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only :data:`_ALLOWED_GLOBALS`, so a hostile file cannot make unpickling call
-    arbitrary functions (``os.system`` through ``__reduce__``)."""
+    """Resolves only :data:`_ALLOWED_GLOBALS` (and what ``allow(module, name)`` accepts), so a
+    hostile file cannot make unpickling call arbitrary functions (``os.system`` through
+    ``__reduce__``)."""
 
-    def __init__(self, f, path):
+    def __init__(self, f, path, allow=None):
         super().__init__(f)
-        self.path = path
+        self.path, self.allow = path, allow
 
     def find_class(self, module, name):
-        if (module, name) in _ALLOWED_GLOBALS or (
+        if (self.allow is not None and self.allow(module, name)) or (
+                module, name) in _ALLOWED_GLOBALS or (
                 module == 'numpy' and name.endswith('DType') and name[0].isupper()) or (
                 module.startswith('numpy.dtypes') and name.endswith('DType')):
             return super().find_class(module, name)
@@ -291,15 +293,18 @@ def dumps_state(obj):
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def loads_state(blob, path):
+def loads_state(blob, path, allow=None):
     """Read :func:`dumps_state`'s bytes with the checkpoint's restricted unpickler.
+
+    ``allow(module, name) -> bool`` admits more globals: a backend's own classes that its
+    state blobs hold (the MXNet trainer's optimizer and arrays, :mod:`gluontrain.mx.blobs`).
 
     Raises
     ------
     RefusedPickle
         The bytes reference a global a checkpoint never holds (``path`` is named).
     """
-    return _RestrictedUnpickler(io.BytesIO(bytes(blob)), path).load()
+    return _RestrictedUnpickler(io.BytesIO(bytes(blob)), path, allow).load()
 
 
 CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS = 'checkpoint', 'mxnet-params', 'torch-weights'

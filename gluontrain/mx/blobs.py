@@ -20,10 +20,11 @@ import numpy as np
 from mxnet.base import _LIB, check_call
 
 from ..core import mxparams
-from ..core.checkpoint import scratch_file
+from ..core.checkpoint import loads_state, scratch_file
 from ..core.streamed_pickle import StreamedBlob
 
-__all__ = ['to_bytes', 'from_bytes', 'params_blob', 'trainer_states_blob', 'export_streamed']
+__all__ = ['to_bytes', 'from_bytes', 'params_blob', 'trainer_states_blob', 'export_streamed',
+           'check_trainer_states']
 
 
 def _memfd_available():
@@ -207,3 +208,51 @@ def trainer_states_blob(trainer, beside):
     updater = trainer._updaters[0]
     return StreamedBlob(lambda f: _StatesPickler(f, protocol=5).dump(
         (updater.states, updater.optimizer)))
+
+
+#: what a trainer-states blob references besides plain numpy data: MXNet's own format
+#: (``Trainer.save_states``: NDArrays pickled as bytes) and ours (:func:`trainer_states_blob`:
+#: ``mx.nd.array`` of a numpy array, a context, a dtype)
+_TRAINER_GLOBALS = {('builtins', 'bytearray'), ('mxnet.ndarray.ndarray', 'NDArray'),
+                    ('mxnet.context', 'Context'), ('mxnet.ndarray.utils', 'array')}
+#: modules whose classes may appear when they are optimizers or LR schedules
+_TRAINER_CLASS_MODULES = ('mxnet.optimizer.optimizer', 'mxnet.optimizer', 'mxnet.lr_scheduler',
+                          'gluoncv.utils.lr_scheduler')
+
+
+def _trainer_global(module, name):
+    """Whether a trainer-states pickle may resolve ``module.name``: the globals above, numpy's
+    scalar types, and the optimizer and LR-schedule classes of MXNet and GluonCV (checked as
+    subclasses after the attribute is looked up, never called)."""
+    if (module, name) in _TRAINER_GLOBALS:
+        return True
+    if module == 'numpy':
+        return isinstance(getattr(np, name, None), type) and issubclass(getattr(np, name),
+                                                                         np.generic)
+    if module in _TRAINER_CLASS_MODULES:
+        import importlib  # pylint: disable=import-outside-toplevel
+        value = getattr(importlib.import_module(module), name, None)
+        return isinstance(value, type) and issubclass(
+            value, (mx.optimizer.Optimizer, mx.lr_scheduler.LRScheduler))
+    return False
+
+
+def check_trainer_states(blob, path):
+    """``blob`` (a checkpoint's trainer states) when it is safe to hand to MXNet, whose
+    ``Trainer.load_states`` unpickles it with plain ``pickle.loads``: read once with the
+    checkpoint's restricted unpickler, admitting only what :func:`trainer_states_blob` and
+    ``Trainer.save_states`` write.
+
+    Raises
+    ------
+    gluontrain.core.checkpoint.RefusedPickle
+        The blob references anything else (``os.system`` through ``__reduce__``); ``path`` is
+        named and nothing of the blob has run.
+    """
+    try:
+        loads_state(blob, path, allow=_trainer_global)
+    except (pickle.UnpicklingError, EOFError, AttributeError, IndexError, TypeError,
+            UnicodeDecodeError, mx.base.MXNetError) as e:
+        raise ValueError('{}: its trainer states cannot be read ({}); pass the {{prefix}}_last.ckpt '
+                         'a run of this version wrote'.format(path, e)) from e
+    return blob

@@ -204,6 +204,34 @@ def test_script_hostile_pickle_as_weights(case):
     assert not os.path.exists(case.marker)
 
 
+def test_resume_with_hostile_trainer_states_runs_nothing(case, capsys):
+    """Issue 40: the checkpoint's outer dict is read with the restricted unpickler, but its
+    trainer states went to MXNet's ``Trainer.load_states`` (plain ``pickle.loads``), which ran
+    the payload. Now the states are read with the restricted unpickler first."""
+    import pickle  # pylint: disable=import-outside-toplevel
+    from gluontrain.core.checkpoint import load_checkpoint
+    from hostile_support import _Payload
+    path = case.file('evil_last.ckpt', PREFIX + '_last.ckpt')
+    payload = load_checkpoint(path)
+    payload['trainer'] = pickle.dumps(_Payload(case.marker), protocol=2)
+    with open(path, 'wb') as f:
+        pickle.dump(payload, f)
+    case.arg('--resume', path)
+    code, _, err = run_main(case.argv(), capsys)
+    check_refused(code, err, [path, 'os'], case.out if os.path.isdir(case.out) else None)
+    assert not os.path.exists(case.marker)
+
+
+def test_resume_keeps_working_with_its_own_trainer_states(case, capsys):
+    """The same checkpoint unspoilt resumes (the restricted reading admits what
+    ``trainer_states_blob`` writes: optimizer, LR schedule, arrays)."""
+    case.arg('--resume', case.file('own_last.ckpt', PREFIX + '_last.ckpt'))
+    case.arg('--epochs', 2)
+    code, out, err = run_main(case.argv(), capsys)
+    assert code in (0, None), err[-3000:]
+    assert 'Traceback' not in err and 'error:' not in err
+
+
 @pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_script_bad_argument_value(case):
     case.arg('--epochs', -1)

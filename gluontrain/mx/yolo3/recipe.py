@@ -168,7 +168,8 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
     arrays = mx.nd.load_frombuffer(payload['params'])
     report = load_params(net, path, '--resume', 'pass the {prefix}_last.ckpt of a run with the '
                          'same --network and --dataset', ctx=ctx, arrays=arrays)
-    blobs.from_bytes(payload['trainer'], trainer.load_states, path)
+    blobs.from_bytes(blobs.check_trainer_states(payload['trainer'], path), trainer.load_states,
+                     path)
     if args is not None:
         optimizer = trainer._optimizer
         optimizer.lr_scheduler = get_lr_scheduler(args, num_batches)
