@@ -11,6 +11,7 @@ the next save of that output removes what a killed run left.
 """
 import contextlib
 import ctypes
+import importlib
 import os
 import pickle
 import warnings
@@ -230,7 +231,6 @@ def _trainer_global(module, name):
         return isinstance(getattr(np, name, None), type) and issubclass(getattr(np, name),
                                                                          np.generic)
     if module in _TRAINER_CLASS_MODULES:
-        import importlib  # pylint: disable=import-outside-toplevel
         value = getattr(importlib.import_module(module), name, None)
         return isinstance(value, type) and issubclass(
             value, (mx.optimizer.Optimizer, mx.lr_scheduler.LRScheduler))
