@@ -48,9 +48,10 @@ def choices():
             'pinned_env.json': pinned}
 
 
-def run(seed, name, env, folder):
-    """One job; returns (seed, choice, final mAP or None, seconds, last line of output)."""
-    argv = [sys.executable] + readme_command() + [
+def run(command, seed, name, env, folder):
+    """One job of ``command`` (:func:`readme_command`); returns (seed, choice, final mAP or
+    None, seconds, last line of output)."""
+    argv = [sys.executable] + command + [
         '--seed', str(seed), '--save-prefix', os.path.join(folder, '{}_{}/'.format(
             re.sub(r'\W+', '_', name), seed))]
     start = time.time()
@@ -75,8 +76,10 @@ def main(argv=None):
     if unknown:
         parser.error('--choices: unknown {}'.format(', '.join(unknown)))
     folder = args.out or tempfile.mkdtemp(prefix='readme_band_')
-    print('command: python ' + ' '.join(shlex.quote(a) for a in readme_command()), flush=True)
-    tasks = [(int(s), c, table[c], folder) for c in wanted for s in args.seeds.split(',') if s]
+    command = readme_command()
+    print('command: python ' + ' '.join(shlex.quote(a) for a in command), flush=True)
+    tasks = [(command, int(s), c, table[c], folder) for c in wanted
+             for s in args.seeds.split(',') if s]
     results = []
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for seed, name, value, seconds, tail in pool.map(lambda t: run(*t), tasks):
