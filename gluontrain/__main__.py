@@ -14,71 +14,14 @@ messages about unwritable outputs point to, and ``RESUME_ADVICE`` (``'... {path}
 the Ctrl-C line says to resume when the recipe has no ``--resume``.
 """
 import contextlib
-import errno
 import sys
 
+from .core.errors import oserror_message, raised_by_ctrl_c
 from .core.loop import TrainState
 from .registry import RecipeUnavailable, get_recipe, list_recipes, recipe_summary, route
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a Ctrl-C'd program
-
-_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-_NO_PERMISSION = (errno.EACCES, errno.EPERM)
-
-
-def _chain(error):
-    """``error`` and the errors it was raised while handling, the earliest last."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        yield error
-        error = error.__context__
-
-
-def _named_filename(error):
-    """The file of ``error`` or, when it names none (``f.write`` on a full disk), of the
-    earliest error of the same kind it was raised while handling: a hook that fails to write
-    as the loop unwinds must not hide the file that failed first."""
-    names = [e.filename for e in _chain(error) if isinstance(e, OSError)
-             and e.filename is not None]
-    return names[-1] if names else None
-
-
-def oserror_message(error, output_argument=None):
-    """The one-line message for an ``OSError`` a user can fix, or ``None`` for other errors.
-
-    Parameters
-    ----------
-    error : OSError
-    output_argument : str, optional
-        The recipe's output argument, named in the fix.
-    """
-    if type(error).__name__ == 'UnidentifiedImageError':  # PIL's; it names the file
-        return '{}: the file is empty or not an image; replace it, or remove it from the ' \
-            'annotations'.format(error)
-    elsewhere = 'write the outputs elsewhere{}'.format(
-        ' with ' + output_argument if output_argument else '')
-    where = _named_filename(error)
-    if error.errno in (errno.EROFS,) + _NO_SPACE:
-        fix = ('the file system is read-only: ' if error.errno == errno.EROFS else
-               'free space on that disk or ')
-        return 'cannot write {}: {}; {}{}'.format(where or 'a file', error.strerror, fix,
-                                                  elsewhere)
-    if error.errno in _NO_PERMISSION:
-        # reading a dataset can fail this way too, so no "cannot write"
-        return '{}: {}; check its permissions, or {}'.format(
-            where or 'a file', error.strerror, elsewhere)
-    if error.errno == errno.EEXIST:
-        # only creating raises it: a file where an output folder should go
-        return 'cannot create the folder {}: a file of that name exists; remove it, or {}'.format(
-            where or 'a folder', elsewhere)
-    if error.errno in (errno.ENOTDIR, errno.EISDIR):
-        # inputs fail this way too (a folder given as a file, a file inside a file)
-        what = ('a part of this path is a file, not a folder' if error.errno == errno.ENOTDIR
-                else 'it is a folder, not a file')
-        return '{}: {}; check the path, or {}'.format(where or 'a path', what, elsewhere)
-    return None
 
 
 def interrupt_message(state, advice=None):
@@ -105,19 +48,13 @@ def interrupt_message(state, advice=None):
     return line + '; no checkpoint written yet'
 
 
-def _raised_by_ctrl_c(error):
-    """Whether ``error`` was raised while handling a ``KeyboardInterrupt``: MXNet's NDArray
-    assignment catches everything, so a Ctrl-C that lands inside it becomes a ``TypeError``."""
-    return any(isinstance(e, KeyboardInterrupt) for e in _chain(error.__context__))
-
-
 def _run(recipe, argv):
     """``recipe.main(argv)``; an error that a Ctrl-C turned into another type is re-raised as
     the ``KeyboardInterrupt`` it was (with the loop's state, when it has one)."""
     try:
         return recipe.main(argv)
     except Exception as e:  # pylint: disable=broad-except
-        if not _raised_by_ctrl_c(e):
+        if not raised_by_ctrl_c(e):
             raise
         interrupt = KeyboardInterrupt()
         interrupt.train_state = getattr(e, 'train_state', None)
@@ -173,6 +110,10 @@ def main(argv=None):
     except RecipeUnavailable as e:
         print('error: {}'.format(e), file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        # importing a backend takes seconds: a Ctrl-C there is still one line
+        print(interrupt_message(None), file=sys.stderr)
+        return EXIT_INTERRUPTED
     try:
         with _program_name('gluontrain train ' + argv[1] if from_command_line else None):
             state = _run(recipe, argv[2:])

@@ -144,8 +144,10 @@ def pytest_terminal_summary(terminalreporter):
                                    total - slow, wall))
     tr.write_line('budgets on 2 cores: whole suite with set-up %d s, -m "not slow" %d s '
                   '(docs/testing.md)' % (SUITE_BUDGET_S, CHEAP_TIER_BUDGET_S))
-    tr.write_line('15 slowest (set-up + call + teardown):')
-    for nodeid, dur in sorted(durations.items(), key=lambda kv: -kv[1])[:15]:
+    # GLUONTRAIN_SLOWEST=N lists N instead of 15 (finding what to trim)
+    shown = int(os.environ.get('GLUONTRAIN_SLOWEST') or 15)
+    tr.write_line('%d slowest (set-up + call + teardown):' % shown)
+    for nodeid, dur in sorted(durations.items(), key=lambda kv: -kv[1])[:shown]:
         tr.write_line('  %7.1f s  %s%s' % (dur, nodeid,
                                           '  [slow]' if nodeid in _RUN['slow'] else ''))
     if os.environ.get('GLUONTRAIN_WRITE_DURATIONS') == '1':

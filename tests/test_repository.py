@@ -196,3 +196,71 @@ def test_every_module_is_reached_from_a_script_bench_notebook_or_recipe():
     assert 'gluontrain.torch.sgg.modeling.predictors.motifs' in reached
     assert sorted(set(modules) - reached - PUBLIC_ONLY) == []
     assert sorted(PUBLIC_ONLY - set(modules)) == []
+
+
+# Every call in the package that turns bytes from a file into objects, and why nothing in
+# such a file can run (issue 40; docs/checkpoints.md, "What a file may contain"). A new
+# call fails this test until it is reviewed and listed here.
+DESERIALIZERS = {
+    ('gluontrain/core/checkpoint.py', '_RestrictedUnpickler'): 'an allow-list of globals',
+    ('gluontrain/torch/sgg/modeling/c2_loading.py', '_C2Unpickler'): 'numpy globals only',
+    ('gluontrain/mx/yolo3/weights.py', '_KeysOnly'): 'every global is a stub (dict keys only)',
+    ('gluontrain/mx/yolo3/recipe.py', 'load_frombuffer'): 'check_params_bytes first',
+    ('gluontrain/mx/yolo3/weights.py', 'load_frombuffer'): 'read_params_bytes first',
+    ('gluontrain/mx/yolo3/infer.py', 'imports'): 'check_exported_graph, check_params_file',
+    ('gluontrain/mx/distributed.py', 'loads'): "the job's own ranks' bytes, never a file",
+    ('gluontrain/torch/checkpoint.py', 'load'): 'weights_only',
+    ('gluontrain/torch/weights.py', 'load'): 'weights_only',
+    ('gluontrain/torch/sgg/evaluation/zeroshot.py', 'load'): 'weights_only',
+    ('gluontrain/torch/sgg/modeling/predictors/utils_motifs.py', 'load'): 'weights_only',
+}
+_LOADER_CALLS = {('pickle', 'load'), ('pickle', 'loads'), ('torch', 'load'), ('nd', 'load'),
+                 ('nd', 'load_frombuffer'), ('SymbolBlock', 'imports'), ('np', 'load'),
+                 ('numpy', 'load'), ('yaml', 'unsafe_load'), ('yaml', 'load'),
+                 ('marshal', 'loads'), ('dill', 'loads'), ('joblib', 'load')}
+
+
+def _loader_sites():
+    """(file, name, line, call source) of every deserializing call and Unpickler subclass."""
+    sites = []
+    for rel in _tracked_files():
+        if not (rel.startswith('gluontrain/') and rel.endswith('.py')):
+            continue
+        with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
+            source = f.read()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef) and any(
+                    'Unpickler' in ast.unparse(base) for base in node.bases):
+                sites.append((rel, node.name, node.lineno, ''))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = node.func.value
+                owner = owner.attr if isinstance(owner, ast.Attribute) else getattr(
+                    owner, 'id', '')
+                if (owner, node.func.attr) in _LOADER_CALLS or node.func.attr == 'load_states':
+                    sites.append((rel, node.func.attr, node.lineno, ast.unparse(node)))
+    return sites
+
+
+def test_every_loader_in_the_package_is_reviewed_and_cannot_run_code():
+    sites = _loader_sites()
+    unreviewed = ['{}:{} {}'.format(rel, line, call or name) for rel, name, line, call in sites
+                  if (rel, name) not in DESERIALIZERS]
+    assert not unreviewed, 'deserializing calls nobody reviewed (list them in ' \
+        'DESERIALIZERS with what keeps code from running):\n' + '\n'.join(unreviewed)
+    unsafe = ['{}:{} {}'.format(rel, line, call) for rel, name, line, call in sites
+              if name == 'load' and call.startswith('torch.load')
+              and 'weights_only=True' not in call and 'weights_only=weights_only' not in call]
+    assert not unsafe, 'torch.load without weights_only=True:\n' + '\n'.join(unsafe)
+    # every reviewed site still exists (a stale entry would hide a moved call)
+    found = {(rel, name) for rel, name, _, _ in sites}
+    assert set(DESERIALIZERS) <= found, set(DESERIALIZERS) - found
+
+
+def test_no_loader_switches_torch_weights_only_off():
+    found = []
+    for rel in _tracked_files():
+        if rel.startswith('gluontrain/') and rel.endswith('.py'):
+            with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
+                if re.search(r'weights_only\s*=\s*False', f.read()):
+                    found.append(rel)
+    assert not found, found

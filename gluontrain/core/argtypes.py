@@ -8,9 +8,9 @@ import argparse
 import math
 import os
 
-__all__ = ['finite_non_negative_float', 'positive_int', 'non_negative_int', 'int_at_least',
-           'positive_float', 'multiple_of', 'int_list', 'resolve_local_rank', 'path_problem',
-           'check_input_file', 'output_dir_problem', 'check_output_dir']
+__all__ = ['finite_non_negative_float', 'unit_interval_float', 'positive_int', 'non_negative_int',
+           'int_at_least', 'positive_size', 'positive_float', 'multiple_of', 'int_list', 'resolve_local_rank',
+           'path_problem', 'check_input_file', 'output_dir_problem', 'check_output_dir']
 
 
 def finite_non_negative_float(text):
@@ -23,6 +23,19 @@ def finite_non_negative_float(text):
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(
             '{} is not a finite number >= 0; give e.g. 0.001'.format(text))
+    return value
+
+
+def unit_interval_float(text):
+    """A finite float in [0, 1] (score thresholds: ``nan`` would keep nothing and say nothing,
+    a value above 1 keeps nothing either)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('{!r} is not a number'.format(text)) from None
+    if not 0 <= value <= 1:  # nan fails both comparisons
+        raise argparse.ArgumentTypeError('{} is not a score in [0, 1]; give e.g. 0.5'.format(
+            text))
     return value
 
 
@@ -53,6 +66,11 @@ positive_int.__name__ = 'positive_int'
 positive_int.__doc__ = """An integer >= 1 (epochs, iterations, batch sizes: 0 or fewer would train
 nothing)."""
 
+positive_size = int_at_least(1, 'is not a positive size')
+positive_size.__name__ = 'positive_size'
+positive_size.__doc__ = """An integer >= 1 where 0 would compute nothing (image sides, inference
+batch sizes)."""
+
 non_negative_int = int_at_least(0, 'is negative')
 non_negative_int.__name__ = 'non_negative_int'
 non_negative_int.__doc__ = """An integer >= 0 (counts and intervals where 0 means "none":
@@ -79,7 +97,7 @@ def multiple_of(step, why, maximum=None):
         The largest value accepted (image sides: far larger ones run out of memory).
     """
     def parse(text):
-        value = positive_int(text)
+        value = positive_size(text)
         if value % step:
             lower = max(step, value // step * step)
             raise argparse.ArgumentTypeError(

@@ -18,6 +18,7 @@ import shutil
 import numpy as np
 
 from . import streamed_pickle
+from .signals import sigint_held
 
 CHECKPOINT_VERSION = 1
 REQUIRED_KEYS = ('version', 'params', 'trainer', 'epoch', 'iteration', 'best_score', 'rng',
@@ -167,10 +168,11 @@ def _staged(path):
         raise (_write_error(e, path, folder) or e) from e
     _IN_FLIGHT.add(tmp)
     try:
-        yield tmp
-        with open(tmp, 'rb') as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with sigint_held():
+            yield tmp
+            with open(tmp, 'rb') as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
     except BaseException as e:
         # before the partial file is removed, which frees the space that ran out
         named = _write_error(e, path, folder)
@@ -342,6 +344,53 @@ def file_kind(path):
         return CHECKPOINT
     raise ValueError('{} is neither a gluontrain checkpoint nor an MXNet or PyTorch weights '
                      'file'.format(path))
+
+
+#: the framework of a checkpoint's weights blob, by its first bytes, and how to resume it
+_WRITERS = {'mxnet': ('the MXNet backend', 'MXNet .params'),
+            'torch': ('the PyTorch backend', 'a torch.save archive')}
+
+
+def checkpoint_writer(payload):
+    """Which backend wrote a checkpoint (:func:`load_checkpoint`'s payload), read from its
+    weights blob: ``'mxnet'`` (MXNet ``.params`` bytes), ``'torch'`` (a ``torch.save`` zip)
+    or ``None``."""
+    head = bytes(memoryview(payload.get('params') or b'')[:8])
+    if head == _MX_MAGIC:
+        return 'mxnet'
+    if head[:4] == b'PK\x03\x04':
+        return 'torch'
+    return None
+
+
+def refuse_other_writer(payload, path, backend, argument='--resume'):
+    """Refuse, before any of its blobs is decoded, a checkpoint that the other backend wrote.
+
+    Parameters
+    ----------
+    payload : dict
+        :func:`load_checkpoint`'s.
+    path : str
+    backend : {'mxnet', 'torch'}
+        The backend reading it.
+    argument : str
+        Named in the message.
+
+    Raises
+    ------
+    ValueError
+        ``--resume PATH is a checkpoint of the PyTorch backend (...)``, with both ways on:
+        the writer's ``--backend``, or its weights with ``--load-weights``.
+    """
+    writer = checkpoint_writer(payload)
+    if writer is None or writer == backend:
+        return
+    who, what = _WRITERS[writer]
+    raise ValueError('{} {} is a checkpoint of {} (its weights are {}), which --backend {} '
+                     'cannot resume; resume it with --backend {}, or start from its weights: '
+                     'the {{prefix}}_best.params or {{prefix}}_NNNN_*.params files of that run '
+                     'load on either backend with --load-weights'.format(
+                         argument, path, who, what, backend, writer))
 
 
 RESUME_IGNORED = ('resume', 'start_epoch', 'start_iter')

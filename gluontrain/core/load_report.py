@@ -9,9 +9,10 @@ tensors unfilled into one :class:`WeightsLoadError` line that names the file, wh
 like and the fix. Backend-neutral: keys are strings, shapes tuples of int (numpy only).
 """
 import re
+import warnings
 
 __all__ = ['WeightsLoadError', 'LoadReport', 'group_keys', 'compare', 'guess_origin', 'check',
-           'matches_ignore']
+           'warn_nonfinite', 'matches_ignore']
 
 # how many grouped keys a one-line error shows before "..."
 _ERROR_GROUPS = 4
@@ -269,6 +270,36 @@ def _preview(keys, limit=_ERROR_GROUPS):
     groups = group_keys(keys)
     shown = ', '.join(groups[:limit])
     return shown + (', ...' if len(groups) > limit else '')
+
+
+def warn_nonfinite(arrays, keys, what, source):
+    """Warn, in one line, when tensors a load filled hold NaN or inf: such weights make the
+    first forward pass non-finite, and a training run started from them stops at once with a
+    message about the learning rate (the NaN guard cannot tell the two apart).
+
+    Parameters
+    ----------
+    arrays : mapping
+        ``{key: array}`` (numpy, or anything ``numpy.asarray`` reads).
+    keys : iterable of str
+        The keys that were loaded.
+    what, source : str
+        The argument and the file, for the message.
+
+    Returns
+    -------
+    list of str
+        The keys holding non-finite values.
+    """
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    bad = [k for k in keys if k in arrays and arrays[k] is not None
+           and np.issubdtype(np.asarray(arrays[k]).dtype, np.floating)
+           and not np.isfinite(np.asarray(arrays[k])).all()]
+    if bad:
+        warnings.warn('{} {}: {} of the loaded tensors hold NaN or inf ({}); outputs and any '
+                      'training from them are not finite: use the weights of an earlier, good '
+                      'epoch'.format(what, source, len(bad), _preview(bad)), stacklevel=2)
+    return bad
 
 
 def check(report, what, fix, allow_partial=False, allow_unexpected=True):

@@ -87,7 +87,7 @@ def _read_shape(reader, dim_fmt, what):
     return ndim, tuple(int(d) for d in dims)
 
 
-def _read_values(reader, shape, what):
+def _read_values(reader, shape, what, copy=True):
     flag, = reader.unpack('i', what + ' dtype')
     if flag not in TYPE_FLAGS:
         raise ParamsFormatError('{}: {} has MXNet type flag {} ({}), which numpy cannot hold '
@@ -97,11 +97,12 @@ def _read_values(reader, shape, what):
     dtype = TYPE_FLAGS[flag]
     count = int(np.prod(shape, dtype=np.int64))
     raw = reader.take(count * dtype.itemsize, what + ' values')
-    # a copy: the arrays outlive the buffer and must be writable
-    return np.frombuffer(raw, dtype=dtype, count=count).reshape(shape).copy()
+    values = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
+    # a copy: the arrays outlive the buffer and must be writable (views only to check a file)
+    return values.copy() if copy else values
 
 
-def _read_array(reader, index):
+def _read_array(reader, index, copy=True):
     what = 'array {}'.format(index)
     magic, = reader.unpack('I', what + ' magic')
     if magic in (V2_MAGIC, V3_MAGIC):
@@ -126,10 +127,10 @@ def _read_array(reader, index):
             return None
         shape = tuple(int(d) for d in reader.unpack('I' * magic, what + ' shape'))
     reader.unpack('ii', what + ' context')
-    return _read_values(reader, shape, what)
+    return _read_values(reader, shape, what, copy)
 
 
-def read_params_bytes(data, source='<bytes>'):
+def read_params_bytes(data, source='<bytes>', copy=True):
     """The arrays of an MXNet ``.params`` file's bytes.
 
     Parameters
@@ -137,6 +138,9 @@ def read_params_bytes(data, source='<bytes>'):
     data : bytes-like
     source : str
         Named in errors.
+    copy : bool
+        ``False``: read-only views of ``data`` (to check a file's structure before another
+        reader, e.g. MXNet's, which allocates what a corrupt header claims, sees it).
 
     Returns
     -------
@@ -160,7 +164,7 @@ def read_params_bytes(data, source='<bytes>'):
     if count > len(data):
         raise ParamsFormatError('{} claims {} arrays in {} bytes; the file is corrupt'.format(
             source, count, len(data)))
-    arrays = [_read_array(reader, i) for i in range(count)]
+    arrays = [_read_array(reader, i, copy) for i in range(count)]
     num_names, = reader.unpack('Q', 'the number of names')
     if num_names not in (0, count):
         raise ParamsFormatError('{} has {} arrays but {} names; the file is corrupt'.format(

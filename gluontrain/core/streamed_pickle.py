@@ -17,6 +17,8 @@ import io
 import mmap
 import pickle
 
+from .signals import sigint_held
+
 __all__ = ['StreamedBlob', 'dump']
 
 # pickle writes buffers from this size on with one direct write() call (its frame target);
@@ -56,7 +58,8 @@ class StreamedBlob:
         self.write = write
         if size is None:
             counter = _ByteCounter()
-            write(counter)
+            with sigint_held():  # write may be torch.save's C++ writer
+                write(counter)
             size = counter.count
         self.size = int(size)
 

@@ -149,6 +149,11 @@ class EventFile:
             raise
 
 
+class MissingDependency(ValueError, ImportError):
+    """An optional package an argument needs is not installed: an ``ImportError`` for code
+    that expects one, a ``ValueError`` for the command lines, which say it in one line."""
+
+
 def tensorboard_available():
     """True when ``tensorboardX`` (which writes the TensorBoard event files) imports."""
     try:
@@ -177,7 +182,8 @@ class TensorBoardHook(Hook):
 
     def before_train(self, state):
         if not tensorboard_available():
-            raise ImportError('TensorBoard logging needs tensorboardX: pip install tensorboardX')
+            raise MissingDependency('TensorBoard logging needs tensorboardX: pip install '
+                                    'tensorboardX')
         self.writer = EventFile(self.logdir, state.iteration + 1 if resuming(state) else None)
 
     def after_batch(self, state):

@@ -15,6 +15,7 @@ Two distinct operations read files back:
 import io
 import logging
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ from ..core.load_report import WeightsLoadError
 from ..core.loop import TrainState
 from ..core.streamed_pickle import StreamedBlob
 from .distributed import unwrap_model as _unwrap
-from .weights import load_state_dict_reported
+from .weights import load_failure, load_state_dict_reported
 
 __all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
            'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states',
@@ -37,8 +38,17 @@ def _to_bytes(obj):
     return buffer.getvalue()
 
 
-def _from_bytes(blob, map_location, weights_only=True):
-    return torch.load(io.BytesIO(blob), map_location=map_location, weights_only=weights_only)
+def _from_bytes(blob, map_location, weights_only=True, path='<bytes>', part='params'):
+    """``torch.load`` of a checkpoint's ``part`` blob; a refusal (a pickle that would run
+    code, damaged bytes) is one ``ValueError`` naming the file and the part."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)
+            return torch.load(io.BytesIO(blob), map_location=map_location,
+                              weights_only=weights_only)
+    except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError...
+        raise ValueError('{} is not a checkpoint that can be resumed: its {} state {}'.format(
+            path, part, load_failure(e, bytes(blob[:8]), len(blob)))) from None
 
 
 def _streamed(obj):
@@ -235,8 +245,8 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
     payload = _read_checkpoint(path)
     if check is not None:
         check(payload)
-    _load_exact(model, _from_bytes(payload['params'], map_location, weights_only), path)
-    states = _from_bytes(payload['trainer'], map_location, weights_only)
+    _load_exact(model, _from_bytes(payload['params'], map_location, weights_only, path), path)
+    states = _from_bytes(payload['trainer'], map_location, weights_only, path, 'optimizer')
     if not isinstance(states, dict) or 'optimizer' not in states:
         raise ValueError('{} holds no PyTorch optimizer state; was it written by another '
                          'backend?'.format(path))
@@ -299,7 +309,7 @@ def load_weights(path, model, strict=True, map_location='cpu'):
     if is_torch_file:
         state_dict = torch.load(path, map_location=map_location, weights_only=True)
     else:
-        state_dict = _from_bytes(_read_checkpoint(path)['params'], map_location)
+        state_dict = _from_bytes(_read_checkpoint(path)['params'], map_location, path=path)
     if not isinstance(state_dict, dict):
         raise ValueError('{} holds a {}, not a state_dict; save weights with '
                          'save_weights(path, model)'.format(path, type(state_dict).__name__))

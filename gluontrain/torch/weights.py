@@ -17,8 +17,8 @@ from ..core import checkpoint as core_checkpoint
 from ..core.load_report import WeightsLoadError, check, compare
 from .distributed import unwrap_model
 
-__all__ = ['load_state_dict_reported', 'compare_state_dict', 'apply_report', 'read_weights_file',
-           'tensor_shapes', 'strip_ddp_prefix', 'WeightsLoadError']
+__all__ = ['load_failure', 'load_state_dict_reported', 'compare_state_dict', 'apply_report',
+           'read_weights_file', 'tensor_shapes', 'strip_ddp_prefix', 'WeightsLoadError']
 
 _LOGGER = logging.getLogger(__name__)
 DDP_PREFIX = 'module.'
@@ -179,28 +179,40 @@ def read_weights_file(path, what, fix):
             warnings.simplefilter('ignore', UserWarning)
             return torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, KeyError...
-        message = str(e)
         if head[:1] != b'\x80' and head[:4] != b'PK\x03\x04':
             # neither a torch.save zip nor a pickle: text, an image, another format
             reason = 'is not a torch.save file (it starts with {!r})'.format(head)
         elif head[:1] == b'\x80' and _is_gluontrain_checkpoint(path):
             reason = ('is a gluontrain training checkpoint ({prefix}_last.ckpt), not a weights '
                       'file')
-        elif 'Weights only load failed' in message:
-            found = re.search(r'GLOBAL ([\w.]+)', message)
-            other = re.search(r'(Unsupported [^\n]*)', message)
-            reason = ('holds objects other than tensors ({}), refused by torch.load('
-                      'weights_only=True); only load files you trust'.format(
-                          found.group(1) if found else
-                          ' '.join(other.group(1).split()) if other else 'an unsupported pickle'))
-        elif 'central directory' in message or 'zip archive' in message:
-            reason = 'is truncated or corrupt ({} bytes; an interrupted save or download?)'.format(
-                size)
-        elif head[:4] == b'PK\x03\x04':
-            reason = 'is a damaged torch.save archive ({})'.format(_first_line(e))
         else:
-            reason = 'is not a torch.save file ({}: {})'.format(type(e).__name__, _first_line(e))
+            reason = load_failure(e, head, size)
         raise WeightsLoadError('{} {} {}; {}'.format(what, path, reason, fix)) from None
+
+
+def load_failure(error, head, size):
+    """Why ``torch.load(weights_only=True)`` refused bytes starting with ``head`` (``size``
+    bytes long), in words: objects other than tensors (a pickle that would run code, refused
+    before any of it ran), a truncated or damaged archive, or no ``torch.save`` data.
+
+    Returns
+    -------
+    str
+        To follow the file's name, e.g. ``'holds objects other than tensors (posix.system)...'``.
+    """
+    message = str(error)
+    if 'Weights only load failed' in message:
+        found = re.search(r'GLOBAL ([\w.]+)', message)
+        other = re.search(r'(Unsupported [^\n]*)', message)
+        return ('holds objects other than tensors ({}), refused by torch.load('
+                'weights_only=True); only load files you trust'.format(
+                    found.group(1) if found else
+                    ' '.join(other.group(1).split()) if other else 'an unsupported pickle'))
+    if 'central directory' in message or 'zip archive' in message:
+        return 'is truncated or corrupt ({} bytes; an interrupted save or download?)'.format(size)
+    if head[:4] == b'PK\x03\x04':
+        return 'is a damaged torch.save archive ({})'.format(_first_line(error))
+    return 'is not a torch.save file ({}: {})'.format(type(error).__name__, _first_line(error))
 
 
 def _is_gluontrain_checkpoint(path):

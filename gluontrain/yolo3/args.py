@@ -13,6 +13,7 @@ import os
 import warnings
 
 from ..core.checkpoint import CHECKPOINT
+from ..core.writers import tensorboard_available
 from ..core.argtypes import (check_input_file, finite_non_negative_float, int_at_least,
                               int_list, multiple_of, non_negative_int, output_dir_problem,
                               positive_int)
@@ -230,6 +231,9 @@ def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
     if args.num_samples == 0 or args.num_samples < -1:
         raise ValueError('--num-samples {}: give the number of training images (>= 1), or -1 '
                          'for all of them'.format(args.num_samples))
+    if getattr(args, 'tensorboard', '') and not tensorboard_available():
+        raise ValueError('--tensorboard {} needs tensorboardX, which is not installed: pip '
+                         'install tensorboardX, or drop --tensorboard'.format(args.tensorboard))
     if args.start_epoch >= args.epochs:
         raise ValueError('--start-epoch {} is not below --epochs {}, so nothing would be '
                          'trained; lower --start-epoch or raise --epochs'.format(
@@ -290,11 +294,31 @@ def net_name(args):
 
 def check_weight_files(args, fix):
     """Refuse a missing or folder ``--resume`` / ``--load-weights`` before the data is read
-    (:func:`gluontrain.core.argtypes.check_input_file`; ``fix`` ends the message)."""
+    (:func:`gluontrain.core.argtypes.check_input_file`; ``fix`` ends the message), and both
+    given at once: each decides the starting weights, and applying both trained a mixture."""
+    if args.resume.strip() and args.load_weights.strip():
+        raise ValueError('--resume {} and --load-weights {} both give the starting weights: '
+                         '--resume continues a run from its checkpoint (weights included), '
+                         '--load-weights starts a new run from a weights file; give one of '
+                         'them'.format(args.resume.strip(), args.load_weights.strip()))
     for argument, path in (('--resume', args.resume.strip()),
                            ('--load-weights', args.load_weights.strip())):
         if path:
             check_input_file(path, argument, fix)
+
+
+def check_resume_position(next_epoch, args, path):
+    """Refuse a ``--resume`` of a run that already trained its ``--epochs`` (it would train
+    nothing and exit 0 without a word, where ``--start-epoch >= --epochs`` is refused).
+
+    Raises
+    ------
+    ValueError
+    """
+    if next_epoch >= args.epochs:
+        raise ValueError('--resume {}: that run already trained {} epochs and --epochs is {}, '
+                         'so nothing would be trained; raise --epochs to train on (e.g. '
+                         '--epochs {})'.format(path, next_epoch, args.epochs, next_epoch + 10))
 
 
 def weights_to_load(args, kind_of):

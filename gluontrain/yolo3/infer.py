@@ -13,11 +13,14 @@ import sys
 
 import numpy as np
 
+from ..core.argtypes import multiple_of, non_negative_int, positive_size, unit_interval_float
 from ..core.checkpoint import atomic_save_file, atomic_write
+from ..core.errors import oserror_message, raised_by_ctrl_c
 from ..core.plots import draw_boxes, new_figure, save_png
 from ..data.classes import VOC_CLASSES
 from ..data.coco import COCO_CATEGORIES
-from .args import BACKENDS, DATASETS, NETWORKS, model_name
+from .args import BACKENDS, DATASETS, MAX_DATA_SHAPE, NETWORKS, STRIDE, model_name
+from .infer_checks import check_images, check_output_folder, check_weights_inputs
 
 __all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
            'dataset_classes', 'model_name', 'main_score_percent', 'zoo_table', 'eval_lines',
@@ -45,6 +48,10 @@ def is_zoo_true(value):
     return (value or '').strip().lower() in _TRUE
 
 
+#: ``--data-shape`` of the inference scripts: what training accepts
+data_shape_type = multiple_of(STRIDE, "YOLOv3's coarsest stride", MAX_DATA_SHAPE)
+
+
 def _common(p):
     a = p.add_argument
     a('--backend', type=str, default='mxnet', choices=BACKENDS,
@@ -57,7 +64,8 @@ def _common(p):
            '(~/.mxnet/models), as GluonCV\'s eval_yolo.py/demo_yolo.py do')
     a('--symbol', type=str, default='', help='exported model-symbol.json')
     a('--exported-params', type=str, default='', help='exported model-0000.params')
-    a('--data-shape', type=int, default=416, help='square network input, 320, 416, 608...')
+    a('--data-shape', type=data_shape_type, default=416,
+      help='square network input, a multiple of 32: 320, 416, 608...')
     a('--gpus', type=str, default='', help="GPUs, e.g. 0 or 0,1; '' for the CPU")
 
 
@@ -68,7 +76,8 @@ def demo_parser():
     p.add_argument('--dataset', type=str, default='voc',
                    help='voc or coco (their class names), else custom: give --classes')
     p.add_argument('--classes', type=str, default='', help='comma-separated class names')
-    p.add_argument('--thresh', type=float, default=0.5, help='lowest score kept')
+    p.add_argument('--thresh', type=unit_interval_float, default=0.5,
+                   help='lowest score kept, in [0, 1]')
     p.add_argument('--out', type=str, default='demo_out', help='output folder')
     p.add_argument('--ext', type=str, default='png', choices=('png', 'jpg'),
                    help='format of the annotated pictures')
@@ -85,14 +94,22 @@ def eval_parser():
     a('--dataset', type=str, default='voc', choices=DATASETS)
     a('--dataset-root', type=str, default=None, help='as in training')
     a('--classes', type=str, default='', help='custom data: class names in training order')
-    a('--batch-size', type=int, default=4, help='validation batch size')
-    a('--num-workers', '-j', dest='num_workers', type=int, default=0)
+    a('--batch-size', type=positive_size, default=4, help='validation batch size')
+    a('--num-workers', '-j', dest='num_workers', type=non_negative_int, default=0)
     return p
 
 
-def cli(main_fn, argv=None):
-    """Run ``main_fn(argv)`` as a command: a bad argument or weights file is one
-    ``error: ...`` line on stderr and status 1, never a traceback.
+def cli(main_fn, argv=None, interrupted='interrupted; nothing more was written'):
+    """Run ``main_fn(argv)`` as a command: a bad argument, input file or output path is one
+    ``error: ...`` line on stderr and status 1, a Ctrl-C one ``interrupted`` line and status
+    130, never a traceback.
+
+    Parameters
+    ----------
+    main_fn : callable
+    argv : list of str, optional
+    interrupted : str
+        The Ctrl-C line.
 
     Returns
     -------
@@ -104,6 +121,25 @@ def cli(main_fn, argv=None):
     except (ValueError, FileNotFoundError) as e:
         print('error: {}'.format(e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(interrupted, file=sys.stderr)
+        return 130
+    except MemoryError as e:
+        print('error: out of memory{}: lower --data-shape or --batch-size'.format(
+            ' ({})'.format(e) if str(e) else ''), file=sys.stderr)
+        return 1
+    except OSError as e:
+        message = oserror_message(e, '--out')
+        if message is None:
+            raise
+        print('error: ' + message, file=sys.stderr)
+        return 1
+    except Exception as e:  # pylint: disable=broad-except
+        # MXNet turns a Ctrl-C inside its calls into an error of its own
+        if not raised_by_ctrl_c(e):
+            raise
+        print(interrupted, file=sys.stderr)
+        return 130
     return 0
 
 
@@ -124,7 +160,12 @@ def dataset_classes(dataset, classes, known=None):
     (default :data:`KNOWN_CLASSES`, GluonCV's VOC and COCO lists)."""
     known = KNOWN_CLASSES if known is None else known
     if classes:
-        return [c.strip() for c in classes.split(',') if c.strip()]
+        names = [c.strip() for c in classes.split(',') if c.strip()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError('--classes {} names {} twice; give each class once, in training '
+                             'order'.format(classes, ', '.join(twice)))
+        return names
     if dataset.lower() in known:
         return list(known[dataset.lower()])
     raise ValueError('--dataset {} needs --classes (comma-separated names, in training '
@@ -254,6 +295,9 @@ def demo_with(args, device, load_net, weights_of, detect_file, meta):
     ``detect_file``, one line printed per image; ``meta``
     is what ``detections.json`` records beside network and dataset. Returns what it holds."""
     classes = dataset_classes(args.dataset, args.classes)
+    check_weights_inputs(args, is_zoo_true)
+    check_output_folder(args.out, '--out')
+    check_images(args.images)
     net = load_reported(load_net, args, classes, device, weights_of(args))
     result = run_demo(lambda path: detect_file(net, path, classes, device, args.data_shape,
                                                args.thresh),
@@ -270,6 +314,7 @@ def eval_with(args, device, get_dataset, load_net, weights_of, evaluate, save_pr
     COCO's metric writes its JSON), its ``load_net`` on ``device`` (weights file
     ``weights_of(args)``, asked once the data is read), ``evaluate``, then what
     ``eval_yolov3.py`` prints (:func:`eval_lines`). Returns ``(names, values)``."""
+    check_weights_inputs(args, is_zoo_true)
     # get_dataset reads the recipe's arguments
     ds_args = argparse.Namespace(
         dataset_root=args.dataset_root, classes=args.classes, data_shape=args.data_shape,

@@ -2,9 +2,19 @@
 
 Apart from :mod:`.infer` (which both backends import) so that no import circle forms.
 """
+import sys
+
 from .infer import backend_of, cli
 
-__all__ = ['script_main']
+__all__ = ['script_main', 'INTERRUPTED']
+
+#: what each script says on Ctrl-C (exit status 130)
+INTERRUPTED = {
+    'eval': 'interrupted during the evaluation; no score was computed',
+    'demo': 'interrupted; pictures written so far are in --out, detections.json was not '
+            'written: run again for it',
+    'export': 'interrupted; no ONNX file was written',
+}
 
 
 def script_main(kind, argv):
@@ -22,8 +32,13 @@ def script_main(kind, argv):
         The exit status.
     """
     # pylint: disable=import-outside-toplevel
-    if backend_of(argv) == 'torch':
-        from ..torch.yolo3 import infer as backend
-    else:
-        from ..mx.yolo3 import infer as backend
-    return cli(getattr(backend, kind + '_main'), argv)
+    try:
+        if backend_of(argv) == 'torch':
+            from ..torch.yolo3 import infer as backend
+        else:
+            from ..mx.yolo3 import infer as backend
+    except KeyboardInterrupt:
+        # importing a framework takes seconds: a Ctrl-C there is still one line
+        print(INTERRUPTED[kind], file=sys.stderr)
+        return 130
+    return cli(getattr(backend, kind + '_main'), argv, INTERRUPTED[kind])

@@ -264,3 +264,68 @@ def test_resume_changes_refuses_what_must_match_and_lists_the_rest():
     with pytest.raises(ValueError, match=r"--resume r.ckpt: the checkpoint was trained with "
                                          r"--network 'a' but this run has 'b'"):
         resume_changes(saved, now, ('network',), 'r.ckpt')
+
+
+def test_ctrl_c_inside_a_write_completes_the_file_then_interrupts(tmp_path):
+    # SIGINT sent from inside the writer (where a Ctrl-C lands during a checkpoint write):
+    # held until the file is whole and renamed, then the KeyboardInterrupt; 20 of 20 tries
+    path = str(tmp_path / 'x.ckpt')
+    for attempt in range(20):
+        def write(f, at=attempt):
+            for i in range(20):
+                if i == at:
+                    os.kill(os.getpid(), signal.SIGINT)
+                f.write(bytes([i]) * 1000)
+        with pytest.raises(KeyboardInterrupt):
+            ck.atomic_write(path, write)
+        with open(path, 'rb') as f:
+            assert f.read() == b''.join(bytes([i]) * 1000 for i in range(20))
+        assert sorted(os.listdir(str(tmp_path))) == ['x.ckpt']
+    # the handler is Python's again afterwards
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_inside_torch_save_streaming_into_a_checkpoint_is_not_an_abort(tmp_path):
+    # torch.save's C++ writer calls back into f.write: a KeyboardInterrupt raised there
+    # aborted the process (exit 134); held, the run ends with the interrupt (exit 130)
+    torch = pytest.importorskip('torch')
+    code = textwrap.dedent('''
+        import os, signal, sys
+        import torch
+        from gluontrain.core import checkpoint as ck
+        from gluontrain.core.streamed_pickle import StreamedBlob
+
+        class Interrupting:
+            def __init__(self, f):
+                self.f, self.n = f, 0
+            def write(self, data):
+                self.n += 1
+                if self.n == 3:
+                    os.kill(os.getpid(), signal.SIGINT)
+                self.f.write(data)
+                return len(data)
+            def flush(self):
+                pass
+
+        # the blob is written twice: counted when it is made, then into the file
+        first = sys.argv[2] == 'counting'
+        try:
+            blob = StreamedBlob(lambda f: torch.save({'w': torch.zeros(4096)},
+                                                     Interrupting(f) if first else f))
+            first = not first
+            ck.save_checkpoint(sys.argv[1], blob, b'', 0, 1, 0.0, None)
+        except KeyboardInterrupt:
+            if os.path.exists(sys.argv[1]):
+                payload = ck.load_checkpoint(sys.argv[1])
+                state = torch.load(__import__('io').BytesIO(payload['params']),
+                                   weights_only=True)
+                assert state['w'].shape == (4096,)
+            sys.exit(130)
+        sys.exit(1)
+    ''')
+    del torch
+    for where in ('counting', 'writing'):
+        res = subprocess.run([sys.executable, '-c', code, str(tmp_path / (where + '.ckpt')),
+                              where], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 130, (where, res.returncode, res.stderr[-2000:])
+        assert os.path.exists(str(tmp_path / (where + '.ckpt'))) == (where == 'writing')

@@ -16,6 +16,7 @@ from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
 from gluoncv.model_zoo import get_model, model_store
 
 # the backend-neutral pieces live in gluontrain.yolo3.infer (re-exported here, as before)
+from ...yolo3.infer_checks import check_exported_graph
 from ...yolo3.infer import (cli, demo_parser, demo_with, detection_record,  # noqa: F401
                             eval_parser, eval_with, is_zoo_true, model_name, zoo_table)
 from ..context import get_contexts
@@ -23,7 +24,7 @@ from .data import get_dataset, val_batchify_fn
 from .model import model_store_path
 from .plots import detect
 from .recipe import validate
-from .weights import load_params
+from .weights import check_params_file, load_params
 
 
 # what to pass instead of a --params file that does not fit
@@ -62,9 +63,17 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
     if symbol or exported_params:
         if not (symbol and exported_params) or params:
             raise ValueError('give either --params, or both --symbol and --exported-params')
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')  # imports warns about the unnamed data input
-            net = gluon.SymbolBlock.imports(symbol, ['data'], exported_params, ctx=ctx)
+        check_exported_graph(symbol, exported_params)
+        check_params_file(exported_params, '--exported-params')
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')  # imports warns about the unnamed data input
+                net = gluon.SymbolBlock.imports(symbol, ['data'], exported_params, ctx=ctx)
+        except (AssertionError, mx.base.MXNetError) as e:
+            detail = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            raise ValueError('--symbol {} and --exported-params {} do not belong together ({}); '
+                             'pass the model-symbol.json and model-0000.params that one export '
+                             'wrote'.format(symbol, exported_params, detail)) from None
         # its NMS (0.45 / top-400, as validate set it) is built into the exported graph
         net.set_nms = lambda **_kwargs: None
         return net

@@ -21,7 +21,8 @@ from ...core.hooks import get_logger, restore_hooks_state
 from ...core.loop import TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval
-from ...yolo3.args import RESUME_MUST_MATCH, check_weight_files, lr_schedule, weights_to_load
+from ...yolo3.args import (RESUME_MUST_MATCH, check_resume_position, check_weight_files,
+                           lr_schedule, weights_to_load)
 from ...yolo3.hooks import gluoncv_hooks
 from .. import blobs
 from ..context import get_contexts
@@ -32,7 +33,7 @@ from .hooks import recipe_hooks
 from .model import get_net
 from .plots import raw_val_dataset, val_samples_hook
 from .step import LOSS_NAMES, YOLOv3Step
-from .weights import load_params, read_params
+from .weights import check_params_bytes, load_params, read_params
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
            'save_params', 'main', 'get_lr_scheduler', 'load_weights', 'save_checkpoint',
@@ -162,9 +163,13 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
     ``state.resume_changes`` lists every argument that differs.
     """
     payload = ckpt_io.load_checkpoint(path)
+    ckpt_io.refuse_other_writer(payload, path, 'mxnet')
+    if args is not None:
+        check_resume_position(payload['epoch'] + 1, args, path)
     changes = [] if args is None else ckpt_io.resume_changes(
         payload['args'], args, RESUME_MUST_MATCH, path,
         flag=lambda name: '--' + name.replace('_', '-'))
+    check_params_bytes(payload['params'], path, '--resume')
     arrays = mx.nd.load_frombuffer(payload['params'])
     report = load_params(net, path, '--resume', 'pass the {prefix}_last.ckpt of a run with the '
                          'same --network and --dataset', ctx=ctx, arrays=arrays)

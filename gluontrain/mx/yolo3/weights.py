@@ -19,10 +19,12 @@ import zipfile
 import mxnet as mx
 
 from ...core import checkpoint as ckpt_io
-from ...core.load_report import WeightsLoadError, check, compare, group_keys, guess_origin
+from ...core.mxparams import ParamsFormatError, read_params_bytes
+from ...core.load_report import (WeightsLoadError, check, compare, group_keys, guess_origin,
+                                 warn_nonfinite)
 from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
 
-__all__ = ['read_params', 'target_shapes', 'describe', 'compare_params', 'load_params',
+__all__ = ['read_params', 'check_params_bytes', 'check_params_file', 'target_shapes', 'describe', 'compare_params', 'load_params',
            'load_base', 'sha1_of']
 
 # ------------------------------------------------------------------ reading a file
@@ -124,8 +126,20 @@ def read_params(path, what, fix):
             raise WeightsLoadError('{} {} is not an MXNet .params file: it is a pickle that is '
                                    'no gluontrain checkpoint (a legacy torch.save file, or '
                                    "another program's); {}".format(what, path, fix)) from None
+    if blob is path:
+        with open(path, 'rb') as f:
+            blob = f.read()
+    # our reader first: MXNet's allocates whatever a corrupt header claims (gigabytes for a
+    # few random bytes after the list magic) before it fails
     try:
-        arrays = mx.nd.load(blob) if blob is path else mx.nd.load_frombuffer(bytes(blob))
+        read_params_bytes(blob, path, copy=False)
+    except ParamsFormatError as e:
+        detail = str(e)[len(path):].strip(' :') if str(e).startswith(path) else str(e)
+        raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '
+                               'truncated or corrupt ({}); {}'.format(what, path, detail[:200],
+                                                                      fix)) from None
+    try:
+        arrays = mx.nd.load_frombuffer(bytes(blob))
     except mx.base.MXNetError as e:
         detail = str(e).strip().splitlines()[-1].replace('MXNetError: ', '')
         raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '
@@ -135,6 +149,27 @@ def read_params(path, what, fix):
         raise WeightsLoadError('{} {} holds an unnamed list of {} arrays (nd.save of a list), not '
                                'named parameters; {}'.format(what, path, len(arrays), fix))
     return arrays
+
+
+def check_params_bytes(data, path, what):
+    """Refuse, in one line, bytes that are not a well-formed MXNet ``.params`` file (read
+    from ``path``) before MXNet's loader sees them (:func:`read_params` does this for the
+    weights it loads).
+
+    Raises
+    ------
+    ValueError
+    """
+    try:
+        read_params_bytes(data, path, copy=False)
+    except ParamsFormatError as e:
+        raise ValueError('{} {}'.format(what, e)) from None
+
+
+def check_params_file(path, what):
+    """:func:`check_params_bytes` of the file ``path``."""
+    with open(path, 'rb') as f:
+        check_params_bytes(f.read(), path, what)
 
 
 # ------------------------------------------------------------------ the network's side
@@ -283,6 +318,8 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
     if report.unexpected and not ignore_extra:
         raise WeightsLoadError('{} {}: {}; the network has no {}; {}'.format(
             what, path, _counts(report), ', '.join(_groups(report.unexpected)), fix))
+    warn_nonfinite({k: arrays[mapping.get(k, k)].asnumpy() for k in report.loaded},
+                   report.loaded, what, path)
     _fill(net, arrays, report, mapping, ctx)
     return report
 

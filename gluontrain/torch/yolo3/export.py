@@ -110,7 +110,9 @@ def export_main(argv=None):
     and ``--out`` (default ``yolo3_<network>_<dataset>.onnx``).
     """
     # pylint: disable=import-outside-toplevel
-    from ...yolo3.infer import dataset_classes
+    from ...core.argtypes import positive_size
+    from ...yolo3.infer import data_shape_type, dataset_classes
+    from ...yolo3.infer_checks import check_output_file, check_weights_inputs
     from .infer import load_net
     p = argparse.ArgumentParser(description='Export a trained YOLOv3 to ONNX, decoding '
                                 'included and NMS left out (docs/from_gluoncv.md, "ONNX")')
@@ -119,16 +121,19 @@ def export_main(argv=None):
     p.add_argument('--classes', type=str, default='', help='custom data: class names in order')
     p.add_argument('--params', type=str, required=True,
                    help='.params written by either backend or by GluonCV')
-    p.add_argument('--data-shape', type=int, default=416, help='square input side')
-    p.add_argument('--batch-size', type=int, default=1)
+    p.add_argument('--data-shape', type=data_shape_type, default=416,
+                   help='square input side, a multiple of 32')
+    p.add_argument('--batch-size', type=positive_size, default=1)
     p.add_argument('--out', type=str, default='', help='the .onnx file')
     args = p.parse_args(argv)
     classes = dataset_classes(args.dataset, args.classes)
+    out = args.out or 'yolo3_{}_{}.onnx'.format(args.network, args.dataset)
+    check_weights_inputs(args, lambda _value: False)
+    check_output_file(out, '--out')
     reports = []
     net = load_net(args.network, args.dataset, classes, torch.device('cpu'), args.params,
                    reports=reports)
     print('\n'.join(reports))
-    out = args.out or 'yolo3_{}_{}.onnx'.format(args.network, args.dataset)
     export_onnx(net, out, args.data_shape, args.batch_size)
     print('wrote {} (input data (B, 3, {s}, {s}); outputs boxes, scores; NMS not included)'
           .format(out, s=args.data_shape))

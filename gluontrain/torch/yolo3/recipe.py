@@ -20,8 +20,9 @@ from ...core.hooks import restore_hooks_state
 from ...core.loop import TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
-from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_weight_files, lr_schedule,
-                           net_name, parse_args, weights_to_load)
+from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_position,
+                           check_weight_files, lr_schedule, net_name, parse_args,
+                           weights_to_load)
 from ...yolo3.hooks import gluoncv_hooks
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
@@ -174,6 +175,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
     if resuming:
         changes = []
         restored = restore_checkpoint(resume, net, optimizer, scheduler, check=lambda p: (
+            ckpt_io.refuse_other_writer(p, resume, 'torch'),
+            check_resume_position(p['epoch'] + 1, args, resume),
             changes.extend(ckpt_io.resume_changes(p['args'], args, RESUME_MUST_MATCH,
                                                   resume))))
         restored[1].resume_changes = changes
@@ -243,6 +246,10 @@ def main(argv=None):
         if getattr(args, name, None):
             raise ValueError(why)
     use_cuda = bool(args.gpus.strip())
+    if get_world_size() == 1 and not os.environ.get('WORLD_SIZE'):
+        # a plain run: --gpus is checked (and named, with the CPU's '') before the
+        # distributed start-up, whose LOCAL_RANK message is for torchrun users
+        get_devices(args.gpus)
     started = get_world_size() == 1 and init_distributed(use_cuda=use_cuda).world_size > 1
     try:
         ctx = get_contexts(args)

@@ -22,7 +22,7 @@ from torch import nn
 
 from ...core import checkpoint as ckpt_io
 from ...core import mxparams
-from ...core.load_report import WeightsLoadError, check
+from ...core.load_report import WeightsLoadError, check, warn_nonfinite
 from ...core.yolo3_layout import check_same_network
 from ..distributed import unwrap_model
 from ..weights import apply_report, compare_state_dict
@@ -156,6 +156,7 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
     check(report, what, fix, allow_partial=allow_missing, allow_unexpected=ignore_extra)
     if report.mismatched:
         check(report, what, fix)  # missing may be allowed, a wrong shape never
+    warn_nonfinite({k: v.numpy() for k, v in state.items()}, report.loaded, what, source)
     apply_report(model, state, report)
     if logger is not None:
         logger.info('%s', report.format())

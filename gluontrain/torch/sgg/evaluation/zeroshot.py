@@ -91,7 +91,7 @@ def load_zeroshot_triplets(path):
             'zero-shot triplet file {} not found: write it with gluontrain.torch.sgg.evaluation.'
             'zeroshot.load_or_compute_zeroshot_triplets(path, train_dataset, eval_dataset), or '
             "pass SGB's zeroshot_triplet.pytorch".format(path))
-    t = torch.load(path, map_location='cpu')
+    t = torch.load(path, map_location='cpu', weights_only=True)
     if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.shape[1] != 3 \
             or t.is_floating_point():
         raise ValueError('zero-shot triplet file {}: expected an integer (Z, 3) tensor of '
