@@ -113,6 +113,10 @@ def voc_folders(name, args):
     folders, train_splits, val_splits = custom_splits(root)
     if getattr(args, 'classes', ''):
         classes = [c.strip() for c in args.classes.split(',') if c.strip()]
+        twice = sorted({c for c in classes if classes.count(c) > 1})
+        if twice:
+            raise ValueError('--classes {} names {} twice; give each class once, in training '
+                             'order'.format(args.classes, ', '.join(twice)))
     else:
         try:
             classes = voc_class_names(folders)

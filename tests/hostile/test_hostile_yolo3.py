@@ -122,6 +122,8 @@ CASES = {
     'network unknown': lambda c: [c.arg('--network', 'resnet7')],
     'dataset unknown': lambda c: [c.arg('--dataset', 'imagenet21k')],
     'warmup-epochs negative': lambda c: [c.arg('--warmup-epochs', -1)],
+    'classes twice': lambda c: [c.arg('--dataset', 'custom'), c.arg('--classes', 'bus,car,bus')]
+    and ['--classes', 'bus'],
     # weights and checkpoints (--resume, --load-weights)
     'resume truncated checkpoint': lambda c: [c.arg('--resume', truncate(
         c.file('l.ckpt', PREFIX + '_last.ckpt'))) and 'l.ckpt'],

@@ -100,7 +100,7 @@ CASES = {
     'num-workers negative': (('eval',), lambda t: [t.arg('-j', -1)]),
     'thresh nan': (('demo',), lambda t: [t.arg('--thresh', 'nan')]),
     'thresh above 1': (('demo',), lambda t: [t.arg('--thresh', 2)]),
-    'classes twice': (('demo', 'export'), lambda t: [
+    'classes twice': (('demo', 'eval', 'export'), lambda t: [
         t.arg('--dataset', 'custom'), t.arg('--classes', 'a,b,a')] and ['--classes', 'a']),
     'image a folder': (('demo',), lambda t: [_set_image(t, str(t.tmp))]),
     'image empty': (('demo',), lambda t: [_set_image(t, empty_file(t.path('e.jpg')))]),
@@ -258,3 +258,25 @@ def test_truncated_image_is_warned_in_one_line_and_detected(tmp_path, files, cap
         code, _ = _tool('demo', tool.argv('demo'), capsys)
     assert code == 0
     assert os.path.isfile(os.path.join(tool.out, 'detections.json'))
+
+
+@pytest.mark.slow  # two subprocesses
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_4kb_params_under_a_2gb_address_space_limit(backend, tmp_path, files):
+    # the file made MXNet's own loader take 21 GB for 66 s; a smaller machine killed the
+    # process without a word: under `ulimit -v` 2 GB it must still be one line, at once
+    import resource
+    import subprocess
+    import sys
+    from hostile_support import ENV, SCRIPTS
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    path = _hostile_params(str(tmp_path / 'h.params'))
+    res = subprocess.run(
+        [sys.executable, os.path.join(SCRIPTS, 'eval_yolov3.py'), '--backend', backend,
+         '--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', files['voc'],
+         '--data-shape', '64', '--params', path], capture_output=True, text=True, env=ENV,
+        preexec_fn=limit, timeout=120, check=False)
+    check_refused(res.returncode, res.stderr, ['--params', path, 'corrupt'])

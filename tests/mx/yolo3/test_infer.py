@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from gluontrain.mx.yolo3 import main, parse_args
-from gluontrain.mx.yolo3.args import PRESETS
 from gluontrain.mx.yolo3.data import get_dataset
 from gluontrain.mx.yolo3.infer import evaluate, load_net, zoo_table
 from gluontrain.mx.yolo3.infer import demo_main, eval_main
@@ -128,24 +127,8 @@ def test_demo_writes_pictures_and_detections_json(trained, voc_root, tmp_path, k
     assert total > 0
 
 
-def test_presets_set_the_zoo_commands_and_explicit_arguments_win():
-    args = parse_args(['--preset', 'darknet53_voc'])
-    assert (args.network, args.dataset, args.batch_size, args.num_workers, args.log_interval,
-            args.lr_decay_epoch, args.epochs, args.syncbn, args.warmup_epochs) == \
-        ('darknet53', 'voc', 64, 16, 100, '160,180', 200, True, 4)
-    assert not (args.mixup or args.label_smooth or args.no_wd)
-    args = parse_args(['--preset', 'darknet53_coco'])
-    assert (args.dataset, args.lr_decay_epoch, args.epochs, args.warmup_epochs, args.mixup,
-            args.no_mixup_epochs, args.label_smooth, args.no_wd, args.syncbn) == \
-        ('coco', '220,250', 280, 2, True, 20, True, True, True)
-    for data in ('voc', 'coco'):
-        mob = PRESETS['mobilenet1.0_' + data]
-        assert mob == dict(PRESETS['darknet53_' + data], network='mobilenet1.0')
-    # explicit arguments override the preset, wherever they stand on the command line
-    args = parse_args(['--epochs', '3', '--preset', 'mobilenet1.0_coco', '-j', '0',
-                       '--lr-decay-epoch', '2'])
-    assert (args.network, args.epochs, args.num_workers, args.lr_decay_epoch, args.mixup) == \
-        ('mobilenet1.0', 3, 0, '2', True)
+def test_an_unknown_preset_is_refused():
+    # the presets' values: tests/yolo3/test_zoo_presets.py (against the zoo's own logs)
     with pytest.raises(SystemExit):
         parse_args(['--preset', 'resnet_voc'])
 
