@@ -95,6 +95,14 @@ def test_checkpoint_of_the_other_backend_is_named(backend, runs, voc, tmp_path, 
 
 
 # MXNet's trainer states are a plain pickle, PyTorch's optimizer state a torch.save archive
+def test_mxnet_load_weights_of_a_torch_checkpoint_names_the_backend(runs, voc, tmp_path, capsys):
+    # (the PyTorch backend reads an MXNet checkpoint's weights: they are .params)
+    ckpt = _last(runs, 'torch')
+    code, _, err = run_main(_argv('mxnet', voc, tmp_path / 'o', '--load-weights', ckpt), capsys)
+    check_refused(code, err, ['--load-weights', ckpt, 'PyTorch backend', '--backend torch'],
+                  tmp_path / 'o')
+
+
 @pytest.mark.parametrize('backend,how', [('mxnet', 'plain pickle'), ('torch', 'plain pickle'),
                                          ('torch', 'torch.save')])
 def test_code_in_the_optimizer_state_never_runs(backend, how, runs, voc, tmp_path, capsys):

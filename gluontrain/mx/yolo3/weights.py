@@ -120,12 +120,19 @@ def read_params(path, what, fix):
     if kind == ckpt_io.CHECKPOINT:
         # a full checkpoint's weights are the bytes save_parameters wrote
         try:
-            blob = ckpt_io.load_checkpoint(path)['params']
+            payload = ckpt_io.load_checkpoint(path)
         except ValueError:
             # another pickle, refused before any of it runs (load_checkpoint's unpickler)
             raise WeightsLoadError('{} {} is not an MXNet .params file: it is a pickle that is '
                                    'no gluontrain checkpoint (a legacy torch.save file, or '
                                    "another program's); {}".format(what, path, fix)) from None
+        if ckpt_io.checkpoint_writer(payload) == 'torch':
+            raise WeightsLoadError(
+                "{} {} is a checkpoint of the PyTorch backend (its weights are a torch.save "
+                "archive, which MXNet cannot read); pass that run's {{prefix}}_best.params "
+                "(MXNet .params, which both backends read), or train with --backend torch"
+                .format(what, path))
+        blob = payload['params']
     if blob is path:
         with open(path, 'rb') as f:
             blob = f.read()
