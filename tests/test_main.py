@@ -499,3 +499,16 @@ def test_a_recipe_whose_framework_is_missing_is_one_line_naming_the_install(reci
     assert done.stderr.count('\n') == 1 and 'Traceback' not in done.stderr
     assert done.stderr.startswith("error: recipe {!r} needs {}, which is not installed".format(
         recipe, library)) and hint in done.stderr
+
+
+def test_ctrl_c_while_the_backend_imports_is_one_line(monkeypatch, capsys):
+    # importing MXNet or torch takes seconds: a Ctrl-C then must not be a traceback
+    import gluontrain.__main__ as cli
+
+    def ctrl_c(_name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, 'get_recipe', ctrl_c)
+    assert cli.main(['train', 'yolo3', '--gpus', '']) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['interrupted before training started']

@@ -30,3 +30,18 @@ def test_names_and_the_zoo_table():
     args = argparse.Namespace(dataset='voc', network='darknet53', data_shape=416)
     lines = eval_lines(args, ['a', 'mAP'], [0.5, 0.8])
     assert lines[:2] == ['a=0.5', 'mAP=0.8'] and lines[-1] == 'score: 80.0000'
+
+
+def test_ctrl_c_while_the_backend_imports_is_one_line(monkeypatch, capsys):
+    import builtins
+    from gluontrain.yolo3.infer_route import INTERRUPTED, script_main
+    real_import = builtins.__import__
+
+    def ctrl_c_on_the_backend(name, *args, **kwargs):
+        if name.endswith('yolo3') and args and args[2] and 'infer' in args[2]:
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, '__import__', ctrl_c_on_the_backend)
+    assert script_main('eval', ['--backend', 'torch']) == 130
+    assert capsys.readouterr().err.strip() == INTERRUPTED['eval']
