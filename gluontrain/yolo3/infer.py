@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from ..core.argtypes import multiple_of, non_negative_int, positive_size, unit_interval_float
+from ..core import model_store
 from ..core.checkpoint import atomic_save_file, atomic_write
 from ..core.errors import oserror_message, raised_by_ctrl_c
 from ..core.plots import draw_boxes, new_figure, save_png
@@ -23,6 +24,7 @@ from .args import BACKENDS, DATASETS, MAX_DATA_SHAPE, NETWORKS, STRIDE, model_na
 from .infer_checks import check_images, check_output_folder, check_weights_inputs
 
 __all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
+           'zoo_params',
            'dataset_classes', 'model_name', 'main_score_percent', 'zoo_table', 'eval_lines',
            'is_zoo_true', 'draw_detections', 'detection_record', 'run_demo', 'load_reported',
            'demo_with', 'eval_with']
@@ -61,7 +63,8 @@ def _common(p):
     a('--params', '--pretrained', dest='params', type=str, default='',
       help='.params to load: written during training, or a GluonCV model-zoo file; '
            "--pretrained True takes the model zoo's file from gluoncv's model store "
-           '(~/.mxnet/models), as GluonCV\'s eval_yolo.py/demo_yolo.py do')
+           '(~/.mxnet/models, downloaded there when missing), as GluonCV\'s '
+           'eval_yolo.py/demo_yolo.py do')
     a('--symbol', type=str, default='', help='exported model-symbol.json')
     a('--exported-params', type=str, default='', help='exported model-0000.params')
     a('--data-shape', type=data_shape_type, default=416,
@@ -153,6 +156,39 @@ def backend_of(argv):
         elif arg.startswith('--backend='):
             backend = arg.split('=', 1)[1]
     return backend
+
+
+def zoo_params(args):
+    """The weights file of ``--params`` / ``--pretrained``: the file itself, or for ``True``
+    (the reference scripts' spelling) GluonCV's model-zoo file for ``--network`` and
+    ``--dataset`` from its model store, downloaded as gluoncv downloads it when it is not
+    there (:func:`gluontrain.core.model_store.fetch`; both backends read it).
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    ValueError
+        No such zoo model, or the download failed (the address, SHA-1 and path to put the
+        file at, in one line).
+    """
+    value = (args.params or '').strip()
+    if not is_zoo_true(value):
+        return value or None
+    name = model_name(args.network, args.dataset)
+    if name not in model_store.SHA1:
+        raise ValueError('--pretrained {}: GluonCV has no model-zoo {}; pass a .params file '
+                         'instead'.format(value, name))
+    path = model_store.params_path(name)
+    if os.path.isfile(path):
+        return path
+    try:
+        return model_store.fetch(name)
+    except ValueError as e:
+        raise ValueError('--pretrained {}: the model-zoo {} is not on this machine and {}'
+                         .format(value, name, e)) from None
 
 
 def dataset_classes(dataset, classes, known=None):

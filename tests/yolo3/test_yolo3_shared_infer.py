@@ -1,6 +1,7 @@
 """gluontrain.yolo3.infer: one parser per script for both backends, the --backend route, the
 printed table."""
 import argparse
+import os
 
 import pytest
 
@@ -45,3 +46,25 @@ def test_ctrl_c_while_the_backend_imports_is_one_line(monkeypatch, capsys):
     monkeypatch.setattr(builtins, '__import__', ctrl_c_on_the_backend)
     assert script_main('eval', ['--backend', 'torch']) == 130
     assert capsys.readouterr().err.strip() == INTERRUPTED['eval']
+
+
+def test_pretrained_true_fetches_a_missing_zoo_file_for_both_backends(tmp_path, monkeypatch):
+    # both backends' eval/demo take --pretrained True through this one function
+    from argparse import Namespace
+    from gluontrain.core import model_store
+    from gluontrain.yolo3.infer import zoo_params
+    monkeypatch.setenv('MXNET_HOME', str(tmp_path))
+    fetched = []
+
+    def fetch(name):
+        fetched.append(name)
+        return model_store.params_path(name)
+
+    monkeypatch.setattr(model_store, 'fetch', fetch)
+    args = Namespace(params='True', network='darknet53', dataset='coco')
+    assert zoo_params(args) == str(tmp_path / 'models' / 'yolo3_darknet53_coco-09767802.params')
+    assert fetched == ['yolo3_darknet53_coco']
+    os.makedirs(str(tmp_path / 'models'))
+    open(str(tmp_path / 'models' / 'yolo3_darknet53_coco-09767802.params'), 'wb').close()
+    assert zoo_params(args) and fetched == ['yolo3_darknet53_coco']  # present: not fetched
+    assert zoo_params(Namespace(params=' my.params ', network='x', dataset='voc')) == 'my.params'

@@ -13,15 +13,15 @@ from mxnet import gluon
 
 from gluoncv import utils as gutils
 from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
-from gluoncv.model_zoo import get_model, model_store
+from gluoncv.model_zoo import get_model
 
 # the backend-neutral pieces live in gluontrain.yolo3.infer (re-exported here, as before)
 from ...yolo3.infer_checks import check_exported_graph
 from ...yolo3.infer import (cli, demo_parser, demo_with, detection_record,  # noqa: F401
-                            eval_parser, eval_with, is_zoo_true, model_name, zoo_table)
+                            eval_parser, eval_with, is_zoo_true, model_name, zoo_params,
+                            zoo_table)
 from ..context import get_contexts
 from .data import get_dataset, val_batchify_fn
-from .model import model_store_path
 from .plots import detect
 from .recipe import validate
 from .weights import check_params_file, load_params
@@ -111,31 +111,6 @@ def detect_file(net, path, classes, ctx, data_shape, thresh=0.5):
     img = mx.image.imread(path)
     ids, scores, boxes = detect(net, img, ctx, data_shape)
     return img, detection_record(path, img, ids, scores, boxes, classes, thresh)
-
-
-def zoo_params(args):
-    """The weights file of ``--params``/``--pretrained``: the file itself, or for ``True``
-    (the reference scripts' default spelling) GluonCV's model-zoo file for ``--network`` and
-    ``--dataset`` in gluoncv's model store, which must be on this machine (no download).
-
-    Returns
-    -------
-    str or None
-    """
-    value = (args.params or '').strip()
-    if not is_zoo_true(value):
-        return value or None
-    name = model_name(args.network, args.dataset)
-    if name not in model_store._model_sha1:
-        raise ValueError('--pretrained {}: GluonCV has no model-zoo {}; pass a .params file '
-                         'instead'.format(value, name))
-    path = model_store_path(name)
-    if not os.path.isfile(path):
-        raise FileNotFoundError('--pretrained {}: the model-zoo {} is not on this machine and '
-                                'cannot be downloaded here; put it at {} ($MXNET_HOME/models if '
-                                'MXNET_HOME is set) or pass the file\'s path'.format(
-                                    value, name, path))
-    return path
 
 
 def demo_main(argv=None):

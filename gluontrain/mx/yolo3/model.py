@@ -5,8 +5,8 @@ import warnings
 from mxnet import gluon
 
 from gluoncv.model_zoo import get_model
-from gluoncv.model_zoo import model_store
 
+from ...core import model_store
 from ...yolo3.args import net_name
 from .weights import load_base, sha1_of
 
@@ -17,10 +17,7 @@ __all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
 def model_store_path(name):
     """Where gluoncv's model store keeps ``name``'s released weights (may not exist):
     ``$MXNET_HOME/models`` (default ``~/.mxnet/models``), ``{name}-{short sha1}.params``."""
-    root = os.path.join(os.environ['MXNET_HOME'], 'models') if 'MXNET_HOME' in os.environ \
-        else os.path.join('~', '.mxnet', 'models')
-    return os.path.join(os.path.expanduser(root),
-                        '{}-{}.params'.format(name, model_store.short_hash(name)))
+    return model_store.params_path(name)
 
 
 def pretrained_base_path(network):
@@ -30,14 +27,16 @@ def pretrained_base_path(network):
 
 
 def _check_pretrained_base(network):
+    """The base's file, downloaded as gluoncv downloads it when it is not there."""
     path = pretrained_base_path(network)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            'The ImageNet-pretrained base for --network {} is not on this machine and cannot be '
-            'downloaded offline. Put the file at {} (gluoncv model store; $MXNET_HOME/models '
-            'if MXNET_HOME is set), or pass --no-pretrained-base to start from random weights.'
-            .format(network, path))
-    return path
+    if os.path.isfile(path):
+        return path
+    try:
+        return model_store.fetch(network)
+    except ValueError as e:
+        raise ValueError('The ImageNet-pretrained base for --network {} is not on this machine '
+                         'and {}; or pass --no-pretrained-base to start from random weights'
+                         .format(network, e)) from None
 
 
 def load_pretrained_base(net, network):
@@ -58,7 +57,7 @@ def load_pretrained_base(net, network):
         network, path))
     report = load_base(net, path, 'the pretrained base of --network {}'.format(network), fix)
     lines = ['pretrained base: ' + report.format()]
-    expected = model_store._model_sha1.get(network)
+    expected = model_store.SHA1.get(network)
     if expected and sha1_of(path) != expected:
         lines.append('note: {} is not the model store\'s {} (its SHA-1 is not {}); gluoncv '
                      'would download the released file over it'.format(path, network, expected))

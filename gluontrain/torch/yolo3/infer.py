@@ -12,7 +12,7 @@ import numpy as np
 
 from ...data.images import read_bgr
 from ...yolo3.infer import (demo_parser, demo_with, detection_record, eval_parser, eval_with,
-                            is_zoo_true, model_name)
+                            model_name, zoo_params)
 from ..parallel import get_devices
 from .data import get_dataset, get_val_loader
 from .model import get_yolov3
@@ -40,8 +40,8 @@ def get_device(gpus):
 
 def check_weights_args(params, symbol=None, exported_params=None):
     """Refuse, in one line, the weights arguments only MXNet can serve: an exported graph
-    (``--symbol`` / ``--exported-params``), ``--pretrained True`` (gluoncv's model store), or
-    none at all."""
+    (``--symbol`` / ``--exported-params``), or none at all. (``--pretrained True``, gluoncv's
+    model-store file, is read like any ``.params``.)"""
     if symbol or exported_params:
         raise ValueError('--symbol/--exported-params is an MXNet exported graph, which runs on '
                          'MXNet only; with --backend torch pass --params (the save_parameters '
@@ -49,9 +49,6 @@ def check_weights_args(params, symbol=None, exported_params=None):
     if not params:
         raise ValueError('give --params (a .params file written by either backend or by '
                          'GluonCV)')
-    if is_zoo_true(params):
-        raise ValueError('--pretrained {} looks the file up in gluoncv\'s model store (MXNet); '
-                         'with --backend torch pass the .params file\'s path'.format(params))
 
 
 def load_net(network, dataset, classes, device, params=None, symbol=None, exported_params=None,
@@ -105,8 +102,8 @@ def detect_file(net, path, classes, device, data_shape, thresh=0.5):
 def demo_main(argv=None):
     """``demo_yolov3.py --backend torch``; returns what ``detections.json`` holds."""
     args = demo_parser().parse_args(argv)
-    return demo_with(args, get_device(args.gpus), load_net,
-                     lambda a: a.params, detect_file, {'weights': args.params, 'backend': 'torch'})
+    return demo_with(args, get_device(args.gpus), load_net, zoo_params, detect_file,
+                     {'weights': args.params, 'backend': 'torch'})
 
 
 def eval_main(argv=None):
@@ -115,4 +112,4 @@ def eval_main(argv=None):
     args = eval_parser().parse_args(argv)
     device = get_device(args.gpus)
     check_weights_args(args.params, args.symbol, args.exported_params)  # before the data
-    return eval_with(args, device, get_dataset, load_net, lambda a: a.params, evaluate)
+    return eval_with(args, device, get_dataset, load_net, zoo_params, evaluate)

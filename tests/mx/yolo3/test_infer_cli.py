@@ -46,13 +46,16 @@ def test_eval_prints_the_report_first_and_pretrained_is_params(voc_root, voc_wei
 
 def test_pretrained_true_takes_the_model_zoo_file_from_the_store(tmp_path, monkeypatch):
     monkeypatch.setenv('MXNET_HOME', str(tmp_path))
+    monkeypatch.setenv('MXNET_GLUON_REPO', 'http://127.0.0.1:9/')  # closed: fails at once
     args = Namespace(params='True', network='mobilenet1.0', dataset='voc')
     path = model_store_path('yolo3_mobilenet1.0_voc')
     assert path.startswith(str(tmp_path / 'models' / 'yolo3_mobilenet1.0_voc-3b47835a'))
-    with pytest.raises(FileNotFoundError, match='--pretrained True: the model-zoo '
-                       'yolo3_mobilenet1.0_voc is not on this machine .*put it at ' + path):
+    with pytest.raises(ValueError, match='--pretrained True: the model-zoo '
+                       'yolo3_mobilenet1.0_voc is not on this machine and cannot download '
+                       'http://127.0.0.1:9/gluon/models/yolo3_mobilenet1.0_voc-3b47835a.zip .*'
+                       'at ' + path):
         zoo_params(args)
-    os.makedirs(os.path.dirname(path))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     open(path, 'wb').close()
     assert zoo_params(args) == path
     # no zoo file for mobilenet0.25, nor for custom classes

@@ -156,8 +156,8 @@ def test_demo_writes_pictures_and_detections_json(tiny_voc, torch_params, tmp_pa
 @pytest.mark.parametrize('extra,message', [
     (['--symbol', 's.json', '--exported-params', 'e.params'],
      'error: --symbol/--exported-params is an MXNet exported graph, which runs on MXNet only'),
-    (['--pretrained', 'True'], "error: --pretrained True looks the file up in gluoncv's model "
-                               'store (MXNet)'),
+    (['--pretrained', 'True'], 'error: --pretrained True: GluonCV has no model-zoo '
+                               'yolo3_mobilenet0.25_voc'),
     (['--gpus', '0,1'], 'error: --gpus 0,1 with --backend torch'),
     (['--dataset', 'coco'], 'error: --dataset coco is not available with --backend torch'),
 ])
