@@ -120,8 +120,10 @@ def main(argv=None):
     except KeyboardInterrupt as e:
         # run_loop attaches its state to the exception (none: training had not started)
         state = getattr(e, 'train_state', None)
-        print(interrupt_message(state if isinstance(state, TrainState) else None,
-                                getattr(recipe, 'RESUME_ADVICE', None)), file=sys.stderr)
+        state = state if isinstance(state, TrainState) else None
+        if state is not None and not getattr(state, 'is_main', True):
+            return EXIT_INTERRUPTED  # rank 0 says where the job stopped and how to resume
+        print(interrupt_message(state, getattr(recipe, 'RESUME_ADVICE', None)), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ValueError, FileNotFoundError) as e:
         print('error: {}'.format(e), file=sys.stderr)

@@ -29,6 +29,7 @@ end-of-run SIGABRT of gloo's threads.
 logging and saving to rank 0 and keep the ranks together.
 """
 import datetime
+import logging
 import os
 import sys
 import time
@@ -42,7 +43,7 @@ from .dist_watchdog import (TIMEOUT_ENV, CollectiveTimeoutError, RankWatchdog, d
                             explain_collective_error, report_collective_error)
 
 __all__ = ['DistInfo', 'init_distributed', 'init_process_group', 'dist_timeout', 'teardown',
-           'run_job', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
+           'run_job', 'launch_local', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
            'is_main_process', 'barrier', 'all_reduce_mean', 'convert_sync_batchnorm',
            'wrap_ddp', 'unwrap_model', 'cleanup', 'TorchComm', 'ShardSampler']
 
@@ -217,6 +218,68 @@ def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
         if started:
             teardown(ok=code == 0)
     return code
+
+
+def launch_local(nproc, argv, module='gluontrain', timeout_s=None):
+    """Start ``python -m module argv`` as ``nproc`` ranks of one job on this machine, as
+    ``torchrun --nproc_per_node nproc`` starts them (torch's elastic launcher in this
+    process: static rendezvous on a free local port, no restarts), and wait for them.
+
+    What GluonCV's user types, ``--gpus 0,1,2,3``, needs one process per GPU on PyTorch:
+    the recipe calls this instead of asking for torchrun. Each rank sees ``RANK``,
+    ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT`` as under torchrun and
+    prints to this process's stdout and stderr.
+
+    Parameters
+    ----------
+    nproc : int
+    argv : list of str
+        The ranks' arguments after ``-m module``.
+    module : str
+    timeout_s : float, optional
+        Rendezvous timeout (default :func:`dist_timeout`).
+
+    Returns
+    -------
+    int
+        0 when every rank succeeded, else the first failed rank's exit status (130 when
+        interrupted).
+    """
+    # pylint: disable=import-outside-toplevel
+    import socket
+    import uuid
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    config = LaunchConfig(
+        min_nodes=1, max_nodes=1, nproc_per_node=nproc, run_id='gluontrain-' + uuid.uuid4().hex,
+        rdzv_backend='static', rdzv_endpoint='127.0.0.1:{}'.format(port),
+        rdzv_configs={'rank': 0, 'timeout': int(dist_timeout(timeout_s))}, max_restarts=0,
+        monitor_interval=0.1)
+    # the ranks say what went wrong; the agent's own log lines would repeat it with a pid
+    quiet = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+             if name.startswith('torch.distributed')]
+    levels = [log.level for log in quiet]
+    for log in quiet:
+        log.setLevel(logging.CRITICAL)
+    try:
+        elastic_launch(config, sys.executable)('-m', module, *argv)
+    except ChildFailedError as error:
+        codes = [f.exitcode for f in error.failures.values()]
+        # the ranks printed their own error lines; a signal is a negative status
+        first = next((c for c in codes if c), 1)
+        return 128 - first if first < 0 else first
+    except (KeyboardInterrupt, SignalException):
+        # a Ctrl-C reaches the ranks too (one process group): each says where it stopped
+        return 130
+    finally:
+        for log, level in zip(quiet, levels):
+            log.setLevel(level)
+    return 0
 
 
 def is_distributed():

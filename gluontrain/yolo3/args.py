@@ -84,9 +84,11 @@ def build_parser():
     a('--num-workers', '-j', dest='num_workers', type=non_negative_int, default=4,
       help='Number of data workers.')
     a('--gpus', type=str, default='0',
-      help="Training with GPUs, you can specify 1,3 for example. '' trains on the CPU.")
+      help="Training with GPUs, you can specify 1,3 for example. '' trains on the CPU. With "
+           '--backend torch the script starts one process per GPU (or joins torchrun\'s).')
     a('--cpus', type=non_negative_int, default=0,
-      help='Train on N CPU contexts [cpu(0)..cpu(N-1)] through split_and_load (overrides --gpus).')
+      help='Train on N CPU contexts [cpu(0)..cpu(N-1)] through split_and_load (overrides '
+           '--gpus); with --backend torch, N CPU processes the script starts (gloo).')
     a('--epochs', type=positive_int, default=200, help='Training epochs.')
     a('--resume', type=str, default='',
       help='Resume from a full checkpoint ({prefix}_last.ckpt): weights, trainer state, LR '

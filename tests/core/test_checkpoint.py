@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from gluontrain.core import checkpoint as ck
+from launch import default_sigint  # tests/launch.py
 
 
 def _save(path, blob=b'p', epoch=1):
@@ -269,6 +270,16 @@ def test_resume_changes_refuses_what_must_match_and_lists_the_rest():
 def test_ctrl_c_inside_a_write_completes_the_file_then_interrupts(tmp_path):
     # SIGINT sent from inside the writer (where a Ctrl-C lands during a checkpoint write):
     # held until the file is whole and renamed, then the KeyboardInterrupt; 20 of 20 tries
+    # Python's own Ctrl-C handler, as in a foreground script (an xdist worker or a background
+    # job may run with SIGINT ignored, which the hold leaves alone)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_20_writes(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupt_20_writes(tmp_path):
     path = str(tmp_path / 'x.ckpt')
     for attempt in range(20):
         def write(f, at=attempt):
@@ -326,6 +337,7 @@ def test_ctrl_c_inside_torch_save_streaming_into_a_checkpoint_is_not_an_abort(tm
     del torch
     for where in ('counting', 'writing'):
         res = subprocess.run([sys.executable, '-c', code, str(tmp_path / (where + '.ckpt')),
-                              where], capture_output=True, text=True, timeout=120)
+                              where], capture_output=True, text=True, timeout=120,
+                             preexec_fn=default_sigint)
         assert res.returncode == 130, (where, res.returncode, res.stderr[-2000:])
         assert os.path.exists(str(tmp_path / (where + '.ckpt'))) == (where == 'writing')

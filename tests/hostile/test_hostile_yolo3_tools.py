@@ -112,6 +112,8 @@ CASES = {
         t.images.append(garbage(t.path('bad.jpg'))) or t.images[-1]]),
     'out an existing file': (('demo',), lambda t: [
         _set_out(t, garbage(t.path('o.txt')))]),
+    'out a folder (export writes a file)': (('export',), lambda t: [
+        _set_export_out(t, str(t.tmp))]),
     'out under a file': (('demo', 'export'), lambda t: [
         _set_out(t, os.path.join(garbage(t.path('o.txt')), 'sub'))]),
     'params missing': (('demo', 'eval', 'export'), lambda t: [
@@ -145,6 +147,11 @@ def _set_image(t, path):
 def _set_out(t, path):
     t.out = path
     return path
+
+
+def _set_export_out(t, folder):
+    t.extra += ['--out', folder]  # the last --out wins
+    return folder
 
 
 def _weights(t, flag, path):

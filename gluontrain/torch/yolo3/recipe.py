@@ -8,8 +8,10 @@ SGD and BatchNorm statistics (:mod:`.step`), its LR schedule
 (:mod:`.weights`), on the backend-neutral loop and hooks. docs/faithfulness.md ("YOLOv3 on
 PyTorch") lists the measured differences and what is refused.
 """
+import copy
 import os
 import random
+import sys
 
 import numpy as np
 import torch
@@ -23,11 +25,13 @@ from ...core.meters import LossMeter
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_position,
                            check_weight_files, lr_schedule, net_name, parse_args,
                            weights_to_load)
+from ...yolo3.data import voc_folders
 from ...yolo3.hooks import gluoncv_hooks
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
 from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
-                           get_world_size, init_distributed, unwrap_model, wrap_ddp)
+                           get_world_size, init_distributed, launch_local, unwrap_model,
+                           wrap_ddp)
 from ..lr_scheduler import GluonLRScheduler
 from ..parallel import get_devices
 from ..step import mixed_precision
@@ -44,9 +48,7 @@ WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and
                '(either backend, or a GluonCV model-zoo yolo3 .params), or a {prefix}_last.ckpt '
                'written by --backend torch to --resume')
 # arguments of the MXNet recipe with no PyTorch meaning yet: refused, never ignored
-_REFUSED = (('cpus', '--cpus splits a batch over CPU contexts (MXNet); on PyTorch start '
-                     'processes with torchrun --nproc_per_node N and --gpus \'\''),
-            ('horovod', '--horovod is MXNet Horovod; on PyTorch start one process per GPU '
+_REFUSED = (('horovod', '--horovod is MXNet Horovod; on PyTorch start one process per GPU '
                         'with torchrun --nproc_per_node N'),
             ('reference_transform', '--reference-transform runs GluonCV\'s own transform '
                                     '(MXNet); drop it with --backend torch'),
@@ -225,17 +227,37 @@ def _samples_hook(net, val_data, device, args, paths):
 
 def get_contexts(args):
     """``[cuda:LOCAL_RANK]`` for ``--gpus`` ids (one process per GPU), ``[cpu]`` for
-    ``--gpus ''``; several ids need one process each (torchrun), said in one line."""
-    devices = get_devices(args.gpus)
+    ``--gpus ''`` or ``--cpus N`` (one CPU process per context). Several devices in one
+    process cannot be: :func:`main` starts one process per device first."""
+    devices = [torch.device('cpu')] if args.cpus else get_devices(args.gpus)
     world = get_world_size()
     if len(devices) > 1 and world == 1:
-        raise ValueError('--gpus {} with --backend torch trains one process per GPU: start it '
-                         'with torchrun --nproc_per_node {} scripts/train_yolov3.py --backend '
-                         'torch ...'.format(args.gpus, len(devices)))
+        raise ValueError('--gpus {} with --backend torch trains one process per GPU: run the '
+                         'script itself (it starts them) or torchrun --nproc_per_node {}'
+                         .format(args.gpus, len(devices)))
     if devices[0].type == 'cuda' and world > 1:
         local = int(os.environ.get('LOCAL_RANK', get_rank()))
         return [devices[local % len(devices)]]
     return devices[:1]
+
+
+def processes_to_start(args):
+    """How many processes a plain run of ``args`` starts (1: none, it trains itself): one per
+    GPU of ``--gpus``, or ``--cpus N`` CPU processes (gloo), as GluonCV's one process splits
+    its batch over as many contexts. Under torchrun (``WORLD_SIZE`` set) always 1."""
+    if os.environ.get('WORLD_SIZE'):
+        world = int(os.environ['WORLD_SIZE'])
+        if args.cpus > 1 and args.cpus != world:
+            raise ValueError('--cpus {} under a launcher of {} processes: give --cpus {} or drop '
+                             'it'.format(args.cpus, world, world))
+        return 1
+    devices = get_devices(args.gpus) if not args.cpus else None  # checks and names the ids
+    nproc = args.cpus or (len(devices) if devices[0].type == 'cuda' else 1)
+    if nproc > 1 and args.batch_size % nproc:
+        raise ValueError('--batch-size {} is the global batch of the {} processes and must be a '
+                         'multiple of it (each trains batch_size // {})'.format(
+                             args.batch_size, nproc, nproc))
+    return nproc
 
 
 def main(argv=None):
@@ -245,11 +267,21 @@ def main(argv=None):
     for name, why in _REFUSED:
         if getattr(args, name, None):
             raise ValueError(why)
-    use_cuda = bool(args.gpus.strip())
-    if get_world_size() == 1 and not os.environ.get('WORLD_SIZE'):
-        # a plain run: --gpus is checked (and named, with the CPU's '') before the
-        # distributed start-up, whose LOCAL_RANK message is for torchrun users
-        get_devices(args.gpus)
+    use_cuda = bool(args.gpus.strip()) and not args.cpus
+    # a plain run: --gpus is checked (and named, with the CPU's '') before any start-up
+    nproc = processes_to_start(args)
+    if nproc > 1:
+        # GluonCV's --gpus 0,1,2,3 (or --cpus N): one process per device, started here, after
+        # what every rank would refuse alike is refused once
+        check_common(args, not use_cuda, 1, nproc, 'PyTorch')
+        check_weight_files(args, WEIGHTS_FIX)
+        if args.dataset.lower() in ('voc', 'custom', 'synthetic'):
+            voc_folders(args.dataset.lower(), copy.copy(args))
+        argv = list(sys.argv[1:] if argv is None else argv)
+        code = launch_local(nproc, ['train', 'yolo3', '--backend', 'torch'] + argv)
+        if code:
+            raise SystemExit(code)  # the ranks said why (rank 0 where a Ctrl-C stopped them)
+        return TrainState()
     started = get_world_size() == 1 and init_distributed(use_cuda=use_cuda).world_size > 1
     try:
         ctx = get_contexts(args)

@@ -69,6 +69,33 @@ def test_no_plots_draws_no_picture(tiny_voc, tmp_path):
     assert {'yolo3_mobilenet0.25_voc_metrics.jsonl', 'yolo3_mobilenet0.25_voc_last.ckpt'} <= written
 
 
+@pytest.mark.slow  # two 2-process jobs
+def test_cpus_2_starts_two_processes_that_equal_the_torchrun_job(tiny_voc, tmp_path):
+    # GluonCV's user types --gpus 0,1,2,3 (here the CPU twin, --cpus 2): the script starts one
+    # process per device itself; the losses it logs are the torchrun job's, line for line
+    from launch import dist_env, torchrun  # tests/launch.py
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))), 'scripts', 'train_yolov3.py')
+    common = ['--backend', 'torch', '--epochs', '2', '--batch-size', '4']
+    own = subprocess.run([sys.executable, script] + _argv(tiny_voc, str(tmp_path / 'own')) +
+                         common + ['--cpus', '2'], capture_output=True, text=True,
+                         env=dist_env(), timeout=600, check=False)
+    assert own.returncode == 0, own.stderr[-3000:]
+    ran = torchrun(script, _argv(tiny_voc, str(tmp_path / 'tr')) + common, nproc=2)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+
+    def losses(folder):
+        with open(os.path.join(str(tmp_path), folder, 'yolo3_mobilenet0.25_voc_train.log')) as f:
+            return [line.split('Speed')[1].split(',', 1)[1] if 'Speed' in line
+                    else line.split('cost: ')[1].split(',', 1)[1] if 'cost: ' in line else line
+                    for line in f if '[Epoch' in line or 'mAP=' in line]
+
+    mine = losses('own')
+    assert mine and mine == losses('tr')
+    assert sum('[Batch' in line or 'ObjLoss' in line for line in mine) >= 4
+    assert own.stdout.count('final validation mAP') == 1  # rank 0 speaks for the job
+
+
 def test_backend_route_and_registry():
     assert route('yolo3', ['--backend', 'torch']) == 'yolo3-torch'
     assert route('yolo3', ['--backend=torch', '--backend', 'mxnet']) == 'yolo3'
@@ -79,7 +106,7 @@ def test_backend_route_and_registry():
 @pytest.mark.parametrize('extra, words', [
     (['--amp'], '--amp needs GPUs'),
     (['--horovod'], 'torchrun'),
-    (['--cpus', '2'], 'torchrun'),
+    (['--cpus', '3', '--batch-size', '2'], 'must be a multiple'),
     (['--reference-metric'], 'MXNet'),
     (['--model-dir', 'x'], 'torch.onnx'),
     (['--dataset', 'coco'], 'coco is not available'),
