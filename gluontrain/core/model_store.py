@@ -10,8 +10,6 @@ renamed into place only once it is whole and its SHA-1 is right, and one ``Value
 for every failure naming the address, the expected SHA-1 and where to put the file by hand
 (stdlib ``urllib`` only; no framework).
 """
-import contextlib
-import fcntl
 import hashlib
 import http.client
 import os
@@ -21,9 +19,10 @@ import urllib.request
 import zipfile
 
 from .checkpoint import atomic_save_file
+from .locks import file_lock
 
 __all__ = ['SHA1', 'APACHE_REPO_URL', 'store_root', 'file_name', 'params_path', 'url_of',
-           'sha1_of', 'fetch']
+           'sha1_of', 'fetch', 'find_or_fetch']
 
 #: gluoncv 0.10.5's ``model_store._model_sha1`` for the YOLOv3 zoo and its ImageNet bases
 SHA1 = {
@@ -80,17 +79,6 @@ def sha1_of(path):
         for block in iter(lambda: f.read(_CHUNK), b''):
             digest.update(block)
     return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def _locked(path):
-    """An exclusive lock on ``path`` (processes fetching the same file wait for each other)."""
-    with open(path, 'a') as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _download(url, part, timeout, progress):
@@ -163,7 +151,7 @@ def fetch(name, root=None, repo=None, sha1=None, timeout=60, progress=True):
     path = params_path(name, root, sha1)
     url = url_of(name, repo, sha1)
     by_hand = 'put the file (SHA-1 {}) at {}'.format(sha1, path)
-    with _locked(path + '.lock'):
+    with file_lock(path + '.lock'):
         if os.path.isfile(path) and sha1_of(path) == sha1:
             return path
         part = os.path.join(root, file_name(name, sha1) + '.zip.part')
@@ -198,3 +186,10 @@ def fetch(name, root=None, repo=None, sha1=None, timeout=60, progress=True):
 def _write(path, data):
     with open(path, 'wb') as f:
         f.write(data)
+
+
+def find_or_fetch(name):
+    """The store's file of ``name`` as it is when one is there (whatever its SHA-1: a file a
+    user put there by hand is theirs), else :func:`fetch` it."""
+    path = params_path(name)
+    return path if os.path.isfile(path) else fetch(name)

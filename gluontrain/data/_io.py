@@ -5,6 +5,8 @@ import os
 import shutil
 import tempfile
 
+from ..core.locks import file_lock
+
 __all__ = ['staging_dir', 'install', 'write_json', 'save_jpeg', 'file_lock']
 
 JPEG_QUALITY = 90
@@ -67,20 +69,3 @@ def save_jpeg(image, path):
     would smear into the background.
     """
     image.save(path, format='JPEG', quality=JPEG_QUALITY, subsampling=0, optimize=False)
-
-
-@contextlib.contextmanager
-def file_lock(path):
-    """Exclusive advisory lock on ``path`` (no-op where ``fcntl`` is unavailable)."""
-    try:
-        import fcntl  # pylint: disable=import-outside-toplevel
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'a') as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)

@@ -181,11 +181,8 @@ def zoo_params(args):
     if name not in model_store.SHA1:
         raise ValueError('--pretrained {}: GluonCV has no model-zoo {}; pass a .params file '
                          'instead'.format(value, name))
-    path = model_store.params_path(name)
-    if os.path.isfile(path):
-        return path
     try:
-        return model_store.fetch(name)
+        return model_store.find_or_fetch(name)
     except ValueError as e:
         raise ValueError('--pretrained {}: the model-zoo {} is not on this machine and {}'
                          .format(value, name, e)) from None

@@ -1,5 +1,4 @@
 """Building the YOLOv3 network (and the SyncBN ``async_net``) as the reference does."""
-import os
 import warnings
 
 from mxnet import gluon
@@ -28,11 +27,8 @@ def pretrained_base_path(network):
 
 def _check_pretrained_base(network):
     """The base's file, downloaded as gluoncv downloads it when it is not there."""
-    path = pretrained_base_path(network)
-    if os.path.isfile(path):
-        return path
     try:
-        return model_store.fetch(network)
+        return model_store.find_or_fetch(network)
     except ValueError as e:
         raise ValueError('The ImageNet-pretrained base for --network {} is not on this machine '
                          'and {}; or pass --no-pretrained-base to start from random weights'
