@@ -320,6 +320,22 @@ def check_weight_files(args, fix):
             check_input_file(path, argument, fix)
 
 
+def class_names(text):
+    """The names of a comma-separated ``--classes`` (spaces and empty entries dropped),
+    refusing a name given twice: two outputs would train on one label.
+
+    Raises
+    ------
+    ValueError
+    """
+    names = [c.strip() for c in text.split(',') if c.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError('--classes {} names {} twice; give each class once, in training '
+                         'order'.format(text, ', '.join(twice)))
+    return names
+
+
 def check_resume_position(next_epoch, args, path):
     """Refuse a ``--resume`` of a run that already trained its ``--epochs`` (it would train
     nothing and exit 0 without a word, where ``--start-epoch >= --epochs`` is refused).

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..data import checks
 from ..data.images import read_bgr
+from .args import class_names
 
 __all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'custom_root',
            'custom_splits', 'voc_class_names', 'voc_folders', 'mixup_switch',
@@ -112,11 +113,7 @@ def voc_folders(name, args):
     root = custom_root(name, root)
     folders, train_splits, val_splits = custom_splits(root)
     if getattr(args, 'classes', ''):
-        classes = [c.strip() for c in args.classes.split(',') if c.strip()]
-        twice = sorted({c for c in classes if classes.count(c) > 1})
-        if twice:
-            raise ValueError('--classes {} names {} twice; give each class once, in training '
-                             'order'.format(args.classes, ', '.join(twice)))
+        classes = class_names(args.classes)
     else:
         try:
             classes = voc_class_names(folders)

@@ -20,7 +20,8 @@ from ..core.errors import oserror_message, raised_by_ctrl_c
 from ..core.plots import draw_boxes, new_figure, save_png
 from ..data.classes import VOC_CLASSES
 from ..data.coco import COCO_CATEGORIES
-from .args import BACKENDS, DATASETS, MAX_DATA_SHAPE, NETWORKS, STRIDE, model_name
+from .args import (BACKENDS, DATASETS, MAX_DATA_SHAPE, NETWORKS, STRIDE, class_names,
+                   model_name)
 from .infer_checks import check_images, check_output_folder, check_weights_inputs
 
 __all__ = ['ZOO_SCORES', 'KNOWN_CLASSES', 'demo_parser', 'eval_parser', 'cli', 'backend_of',
@@ -193,12 +194,7 @@ def dataset_classes(dataset, classes, known=None):
     (default :data:`KNOWN_CLASSES`, GluonCV's VOC and COCO lists)."""
     known = KNOWN_CLASSES if known is None else known
     if classes:
-        names = [c.strip() for c in classes.split(',') if c.strip()]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError('--classes {} names {} twice; give each class once, in training '
-                             'order'.format(classes, ', '.join(twice)))
-        return names
+        return class_names(classes)
     if dataset.lower() in known:
         return list(known[dataset.lower()])
     raise ValueError('--dataset {} needs --classes (comma-separated names, in training '

@@ -24,8 +24,8 @@ from ...core.load_report import (WeightsLoadError, check, compare, group_keys, g
                                  warn_nonfinite)
 from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
 
-__all__ = ['read_params', 'check_params_bytes', 'check_params_file', 'target_shapes', 'describe', 'compare_params', 'load_params',
-           'load_base', 'sha1_of']
+__all__ = ['read_params', 'check_params_bytes', 'check_params_file', 'target_shapes',
+           'describe', 'compare_params', 'load_params', 'load_base', 'sha1_of']
 
 # ------------------------------------------------------------------ reading a file
 class _Stub:
@@ -136,15 +136,7 @@ def read_params(path, what, fix):
     if blob is path:
         with open(path, 'rb') as f:
             blob = f.read()
-    # our reader first: MXNet's allocates whatever a corrupt header claims (gigabytes for a
-    # few random bytes after the list magic) before it fails
-    try:
-        read_params_bytes(blob, path, copy=False)
-    except ParamsFormatError as e:
-        detail = str(e)[len(path):].strip(' :') if str(e).startswith(path) else str(e)
-        raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '
-                               'truncated or corrupt ({}); {}'.format(what, path, detail[:200],
-                                                                      fix)) from None
+    check_params_bytes(blob, path, what, fix)
     try:
         arrays = mx.nd.load_frombuffer(bytes(blob))
     except mx.base.MXNetError as e:
@@ -158,19 +150,25 @@ def read_params(path, what, fix):
     return arrays
 
 
-def check_params_bytes(data, path, what):
+def check_params_bytes(data, path, what, fix=''):
     """Refuse, in one line, bytes that are not a well-formed MXNet ``.params`` file (read
-    from ``path``) before MXNet's loader sees them (:func:`read_params` does this for the
-    weights it loads).
+    from ``path``) before MXNet's loader sees them: it allocates whatever a corrupt header
+    claims (gigabytes for a few random bytes after the list magic) before it fails. Our
+    reader walks the structure without copying (:func:`gluontrain.core.mxparams.read_params_bytes`).
 
     Raises
     ------
-    ValueError
+    WeightsLoadError
+        ``WHAT PATH is not an MXNet .params file that can be read: it is truncated or corrupt
+        (DETAIL); FIX``.
     """
     try:
         read_params_bytes(data, path, copy=False)
     except ParamsFormatError as e:
-        raise ValueError('{} {}'.format(what, e)) from None
+        detail = str(e)[len(path):].strip(' :') if str(e).startswith(path) else str(e)
+        raise WeightsLoadError('{} {} is not an MXNet .params file that can be read: it is '
+                               'truncated or corrupt ({}){}'.format(
+                                   what, path, detail[:200], '; ' + fix if fix else '')) from None
 
 
 def check_params_file(path, what):

@@ -251,13 +251,10 @@ def processes_to_start(args):
             raise ValueError('--cpus {} under a launcher of {} processes: give --cpus {} or drop '
                              'it'.format(args.cpus, world, world))
         return 1
-    devices = get_devices(args.gpus) if not args.cpus else None  # checks and names the ids
-    nproc = args.cpus or (len(devices) if devices[0].type == 'cuda' else 1)
-    if nproc > 1 and args.batch_size % nproc:
-        raise ValueError('--batch-size {} is the global batch of the {} processes and must be a '
-                         'multiple of it (each trains batch_size // {})'.format(
-                             args.batch_size, nproc, nproc))
-    return nproc
+    if args.cpus:
+        return args.cpus
+    devices = get_devices(args.gpus)  # checks the ids, and names --gpus '' for the CPU
+    return len(devices) if devices[0].type == 'cuda' else 1
 
 
 def main(argv=None):
