@@ -160,7 +160,7 @@ def main(argv=None):
     # in a distributed run every rank has the score; rank 0 speaks for the job
     if 'val' in state.scores and getattr(state, 'is_main', True):
         names, values = state.scores['val']
-        print('final validation {}: {}'.format(names[-1], values[-1]))
+        print('final validation {}: {}'.format(str(names[-1]).strip(), values[-1]))
     return 0
 
 

@@ -1,6 +1,7 @@
 """Datasets and data loaders of the YOLOv3 recipe, as in GluonCV's ``train_yolo3.py``."""
 import os
 
+import mxnet as mx
 import numpy as np
 from mxnet import gluon
 
@@ -13,8 +14,9 @@ from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform, YOL
 from gluoncv.utils.metrics.coco_detection import COCODetectionMetric
 from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
+from ...core.coco_eval import COCOEvaluator
 from ...core.sharding import ShardedSampler, contiguous_shard
-from ...data import checks
+from ...yolo3.coco import COCO_DEFAULT_ROOT, coco_datasets
 from ...yolo3.data import VOC_DEFAULT_ROOT, mixup_switch, set_mixup_switch, voc_folders
 from ..image import imread_rgb
 from .batchify import TrainBatchify, reference_train_batchify
@@ -22,10 +24,8 @@ from .fast_metric import FastVOC07MApMetric
 from .fast_transform import FastYOLO3TrainTransform
 
 __all__ = ['SharedMixupDetection', 'OpenCVDecoded', 'opencv_decoded', 'voc_metric',
-           'get_dataset', 'train_batchify_fn', 'val_batchify_fn', 'get_dataloader',
+           'NDArrayImages', 'COCOMetric', 'coco_metric', 'get_dataset', 'train_batchify_fn', 'val_batchify_fn', 'get_dataloader',
            'mixup_dataset', 'VOC_DEFAULT_ROOT', 'COCO_DEFAULT_ROOT']
-
-COCO_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'coco')
 
 
 class SharedMixupDetection(MixupDetection):
@@ -58,35 +58,56 @@ class SharedMixupDetection(MixupDetection):
 
 
 class OpenCVDecoded(gluon.data.Dataset):
-    """A GluonCV VOC or COCO detection dataset (no transform set) whose images come as numpy
-    arrays decoded by :func:`gluontrain.mx.image.imread_rgb`: the pixels of its
-    ``mx.image.imread``, without the NDArray and its copy back to numpy. Items are
-    ``(image [H, W, 3] uint8, label)`` as the dataset's own (the label copied, as it does).
+    """A GluonCV VOC detection dataset (no transform set) whose images come as numpy arrays
+    decoded by :func:`gluontrain.mx.image.imread_rgb`: the pixels of its ``mx.image.imread``,
+    without the NDArray and its copy back to numpy. Items are ``(image [H, W, 3] uint8,
+    label)`` as the dataset's own (the label copied, as it does).
 
     Parameters
     ----------
-    dataset : gluoncv.data.VOCDetection or gluoncv.data.COCODetection
+    dataset : gluoncv.data.VOCDetection or CustomVOCDetectionBase
     """
 
     def __init__(self, dataset):
         self._dataset = dataset
-        self._coco = isinstance(dataset, gdata.COCODetection)
 
     def __len__(self):
         return len(self._dataset)
 
     def __getitem__(self, idx):
         d = self._dataset  # GluonCV's own fields, read as its __getitem__ reads them
-        if self._coco:
-            return imread_rgb(d._items[idx]), np.array(d._labels[idx]).copy()
         label = d._label_cache[idx] if d._label_cache else d._load_label(idx)
         return imread_rgb(d._image_path.format(*d._items[idx])), label.copy()
 
 
+class NDArrayImages(gluon.data.Dataset):
+    """A numpy detection dataset (:class:`gluontrain.yolo3.coco.COCODetection`) whose images
+    come as ``mx.nd`` uint8 arrays, as GluonCV's readers give them to its transforms and
+    ``MixupDetection``; other attributes (``coco``, ``classes``...) are the dataset's."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, idx):
+        img, label = self.dataset[idx]
+        return mx.nd.array(img, dtype='uint8'), label
+
+    def __getattr__(self, name):
+        if name == 'dataset':  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.dataset, name)
+
+
 def opencv_decoded(dataset):
-    """``dataset`` as :class:`OpenCVDecoded` where it is a GluonCV VOC / COCO detection
-    dataset without a transform (else unchanged: a mixup wrapper blends NDArrays)."""
-    plain = type(dataset) in (gdata.VOCDetection, gdata.COCODetection) or \
+    """The numpy-image view of ``dataset`` for the fast transform: a GluonCV VOC dataset
+    without a transform as :class:`OpenCVDecoded`, :class:`NDArrayImages` as the numpy
+    dataset it wraps; else unchanged (a mixup wrapper blends NDArrays)."""
+    if isinstance(dataset, NDArrayImages):
+        return dataset.dataset
+    plain = type(dataset) is gdata.VOCDetection or \
         isinstance(dataset, gdata.CustomVOCDetectionBase)
     return OpenCVDecoded(dataset) if plain and dataset._transform is None else dataset
 
@@ -96,6 +117,34 @@ def voc_metric(class_names, args):
     ``VOC07MApMetric`` with ``args.reference_metric`` (the same values)."""
     metric = VOC07MApMetric if getattr(args, 'reference_metric', False) else FastVOC07MApMetric
     return metric(iou_thresh=0.5, class_names=class_names)
+
+
+class COCOMetric(COCOEvaluator):
+    """:class:`gluontrain.core.coco_eval.COCOEvaluator` with GluonCV's batched ``update``
+    (``pred_bboxes, pred_labels, pred_scores``: arrays or lists of arrays, NDArray or numpy,
+    one row per image; the ground truth that follows is unused)."""
+
+    def update(self, pred_bboxes, pred_labels, pred_scores, *args):  # pylint: disable=arguments-differ
+        def as_numpy(a):
+            parts = a if isinstance(a, (list, tuple)) else [a]
+            return np.concatenate([p.asnumpy() if hasattr(p, 'asnumpy') else np.asarray(p)
+                                   for p in parts], axis=0)
+        for boxes, labels, scores in zip(*(as_numpy(a) for a in (pred_bboxes, pred_labels,
+                                                                 pred_scores))):
+            super().update(boxes, scores, labels)
+
+
+def coco_metric(val_dataset, args):
+    """COCO AP at ``--data-shape``: :class:`COCOMetric`, or GluonCV's
+    ``COCODetectionMetric`` with ``args.reference_metric`` (the same numbers; it writes and
+    removes a JSON file beside ``--save-prefix``)."""
+    data_shape = (args.data_shape, args.data_shape)
+    if not getattr(args, 'reference_metric', False):
+        return COCOMetric(val_dataset, data_shape=data_shape)
+    # gluoncv opens its json at once (a RuntimeError for a missing folder)
+    os.makedirs(os.path.dirname(os.path.abspath(args.save_prefix + '_eval')), exist_ok=True)
+    return COCODetectionMetric(val_dataset, args.save_prefix + '_eval', cleanup=True,
+                               data_shape=data_shape)
 
 
 def get_dataset(dataset, args):
@@ -125,17 +174,8 @@ def get_dataset(dataset, args):
         val_dataset = reader(root=root, splits=val_splits, **kwargs)
         val_metric = voc_metric(val_dataset.classes, args)
     elif name == 'coco':
-        root = os.path.expanduser(getattr(args, 'dataset_root', None) or COCO_DEFAULT_ROOT)
-        checks.check_coco(root, 'instances_train2017')
-        checks.check_coco(root, 'instances_val2017')
-        train_dataset = gdata.COCODetection(root=root, splits='instances_train2017',
-                                            use_crowd=False)
-        val_dataset = gdata.COCODetection(root=root, splits='instances_val2017', skip_empty=False)
-        # the metric opens its json beside --save-prefix now (gluoncv raises a RuntimeError
-        # for a missing folder); the other datasets' first file creates the folder later
-        os.makedirs(os.path.dirname(os.path.abspath(args.save_prefix + '_eval')), exist_ok=True)
-        val_metric = COCODetectionMetric(val_dataset, args.save_prefix + '_eval', cleanup=True,
-                                         data_shape=(args.data_shape, args.data_shape))
+        train_dataset, val_dataset = (NDArrayImages(d) for d in coco_datasets(args))
+        val_metric = coco_metric(val_dataset.dataset, args)
     else:
         raise NotImplementedError('Dataset: {} not implemented.'.format(dataset))
     if args.num_samples < 0:

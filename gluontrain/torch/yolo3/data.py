@@ -10,8 +10,10 @@ The items, labels, mixup, transforms and batch order are those of :mod:`gluontra
 import numpy as np
 import torch
 
+from ...core.coco_eval import COCOEvaluator
 from ...core.voc_eval import VOCEvaluator
 from ...data.classes import VOC_CLASSES
+from ...yolo3.coco import coco_datasets
 from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSampler, VOCDetection,
                            voc_folders)
 from ...yolo3.transform import TrainTransform, ValTransform
@@ -28,23 +30,26 @@ def voc_metric(class_names):
 
 
 def get_dataset(dataset, args):
-    """Training and validation datasets and the VOC07 metric, as
-    :func:`gluontrain.mx.yolo3.get_dataset` (``voc``, ``custom``, ``synthetic``; COCO is
-    refused on PyTorch for now). Sets ``args.num_samples`` (and ``args.classes`` for
-    custom / synthetic) as the reference does."""
+    """Training and validation datasets and the metric, as
+    :func:`gluontrain.mx.yolo3.get_dataset`: ``voc``, ``custom``, ``synthetic`` (VOC07 mAP)
+    or ``coco`` (GluonCV's splits, :func:`gluontrain.yolo3.coco.coco_datasets`, and its COCO
+    AP at ``--data-shape``, :class:`gluontrain.core.coco_eval.COCOEvaluator`). Sets
+    ``args.num_samples`` (and ``args.classes`` for custom / synthetic) as the reference does."""
     name = dataset.lower()
     if name == 'coco':
-        raise ValueError('--dataset coco is not available with --backend torch yet; train COCO '
-                         'with --backend mxnet, or use voc / custom / synthetic')
-    if name not in ('voc', 'custom', 'synthetic'):
+        train_dataset, val_dataset = coco_datasets(args)
+        metric = COCOEvaluator(val_dataset, data_shape=(args.data_shape, args.data_shape))
+    elif name in ('voc', 'custom', 'synthetic'):
+        root, train_splits, val_splits, classes = voc_folders(name, args)
+        custom = classes is not None
+        train_dataset = VOCDetection(root, train_splits, classes if custom else VOC_CLASSES,
+                                     custom)
+        val_dataset = VOCDetection(root, val_splits, classes if custom else VOC_CLASSES, custom)
+        metric = voc_metric(val_dataset.classes)
+    else:
         raise ValueError('--dataset {!r} is not supported'.format(dataset))
-    root, train_splits, val_splits, classes = voc_folders(name, args)
-    custom = classes is not None
-    train_dataset = VOCDetection(root, train_splits, classes if custom else VOC_CLASSES, custom)
-    val_dataset = VOCDetection(root, val_splits, classes if custom else VOC_CLASSES, custom)
     if args.num_samples < 0:
         args.num_samples = len(train_dataset)
-    metric = voc_metric(val_dataset.classes)
     if args.mixup:
         train_dataset = MixupDetection(train_dataset)
     return train_dataset, val_dataset, metric

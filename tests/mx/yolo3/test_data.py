@@ -146,3 +146,53 @@ def test_fast_loader_workers_send_shared_batches(voc_root):
                                             (4, n, 2), (4, n, 20)]
         assert b[7] == mx.cpu()  # mapped from the worker's memfd (GluonCV's: cpu_shared)
         assert (b[6][:, :, :1] >= 0).any(axis=1).all()  # every image has a box, padded by -1
+
+
+def _coco_setup(coco_root, *extra):
+    return _setup(coco_root, '--dataset', 'coco', *extra)
+
+
+def test_coco_metric_batched_equals_gluoncvs_metric(tmp_path):
+    """GluonCV's batched update (NDArray lists, one per context) into the shared metric gives
+    GluonCV's table on the same numpy reader; --reference-metric picks GluonCV's own."""
+    import mxnet as mx  # pylint: disable=import-outside-toplevel
+    from gluoncv.utils.metrics.coco_detection import COCODetectionMetric  # noqa: E501  pylint: disable=import-outside-toplevel
+    from fixtures import make_coco_metric_fixture as fixture  # noqa: E501  pylint: disable=import-outside-toplevel
+    from gluontrain.mx.yolo3.data import COCOMetric, coco_metric  # noqa: E501  pylint: disable=import-outside-toplevel
+    root = fixture.write_dataset(str(tmp_path / 'coco'))
+    dets = fixture.detections(root)
+    tables = []
+    for metric in (COCOMetric(fixture_val(root), data_shape=fixture.DATA_SHAPE),
+                   COCODetectionMetric(fixture_val(root), str(tmp_path / 'eval'), cleanup=True,
+                                       data_shape=fixture.DATA_SHAPE)):
+        for start in range(0, len(dets), 4):
+            arrays = [np.stack([d[k] for d in dets[start:start + 4]]) for k in range(3)]
+            boxes, scores, labels = [[mx.nd.array(a[:2]), mx.nd.array(a[2:])] for a in arrays]
+            metric.update(boxes, labels, scores, None, None, None)
+        tables.append(metric.get())
+    assert tables[0] == tables[1]
+    assert float(tables[0][1][-1]) == pytest.approx(27.6, abs=0.11)  # the recorded table's
+    args = parse_args(['--dataset', 'coco', '--gpus', '', '--save-prefix',
+                       str(tmp_path / 'new' / 'p')])
+    assert type(coco_metric(fixture_val(root), args)) is COCOMetric
+    args.reference_metric = True
+    assert type(coco_metric(fixture_val(root), args)) is COCODetectionMetric
+    assert os.path.isdir(str(tmp_path / 'new'))  # gluoncv opens its json at once
+
+
+def fixture_val(root):
+    from gluontrain.yolo3.coco import COCODetection  # pylint: disable=import-outside-toplevel
+    return COCODetection(root, 'instances_val2017', skip_empty=False)
+
+
+def test_coco_fast_loader_gives_the_reference_loaders_batches(coco_root):
+    """COCO through the shared numpy reader: NDArray images for GluonCV's transform, numpy
+    for the fast one; the same batches (labels of 5 columns, crowd regions dropped)."""
+    args, train_ds, val_ds, metric, net = _coco_setup(coco_root)
+    ref_args = _coco_setup(coco_root, '--reference-transform')[0]
+    assert len(train_ds) == len(train_ds.dataset.items) and len(val_ds) == 6
+    ours = _seeded_batches(args, train_ds, val_ds, net, 0, 2)
+    ref = _seeded_batches(ref_args, train_ds, val_ds, net, 0, 2)
+    for o, r in zip(ours, ref):
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(o[:7], r[:7]))
+    assert type(metric).__name__ == 'COCOMetric'

@@ -159,7 +159,6 @@ def test_demo_writes_pictures_and_detections_json(tiny_voc, torch_params, tmp_pa
     (['--pretrained', 'True'], 'error: --pretrained True: GluonCV has no model-zoo '
                                'yolo3_mobilenet0.25_voc'),
     (['--gpus', '0,1'], 'error: --gpus 0,1 with --backend torch'),
-    (['--dataset', 'coco'], 'error: --dataset coco is not available with --backend torch'),
 ])
 def test_what_needs_mxnet_is_one_error_line(tiny_voc, torch_params, extra, message, capsys):
     if extra == ['--gpus', '0,1'] and torch.cuda.device_count() < 2:
