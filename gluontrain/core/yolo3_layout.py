@@ -3,11 +3,15 @@
 Shared by the MXNet and the PyTorch YOLOv3 loaders, which both name a file that does not fit
 ("it looks like a GluonCV YOLOv3 darknet53 with 80 classes") instead of listing keys.
 Names are ``save_parameters``' (``stages.0.0.weight``, ``yolo_outputs.0.prediction.bias``).
+Also shared: where a YOLOv3's stages sit in its ImageNet base (:func:`base_mapping`) and how
+the base file is found and reported (:func:`find_pretrained_base`, :func:`pretrained_base_lines`).
 """
+from . import model_store
 from .load_report import WeightsLoadError
 
 __all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text',
-           'check_same_network']
+           'check_same_network', 'base_mapping', 'find_pretrained_base',
+           'pretrained_base_lines']
 
 #: first convolution's output channels -> GluonCV's mobilenet multiplier
 MOBILENET_WIDTHS = {32: '1.0', 24: '0.75', 16: '0.5', 8: '0.25'}
@@ -96,3 +100,71 @@ def check_same_network(report, what, fix, file_shapes, own_shapes, counts, ignor
         '{} {} holds the weights of another network: {}; it looks like {} but this is {}{}; '
         '{}'.format(what, report.source, counts, describe_text(found),
                     describe_text(own, origin=''), hint, fix))
+
+
+# ------------------------------------------------------------------ the ImageNet base
+def base_mapping(keys, stage_lengths):
+    """``{stage key: base key}`` for the ``stages.*`` names among ``keys``.
+
+    GluonCV builds a YOLOv3 from slices of its ImageNet base's ``features`` (darknet53
+    ``[:15] / [15:24] / [24:]``, mobilenet ``[:33] / [33:69] / [69:-2]``) and the stages hold
+    those very layers, so layer ``k`` of stage ``i`` is ``features.{k + len(earlier stages)}``:
+    ``stages.1.0.body.0.1.gamma`` of darknet53 is ``features.15.body.0.1.gamma``.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        ``save_parameters`` names (other than ``stages.*`` ones are skipped).
+    stage_lengths : sequence of int
+        The number of layers of each stage.
+
+    Returns
+    -------
+    dict
+    """
+    offsets = [sum(stage_lengths[:i]) for i in range(len(stage_lengths))]
+    mapping = {}
+    for key in keys:
+        parts = key.split('.', 3)
+        if len(parts) == 4 and parts[0] == 'stages':
+            layer = int(parts[2]) + offsets[int(parts[1])]
+            mapping[key] = 'features.{}.{}'.format(layer, parts[3])
+    return mapping
+
+
+def find_pretrained_base(network):
+    """The model store's ImageNet ``network`` file (gluoncv's ``pretrained_base=True``):
+    found under ``$MXNET_HOME/models``, or downloaded as gluoncv downloads it.
+
+    Returns
+    -------
+    (str, str, str)
+        The path, and the ``what`` and ``fix`` of the load's messages.
+
+    Raises
+    ------
+    ValueError
+        One line: not on this machine and not downloadable, where to put it, or
+        ``--no-pretrained-base``.
+    """
+    try:
+        path = model_store.find_or_fetch(network)
+    except ValueError as e:
+        raise ValueError('The ImageNet-pretrained base for --network {} is not on this machine '
+                         'and {}; or pass --no-pretrained-base to start from random weights'
+                         .format(network, e)) from None
+    fix = ("put GluonCV's ImageNet {} weights at {}, or pass --no-pretrained-base".format(
+        network, path))
+    return path, 'the pretrained base of --network {}'.format(network), fix
+
+
+def pretrained_base_lines(report, path, network):
+    """The training log's lines for a loaded base: ``pretrained base: `` and the report, and a
+    note when the file is not the model store's (its SHA-1 differs; gluoncv would download the
+    released file over it, here it is loaded as it is)."""
+    lines = ['pretrained base: ' + report.format()]
+    expected = model_store.SHA1.get(network)
+    if expected and model_store.sha1_of(path) != expected:
+        lines.append('note: {} is not the model store\'s {} (its SHA-1 is not {}); gluoncv '
+                     'would download the released file over it'.format(path, network, expected))
+    return lines

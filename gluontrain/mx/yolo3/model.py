@@ -6,8 +6,9 @@ from mxnet import gluon
 from gluoncv.model_zoo import get_model
 
 from ...core import model_store
+from ...core.yolo3_layout import find_pretrained_base, pretrained_base_lines
 from ...yolo3.args import net_name
-from .weights import load_base, sha1_of
+from .weights import load_base
 
 __all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
            'load_pretrained_base', 'get_net']
@@ -27,12 +28,7 @@ def pretrained_base_path(network):
 
 def _check_pretrained_base(network):
     """The base's file, downloaded as gluoncv downloads it when it is not there."""
-    try:
-        return model_store.find_or_fetch(network)
-    except ValueError as e:
-        raise ValueError('The ImageNet-pretrained base for --network {} is not on this machine '
-                         'and {}; or pass --no-pretrained-base to start from random weights'
-                         .format(network, e)) from None
+    return find_pretrained_base(network)[0]
 
 
 def load_pretrained_base(net, network):
@@ -48,16 +44,8 @@ def load_pretrained_base(net, network):
     list of str
         The report's lines (and the note), for the training log.
     """
-    path = _check_pretrained_base(network)
-    fix = ("put GluonCV's ImageNet {} weights at {}, or pass --no-pretrained-base".format(
-        network, path))
-    report = load_base(net, path, 'the pretrained base of --network {}'.format(network), fix)
-    lines = ['pretrained base: ' + report.format()]
-    expected = model_store.SHA1.get(network)
-    if expected and sha1_of(path) != expected:
-        lines.append('note: {} is not the model store\'s {} (its SHA-1 is not {}); gluoncv '
-                     'would download the released file over it'.format(path, network, expected))
-    return lines
+    path, what, fix = find_pretrained_base(network)
+    return pretrained_base_lines(load_base(net, path, what, fix), path, network)
 
 
 def get_net(args, ctx, reports=None):

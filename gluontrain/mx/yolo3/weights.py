@@ -22,6 +22,7 @@ from ...core import checkpoint as ckpt_io
 from ...core.mxparams import ParamsFormatError, read_params_bytes
 from ...core.load_report import (WeightsLoadError, check, compare, group_keys, guess_origin,
                                  warn_nonfinite)
+from ...core.yolo3_layout import base_mapping as layout_base_mapping
 from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
 
 __all__ = ['read_params', 'check_params_bytes', 'check_params_file', 'target_shapes',
@@ -344,20 +345,12 @@ def sha1_of(path, chunk=1 << 22):
 
 
 def base_mapping(net):
-    """``{yolo3 key: base key}`` of the base network's layers inside ``net.stages``.
-
-    GluonCV builds a YOLOv3 from slices of its ImageNet base's ``features``
-    (``features[:15]``, ``[15:24]``, ``[24:]`` for darknet53); the stages hold those very
-    layers, so layer ``k`` of stage ``i`` is ``features.{k + len(earlier stages)}``.
-    """
-    mapping, offset = {}, 0
-    for i, stage in enumerate(net.stages):
-        prefix = 'stages.{}.'.format(i)
-        for key in stage._collect_params_with_prefix():
-            layer, rest = key.split('.', 1)
-            mapping[prefix + key] = 'features.{}.{}'.format(int(layer) + offset, rest)
-        offset += len(stage)
-    return mapping
+    """``{yolo3 key: base key}`` of the base network's layers inside ``net.stages``
+    (:func:`gluontrain.core.yolo3_layout.base_mapping`: layer ``k`` of stage ``i`` is
+    ``features.{k + len(earlier stages)}``, e.g. ``features[:15]``, ``[15:24]``, ``[24:]``
+    for darknet53)."""
+    return layout_base_mapping(net._collect_params_with_prefix(),
+                               [len(stage) for stage in net.stages])
 
 
 def load_base(net, path, what, fix, data_shape=64):

@@ -22,6 +22,7 @@ from ...core.hooks import restore_hooks_state
 from ...core.loop import TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
+from ...core.yolo3_layout import find_pretrained_base
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_position,
                            check_weight_files, lr_schedule, net_name, parse_args,
                            weights_to_load)
@@ -39,7 +40,7 @@ from .data import get_dataloader, get_dataset
 from .hooks import recipe_hooks
 from .model import eval_mode, get_yolov3
 from .step import LOSS_NAMES, GluonSGD, YOLOv3Step, gluon_batchnorm
-from .weights import load_params, save_params as write_params
+from .weights import load_params, load_pretrained_base, save_params as write_params
 
 __all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_scheduler',
            'gluon_init', 'net_name']
@@ -78,16 +79,27 @@ def gluon_init(net):
 def get_net(args, ctx, reports=None):
     """The PyTorch YOLOv3 of ``--network`` / ``--dataset``, initialised as Gluon does, on
     ``ctx[0]``. Returns ``(net, net)`` (the contract's ``(net, async_net)``; SyncBatchNorm is
-    applied by :func:`train`). The ImageNet base is not loaded on PyTorch: without
-    ``--no-pretrained-base`` (and no weights to load) it is refused in one line."""
-    del reports
-    if not getattr(args, 'no_pretrained_base', False) and not (
-            args.load_weights.strip() or args.resume.strip()):
-        raise ValueError('--backend torch does not load the ImageNet base yet: pass '
-                         '--no-pretrained-base, or --load-weights a YOLOv3 .params file')
+    applied by :func:`train`).
+
+    GluonCV's ``pretrained_base=True`` unless ``--no-pretrained-base``: the model store's
+    ImageNet ``--network`` file (``$MXNET_HOME/models``, else downloaded, as the MXNet backend
+    finds it) fills the stages after :func:`gluon_init` (so the heads hold the draws of a run
+    without the base), and its report lines go to ``reports``. Not read when ``--load-weights``
+    or ``--resume`` give weights, which replace every stage tensor anyway (GluonCV would still
+    download it).
+    """
+    weights_given = getattr(args, 'load_weights', '').strip() or \
+        getattr(args, 'resume', '').strip()
+    pretrained_base = not getattr(args, 'no_pretrained_base', False) and not weights_given
+    if pretrained_base:
+        find_pretrained_base(args.network)  # no file and no download: fail before building
     classes = [c for c in args.classes.split(',') if c] if net_name(args).endswith('_custom') \
         else None
     net = gluon_init(get_yolov3(net_name(args), classes))
+    if pretrained_base:
+        lines = load_pretrained_base(net, args.network)
+        if reports is not None:
+            reports.extend(lines)
     return net.to(ctx[0]), net.to(ctx[0])
 
 
@@ -101,7 +113,7 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
 
 @torch.no_grad()
 def validate(net, val_data, ctx, eval_metric, comm=None):
-    """The VOC07 mAP of ``net`` on ``val_data`` as GluonCV's ``validate``: NMS 0.45 / top
+    """The score (VOC07 mAP, COCO AP) of ``net`` on ``val_data`` as GluonCV's ``validate``: NMS 0.45 / top
     400, boxes clipped to the input, padding rows dropped. Returns ``(names, values)``.
     Under torchrun each rank runs its share and rank 0 scores them in dataset order."""
     records = []
@@ -290,8 +302,8 @@ def main(argv=None):
         torch.manual_seed(args.seed)
         args.save_prefix += '_'.join(('yolo3', args.network, args.dataset))
         train_dataset, val_dataset, eval_metric = get_dataset(args.dataset, args)
-        net, async_net = get_net(args, ctx)
         reports = []
+        net, async_net = get_net(args, ctx, reports)
         weights, argument = weights_to_load(args, ckpt_io.file_kind)
         if weights:
             reports.append(load_params(net, weights, argument, WEIGHTS_FIX).format())

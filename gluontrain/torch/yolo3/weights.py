@@ -12,7 +12,8 @@ missing / unexpected keys by prefix, wrong shapes named); a file that does not f
 :class:`~gluontrain.core.load_report.WeightsLoadError` line saying what it looks like.
 :func:`save_params` writes what ``net.save_parameters`` would, so that
 ``gluoncv.model_zoo.get_model(name, pretrained=False, pretrained_base=False).load_parameters``
-accepts it.
+accepts it. :func:`load_base` fills the stages from GluonCV's ImageNet classifier
+(``darknet53-*.params``...: ``features.N.*``), as ``pretrained_base=True`` does, with a report.
 """
 import collections
 import os
@@ -22,13 +23,14 @@ from torch import nn
 
 from ...core import checkpoint as ckpt_io
 from ...core import mxparams
-from ...core.load_report import WeightsLoadError, check, warn_nonfinite
-from ...core.yolo3_layout import check_same_network
+from ...core.load_report import WeightsLoadError, check, compare, group_keys, warn_nonfinite
+from ...core.yolo3_layout import (base_mapping, check_same_network, find_pretrained_base,
+                                  pretrained_base_lines)
 from ..distributed import unwrap_model
 from ..weights import apply_report, compare_state_dict
 
 __all__ = ['gluon_names', 'to_gluon_key', 'to_torch_key', 'gluon_arrays', 'load_params',
-           'load_arrays', 'save_params', 'NOT_IN_FILE']
+           'load_arrays', 'save_params', 'load_base', 'load_pretrained_base', 'NOT_IN_FILE']
 
 #: torch buffers a Gluon file never has
 NOT_IN_FILE = ('num_batches_tracked',)
@@ -36,6 +38,8 @@ _TO_GLUON = {'weight': 'gamma', 'bias': 'beta'}
 _TO_TORCH = {v: k for k, v in _TO_GLUON.items()}
 _DEFAULT_FIX = ('pass a .params file written by GluonCV (net.save_parameters) or by '
                 'gluontrain for this --network and class list')
+_BASE_FIX = ("pass GluonCV's ImageNet classifier of this --network (get_model(network)"
+             '.save_parameters, as the model store holds it)')
 
 
 def _split(key):
@@ -200,3 +204,84 @@ def save_params(model, path):
     path : str
     """
     mxparams.write_params(path, gluon_arrays(model))
+
+
+def load_base(model, path, what='the pretrained base', fix=_BASE_FIX, logger=None):
+    """Load GluonCV's ImageNet classifier weights (``darknet53-*.params``...) into the stages
+    of the PyTorch YOLOv3 ``model``, with a report.
+
+    What ``get_model(name, pretrained_base=True)`` does through its base network: every stage
+    tensor must be in the file under its ``features.N`` name
+    (:func:`gluontrain.core.yolo3_layout.base_mapping`) with its shape, as Gluon's strict load;
+    the classifier (``output.*``) is reported as not used by the detector; any other extra
+    key is refused. The rest of the model is left as it is.
+
+    Parameters
+    ----------
+    model : YOLOV3 (DDP-wrapped or not)
+    path : str
+    what, fix : str
+        Start and end of error lines.
+    logger : logging.Logger, optional
+
+    Returns
+    -------
+    gluontrain.core.load_report.LoadReport
+        Its ``total`` counts the stage tensors (``num_batches_tracked`` aside).
+
+    Raises
+    ------
+    FileNotFoundError
+    WeightsLoadError
+        One line naming the file: not a ``.params`` file, nothing of it fits (a YOLOv3
+        detector, another base), stage tensors missing or of another shape, extra keys.
+    """
+    path = os.fspath(path)
+    arrays = _read(path, what, fix)
+    if not isinstance(arrays, dict):
+        raise WeightsLoadError('{} {} holds an unnamed list of {} arrays (nd.save of a list), '
+                               'not named parameters; {}'.format(what, path, len(arrays), fix))
+    net = unwrap_model(model)
+    names = gluon_names(net)
+    to_base = base_mapping([n for n in names.values() if n], [len(s) for s in net.stages])
+    state = net.state_dict()
+    target = {k: tuple(v.shape) for k, v in state.items() if k.startswith('stages.')}
+    mapping = {k: to_base[names[k]] for k in target if names[k] in to_base}
+    file_shapes = {k: tuple(v.shape) for k, v in arrays.items() if v is not None}
+    report = compare(target, file_shapes, path, mapping=mapping, ignore=NOT_IN_FILE)
+    check(report, what, fix)
+    extra = [k for k in report.unexpected if not k.startswith('output.')]
+    if extra:
+        groups = group_keys(extra)
+        raise WeightsLoadError('{} {}: loaded {} of {} tensors ({}); the base network has no {}; '
+                               '{}'.format(what, path, len(report.loaded), report.total,
+                                           report._counts(),  # pylint: disable=protected-access
+                                           ', '.join(groups[:4] + ['...'] * (len(groups) > 4)),
+                                           fix))
+    used = {mapping.get(k, k): arrays[mapping.get(k, k)] for k in report.loaded}
+    warn_nonfinite(used, used, what, path)
+    apply_report(net, {k: torch.from_numpy(v) for k, v in used.items()}, report)
+    if logger is not None:
+        logger.info('%s', report.format())
+    return report
+
+
+def load_pretrained_base(model, network):
+    """The MXNet backend's ``load_pretrained_base``: the model store's ImageNet ``network``
+    file (found under ``$MXNET_HOME/models`` or downloaded, as gluoncv does) into ``model``'s
+    stages.
+
+    Returns
+    -------
+    list of str
+        ``pretrained base: `` and the report (and a note when the file is not the store's
+        release), for the training log.
+
+    Raises
+    ------
+    ValueError
+        One line: no file and no download, or a file that does not fit (naming it, where the
+        store expects it and ``--no-pretrained-base``).
+    """
+    path, what, fix = find_pretrained_base(network)
+    return pretrained_base_lines(load_base(model, path, what, fix), path, network)

@@ -11,6 +11,7 @@ from gluontrain.__main__ import main as cli
 from gluontrain.data import synthetic
 from gluontrain.registry import get_recipe, route
 from gluontrain.torch.yolo3 import get_yolov3, load_params, main
+from gluontrain.torch.yolo3.infer import eval_main
 
 
 @pytest.fixture(scope='module')
@@ -109,7 +110,6 @@ def test_backend_route_and_registry():
     (['--cpus', '3', '--batch-size', '2'], 'must be a multiple'),
     (['--reference-metric'], 'MXNet'),
     (['--model-dir', 'x'], 'torch.onnx'),
-    (['--dataset', 'coco'], 'coco is not available'),
 ])
 def test_what_torch_cannot_honour_is_one_line(tiny_voc, tmp_path, capsys, extra, words):
     argv = _argv(tiny_voc, str(tmp_path)) + extra + ['--backend', 'torch']
@@ -118,10 +118,52 @@ def test_what_torch_cannot_honour_is_one_line(tiny_voc, tmp_path, capsys, extra,
     assert len(err) == 1 and words in err[0], err
 
 
-def test_pretrained_base_is_refused_not_ignored(tiny_voc, tmp_path):
-    argv = [a for a in _argv(tiny_voc, str(tmp_path)) if a != '--no-pretrained-base']
-    with pytest.raises(ValueError, match='--no-pretrained-base'):
-        main(argv)
+def test_pretrained_base_is_loaded_and_reported_in_the_log(tiny_voc, tmp_path, monkeypatch):
+    """GluonCV's default: the ImageNet base from the model store ($MXNET_HOME/models; the
+    address a closed port, so nothing is downloaded), its report at the head of the log; a
+    missing base is one line saying where to put it."""
+    from yolo3_torch_support import base_arrays  # pylint: disable=import-outside-toplevel
+    from gluontrain.core import model_store, mxparams  # pylint: disable=import-outside-toplevel
+    monkeypatch.setenv('MXNET_HOME', str(tmp_path / 'home'))
+    monkeypatch.setenv('MXNET_GLUON_REPO', 'http://127.0.0.1:9/')
+    argv = [a for a in _argv(tiny_voc, str(tmp_path / 'run')) if a != '--no-pretrained-base']
+    base = model_store.params_path('mobilenet0.25')
+    with pytest.raises(ValueError, match='is not on this machine.*--no-pretrained-base'):
+        main(argv + ['--epochs', '1'])
+    os.makedirs(os.path.dirname(base), exist_ok=True)  # (the failed fetch made it)
+    mxparams.write_params(base, base_arrays('mobilenet0.25'))
+    main(argv + ['--epochs', '1', '--no-plots'])
+    log = open(str(tmp_path / 'run' / 'yolo3_mobilenet0.25_voc_train.log')).read()
+    assert 'pretrained base: loaded 135 of 135 tensors from {} (0 missing, 2 unexpected'.format(
+        base) in log
+
+
+def test_coco_trains_validates_and_prints_gluoncvs_table(tmp_path):
+    scripts = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'scripts')
+    root, out = str(tmp_path / 'coco'), str(tmp_path / 'run')
+    subprocess.run([sys.executable, os.path.join(scripts, 'make_synthetic_data.py'), 'coco',
+                    '--root', root, '--num-train', '8', '--num-val', '4'], check=True,
+                   capture_output=True)
+    argv = [a if a != 'voc' else 'coco' for a in _argv(root, out, '--epochs', '1', '--mixup',
+                                                        '--no-mixup-epochs', '0')]
+    done = subprocess.run([sys.executable, os.path.join(scripts, 'train_yolov3.py'),
+                           '--backend', 'torch'] + argv, capture_output=True, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS='1'))
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = done.stdout
+    table = text[text.index('[Epoch 0] Validation:'):]
+    assert table.count('Average Precision  (AP) @[') == 6
+    assert table.count('Average Recall     (AR) @[') == 6
+    assert '\nperson=' in table and '\ntoothbrush=' in table
+    mean = table.split('~~~~ MeanAP @ IoU=[0.50,0.95] ~~~~\n=')[1].split()[0]
+    assert 'final validation ~~~~ MeanAP @ IoU=[0.50,0.95] ~~~~: ' + mean in text
+    # the epoch's .params, evaluated by eval_yolov3.py, give the table the training printed
+    params = [f for f in os.listdir(out) if f.endswith('.params') and '_0000_' in f]
+    assert params == ['yolo3_mobilenet0.25_coco_0000_{:.4f}.params'.format(float(mean))]
+    names, values = eval_main(['--network', 'mobilenet0.25', '--dataset', 'coco',
+                               '--dataset-root', root, '--data-shape', '64', '--gpus', '',
+                               '--params', os.path.join(out, params[0]), '--batch-size', '2'])
+    assert values[-1] == mean and values[0] in table
 
 
 def test_importing_the_torch_recipe_imports_no_mxnet():
