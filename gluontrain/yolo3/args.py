@@ -38,8 +38,9 @@ RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples
 # there), save_prefix, num_samples. The darknet53 logs predate --warmup-epochs, --mixup,
 # --label-smooth, --no-wd and --lr-mode: the last four did not exist (off, step: today's
 # defaults); the warm-up did, hard-coded, and the logs' LR column fixes its length (VOC:
-# 1.28E-04 at batch 99 of 258 = 0.001 x 99 / (3 x 258), three epochs; COCO: 5.40E-05 at batch 99
-# of 1,832, one epoch). docs/from_gluoncv.md, "Configurations".
+# 1.28E-04 at batch 99 of 258 = 0.001 x 99 / (3 x 258), three epochs; COCO: 2.70E-05 at batch 99
+# of 1,832, two epochs; the COCO log is the 0.3 release's run, -j 48). docs/from_gluoncv.md,
+# "Configurations".
 _ZOO_RUN = dict(batch_size=64, data_shape=416, log_interval=100, lr=0.001, lr_decay=0.1,
                 momentum=0.9, save_interval=10, seed=233, start_epoch=0, syncbn=True,
                 val_interval=1, wd=0.0005)
@@ -50,7 +51,7 @@ _FULL = dict(label_smooth=False, lr_decay_period=0, lr_mode='step', mixup=False,
              no_mixup_epochs=20, no_random_shape=False, no_wd=False, warmup_lr=0.0)
 PRESETS = {
     'darknet53_voc': dict(_VOC_RUN, network='darknet53', num_workers=16, warmup_epochs=3),
-    'darknet53_coco': dict(_COCO_RUN, network='darknet53', num_workers=16, warmup_epochs=1),
+    'darknet53_coco': dict(_COCO_RUN, network='darknet53', num_workers=48, warmup_epochs=2),
     'mobilenet1.0_voc': dict(_VOC_RUN, **_FULL, network='mobilenet1.0', num_workers=32,
                              warmup_epochs=4),
     'mobilenet1.0_coco': dict(_COCO_RUN, **_FULL, network='mobilenet1.0', num_workers=32,
