@@ -149,6 +149,22 @@ def plan(roots, folder, device, quick, workers):
                      'recipe': 'sgg', 'argv': argv + ['MODEL.PRETRAINED_DETECTOR_CKPT', detector],
                      'argv_without': argv, 'needs': detector, 'amp': on, 'warmup': warmup,
                      'timeout': 150, 'min_seconds': 20 if quick else 40})
+    # GluonCV's zoo run on one device (docs/zoo.md): darknet53, random shapes 320-608, COCO
+    # data, 16 images per step (what each of 4 GPUs loads of the zoo's global batch 64)
+    for on in amp:
+        out = os.path.join(folder, 'yolo3' + ('_amp' if on else ''))
+        argv = ['--backend', 'torch', '--dataset', 'coco', '--dataset-root', roots['coco'],
+                '--no-pretrained-base', '--gpus', '' if device == 'cpu' else '0',
+                '-j', str(workers), '--log-interval', '10', '--save-interval', '0',
+                '--save-prefix', out + os.sep]
+        argv += (['--network', 'mobilenet0.25', '--batch-size', '4', '--data-shape', '64',
+                  '--no-random-shape', '--epochs', '1'] if quick else
+                 ['--network', 'darknet53', '--batch-size', '16', '--epochs', '3'])
+        if on:
+            argv.append('--amp')
+        runs.append({'name': 'yolo3-torch darknet53 ' + ('amp (--amp)' if on else 'fp32'),
+                     'recipe': 'yolo3', 'argv': argv, 'amp': on, 'warmup': 2 if quick else 6,
+                     'timeout': 200, 'min_seconds': 10 if quick else 40})
     return runs
 
 

@@ -180,6 +180,33 @@ path = draw_samples([(img.asnumpy(), label[:, :4], top[0]), (img.asnumpy(), labe
                     val_raw.classes, 'both_backends.png', thresh=0.0, max_boxes=5,
                     title='top 5 rows: GluonCV on MXNet (left), gluontrain on PyTorch (right)')
 display(Image(filename=path))"""),
+    ('md', """## 6. A model-zoo `.params`: evaluate it on PyTorch, then fine-tune with the zoo's command
+
+GluonCV's zoo weights are `.params` files like the one above. `python scripts/eval_yolov3.py
+--backend torch --network darknet53 --dataset voc --pretrained True --data-shape 416` fetches
+`yolo3_darknet53_voc` from GluonCV's model store as `get_model(..., pretrained=True)` does (into
+`~/.mxnet/models`, sha1-checked, resumed when cut; `MXNET_GLUON_REPO` honoured) and prints its
+VOC07 mAP beside the zoo's published one; `--params FILE` takes a file you have. This notebook
+is offline, so it evaluates the file of section 5 the same way (`eval_main` is the script's
+`main`), then starts the zoo's own training command from it: `--preset mobilenet1.0_voc` sets
+every argument of the zoo's logged run (docs/zoo.md), and the arguments after it shrink it to
+this machine (mobilenet0.25, 64 px, batch 4, one epoch)."""),
+    ('code', """from gluontrain.torch.yolo3.infer import eval_main
+names, values = eval_main(['--network', 'mobilenet0.25', '--dataset', 'voc', '--dataset-root', devkit,
+                           '--params', 'trained.params', '--data-shape', str(SHAPE), '--gpus', '',
+                           '--batch-size', '4'])
+assert names[-1] == 'mAP' and 0.0 <= values[-1] <= 1.0"""),
+    ('code', """from gluontrain.yolo3.args import PRESETS
+print('--preset mobilenet1.0_voc:', PRESETS['mobilenet1.0_voc'])
+tuned = yolo3.main(['--backend', 'torch', '--preset', 'mobilenet1.0_voc', '--network', 'mobilenet0.25',
+                    '--dataset-root', devkit, '--load-weights', 'trained.params', '--gpus', '',
+                    '--data-shape', str(SHAPE), '--no-random-shape', '--batch-size', '4', '-j', '0',
+                    '--epochs', '1', '--warmup-epochs', '0', '--log-interval', '0',
+                    '--save-prefix', 'finetune/'])
+log = open('finetune/yolo3_mobilenet0.25_voc_train.log').read().splitlines()
+print('\\n'.join(line for line in log if 'tensors' in line or line.startswith(('[Epoch', 'mAP='))))
+assert any(line.startswith('loaded 247 of 247 tensors from trained.params') for line in log)
+assert tuned.iteration == len(train_dataset) // 4  # one epoch of the zoo's command, shrunk"""),
 ]
 
 
