@@ -162,7 +162,8 @@ def plan(roots, folder, device, quick, workers):
                  ['--network', 'darknet53', '--batch-size', '16', '--epochs', '3'])
         if on:
             argv.append('--amp')
-        runs.append({'name': 'yolo3-torch darknet53 ' + ('amp (--amp)' if on else 'fp32'),
+        runs.append({'name': 'yolo3-torch {} {}'.format(argv[argv.index('--network') + 1],
+                                                         'amp (--amp)' if on else 'fp32'),
                      'recipe': 'yolo3', 'argv': argv, 'amp': on, 'warmup': 2 if quick else 6,
                      'timeout': 200, 'min_seconds': 10 if quick else 40})
     return runs

@@ -12,6 +12,7 @@ import argparse
 import os
 import warnings
 
+from ..core import model_store
 from ..core.checkpoint import CHECKPOINT
 from ..core.writers import tensorboard_available
 from ..core.argtypes import (check_input_file, finite_non_negative_float, int_at_least,
@@ -97,6 +98,18 @@ def build_parser():
            '(the reference behaviour) with the LR schedule moved to --start-epoch.')
     a('--load-weights', type=str, default='',
       help='Initialise the network from a .params file and train from --start-epoch.')
+    a('--transfer', type=str, default='',
+      help='Fine-tune from another YOLOv3 with other classes (GluonCV\'s reset_class): a '
+           'model-zoo name (yolo3_darknet53_coco..., found or fetched as --pretrained True) or '
+           'a .params file with --transfer-classes; classes named in both keep their rows.')
+    a('--transfer-classes', type=str, default='',
+      help='The classes of a --transfer .params file, in its order (comma-separated).')
+    a('--reuse-classes', type=reuse_pairs, default='',
+      help='With --transfer: new:old pairs (names or indices) whose rows start from the old '
+           'class; default: every class both lists name.')
+    a('--keep-box-rows', action='store_true',
+      help='With --transfer: keep the box and objectness rows even when no class is reused '
+           '(GluonCV re-initialises them; docs/faithfulness.md).')
     a('--start-epoch', type=non_negative_int, default=0,
       help='Starting epoch for resuming from weights; a full checkpoint sets it itself.')
     a('--lr', type=finite_non_negative_float, default=0.001, help='Learning rate, default is 0.001')
@@ -306,10 +319,26 @@ def net_name(args):
     return model_name(args.network, args.dataset)
 
 
+def reuse_pairs(text):
+    """``--reuse-classes``: comma-separated ``new:old`` pairs (names or indices), kept as
+    given (:func:`gluontrain.yolo3.transfer.reuse_spec` reads them)."""
+    for pair in (p for p in text.split(',') if p.strip()):
+        new, sep, old = pair.partition(':')
+        if not sep or not new.strip() or not old.strip():
+            raise argparse.ArgumentTypeError('{!r} is not a new:old pair; give e.g. '
+                                             'car:car,truck:6'.format(pair))
+    return text
+
+
 def check_weight_files(args, fix):
     """Refuse a missing or folder ``--resume`` / ``--load-weights`` before the data is read
     (:func:`gluontrain.core.argtypes.check_input_file`; ``fix`` ends the message), and both
     given at once: each decides the starting weights, and applying both trained a mixture."""
+    if args.transfer.strip() and args.load_weights.strip():
+        raise ValueError('--transfer {} and --load-weights {} both give the starting weights: '
+                         '--transfer fine-tunes another model to these classes, --load-weights '
+                         'starts from weights of this very network; give one of them'.format(
+                             args.transfer.strip(), args.load_weights.strip()))
     if args.resume.strip() and args.load_weights.strip():
         raise ValueError('--resume {} and --load-weights {} both give the starting weights: '
                          '--resume continues a run from its checkpoint (weights included), '
@@ -319,6 +348,11 @@ def check_weight_files(args, fix):
                            ('--load-weights', args.load_weights.strip())):
         if path:
             check_input_file(path, argument, fix)
+    transfer = args.transfer.strip()
+    if transfer and transfer not in model_store.SHA1:
+        check_input_file(transfer, '--transfer', 'give a model-zoo name ({}) or a .params file'
+                         .format(', '.join(n for n in sorted(model_store.SHA1)
+                                           if n.startswith('yolo3_'))))
 
 
 def class_names(text):

@@ -8,7 +8,9 @@ from gluoncv.model_zoo import get_model
 from ...core import model_store
 from ...core.yolo3_layout import find_pretrained_base, pretrained_base_lines
 from ...yolo3.args import net_name
-from .weights import load_base
+from ...yolo3.transfer import (ZOO_CLASSES, resolve_reuse, reuse_spec, reuse_summary,
+                               rows_to_copy, transfer_source)
+from .weights import load_base, load_params
 
 __all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
            'load_pretrained_base', 'get_net']
@@ -72,11 +74,15 @@ def get_net(args, ctx, reports=None):
     (net, async_net)
     """
     name = net_name(args)
-    pretrained_base = not getattr(args, 'no_pretrained_base', False)
+    classes = [c for c in args.classes.split(',') if c] if name.endswith('_custom') else None
+    transfer = getattr(args, 'transfer', '').strip() and not getattr(args, 'resume', '').strip()
+    pretrained_base = not getattr(args, 'no_pretrained_base', False) and not transfer
     if pretrained_base:
         _check_pretrained_base(args.network)
-    kwargs = {'classes': [c for c in args.classes.split(',') if c]} \
-        if name.endswith('_custom') else {}
+    kwargs = {'classes': classes} if classes else {}
+    if transfer:
+        source = transfer_source(args)
+        name, kwargs = 'yolo3_{}_custom'.format(args.network), {'classes': source[1]}
     # the base is loaded here rather than by gluoncv: same tensors, same (absent) random
     # draws, but reported, and no download attempt for a file that is not the released one
     if args.syncbn and len(ctx) > 1:
@@ -96,4 +102,39 @@ def get_net(args, ctx, reports=None):
         warnings.simplefilter('always')
         net.initialize()
         async_net.initialize()
+    if transfer:
+        lines = transfer_classes(net, async_net, source, classes or
+                                 list(ZOO_CLASSES[args.dataset.lower()]), args)
+        if reports is not None:
+            reports.extend(lines)
     return net, async_net
+
+
+def transfer_classes(net, async_net, source, new_classes, args):
+    """``--transfer``: load ``source`` ``(path, classes, label)`` into the network built for
+    its classes, then GluonCV's own ``reset_class`` to ``new_classes`` (and, with
+    ``--keep-box-rows``, the old box and objectness rows put back where GluonCV drew new
+    ones). Returns the report lines."""
+    path, old_classes, label = source
+    fix = ('pass a .params of a --network {} YOLOv3 (either backend, or GluonCV\'s) and its '
+           'classes, in order, with --transfer-classes'.format(args.network))
+    report = load_params(net, path, '--transfer', fix)
+    spec = reuse_spec(args.reuse_classes, old_classes, new_classes)
+    mapping = resolve_reuse(old_classes, new_classes, spec)
+    for model in {id(net): net, id(async_net): async_net}.values():
+        if model is not net:
+            load_params(model, path, '--transfer', fix)
+        old = [(o.prediction.weight.data().asnumpy(), o.prediction.bias.data().asnumpy())
+               for o in model.yolo_outputs]
+        model.reset_class(new_classes, reuse_weights=spec)
+        if args.keep_box_rows and not mapping:
+            for output, (weight, bias) in zip(model.yolo_outputs, old):
+                new_w = output.prediction.weight.data().asnumpy()
+                new_b = output.prediction.bias.data().asnumpy()
+                for row, old_row in rows_to_copy(None, output._num_anchors, len(old_classes),
+                                                 len(new_classes), keep_box_rows=True):
+                    new_w[row], new_b[row] = weight[old_row], bias[old_row]
+                output.prediction.weight.set_data(new_w)
+                output.prediction.bias.set_data(new_b)
+    return [report.format(), reuse_summary(old_classes, new_classes, mapping, label,
+                                           args.keep_box_rows)]

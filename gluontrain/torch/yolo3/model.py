@@ -22,6 +22,7 @@ from torch import nn
 
 from ...data.classes import VOC_CLASSES
 from ...data.coco import COCO_CATEGORIES
+from ...yolo3.transfer import resolve_reuse, rows_to_copy
 from ..ops import box_nms
 
 __all__ = ['YOLOV3', 'YOLODetectionBlockV3', 'YOLOOutputV3', 'DarknetBasicBlockV3',
@@ -192,6 +193,26 @@ class YOLOOutputV3(nn.Module):
     def forward(self, x):  # pylint: disable=missing-function-docstring
         return self.prediction(x)
 
+    @torch.no_grad()
+    def reset_class(self, num_class, mapping=None, keep_box_rows=False):
+        """GluonCV's ``YOLOOutputV3.reset_class``: a new prediction convolution for
+        ``num_class`` classes, initialised as Gluon initialises it (weights
+        ``Uniform(-0.07, 0.07)`` from torch's generator, bias 0), with the rows of
+        :func:`gluontrain.yolo3.transfer.rows_to_copy` copied from the old one."""
+        old = self.prediction
+        new = nn.Conv2d(old.in_channels, (5 + num_class) * self.num_anchors, 1).to(
+            old.weight.device, old.weight.dtype)
+        new.weight.uniform_(-0.07, 0.07)
+        new.bias.zero_()
+        for row, old_row in rows_to_copy(mapping, self.num_anchors, self.num_class, num_class,
+                                         keep_box_rows):
+            new.weight[row] = old.weight[old_row]
+            new.bias[row] = old.bias[old_row]
+        new.weight.requires_grad_(old.weight.requires_grad)
+        new.bias.requires_grad_(old.bias.requires_grad)
+        self.prediction = new
+        self.num_class, self.num_pred = num_class, 5 + num_class
+
 
 #: what the network returns in training mode: per anchor, over the three heads (deep first)
 TrainOutputs = collections.namedtuple(
@@ -249,6 +270,32 @@ class YOLOV3(nn.Module):
     def num_class(self):
         """Number of (foreground) classes."""
         return len(self.classes)
+
+    def reset_class(self, classes, reuse_weights=None, keep_box_rows=False):
+        """GluonCV's ``YOLOV3.reset_class``: new ``classes``, every output's prediction
+        convolution rebuilt for them.
+
+        Parameters
+        ----------
+        classes : sequence of str
+        reuse_weights : dict or list, optional
+            ``{new: old}`` (indices or names) or a list of names in both lists: those class
+            rows start from the old ones, with their anchors' box and objectness rows
+            (:func:`gluontrain.yolo3.transfer.resolve_reuse`; GluonCV's errors and warnings).
+        keep_box_rows : bool
+            Also keep the box and objectness rows without a mapping (GluonCV re-initialises
+            them: docs/faithfulness.md, "reset_class").
+
+        Returns
+        -------
+        dict or None
+            The resolved ``{new index: old index}``.
+        """
+        mapping = resolve_reuse(self.classes, list(classes), reuse_weights)
+        for output in self.yolo_outputs:
+            output.reset_class(len(classes), mapping, keep_box_rows)
+        self.classes = list(classes)
+        return mapping
 
     def set_nms(self, nms_thresh=0.45, nms_topk=400, post_nms=100):
         """GluonCV's ``set_nms``: a threshold outside (0, 1) disables NMS (every row is

@@ -28,6 +28,7 @@ from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_positio
                            weights_to_load)
 from ...yolo3.data import voc_folders
 from ...yolo3.hooks import gluoncv_hooks
+from ...yolo3.transfer import ZOO_CLASSES, reuse_spec, reuse_summary, transfer_source
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
 from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
@@ -48,6 +49,8 @@ __all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_schedu
 WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and --dataset '
                '(either backend, or a GluonCV model-zoo yolo3 .params), or a {prefix}_last.ckpt '
                'written by --backend torch to --resume')
+TRANSFER_FIX = ('pass a .params of a --network {network} YOLOv3 (either backend, or GluonCV\'s) '
+                'and its classes, in order, with --transfer-classes')
 # arguments of the MXNet recipe with no PyTorch meaning yet: refused, never ignored
 _REFUSED = (('horovod', '--horovod is MXNet Horovod; on PyTorch start one process per GPU '
                         'with torchrun --nproc_per_node N'),
@@ -88,19 +91,39 @@ def get_net(args, ctx, reports=None):
     or ``--resume`` give weights, which replace every stage tensor anyway (GluonCV would still
     download it).
     """
-    weights_given = getattr(args, 'load_weights', '').strip() or \
-        getattr(args, 'resume', '').strip()
+    resume = getattr(args, 'resume', '').strip()
+    transfer = getattr(args, 'transfer', '').strip() and not resume
+    weights_given = getattr(args, 'load_weights', '').strip() or resume or transfer
     pretrained_base = not getattr(args, 'no_pretrained_base', False) and not weights_given
     if pretrained_base:
         find_pretrained_base(args.network)  # no file and no download: fail before building
     classes = [c for c in args.classes.split(',') if c] if net_name(args).endswith('_custom') \
         else None
-    net = gluon_init(get_yolov3(net_name(args), classes))
+    lines = []
+    if transfer:
+        net, lines = transferred_net(args, classes)
+    else:
+        net = gluon_init(get_yolov3(net_name(args), classes))
     if pretrained_base:
         lines = load_pretrained_base(net, args.network)
-        if reports is not None:
-            reports.extend(lines)
+    if reports is not None:
+        reports.extend(lines)
     return net.to(ctx[0]), net.to(ctx[0])
+
+
+def transferred_net(args, classes=None):
+    """``--transfer``: the network the weights were trained for (its classes), loaded with a
+    report, then GluonCV's ``reset_class`` to this run's classes (``classes``, else
+    ``--dataset``'s); returns ``(net, report lines)``."""
+    path, old_classes, source = transfer_source(args)
+    new_classes = list(classes or ZOO_CLASSES[args.dataset.lower()])
+    net = gluon_init(get_yolov3('yolo3_{}_custom'.format(args.network), old_classes))
+    report = load_params(net, path, '--transfer', TRANSFER_FIX.format(network=args.network))
+    mapping = net.reset_class(new_classes, reuse_spec(args.reuse_classes, old_classes,
+                                                      new_classes),
+                              keep_box_rows=args.keep_box_rows)
+    return net, [report.format(), reuse_summary(old_classes, new_classes, mapping, source,
+                                                args.keep_box_rows)]
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):

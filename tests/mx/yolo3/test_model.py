@@ -9,6 +9,9 @@ from mxnet import gluon
 
 from gluontrain.mx.yolo3 import get_net, net_name, parse_args
 from gluontrain.mx.yolo3.model import pretrained_base_path
+from gluontrain.mx._gluoncv import gluoncv
+
+get_model = gluoncv.model_zoo.get_model
 
 
 def _blocks(block, kind):
@@ -125,3 +128,41 @@ def test_pretrained_base_of_another_width_is_one_error_line(tmp_path, monkeypatc
                            .format(path))
     assert "another shape ('stages.0.0.weight': (32, 3, 3, 3) in the file, (8, 3, 3, 3) in the " \
         'model)' in line and line.endswith('or pass --no-pretrained-base') and '\n' not in line
+
+
+def _other_params(tmp_path, classes):
+    """A seeded .params of a mobilenet0.25 YOLOv3 trained, say, on ``classes``."""
+    mx.random.seed(3)
+    other = get_model('yolo3_mobilenet0.25_custom', classes=classes, pretrained_base=False)
+    other.initialize()
+    other(mx.nd.zeros((1, 3, 64, 64)))
+    path = str(tmp_path / 'other.params')
+    other.save_parameters(path)
+    return other, path
+
+
+@pytest.mark.parametrize('extra, reused', [([], {14: 1}), (['--keep-box-rows', '--classes',
+                                                              'a,b'], {})])
+def test_transfer_is_gluoncvs_reset_class_with_a_report(tmp_path, extra, reused):
+    """--transfer: the file loads into its own classes' network, GluonCV's reset_class keeps
+    the class rows both lists name (their anchors' box rows with them); --keep-box-rows keeps
+    the box rows where nothing is reused."""
+    other, path = _other_params(tmp_path, ['x', 'person', 'dog'])
+    dataset = ['--dataset', 'custom' if extra else 'voc']
+    args = parse_args(['--network', 'mobilenet0.25', '--gpus', '', '--transfer', path,
+                       '--transfer-classes', 'x,person,dog'] + dataset + extra)
+    reports = []
+    net, async_net = get_net(args, [mx.cpu()], reports)
+    assert net is async_net and reports[0].startswith('loaded 247 of 247 tensors from ' + path)
+    new = ['a', 'b'] if extra else list(net.classes)
+    assert list(net.classes) == new and len(new) == (2 if extra else 20)
+    assert reports[1].startswith('reset_class: {} classes'.format(len(new)))
+    for out, old in zip(net.yolo_outputs, other.yolo_outputs):
+        w_new = out.prediction.weight.data().asnumpy()
+        w_old = old.prediction.weight.data().asnumpy()
+        assert w_new.shape[0] == 3 * (5 + len(new))
+        for anchor in range(3):
+            n0, o0 = anchor * (5 + len(new)), anchor * 8
+            assert np.array_equal(w_new[n0:n0 + 5], w_old[o0:o0 + 5])  # box rows kept
+            for k, v in reused.items():
+                assert np.array_equal(w_new[n0 + 5 + k], w_old[o0 + 5 + v])

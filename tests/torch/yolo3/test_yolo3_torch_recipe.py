@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from gluontrain.__main__ import main as cli
 from gluontrain.data import synthetic
@@ -164,6 +165,59 @@ def test_coco_trains_validates_and_prints_gluoncvs_table(tmp_path):
                                '--dataset-root', root, '--data-shape', '64', '--gpus', '',
                                '--params', os.path.join(out, params[0]), '--batch-size', '2'])
     assert values[-1] == mean and values[0] in table
+
+
+def _batch_lines(path, epoch):
+    return [line.split('Speed')[1].split(',', 1)[1] for line in open(path)
+            if '[Epoch {}][Batch'.format(epoch) in line]
+
+
+def test_transfer_resets_classes_logs_the_reuse_and_resumes_exactly(tiny_voc, tmp_path):
+    from gluontrain.torch.yolo3.recipe import gluon_init  # noqa: E501  pylint: disable=import-outside-toplevel
+    from gluontrain.torch.yolo3.weights import save_params  # noqa: E501  pylint: disable=import-outside-toplevel
+    torch.manual_seed(5)
+    other = str(tmp_path / 'other.params')
+    save_params(gluon_init(get_yolov3('yolo3_mobilenet0.25_custom', ['x', 'person', 'dog'])),
+                other)
+    argv = ['--transfer', other, '--transfer-classes', 'x,person,dog', '--warmup-epochs', '1']
+    full = main(_argv(tiny_voc, str(tmp_path / 'full'), '--epochs', '2', *argv))
+    log = str(tmp_path / 'full' / 'yolo3_mobilenet0.25_voc_train.log')
+    lines = open(log).read().splitlines()
+    assert any(line.startswith('loaded 247 of 247 tensors from ' + other) for line in lines)
+    assert ('reset_class: 20 classes (aeroplane,bicycle,bird,boat,bottle,bus,car,cat,chair,cow,'
+            'diningtable,dog,horse,motorbike,person,pottedplant,sheep,sofa,train,tvmonitor) '
+            'from {} (3 classes); class rows reused: dog <- dog, person <- person; box and '
+            'objectness rows reused'.format(other)) in lines
+    first = main(_argv(tiny_voc, str(tmp_path / 'first'), '--epochs', '1', *argv))
+    resumed = main(_argv(tiny_voc, str(tmp_path / 'res'), '--epochs', '2', '--resume',
+                         str(tmp_path / 'first' / 'yolo3_mobilenet0.25_voc_last.ckpt'), *argv))
+    assert first.iteration == 3 and resumed.iteration == full.iteration == 6
+    again = str(tmp_path / 'res' / 'yolo3_mobilenet0.25_voc_train.log')
+    assert _batch_lines(log, 1) and _batch_lines(log, 1) == _batch_lines(again, 1)
+    assert _batch_lines(log, 0) == _batch_lines(
+        str(tmp_path / 'first' / 'yolo3_mobilenet0.25_voc_train.log'), 0)
+
+
+@pytest.mark.parametrize('extra, words', [
+    (['--transfer', 'yolo3_darknet53_coco'], 'is a darknet53 YOLOv3: pass --network darknet53'),
+    (['--transfer', 'nowhere.params'], '--transfer nowhere.params'),
+    (['--transfer', 'yolo3_resnet_voc'], '--transfer yolo3_resnet_voc'),
+    (['--transfer', __file__], 'with --transfer-classes a,b,c'),
+    (['--transfer', __file__, '--load-weights', __file__], 'give one of them'),
+])
+def test_a_transfer_that_cannot_work_is_one_line(tiny_voc, tmp_path, capsys, extra, words):
+    assert cli(['train', 'yolo3'] + _argv(tiny_voc, str(tmp_path)) + extra +
+               ['--backend', 'torch']) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_reuse_classes_must_be_pairs(capsys):
+    from gluontrain.yolo3.args import parse_args  # pylint: disable=import-outside-toplevel
+    assert parse_args(['--reuse-classes', 'car:car,1:truck']).reuse_classes == 'car:car,1:truck'
+    with pytest.raises(SystemExit):
+        parse_args(['--reuse-classes', 'car:car,x'])
+    assert "argument --reuse-classes: 'x' is not a new:old pair" in capsys.readouterr().err
 
 
 def test_importing_the_torch_recipe_imports_no_mxnet():
