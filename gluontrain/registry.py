@@ -5,6 +5,7 @@ scripts, the ``gluontrain`` CLI and notebooks drive any recipe the same way. Mod
 imported on first use, so asking for a PyTorch recipe never imports MXNet and vice versa.
 """
 import importlib
+import sys
 
 # the functions every recipe module provides, with the seeds' signatures
 CONTRACT = ('parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
@@ -38,6 +39,22 @@ _INSTALLS = {
 _INSTALLS['gluoncv'] = _INSTALLS['mxnet']
 for _name in ('yacs', 'cv2', 'pycocotools', 'matplotlib'):
     _INSTALLS[_name] = _INSTALLS['torch']
+# the newest Python the MXNet stack runs on: mxnet 1.9.1 needs numpy 1.x (no wheel for 3.13)
+# and gluoncv 0.10.5 imports distutils (gone in 3.12); setup.py, README "Set-up"
+MXNET_MAX_PYTHON = (3, 11)
+
+
+def mxnet_python_refusal(version=None):
+    """The one line saying that the MXNet backend cannot run on Python ``version`` (default:
+    this one) and what to use instead, or ``None`` where it can (Python <= 3.11)."""
+    version = tuple(sys.version_info[:2] if version is None else version)
+    if version <= MXNET_MAX_PYTHON:
+        return None
+    return ('the MXNet backend (--backend mxnet, gluontrain.mx) needs Python <= 3.11 (MXNet '
+            '1.9.1 and GluonCV 0.10.5 need numpy 1.x and distutils), this is Python {}.{}: '
+            'use --backend torch, or a Python 3.11 venv with README command (a)'.format(*version))
+
+
 # another way to run a recipe when its framework is missing
 _ALTERNATIVES = {'yolo3': 'or train YOLOv3 on PyTorch with --backend torch (recipe yolo3-torch)'}
 
@@ -89,13 +106,17 @@ def get_recipe(name):
         For an unknown name (the message lists the known ones).
     RecipeUnavailable
         When a library the recipe imports (mxnet, gluoncv, torch, yacs, ...) is not installed:
-        the message names it and how to install it.
+        the message names it and how to install it; for an MXNet recipe on Python >= 3.12,
+        :func:`mxnet_python_refusal`'s line.
     TypeError
         When the module lacks a function of the contract.
     """
     if name not in _RECIPES:
         raise KeyError('unknown recipe {!r}; known recipes: {}'.format(
             name, ', '.join(list_recipes())))
+    refusal = mxnet_python_refusal()
+    if refusal and _RECIPES[name].startswith('gluontrain.mx.'):
+        raise RecipeUnavailable('recipe {!r}: {}'.format(name, refusal))
     try:
         module = importlib.import_module(_RECIPES[name])
     except ModuleNotFoundError as e:

@@ -4,6 +4,7 @@ Apart from :mod:`.infer` (which both backends import) so that no import circle f
 """
 import sys
 
+from ..registry import mxnet_python_refusal
 from .infer import backend_of, cli
 
 __all__ = ['script_main', 'INTERRUPTED']
@@ -32,6 +33,9 @@ def script_main(kind, argv):
         The exit status.
     """
     # pylint: disable=import-outside-toplevel
+    if backend_of(argv) != 'torch' and mxnet_python_refusal():
+        print('error: ' + mxnet_python_refusal(), file=sys.stderr)  # Python >= 3.12
+        return 1
     try:
         if backend_of(argv) == 'torch':
             from ..torch.yolo3 import infer as backend
