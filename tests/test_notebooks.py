@@ -35,6 +35,8 @@ NOTEBOOKS = {
     'scene_graph.ipynb': 4,
     # curves, the two backends' detections side by side
     'yolov3_torch.ipynb': 2,
+    # detections after reset_class, curves, detections after fine-tuning
+    'yolov3_finetune.ipynb': 3,
 }
 # notebook -> its first cell that trains: from there on its numbers depend on a training run's
 # whole trajectory, which repeats bit for bit only on a machine whose kernels round the same
@@ -44,6 +46,7 @@ TRAINING_CELL = {
     'twostage_walkthrough.ipynb': 13,
     'scene_graph.ipynb': 9,
     'yolov3_torch.ipynb': 9,
+    'yolov3_finetune.ipynb': 3,
 }
 # a committed notebook stays small enough to read on GitHub and in a diff
 MAX_NOTEBOOK_BYTES = 800 * 1024

@@ -5,8 +5,9 @@ Every argument of the reference keeps its name and default. Added: ``--backend``
 (``mxnet``, the default, or ``torch``), ``--dataset-root``, ``--classes``,
 ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
 ``--reference-mixup``, ``--reference-transform``, ``--reference-metric``, ``--tensorboard``,
-``--no-plots``, ``--preset``. Numpy only: the MXNet recipe (:mod:`gluontrain.mx.yolo3`) and
-the PyTorch one (:mod:`gluontrain.torch.yolo3`) both import it.
+``--no-plots``, ``--preset``, ``--anchors``. Numpy only: the MXNet recipe
+(:mod:`gluontrain.mx.yolo3`) and the PyTorch one (:mod:`gluontrain.torch.yolo3`) both import
+it.
 """
 import argparse
 import os
@@ -18,9 +19,10 @@ from ..core.writers import tensorboard_available
 from ..core.argtypes import (check_input_file, finite_non_negative_float, int_at_least,
                               int_list, multiple_of, non_negative_int, output_dir_problem,
                               positive_int)
+from .anchors import GLUONCV_ANCHORS_TEXT, anchors_arg
 
 BACKENDS = ('mxnet', 'torch')
-DATASETS = ('voc', 'coco', 'custom', 'synthetic')
+DATASETS = ('voc', 'coco', 'custom', 'synthetic', 'rec', 'lst', 'coco-json')
 NETWORKS = ('darknet53', 'mobilenet1.0', 'mobilenet0.25')
 # the argument naming where outputs go, for the CLI's messages about unwritable files
 OUTPUT_ARGUMENT = '--save-prefix'
@@ -31,7 +33,7 @@ MAX_DATA_SHAPE = 4096
 # what fixes the network, its input or the meaning of the restored update count: a resume
 # that changes one of these is refused (everything else is honoured and logged)
 RESUME_MUST_MATCH = ('network', 'data_shape', 'dataset', 'classes', 'num_samples',
-                     'batch_size', 'syncbn')
+                     'batch_size', 'syncbn', 'anchors')
 
 # The GluonCV model zoo's own training runs, argument by argument: the Namespace line that
 # starts each zoo training log (dmlc/web-data, gluoncv/logs/detection/yolo3_*.log, recorded in
@@ -74,15 +76,29 @@ def build_parser():
       default=416,
       help='Input data shape for evaluation, use 320, 416, 608... '
            'Training is with random shapes from (320 to 608).')
+    a('--anchors', type=anchors_arg, default='',
+      help="YOLOv3 anchors, (w, h) in input pixels: three ;-separated scales (shallow first) of "
+           "three w,h pairs, e.g. GluonCV's (the default) "
+           "'10,13,16,30,33,23;30,61,62,45,59,119;116,90,156,198,373,326' (quoted: ; ends a "
+           'shell command); scripts/propose_anchors.py proposes them for a dataset.')
     a('--batch-size', type=positive_int, default=64, help='Training mini-batch size')
     a('--dataset', type=str, default='voc',
       help='Training dataset: {}.'.format(', '.join(DATASETS)))
     a('--dataset-root', type=str, default=None,
       help='Dataset folder. voc/custom/synthetic: the folder holding VOC2007/ (gluoncv default '
            '~/.mxnet/datasets/voc); coco: the folder holding annotations/ (default '
-           '~/.mxnet/datasets/coco); synthetic: generated there on first use.')
+           '~/.mxnet/datasets/coco); synthetic: generated there on first use; rec / lst: the '
+           'folder holding train.rec + train.idx and val.rec + val.idx (or train.lst and '
+           'val.lst, their image paths relative to it): GluonCV\'s RecordIO / .lst formats.')
+    a('--train-json', type=str, default='',
+      help='coco-json: your COCO-format training annotations (images found under '
+           '--dataset-root by their file_name).')
+    a('--val-json', type=str, default='',
+      help='coco-json: your COCO-format validation annotations (scored with COCO AP).')
     a('--classes', type=str, default='',
-      help='custom dataset: comma-separated class names (default: read from the annotations).')
+      help='custom dataset: comma-separated class names (default: read from the annotations); '
+           'rec / lst: the names of class ids 0, 1, ... (required); coco-json: the json\'s '
+           'categories in its order (default: read from it).')
     a('--num-workers', '-j', dest='num_workers', type=non_negative_int, default=4,
       help='Number of data workers.')
     a('--gpus', type=str, default='0',
@@ -383,6 +399,12 @@ def check_resume_position(next_epoch, args, path):
         raise ValueError('--resume {}: that run already trained {} epochs and --epochs is {}, '
                          'so nothing would be trained; raise --epochs to train on (e.g. '
                          '--epochs {})'.format(path, next_epoch, args.epochs, next_epoch + 10))
+
+
+def saved_args(saved):
+    """A checkpoint's ``args`` with what runs before an argument existed used:
+    ``anchors`` GluonCV's (compared by ``resume_changes`` with :data:`RESUME_MUST_MATCH`)."""
+    return dict({'anchors': GLUONCV_ANCHORS_TEXT}, **dict(saved or {}))
 
 
 def weights_to_load(args, kind_of):

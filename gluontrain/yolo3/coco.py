@@ -19,7 +19,8 @@ from ..data.coco import COCO_CATEGORIES
 from ..data.images import read_bgr
 from .data import _TransformView
 
-__all__ = ['COCODetection', 'COCO_CLASSES', 'COCO_DEFAULT_ROOT', 'coco_datasets']
+__all__ = ['COCODetection', 'COCOJsonDetection', 'COCO_CLASSES', 'COCO_DEFAULT_ROOT',
+           'coco_datasets', 'coco_json_datasets']
 
 #: COCO's 80 classes in GluonCV's order (``COCODetection.CLASSES``: by category id)
 COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
@@ -81,16 +82,26 @@ class COCODetection(_TransformView):
                              'this dataset reads {}'.format(self.splits))
         return self._coco[0]
 
+    def _annotation_path(self, split):
+        return os.path.join(self.root, 'annotations', split + '.json')
+
+    def _image_path(self, entry):
+        folder, name = entry['coco_url'].split('/')[-2:]
+        return os.path.join(self.root, folder, name)
+
+    def _check_classes(self, names, path):
+        if names != list(self.classes):
+            raise DatasetError('{}: the categories are not COCO\'s 80 in COCO\'s order (what '
+                               'GluonCV\'s COCODetection reads); for other classes use '
+                               '--dataset coco-json, or custom with VOC-format data'.format(path))
+
     def _load_split(self, split):
         from pycocotools.coco import COCO  # pylint: disable=import-outside-toplevel
-        path = os.path.join(self.root, 'annotations', split + '.json')
+        path = self._annotation_path(split)
         coco = COCO(path)
         self._coco.append(coco)
         cat_ids = coco.getCatIds()
-        if [c['name'] for c in coco.loadCats(cat_ids)] != list(self.classes):
-            raise DatasetError('{}: the categories are not COCO\'s 80 in COCO\'s order (what '
-                               'GluonCV\'s COCODetection reads); for other classes use '
-                               '--dataset custom with VOC-format data'.format(path))
+        self._check_classes([c['name'] for c in coco.loadCats(cat_ids)], path)
         to_contiguous = {cid: k for k, cid in enumerate(cat_ids)}
         if self.json_id_to_contiguous is None:
             self.json_id_to_contiguous = to_contiguous
@@ -99,20 +110,23 @@ class COCODetection(_TransformView):
             raise DatasetError('{}: its category ids differ from {}\'s'.format(
                 path, self.splits[0]))
         for entry in coco.loadImgs(sorted(coco.getImgIds())):
-            folder, name = entry['coco_url'].split('/')[-2:]
-            image = os.path.join(self.root, folder, name)
+            image = self._image_path(entry)
             if not os.path.exists(image):
                 raise FileNotFoundError('image {} of {} does not exist: put it there or '
                                         'regenerate the dataset'.format(image, path))
-            label = self._label(coco, entry)
+            label = self._label(coco, entry, path)
             if label:
                 self.items.append(image)
                 self.labels.append(label)
                 self._listed_in.append(path)
 
-    def _label(self, coco, entry):
+    def _label(self, coco, entry, path):
         rows = []
         for obj in coco.loadAnns(coco.getAnnIds(imgIds=[entry['id']], iscrowd=None)):
+            if obj['category_id'] not in self.json_id_to_contiguous:
+                raise DatasetError('{}: annotation {} has category_id {}, which its categories '
+                                   'do not list; add the category or fix the id'.format(
+                                       path, obj.get('id'), obj['category_id']))
             if obj['area'] < self._min_object_area or obj.get('ignore', 0) == 1:
                 continue
             if not self._use_crowd and obj.get('iscrowd', 0):
@@ -136,6 +150,77 @@ class COCODetection(_TransformView):
 
     def _item(self, idx):
         return self.image(idx), np.array(self.labels[idx])
+
+
+class COCOJsonDetection(COCODetection):
+    """COCO-format annotations of your own (GluonCV users subclass ``COCODetection`` for them,
+    gluon-cv #684): any json file, images under ``image_root`` by their ``file_name``, the
+    classes the file's categories name (in the file's order, GluonCV's contiguous ids), or
+    ``classes`` when given (the file must name exactly those, in that order).
+
+    Parameters
+    ----------
+    json_path : str
+    image_root : str
+    classes : sequence of str, optional
+    **kwargs
+        ``transform``, ``min_object_area``, ``skip_empty``, ``use_crowd`` of
+        :class:`COCODetection`.
+    """
+
+    def __init__(self, json_path, image_root, classes=None, **kwargs):
+        self._json_path, self._image_root = json_path, os.path.expanduser(image_root)
+        self._given = None if classes is None else list(classes)
+        self.CLASSES = ()  # set from the file (a property of this instance)
+        super().__init__(root=self._image_root, splits=[json_path], **kwargs)
+
+    def _annotation_path(self, split):
+        return split
+
+    def _image_path(self, entry):
+        return os.path.join(self._image_root, entry['file_name'])
+
+    def _check_classes(self, names, path):
+        if not names:
+            raise DatasetError('{}: no categories; list your classes under "categories" '
+                               '(id, name)'.format(path))
+        if self._given is not None and names != self._given:
+            raise DatasetError('{}: its categories are {} (in file order), not --classes {}; '
+                               'pass them in the file\'s order or drop --classes'.format(
+                                   path, ','.join(names), ','.join(self._given)))
+        if not self.classes:
+            self.classes = tuple(names)
+        elif tuple(names) != tuple(self.classes):
+            raise DatasetError('{}: its categories {} differ from the first file\'s {}'.format(
+                path, ','.join(names), ','.join(self.classes)))
+
+
+def coco_json_datasets(args):
+    """``--dataset coco-json``: ``--train-json`` (crowd regions dropped, images without
+    objects skipped) and ``--val-json`` (all images), their images under ``--dataset-root``
+    by ``file_name``; sets ``args.classes`` to the file's categories.
+
+    Returns
+    -------
+    (COCOJsonDetection, COCOJsonDetection)
+    """
+    missing = [a for a, v in (('--train-json', args.train_json), ('--val-json', args.val_json),
+                              ('--dataset-root', getattr(args, 'dataset_root', None)))
+               if not v]
+    if missing:
+        raise ValueError('--dataset coco-json needs {}: the COCO-format annotation files and '
+                         'the folder their file_name entries are relative to'.format(
+                             ', '.join(missing)))
+    for argument, path in (('--train-json', args.train_json), ('--val-json', args.val_json)):
+        if not os.path.isfile(path):
+            raise DatasetError('{} {} does not exist: give a COCO-format json (images, '
+                               'annotations, categories)'.format(argument, path))
+    given = [c for c in args.classes.split(',') if c.strip()] if args.classes else None
+    train = COCOJsonDetection(args.train_json, args.dataset_root, given, use_crowd=False)
+    val = COCOJsonDetection(args.val_json, args.dataset_root, list(train.classes),
+                            skip_empty=False)
+    args.classes = ','.join(train.classes)
+    return train, val
 
 
 def coco_datasets(args):

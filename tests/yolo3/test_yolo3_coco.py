@@ -111,7 +111,7 @@ def test_other_categories_are_refused_naming_the_file(tmp_path):
     with open(path, 'w') as f:
         json.dump(data, f)
     with pytest.raises(DatasetError, match=r'instances_val2017.json: the categories are not '
-                       r"COCO's 80 .* use --dataset custom"):
+                       r"COCO's 80 .* use --dataset coco-json, or custom"):
         COCODetection(root, 'instances_val2017')
 
 
@@ -124,3 +124,74 @@ def test_coco_datasets_are_gluoncvs_training_splits(coco_root):
     assert len(val) == len(val.coco.getImgIds())  # every validation image, the metric's order
     transformed = val.transform(lambda img, label: (img.shape, label.shape))
     assert transformed[0][1][1] == 5 and val._transform is None
+
+
+def _own_json(root, tmp_path, split, categories, remap):
+    """The generated split as your own COCO json: file_name with its folder, only
+    ``categories`` (file order), category ids changed by ``remap``."""
+    with open(os.path.join(root, 'annotations', 'instances_{}.json'.format(split))) as f:
+        data = json.load(f)
+    for image in data['images']:
+        image['file_name'] = '{}/{}'.format(split, image['file_name'])
+        del image['coco_url']
+    data['annotations'] = [dict(a, category_id=remap[a['category_id']])
+                           for a in data['annotations'] if a['category_id'] in remap]
+    data['categories'] = categories
+    path = str(tmp_path / 'my_{}.json'.format(split))
+    with open(path, 'w') as f:
+        json.dump(data, f)
+    return path
+
+
+@pytest.fixture
+def own_coco(coco_root, tmp_path):
+    # the generator's person (1), bicycle (2), car (3) as your ids 12, 7, 3, listed in that order
+    cats = [{'id': 12, 'name': 'walker'}, {'id': 7, 'name': 'bike'}, {'id': 3, 'name': 'auto'}]
+    remap = {1: 12, 2: 7, 3: 3}
+    return (_own_json(coco_root, tmp_path, 'train2017', cats, remap),
+            _own_json(coco_root, tmp_path, 'val2017', cats, remap), coco_root)
+
+
+def _json_args(train, val, root, classes=''):
+    import argparse  # pylint: disable=import-outside-toplevel
+    return argparse.Namespace(train_json=train, val_json=val, dataset_root=root,
+                              classes=classes)
+
+
+def test_coco_json_maps_your_category_ids_in_file_order(own_coco):
+    from gluontrain.yolo3.coco import coco_json_datasets  # noqa: E501  pylint: disable=import-outside-toplevel
+    args = _json_args(*own_coco)
+    train, val = coco_json_datasets(args)
+    assert args.classes == 'walker,bike,auto' and train.classes == ('walker', 'bike', 'auto')
+    assert train.json_id_to_contiguous == {12: 0, 7: 1, 3: 2}
+    assert not train._use_crowd and not val._skip_empty and len(val) == 6
+    with open(own_coco[0]) as f:
+        data = json.load(f)
+    by_image = {}
+    for a in data['annotations']:
+        if not a['iscrowd']:
+            by_image.setdefault(a['image_id'], []).append({12: 0, 7: 1, 3: 2}[a['category_id']])
+    ids = sorted(by_image)
+    assert len(train) == len(ids)
+    for k, image_id in enumerate(ids):
+        assert sorted(np.array(train.labels[k])[:, 4].astype(int)) == sorted(by_image[image_id])
+    img, _ = train[0]
+    assert img.ndim == 3 and img.dtype == np.uint8
+
+
+def test_coco_json_refusals_name_the_file(own_coco, tmp_path):
+    from gluontrain.yolo3.coco import coco_json_datasets  # noqa: E501  pylint: disable=import-outside-toplevel
+    with pytest.raises(DatasetError, match=r"its categories are walker,bike,auto \(in file "
+                                           r"order\), not --classes bike,walker,auto"):
+        coco_json_datasets(_json_args(*own_coco, classes='bike,walker,auto'))
+    with pytest.raises(ValueError, match='--dataset coco-json needs --val-json'):
+        coco_json_datasets(_json_args(own_coco[0], '', own_coco[2]))
+    with open(own_coco[0]) as f:
+        data = json.load(f)
+    data['annotations'][0]['category_id'] = 99
+    bad = str(tmp_path / 'bad.json')
+    with open(bad, 'w') as f:
+        json.dump(data, f)
+    with pytest.raises(DatasetError, match=r'bad.json: annotation \d+ has category_id 99, '
+                                           r'which its categories do not list'):
+        coco_json_datasets(_json_args(bad, own_coco[1], own_coco[2]))

@@ -16,7 +16,8 @@ from gluoncv.utils.metrics.voc_detection import VOC07MApMetric
 
 from ...core.coco_eval import COCOEvaluator
 from ...core.sharding import ShardedSampler, contiguous_shard
-from ...yolo3.coco import COCO_DEFAULT_ROOT, coco_datasets
+from ...yolo3.coco import COCO_DEFAULT_ROOT, coco_datasets, coco_json_datasets
+from ...yolo3.formats import FORMATS, record_datasets
 from ...yolo3.data import VOC_DEFAULT_ROOT, mixup_switch, set_mixup_switch, voc_folders
 from ..image import imread_rgb
 from .batchify import TrainBatchify, reference_train_batchify
@@ -173,8 +174,13 @@ def get_dataset(dataset, args):
         train_dataset = reader(root=root, splits=train_splits, **kwargs)
         val_dataset = reader(root=root, splits=val_splits, **kwargs)
         val_metric = voc_metric(val_dataset.classes, args)
-    elif name == 'coco':
-        train_dataset, val_dataset = (NDArrayImages(d) for d in coco_datasets(args))
+    elif name in FORMATS:
+        train, val, classes = record_datasets(name, args)
+        train_dataset, val_dataset = NDArrayImages(train), NDArrayImages(val)
+        val_metric = voc_metric(classes, args)
+    elif name in ('coco', 'coco-json'):
+        train_dataset, val_dataset = (NDArrayImages(d) for d in (
+            coco_datasets if name == 'coco' else coco_json_datasets)(args))
         val_metric = coco_metric(val_dataset.dataset, args)
     else:
         raise NotImplementedError('Dataset: {} not implemented.'.format(dataset))

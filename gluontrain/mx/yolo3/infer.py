@@ -16,6 +16,7 @@ from gluoncv.data.transforms.presets.yolo import YOLO3DefaultValTransform
 from gluoncv.model_zoo import get_model
 
 # the backend-neutral pieces live in gluontrain.yolo3.infer (re-exported here, as before)
+from ...yolo3.anchors import anchors_line
 from ...yolo3.infer_checks import check_exported_graph
 from ...yolo3.infer import (cli, demo_parser, demo_with, detection_record,  # noqa: F401
                             eval_parser, eval_with, is_zoo_true, model_name, zoo_params,
@@ -52,7 +53,8 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
     symbol, exported_params : str, optional
         ``model-symbol.json`` and ``model-0000.params`` from :func:`.recipe.export_model`.
     reports : list, optional
-        Receives the load report (``params`` only).
+        Receives the load report (``params`` only), and ``anchors (from the file): ...`` when
+        the file's anchors are not GluonCV's (the network takes them, as ``load_parameters``).
 
     Returns
     -------
@@ -84,7 +86,8 @@ def load_net(network, dataset, classes, ctx, params=None, symbol=None, exported_
     net = get_model(name, pretrained=False, pretrained_base=False, **kwargs)
     report = load_params(net, params, '--params', PARAMS_FIX.format(name=name), ctx=ctx)
     if reports is not None:
-        reports.append(report.format())
+        # the network has the file's anchors now (as Gluon's load_parameters loads them)
+        reports.extend(line for line in (report.format(), anchors_line(report.anchors)) if line)
     return net
 
 

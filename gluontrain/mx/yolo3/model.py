@@ -4,16 +4,53 @@ import warnings
 from mxnet import gluon
 
 from gluoncv.model_zoo import get_model
+from gluoncv.model_zoo.yolo.yolo3 import custom_yolov3
 
 from ...core import model_store
 from ...core.yolo3_layout import find_pretrained_base, pretrained_base_lines
+from ...yolo3.anchors import GLUONCV_ANCHORS_TEXT, anchor_scales, anchors_line, anchors_text
 from ...yolo3.args import net_name
 from ...yolo3.transfer import (ZOO_CLASSES, resolve_reuse, reuse_spec, reuse_summary,
                                rows_to_copy, transfer_source)
-from .weights import load_base, load_params
+from .weights import load_base, load_params, net_anchors
 
 __all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
-           'load_pretrained_base', 'get_net']
+           'load_pretrained_base', 'get_net', 'build_yolov3']
+
+#: detection block widths and strides of each base, as gluoncv's ``yolo3_<network>_*`` pass them
+FILTERS = {'darknet53': [512, 256, 128], 'mobilenet1.0': [512, 256, 128],
+           'mobilenet0.25': [256, 128, 128]}
+STRIDES = [8, 16, 32]
+
+
+def build_yolov3(name, anchors=None, **kwargs):
+    """GluonCV's ``get_model(name, pretrained_base=False, **kwargs)``, with ``anchors``.
+
+    GluonCV's ``yolo3_<network>_<dataset>`` functions hard-code its anchors (and pass every
+    other keyword to the base network, so ``anchors=`` cannot reach them); other anchors build
+    the same network through GluonCV's own ``custom_yolov3`` (what those functions call: the
+    same base, stages, filters and strides; with GluonCV's anchors it is ``get_model``'s
+    network parameter for parameter, tested).
+
+    Parameters
+    ----------
+    name : str
+        ``yolo3_<network>_<voc|coco|custom>``.
+    anchors : str or sequence, optional
+        ``--anchors`` text or GluonCV's nesting; default (or GluonCV's own): ``get_model``.
+    **kwargs
+        ``classes`` (custom networks; default VOC's / COCO's), ``norm_layer``,
+        ``norm_kwargs``, ``pretrained``...
+    """
+    kwargs.setdefault('pretrained_base', False)
+    text = None if anchors is None else (anchors if isinstance(anchors, str)
+                                         else anchors_text(anchors))
+    if text is None or anchor_scales(text) == anchor_scales(GLUONCV_ANCHORS_TEXT):
+        return get_model(name, **kwargs)
+    _, network, dataset = name.split('_')
+    classes = kwargs.pop('classes', None) or ZOO_CLASSES[dataset]
+    return custom_yolov3(network, FILTERS[network], anchor_scales(text), STRIDES, classes,
+                         dataset if dataset in ZOO_CLASSES else '', **kwargs)
 
 
 def model_store_path(name):
@@ -64,7 +101,8 @@ def get_net(args, ctx, reports=None):
     Parameters
     ----------
     args : argparse.Namespace
-        Uses ``network``, ``dataset``, ``classes``, ``syncbn``, ``no_pretrained_base``.
+        Uses ``network``, ``dataset``, ``classes``, ``syncbn``, ``no_pretrained_base``,
+        ``anchors`` (:func:`build_yolov3`).
     ctx : list of mx.Context
     reports : list, optional
         Receives the base's load report lines (for the training log).
@@ -80,18 +118,18 @@ def get_net(args, ctx, reports=None):
     if pretrained_base:
         _check_pretrained_base(args.network)
     kwargs = {'classes': classes} if classes else {}
+    anchors = getattr(args, 'anchors', None)
     if transfer:
         source = transfer_source(args)
         name, kwargs = 'yolo3_{}_custom'.format(args.network), {'classes': source[1]}
     # the base is loaded here rather than by gluoncv: same tensors, same (absent) random
     # draws, but reported, and no download attempt for a file that is not the released one
     if args.syncbn and len(ctx) > 1:
-        net = get_model(name, pretrained_base=False,
-                        norm_layer=gluon.contrib.nn.SyncBatchNorm,
-                        norm_kwargs={'num_devices': len(ctx)}, **kwargs)
-        async_net = get_model(name, pretrained_base=False, **kwargs)  # used by cpu worker
+        net = build_yolov3(name, anchors, norm_layer=gluon.contrib.nn.SyncBatchNorm,
+                           norm_kwargs={'num_devices': len(ctx)}, **kwargs)
+        async_net = build_yolov3(name, anchors, **kwargs)  # used by cpu worker
     else:
-        net = get_model(name, pretrained_base=False, **kwargs)
+        net = build_yolov3(name, anchors, **kwargs)
         async_net = net
     if pretrained_base:
         lines = load_pretrained_base(net, args.network)
@@ -118,12 +156,13 @@ def transfer_classes(net, async_net, source, new_classes, args):
     path, old_classes, label = source
     fix = ('pass a .params of a --network {} YOLOv3 (either backend, or GluonCV\'s) and its '
            'classes, in order, with --transfer-classes'.format(args.network))
-    report = load_params(net, path, '--transfer', fix)
+    # the network keeps --anchors (the file's are reported when they differ)
+    report = load_params(net, path, '--transfer', fix, anchors='network')
     spec = reuse_spec(args.reuse_classes, old_classes, new_classes)
     mapping = resolve_reuse(old_classes, new_classes, spec)
     for model in {id(net): net, id(async_net): async_net}.values():
         if model is not net:
-            load_params(model, path, '--transfer', fix)
+            load_params(model, path, '--transfer', fix, anchors='network')
         old = [(o.prediction.weight.data().asnumpy(), o.prediction.bias.data().asnumpy())
                for o in model.yolo_outputs]
         model.reset_class(new_classes, reuse_weights=spec)
@@ -136,5 +175,7 @@ def transfer_classes(net, async_net, source, new_classes, args):
                     new_w[row], new_b[row] = weight[old_row], bias[old_row]
                 output.prediction.weight.set_data(new_w)
                 output.prediction.bias.set_data(new_b)
-    return [report.format(), reuse_summary(old_classes, new_classes, mapping, label,
-                                           args.keep_box_rows)]
+    lines = [report.format(), reuse_summary(old_classes, new_classes, mapping, label,
+                                            args.keep_box_rows)]
+    line = anchors_line(report.anchors, net_anchors(net))
+    return lines + ([line] if line else [])

@@ -22,7 +22,7 @@ from ...core.loop import TrainState, run_loop
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval
 from ...yolo3.args import (RESUME_MUST_MATCH, check_resume_position, check_weight_files,
-                           lr_schedule, weights_to_load)
+                           lr_schedule, saved_args, weights_to_load)
 from ...yolo3.hooks import gluoncv_hooks
 from .. import blobs
 from ..context import get_contexts
@@ -167,12 +167,12 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
     if args is not None:
         check_resume_position(payload['epoch'] + 1, args, path)
     changes = [] if args is None else ckpt_io.resume_changes(
-        payload['args'], args, RESUME_MUST_MATCH, path,
+        saved_args(payload['args']), args, RESUME_MUST_MATCH, path,
         flag=lambda name: '--' + name.replace('_', '-'))
     check_params_bytes(payload['params'], path, '--resume')
     arrays = mx.nd.load_frombuffer(payload['params'])
     report = load_params(net, path, '--resume', 'pass the {prefix}_last.ckpt of a run with the '
-                         'same --network and --dataset', ctx=ctx, arrays=arrays)
+                         'same --network and --dataset', ctx=ctx, arrays=arrays, anchors='same')
     blobs.from_bytes(blobs.check_trainer_states(payload['trainer'], path), trainer.load_states,
                      path)
     if args is not None:
@@ -339,16 +339,17 @@ def load_weights(path, net, async_net, ctx, argument='--load-weights'):
         (:class:`~gluontrain.core.load_report.WeightsLoadError`) One line naming the file and
         ``argument``: not an MXNet ``.params`` file (a PyTorch file, a truncated one), the
         weights of another network (another ``--network`` or other classes: what the file
-        looks like and the arguments it fits), or tensors missing / unexpected / of another
-        shape.
+        looks like and the arguments it fits), tensors missing / unexpected / of another
+        shape, or anchors that are not the network's (``--anchors``; the line names both).
     """
     del ctx  # kept for the callers; see below
     arrays = read_params(path, argument, WEIGHTS_FIX)
     # on the contexts get_net initialised them on, as the reference loads (train moves them
     # to the training contexts): a GPU list here would fail Gluon's "initialized on" check
-    report = load_params(net, path, argument, WEIGHTS_FIX, arrays=arrays)
+    # the file's anchors must be the network's (--anchors): the targets are matched to them
+    report = load_params(net, path, argument, WEIGHTS_FIX, arrays=arrays, anchors='same')
     if async_net is not net:
-        load_params(async_net, path, argument, WEIGHTS_FIX, arrays=arrays)
+        load_params(async_net, path, argument, WEIGHTS_FIX, arrays=arrays, anchors='same')
     return report
 
 

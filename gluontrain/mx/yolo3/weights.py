@@ -24,9 +24,10 @@ from ...core.load_report import (WeightsLoadError, check, compare, group_keys, g
                                  warn_nonfinite)
 from ...core.yolo3_layout import base_mapping as layout_base_mapping
 from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
+from ...yolo3.anchors import check_anchors, file_anchors
 
 __all__ = ['read_params', 'check_params_bytes', 'check_params_file', 'target_shapes',
-           'describe', 'compare_params', 'load_params', 'load_base', 'sha1_of']
+           'describe', 'compare_params', 'load_params', 'load_base', 'sha1_of', 'net_anchors']
 
 # ------------------------------------------------------------------ reading a file
 class _Stub:
@@ -257,15 +258,32 @@ def compare_params(net, arrays, source, data_shape=64):
     return compare(target, file_shapes, source, mapping=mapping), mapping
 
 
-def _fill(net, arrays, report, mapping, ctx):
+def net_anchors(net):
+    """The ``--anchors`` text of ``net``'s ``yolo_outputs.N.anchors`` constants (their value
+    when not initialised yet), or None for a network without them."""
+    values = {}
+    for key, param in net._collect_params_with_prefix().items():
+        if key.endswith('.anchors'):
+            # pylint: disable=protected-access
+            values[key] = param.data() if param._data is not None else getattr(param, 'value',
+                                                                                None)
+    return file_anchors(values)
+
+
+def _fill(net, arrays, report, mapping, ctx, skip=()):
     params = net._collect_params_with_prefix()
     for key in report.loaded:
+        if key in skip:
+            # the network keeps its own value (a Constant not initialised yet takes it now)
+            if params[key]._data is None:  # pylint: disable=protected-access
+                params[key]._load_init(params[key].value, ctx)
+            continue
         # what Gluon's load_parameters does per parameter (also finishes a deferred init)
         params[key]._load_init(arrays[mapping.get(key, key)], ctx)
 
 
 def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extra=False,
-                arrays=None, data_shape=64):
+                arrays=None, data_shape=64, anchors='file'):
     """Load a weights file into ``net`` and say what loaded.
 
     Parameters
@@ -288,6 +306,12 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
         The file's arrays when already read (:func:`read_params`).
     data_shape : int
         Input side for the shape inference of :func:`target_shapes`.
+    anchors : {'file', 'same', 'network'}
+        A file whose ``yolo_outputs.N.anchors`` are not the network's: ``'file'`` loads them
+        (Gluon's ``load_parameters`` does: inference takes the anchors from the file),
+        ``'same'`` refuses it in one line naming both (training: the targets use the
+        network's), ``'network'`` keeps the network's (``--transfer`` with ``--anchors``);
+        :func:`gluontrain.yolo3.anchors.check_anchors`.
 
     Returns
     -------
@@ -324,9 +348,12 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
     if report.unexpected and not ignore_extra:
         raise WeightsLoadError('{} {}: {}; the network has no {}; {}'.format(
             what, path, _counts(report), ', '.join(_groups(report.unexpected)), fix))
+    report.anchors = file_anchors(arrays)  # the file's, as --anchors text (None: none)
+    keep_own = not check_anchors(report.anchors, net_anchors(net), anchors, what, path)
     warn_nonfinite({k: arrays[mapping.get(k, k)].asnumpy() for k in report.loaded},
                    report.loaded, what, path)
-    _fill(net, arrays, report, mapping, ctx)
+    _fill(net, arrays, report, mapping, ctx,
+          skip=[k for k in report.loaded if k.endswith('.anchors')] if keep_own else ())
     return report
 
 

@@ -13,7 +13,8 @@ import torch
 from ...core.coco_eval import COCOEvaluator
 from ...core.voc_eval import VOCEvaluator
 from ...data.classes import VOC_CLASSES
-from ...yolo3.coco import coco_datasets
+from ...yolo3.coco import coco_datasets, coco_json_datasets
+from ...yolo3.formats import FORMATS, record_datasets
 from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSampler, VOCDetection,
                            voc_folders)
 from ...yolo3.transform import TrainTransform, ValTransform
@@ -36,9 +37,13 @@ def get_dataset(dataset, args):
     AP at ``--data-shape``, :class:`gluontrain.core.coco_eval.COCOEvaluator`). Sets
     ``args.num_samples`` (and ``args.classes`` for custom / synthetic) as the reference does."""
     name = dataset.lower()
-    if name == 'coco':
-        train_dataset, val_dataset = coco_datasets(args)
+    if name in ('coco', 'coco-json'):
+        train_dataset, val_dataset = (coco_datasets if name == 'coco' else
+                                      coco_json_datasets)(args)
         metric = COCOEvaluator(val_dataset, data_shape=(args.data_shape, args.data_shape))
+    elif name in FORMATS:
+        train_dataset, val_dataset, classes = record_datasets(name, args)
+        metric = voc_metric(classes)
     elif name in ('voc', 'custom', 'synthetic'):
         root, train_splits, val_splits, classes = voc_folders(name, args)
         custom = classes is not None

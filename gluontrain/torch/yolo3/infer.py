@@ -11,6 +11,7 @@ True`` (gluoncv's model store), COCO evaluation (:func:`.data.get_dataset`), sev
 import numpy as np
 
 from ...data.images import read_bgr
+from ...yolo3.anchors import anchors_line
 from ...yolo3.infer import (demo_parser, demo_with, detection_record, eval_parser, eval_with,
                             model_name, zoo_params)
 from ..parallel import get_devices
@@ -68,7 +69,8 @@ def load_net(network, dataset, classes, device, params=None, symbol=None, export
     symbol, exported_params : str, optional
         An MXNet exported model: refused (its graph runs on MXNet only).
     reports : list, optional
-        Receives the load report line.
+        Receives the load report line (and ``anchors (from the file): ...`` when the file's
+        anchors are not GluonCV's: the network takes them, as Gluon's ``load_parameters``).
 
     Returns
     -------
@@ -80,7 +82,8 @@ def load_net(network, dataset, classes, device, params=None, symbol=None, export
     net = get_yolov3(name, classes if name.endswith('_custom') else None)
     report = load_params(net, params, '--params', PARAMS_FIX.format(name=name))
     if reports is not None:
-        reports.append(report.format())
+        # the network has the file's anchors now (as Gluon's load_parameters loads them)
+        reports.extend(line for line in (report.format(), anchors_line(report.anchors)) if line)
     return net.to(device).eval()
 
 

@@ -22,6 +22,7 @@ from torch import nn
 
 from ...data.classes import VOC_CLASSES
 from ...data.coco import COCO_CATEGORIES
+from ...yolo3.anchors import GLUONCV_ANCHORS, anchor_scales
 from ...yolo3.transfer import resolve_reuse, rows_to_copy
 from ..ops import box_nms
 
@@ -33,7 +34,7 @@ __all__ = ['YOLOV3', 'YOLODetectionBlockV3', 'YOLOOutputV3', 'DarknetBasicBlockV
 #: Gluon's BatchNorm defaults as GluonCV uses them (momentum 0.9 in Gluon's convention)
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1
 #: GluonCV's YOLOv3 anchors (shallow to deep) and strides
-ANCHORS = ((10, 13, 16, 30, 33, 23), (30, 61, 62, 45, 59, 119), (116, 90, 156, 198, 373, 326))
+ANCHORS = GLUONCV_ANCHORS
 STRIDES = (8, 16, 32)
 #: COCO's 80 classes in GluonCV's order (``COCODetection.CLASSES``: by category id)
 COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
@@ -362,13 +363,16 @@ class YOLOV3(nn.Module):
         return self.nms(self.detections(x))
 
 
-def build_yolov3(network, classes, **kwargs):
+def build_yolov3(network, classes, anchors=None, **kwargs):
     """GluonCV's ``yolo3_<network>_*`` for ``classes`` (random initialisation of PyTorch).
 
     Parameters
     ----------
     network : {'darknet53', 'mobilenet1.0', 'mobilenet0.25'}
     classes : sequence of str
+    anchors : str or sequence, optional
+        ``--anchors`` text or GluonCV's nesting (three scales of three ``w, h`` pairs, shallow
+        first); default GluonCV's :data:`ANCHORS`.
     **kwargs
         ``nms_thresh``, ``nms_topk``, ``post_nms``.
 
@@ -383,7 +387,11 @@ def build_yolov3(network, classes, **kwargs):
     mods, outs = features()
     bounds = (0,) + cuts + (len(mods),)
     stages = [nn.Sequential(*mods[a:b]) for a, b in zip(bounds, bounds[1:])]
-    return YOLOV3(stages, [outs[b - 1] for b in bounds[1:]], channels, ANCHORS, STRIDES,
+    if anchors is None:
+        anchors = ANCHORS
+    elif isinstance(anchors, str):
+        anchors = anchor_scales(anchors)
+    return YOLOV3(stages, [outs[b - 1] for b in bounds[1:]], channels, anchors, STRIDES,
                   classes, **kwargs)
 
 
@@ -397,7 +405,7 @@ def get_yolov3(name, classes=None, **kwargs):
     classes : sequence of str, optional
         Required for ``_custom``; default VOC's / COCO's for ``_voc`` / ``_coco``.
     **kwargs
-        ``nms_thresh``, ``nms_topk``, ``post_nms``.
+        ``anchors`` (:func:`build_yolov3`), ``nms_thresh``, ``nms_topk``, ``post_nms``.
 
     Returns
     -------

@@ -23,8 +23,9 @@ from ...core.loop import TrainState, run_loop
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
 from ...core.yolo3_layout import find_pretrained_base
+from ...yolo3.anchors import anchors_line, file_anchors
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_position,
-                           check_weight_files, lr_schedule, net_name, parse_args,
+                           check_weight_files, lr_schedule, net_name, parse_args, saved_args,
                            weights_to_load)
 from ...yolo3.data import voc_folders
 from ...yolo3.hooks import gluoncv_hooks
@@ -103,7 +104,8 @@ def get_net(args, ctx, reports=None):
     if transfer:
         net, lines = transferred_net(args, classes)
     else:
-        net = gluon_init(get_yolov3(net_name(args), classes))
+        net = gluon_init(get_yolov3(net_name(args), classes,
+                                    anchors=getattr(args, 'anchors', None)))
     if pretrained_base:
         lines = load_pretrained_base(net, args.network)
     if reports is not None:
@@ -117,13 +119,17 @@ def transferred_net(args, classes=None):
     ``--dataset``'s); returns ``(net, report lines)``."""
     path, old_classes, source = transfer_source(args)
     new_classes = list(classes or ZOO_CLASSES[args.dataset.lower()])
-    net = gluon_init(get_yolov3('yolo3_{}_custom'.format(args.network), old_classes))
-    report = load_params(net, path, '--transfer', TRANSFER_FIX.format(network=args.network))
+    net = gluon_init(get_yolov3('yolo3_{}_custom'.format(args.network), old_classes,
+                                anchors=getattr(args, 'anchors', None)))
+    # the network keeps --anchors (the file's are reported when they differ)
+    report = load_params(net, path, '--transfer', TRANSFER_FIX.format(network=args.network),
+                         anchors='network')
     mapping = net.reset_class(new_classes, reuse_spec(args.reuse_classes, old_classes,
                                                       new_classes),
                               keep_box_rows=args.keep_box_rows)
+    line = anchors_line(report.anchors, file_anchors(net.state_dict()))
     return net, [report.format(), reuse_summary(old_classes, new_classes, mapping, source,
-                                                args.keep_box_rows)]
+                                                args.keep_box_rows)] + ([line] if line else [])
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):
@@ -214,8 +220,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         restored = restore_checkpoint(resume, net, optimizer, scheduler, check=lambda p: (
             ckpt_io.refuse_other_writer(p, resume, 'torch'),
             check_resume_position(p['epoch'] + 1, args, resume),
-            changes.extend(ckpt_io.resume_changes(p['args'], args, RESUME_MUST_MATCH,
-                                                  resume))))
+            changes.extend(ckpt_io.resume_changes(saved_args(p['args']), args,
+                                                  RESUME_MUST_MATCH, resume))))
         restored[1].resume_changes = changes
         for group in optimizer.param_groups:
             group['momentum'], group['weight_decay'] = args.momentum, args.wd
@@ -329,7 +335,8 @@ def main(argv=None):
         net, async_net = get_net(args, ctx, reports)
         weights, argument = weights_to_load(args, ckpt_io.file_kind)
         if weights:
-            reports.append(load_params(net, weights, argument, WEIGHTS_FIX).format())
+            reports.append(load_params(net, weights, argument, WEIGHTS_FIX,
+                                       anchors='same').format())
         train_data, val_data = get_dataloader(async_net, train_dataset, val_dataset,
                                               args.data_shape, args.batch_size,
                                               args.num_workers, args)

@@ -24,6 +24,7 @@ from torch import nn
 from ...core import checkpoint as ckpt_io
 from ...core import mxparams
 from ...core.load_report import WeightsLoadError, check, compare, group_keys, warn_nonfinite
+from ...yolo3.anchors import check_anchors, file_anchors
 from ...core.yolo3_layout import (base_mapping, check_same_network, find_pretrained_base,
                                   pretrained_base_lines)
 from ..distributed import unwrap_model
@@ -119,7 +120,7 @@ def _read(path, what, fix):
 
 
 def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_missing=False,
-                ignore_extra=False, logger=None):
+                ignore_extra=False, logger=None, anchors='file'):
     """Fill ``model`` from ``{save_parameters name: array}`` and report what loaded.
 
     Parameters
@@ -135,6 +136,12 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
         Gluon's ``load_parameters`` flags: accept tensors the file lacks / file tensors the
         model lacks (both reported). A wrong shape is refused either way.
     logger : logging.Logger, optional
+    anchors : {'file', 'same', 'network'}
+        A file whose ``yolo_outputs.N.anchors`` are not the model's: ``'file'`` loads them
+        (Gluon's ``load_parameters``; inference takes the anchors from the file), ``'same'``
+        refuses it in one line naming both (training: the targets use the model's),
+        ``'network'`` keeps the model's (``--transfer`` with ``--anchors``);
+        :func:`gluontrain.yolo3.anchors.check_anchors`.
 
     Returns
     -------
@@ -160,6 +167,12 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
     check(report, what, fix, allow_partial=allow_missing, allow_unexpected=ignore_extra)
     if report.mismatched:
         check(report, what, fix)  # missing may be allowed, a wrong shape never
+    current = unwrap_model(model).state_dict()
+    report.anchors = file_anchors(arrays)  # the file's, as --anchors text (None: none)
+    if not check_anchors(report.anchors, file_anchors(current), anchors, what, source):
+        state = collections.OrderedDict(
+            (k, current[k].detach().cpu() if k.endswith('.anchors') and k in current else v)
+            for k, v in state.items())
     warn_nonfinite({k: v.numpy() for k, v in state.items()}, report.loaded, what, source)
     apply_report(model, state, report)
     if logger is not None:
@@ -168,7 +181,7 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
 
 
 def load_params(model, path, what='--params', fix=_DEFAULT_FIX, allow_missing=False,
-                ignore_extra=False, logger=None):
+                ignore_extra=False, logger=None, anchors='file'):
     """Load a GluonCV ``.params`` file (or a gluontrain MXNet checkpoint's weights) into the
     PyTorch YOLOv3 ``model``, with a report.
 
@@ -176,7 +189,7 @@ def load_params(model, path, what='--params', fix=_DEFAULT_FIX, allow_missing=Fa
     ----------
     model : YOLOV3
     path : str
-    what, fix, allow_missing, ignore_extra, logger
+    what, fix, allow_missing, ignore_extra, logger, anchors
         As :func:`load_arrays`.
 
     Returns
@@ -191,7 +204,7 @@ def load_params(model, path, what='--params', fix=_DEFAULT_FIX, allow_missing=Fa
         missing / unexpected / wrong-shape tensors the flags do not allow.
     """
     return load_arrays(model, _read(path, what, fix), os.fspath(path), what, fix,
-                       allow_missing, ignore_extra, logger)
+                       allow_missing, ignore_extra, logger, anchors)
 
 
 def save_params(model, path):

@@ -166,3 +166,42 @@ def test_transfer_is_gluoncvs_reset_class_with_a_report(tmp_path, extra, reused)
             assert np.array_equal(w_new[n0:n0 + 5], w_old[o0:o0 + 5])  # box rows kept
             for k, v in reused.items():
                 assert np.array_equal(w_new[n0 + 5 + k], w_old[o0 + 5 + v])
+
+
+CUSTOM_ANCHORS = '4,6,8,12,16,10;12,24,24,16,24,40;40,30,48,56,64,60'
+
+
+def test_anchors_build_gluoncvs_own_network_and_feed_the_targets():
+    # pylint: disable=import-outside-toplevel
+    from gluoncv.data.transforms.presets.yolo import YOLO3DefaultTrainTransform
+    from gluontrain.mx.yolo3.model import build_yolov3
+    from gluontrain.mx.yolo3.weights import net_anchors
+    from gluontrain.yolo3.anchors import GLUONCV_ANCHORS_TEXT, anchors_text
+    # GluonCV's anchors: get_model itself; others: GluonCV's custom_yolov3, which builds the
+    # same network (parameter for parameter, the same draws) with its anchors argument
+    x = mx.nd.random.uniform(shape=(1, 3, 64, 64), ctx=mx.cpu())
+    nets = []
+    for anchors in (None, GLUONCV_ANCHORS_TEXT, CUSTOM_ANCHORS):
+        mx.random.seed(3)
+        net = build_yolov3('yolo3_mobilenet0.25_voc', anchors)
+        net.initialize()
+        nets.append((net, net(x)))
+    (a, out_a), (b, out_b), (c, out_c) = nets
+    params = [n._collect_params_with_prefix() for n, _ in nets]
+    assert list(params[0]) == list(params[1]) == list(params[2]) and len(params[0]) == 247
+    for key in params[0]:
+        if not key.endswith('.anchors'):
+            assert np.array_equal(params[0][key].data().asnumpy(), params[2][key].data().asnumpy())
+    assert all(np.array_equal(u.asnumpy(), v.asnumpy()) for u, v in zip(out_a, out_b))
+    assert not np.array_equal(out_a[2].asnumpy(), out_c[2].asnumpy())  # boxes
+    assert net_anchors(a) == net_anchors(b) == GLUONCV_ANCHORS_TEXT
+    assert net_anchors(c) == CUSTOM_ANCHORS and c.classes == a.classes
+    # the train transform reads them from the network (deep head first)
+    transform = YOLO3DefaultTrainTransform(64, 64, c)
+    assert anchors_text([t.asnumpy() for t in transform._anchors][::-1]) == CUSTOM_ANCHORS
+    # get_net builds both networks (SyncBN's async_net too) with --anchors
+    args = parse_args(['--network', 'mobilenet0.25', '--no-pretrained-base', '--syncbn',
+                       '--anchors', CUSTOM_ANCHORS, '--dataset', 'custom', '--classes', 'a,b'])
+    net, async_net = get_net(args, [mx.cpu(0), mx.cpu(1)])
+    assert net is not async_net and net_anchors(net) == net_anchors(async_net) == CUSTOM_ANCHORS
+    assert list(net.classes) == ['a', 'b']

@@ -424,3 +424,44 @@ def test_validate_split_over_two_ranks_reports_the_whole_split(voc_root, tmp_pat
     _TwoRankComm.rank1_records = []
     alone = validate(_ReplayNet(detections[:4]), val_data, ctx, metric, _TwoRankComm(0))
     assert alone[1][-1] != pytest.approx(expected[1][-1], abs=1e-3)
+
+
+def test_custom_anchors_train_save_reload_and_evaluate_the_same(voc_root, argv_for, capsys):
+    # pylint: disable=import-outside-toplevel
+    from gluontrain.__main__ import main as cli
+    from gluontrain.mx.yolo3.infer import eval_main, load_net
+    from gluontrain.mx.yolo3.model import build_yolov3
+    from gluontrain.mx.yolo3.weights import load_params, net_anchors, read_params
+    from gluontrain.yolo3.anchors import GLUONCV_ANCHORS_TEXT, file_anchors
+    custom = '4,6,8,12,16,10;12,24,24,16,24,40;40,30,48,56,64,60'
+    argv = argv_for(voc_root, '--epochs', '1', '--save-interval', '1', '--data-shape', '64',
+                    '--anchors', custom)
+    state = main(argv)
+    out = os.path.dirname(_prefix(argv))
+    params = [os.path.join(out, f) for f in os.listdir(out) if '_0000_' in f]
+    assert len(params) == 1 and file_anchors(read_params(params[0], 'f', '')) == custom
+    capsys.readouterr()
+    names, values = eval_main(['--network', 'mobilenet0.25', '--dataset', 'voc',
+                               '--dataset-root', voc_root, '--data-shape', '64',
+                               '--params', params[0], '--batch-size', '4'])
+    assert 'anchors (from the file): ' + custom in capsys.readouterr().out
+    assert list(names) == list(state.scores['val'][0])
+    assert str(values) == str(state.scores['val'][1])
+    # eval's network (built with GluonCV's anchors, the file's loaded) is the --anchors one
+    x = mx.nd.random.uniform(shape=(1, 3, 64, 64))
+    from_file = load_net('mobilenet0.25', 'voc', None, mx.cpu(), params[0])
+    same = build_yolov3('yolo3_mobilenet0.25_voc', custom)
+    load_params(same, params[0], 'f', '', anchors='same')
+    gluoncvs = build_yolov3('yolo3_mobilenet0.25_voc')
+    load_params(gluoncvs, params[0], 'f', '', anchors='network')
+    assert net_anchors(from_file) == custom and net_anchors(gluoncvs) == GLUONCV_ANCHORS_TEXT
+    for net in (from_file, same, gluoncvs):
+        net.set_nms(nms_thresh=0, post_nms=0)  # every box: after NMS's 0.01 none is left
+    got, want, other = (n(x)[2].asnumpy() for n in (from_file, same, gluoncvs))
+    assert np.array_equal(got, want) and not np.array_equal(got, other)
+    # training from it or resuming it with other anchors: one line naming both
+    for extra in (['--load-weights', params[0]], ['--resume', _prefix(argv) + '_last.ckpt']):
+        assert cli(['train', 'yolo3'] + argv_for(voc_root, '--epochs', '2', '--data-shape',
+                                                 '64', *extra, sub='again')) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and custom in err[0] and GLUONCV_ANCHORS_TEXT in err[0], err

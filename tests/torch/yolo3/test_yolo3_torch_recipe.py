@@ -226,3 +226,65 @@ def test_importing_the_torch_recipe_imports_no_mxnet():
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == '[]'
+
+
+CUSTOM_ANCHORS = '4,6,8,12,16,10;12,24,24,16,24,40;40,30,48,56,64,60'
+
+
+def test_custom_anchors_train_save_reload_and_evaluate_the_same(tiny_voc, tmp_path, capsys):
+    # pylint: disable=import-outside-toplevel
+    from gluontrain.core.mxparams import read_params
+    from gluontrain.torch.yolo3.data import network_layout
+    from gluontrain.torch.yolo3.infer import load_net
+    from gluontrain.torch.yolo3.recipe import get_net
+    from gluontrain.yolo3.anchors import GLUONCV_ANCHORS_TEXT, anchors_text, file_anchors
+    from gluontrain.yolo3.args import parse_args
+    out = str(tmp_path / 'run')
+    # the network, hence the targets, are built with --anchors
+    args = parse_args(_argv(tiny_voc, out, '--anchors', CUSTOM_ANCHORS))
+    net, _ = get_net(args, [torch.device('cpu')])
+    layout = network_layout(net, 64, 64)
+    assert anchors_text(layout['anchors'][::-1]) == CUSTOM_ANCHORS  # heads run deep first
+    state = main(_argv(tiny_voc, out, '--epochs', '1', '--no-plots', '--anchors',
+                       CUSTOM_ANCHORS))
+    params = [os.path.join(out, f) for f in os.listdir(out) if '_0000_' in f]
+    assert len(params) == 1 and file_anchors(read_params(params[0])) == CUSTOM_ANCHORS
+    capsys.readouterr()
+    # eval takes the anchors from the file and gives the training's last validation
+    names, values = eval_main(['--network', 'mobilenet0.25', '--dataset', 'voc',
+                               '--dataset-root', tiny_voc, '--data-shape', '64', '--gpus', '',
+                               '--params', params[0], '--batch-size', '2'])
+    assert 'anchors (from the file): ' + CUSTOM_ANCHORS in capsys.readouterr().out
+    want_names, want = state.scores['val']
+    assert list(names) == list(want_names) and str(values) == str(want)
+    # ... with the detections of a network built with --anchors, not those of GluonCV's
+    x = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        loaded = load_net('mobilenet0.25', 'voc', None, torch.device('cpu'), params[0])
+        from_file = loaded.detections(x)
+        same = get_yolov3('yolo3_mobilenet0.25_voc', anchors=CUSTOM_ANCHORS).eval()
+        load_params(same, params[0], anchors='same')
+        gluoncvs = get_yolov3('yolo3_mobilenet0.25_voc').eval()
+        load_params(gluoncvs, params[0], anchors='network')
+        assert torch.equal(from_file, same.detections(x))
+        # (compared as anchors, not boxes: one epoch on 6 images may leave exp() at inf with
+        # either anchors, e.g. under numpy 2's OpenCV, where both give the same inf boxes)
+        for a, b, g in zip(loaded.yolo_outputs, same.yolo_outputs, gluoncvs.yolo_outputs):
+            assert torch.equal(a.anchors, b.anchors) and not torch.equal(a.anchors, g.anchors)
+    assert file_anchors(gluoncvs.state_dict()) == GLUONCV_ANCHORS_TEXT
+    # training from it, or resuming it, with other anchors is one line naming both
+    for extra in (['--load-weights', params[0]],
+                  ['--resume', os.path.join(out, 'yolo3_mobilenet0.25_voc_last.ckpt')]):
+        assert cli(['train', 'yolo3'] + _argv(tiny_voc, str(tmp_path / 'again'), '--epochs',
+                                              '2', '--backend', 'torch', *extra)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and CUSTOM_ANCHORS in err[0] and GLUONCV_ANCHORS_TEXT in err[0], err
+    # a transfer keeps --anchors and says the file's differ
+    args = parse_args(_argv(tiny_voc, out, '--transfer', params[0], '--transfer-classes',
+                            ','.join(names[:-1]), '--classes', 'dog,cat', '--dataset', 'custom'))
+    reports = []
+    net, _ = get_net(args, [torch.device('cpu')], reports)
+    assert file_anchors(net.state_dict()) == GLUONCV_ANCHORS_TEXT
+    assert reports[-1] == ("anchors: --anchors {} (GluonCV's) kept; the file's {} not loaded: "
+                           'its box rows were trained for them'.format(GLUONCV_ANCHORS_TEXT,
+                                                                       CUSTOM_ANCHORS))

@@ -27,13 +27,11 @@ NEW = ['person', 'car', 'zebra']
 CALLS = [({0: 14, 1: 6}, {0: 14, 1: 6}),
          ({'person': 'person', 'car': 'car'}, {0: 14, 1: 6}),
          (['person', 'zebra'], {0: 14})]
-#: float32 through a 52-layer body on two frameworks: the model tests' bound for raw outputs
-HEAD_TOL = 1e-4
-#: every spelling on mobilenet0.25; one on each of the two larger bodies (5-7 s each here)
-CASES = [pytest.param('yolo3_mobilenet0.25_voc', *call, id='mobilenet0.25-' + kind)
-         for kind, call in zip(('indices', 'names', 'list'), CALLS)] + [
-    pytest.param('yolo3_mobilenet1.0_voc', *CALLS[1], id='mobilenet1.0-names'),
-    pytest.param('yolo3_darknet53_voc', *CALLS[2], id='darknet53-list')]
+#: the issue's bound on the kept rows' raw outputs, relative to their largest value: measured
+#: 9.7e-7 (mobilenet0.25) and 1.65e-6 (darknet53) here; float32 against float64 alone differs by
+#: about 2e-6 on these bodies (the base test), so another processor's kernels stay within 1e-5
+HEAD_TOL = 1e-5
+NETWORKS = ['yolo3_mobilenet0.25_voc', 'yolo3_mobilenet1.0_voc', 'yolo3_darknet53_voc']
 
 
 def _input():
@@ -51,19 +49,33 @@ def _uniform_007(values):
     assert abs(values.var() - var) < 5 * np.sqrt(0.8 * var ** 2 / n)
 
 
-def _gluoncv_net(name, folder):
+@pytest.fixture(scope='module')
+def seeded_files(tmp_path_factory):
+    """``{name: .params of the model fixtures' seeded weights}``, written once per network."""
+    folder, files = str(tmp_path_factory.mktemp('reset_class')), {}
+
+    def get(name):
+        if name not in files:
+            net = _gluoncv_build(name)
+            params = net._collect_params_with_prefix()
+            constants = {k: p.data().asnumpy() for k, p in params.items()
+                         if k.endswith(('.anchors', '.offsets'))}
+            files[name] = os.path.join(folder, name + '.params')
+            mxparams.write_params(files[name], weights_for(
+                {k: p.shape for k, p in params.items()}, constants))
+        return files[name]
+    return get
+
+
+def _gluoncv_build(name, path=None):
     import mxnet as mx  # pylint: disable=import-outside-toplevel,import-error
     from gluontrain.mx._gluoncv import gluoncv  # pylint: disable=import-outside-toplevel
     net = gluoncv.model_zoo.get_model(name, pretrained=False, pretrained_base=False)
     net.initialize()
     net(mx.nd.zeros((1, 3, 64, 64)))
-    params = net._collect_params_with_prefix()
-    constants = {k: p.data().asnumpy() for k, p in params.items()
-                 if k.endswith(('.anchors', '.offsets'))}
-    path = os.path.join(folder, name + '.params')
-    mxparams.write_params(path, weights_for({k: p.shape for k, p in params.items()}, constants))
-    net.load_parameters(path)
-    return net, path
+    if path:
+        net.load_parameters(path)
+    return net
 
 
 def _gluoncv_preds(net, x):
@@ -79,11 +91,13 @@ def _gluoncv_preds(net, x):
 
 
 @needs_gluoncv
-@pytest.mark.parametrize('name, reuse, mapping', CASES)
+@pytest.mark.parametrize('reuse, mapping', CALLS, ids=['indices', 'names', 'list'])
+@pytest.mark.parametrize('name', NETWORKS)
 def test_reused_rows_equal_gluoncvs_and_the_rest_are_glouns_initialiser(name, reuse, mapping,
-                                                                          tmp_path):
+                                                                          seeded_files):
     import mxnet as mx  # pylint: disable=import-outside-toplevel,import-error
-    gnet, path = _gluoncv_net(name, str(tmp_path))
+    path = seeded_files(name)
+    gnet = _gluoncv_build(name, path)
     tnet = get_yolov3(name).eval()
     load_params(tnet, path)
     mx.random.seed(1)
