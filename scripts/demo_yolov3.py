@@ -9,7 +9,7 @@ a .params written by either backend or by GluonCV (an MXNet exported graph is re
 """
 import sys
 
-from gluontrain.yolo3.infer_route import script_main
+from gluontrain.tool_route import script_main
 
 if __name__ == '__main__':
     sys.exit(script_main('demo', sys.argv[1:]))

@@ -8,7 +8,7 @@ import sys
 
 from gluontrain.torch.yolo3.export import export_main
 from gluontrain.yolo3.infer import cli
-from gluontrain.yolo3.infer_route import INTERRUPTED
+from gluontrain.tool_route import INTERRUPTED
 
 if __name__ == '__main__':
     sys.exit(cli(export_main, sys.argv[1:], INTERRUPTED['export']))

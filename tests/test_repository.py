@@ -132,6 +132,45 @@ def test_no_import_circles_in_the_package():
     assert _circles(edges) == []
 
 
+def _floors():
+    """``{module prefix: floor}`` from docs/layout.md's "Floors" table."""
+    with open(os.path.join(ROOT, 'docs', 'layout.md'), encoding='utf-8') as f:
+        text = f.read()
+    table = text[text.index('## Floors'):text.index('## One layout for every recipe')]
+    floors = {}
+    for line in table.splitlines():
+        match = re.match(r'^\| (\d) \| (.*) \|$', line)
+        if match:
+            for name in re.findall(r'`(gluontrain[\w.]*)`', match.group(2)):
+                floors[name] = int(match.group(1))
+    return floors
+
+
+def _floor_of(module, floors):
+    parts = module.split('.')
+    for n in range(len(parts), 0, -1):
+        if '.'.join(parts[:n]) in floors:
+            return floors['.'.join(parts[:n])]
+    raise AssertionError('{} is on no floor of docs/layout.md'.format(module))
+
+
+def test_no_module_imports_a_higher_floor():
+    floors = _floors()
+    assert floors['gluontrain.core'] == 1 and floors['gluontrain.tool_route'] == 5
+    edges = _module_imports(ROOT)
+    up = sorted('{} -> {}'.format(mod, target) for mod, targets in edges.items()
+                for target in targets if _floor_of(target, floors) > _floor_of(mod, floors))
+    assert up == []
+
+
+def test_the_floor_check_sees_an_import_that_runs_up():
+    floors = {'gluontrain.core': 1, 'gluontrain.torch': 4}
+    assert _floor_of('gluontrain.torch.yolo3.model', floors) == 4
+    assert _floor_of('gluontrain.core.loop', floors) < _floor_of('gluontrain.torch', floors)
+    with pytest.raises(AssertionError, match='on no floor'):
+        _floor_of('gluontrain.elsewhere', floors)
+
+
 def test_no_two_test_files_share_a_name():
     """pytest imports test files without packages by their base name: a second
     ``test_data.py`` anywhere under tests/ is an 'import file mismatch' error for the suite."""

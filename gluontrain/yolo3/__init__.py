@@ -4,6 +4,6 @@ transforms (:mod:`.transform`), GluonCV's VOC reading and batch order (:mod:`.da
 eval / demo scripts' parsers and output (:mod:`.infer`).
 
 :mod:`gluontrain.mx.yolo3` and :mod:`gluontrain.torch.yolo3` import these; nothing here
-imports MXNet, GluonCV or PyTorch (but :mod:`.infer_route`, which imports the one backend a
-script's ``--backend`` names).
+imports MXNet, GluonCV, PyTorch or a backend package (the scripts' ``--backend`` route is
+:mod:`gluontrain.tool_route`, above both).
 """

@@ -224,13 +224,6 @@ def parse_args(argv=None):
     return args
 
 
-def check_args(args, ctx, comm=None):
-    """:func:`check_common` for MXNet contexts ``ctx`` (a list of ``mx.Context``)."""
-    from ..mx.context import is_cpu  # pylint: disable=import-outside-toplevel
-    check_common(args, is_cpu(ctx), len(ctx), comm.world_size if comm is not None else 1,
-                 'MXNet')
-
-
 def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
     """Refuse, before anything is built, the combinations that would hang or crash mid-run.
 

@@ -2,7 +2,7 @@
 backends, and what they print and write, in plain Python (numpy only).
 
 One parser per script (``--backend mxnet``, the default, or ``torch``);
-:func:`gluontrain.yolo3.infer_route.script_main` picks the backend's ``eval_main`` /
+:func:`gluontrain.tool_route.script_main` picks the backend's ``eval_main`` /
 ``demo_main`` before anything of the other framework is imported, so ``--backend torch`` runs
 where MXNet is not installed.
 """

@@ -39,7 +39,7 @@ def files(tmp_path_factory):
 def _tool(kind, argv, capsys):
     """``scripts/{kind}_yolov3.py argv`` in this process: (status, stderr)."""
     # pylint: disable=import-outside-toplevel
-    from gluontrain.yolo3.infer_route import INTERRUPTED, script_main
+    from gluontrain.tool_route import INTERRUPTED, script_main
     try:
         if kind == 'export':
             from gluontrain.torch.yolo3.export import export_main

@@ -29,8 +29,8 @@ def _run(code):
     'from gluontrain.__main__ import main; sys.exit(main(["train", "yolo3", "--help"]))',
     'from gluontrain.__main__ import main; '
     'sys.exit(main(["train", "yolo3", "--backend", "mxnet", "--epochs", "1"]))',
-    'from gluontrain.yolo3.infer_route import script_main; sys.exit(script_main("eval", []))',
-    'from gluontrain.yolo3.infer_route import script_main; '
+    'from gluontrain.tool_route import script_main; sys.exit(script_main("eval", []))',
+    'from gluontrain.tool_route import script_main; '
     'sys.exit(script_main("demo", ["--backend", "mxnet", "a.jpg"]))',
 ])
 def test_the_mxnet_backend_is_one_error_line(code):

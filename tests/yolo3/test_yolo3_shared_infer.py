@@ -35,7 +35,7 @@ def test_names_and_the_zoo_table():
 
 def test_ctrl_c_while_the_backend_imports_is_one_line(monkeypatch, capsys):
     import builtins
-    from gluontrain.yolo3.infer_route import INTERRUPTED, script_main
+    from gluontrain.tool_route import INTERRUPTED, script_main
     real_import = builtins.__import__
 
     def ctrl_c_on_the_backend(name, *args, **kwargs):

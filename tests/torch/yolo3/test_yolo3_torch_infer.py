@@ -180,7 +180,7 @@ def test_a_file_of_another_network_is_one_error_line(tiny_voc, tmp_path, capsys)
 
 
 def test_the_torch_scripts_import_no_mxnet(tiny_voc, torch_params, tmp_path):
-    code = ('import sys; from gluontrain.yolo3.infer_route import script_main; '
+    code = ('import sys; from gluontrain.tool_route import script_main; '
             'rc = script_main("eval", sys.argv[1:]); '
             'print(rc, sorted(m for m in sys.modules if m.split(".")[0] in ("mxnet", "gluoncv")))')
     proc = subprocess.run([sys.executable, '-c', code] + _eval_argv(tiny_voc, torch_params),

@@ -139,6 +139,7 @@ def test_pretrained_base_is_loaded_and_reported_in_the_log(tiny_voc, tmp_path, m
         base) in log
 
 
+@pytest.mark.slow  # two scripts in subprocesses, each importing torch (12 s)
 def test_coco_trains_validates_and_prints_gluoncvs_table(tmp_path):
     scripts = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'scripts')
     root, out = str(tmp_path / 'coco'), str(tmp_path / 'run')

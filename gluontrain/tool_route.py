@@ -1,11 +1,12 @@
 """``scripts/eval_yolov3.py`` and ``scripts/demo_yolov3.py``: the ``--backend`` route.
 
-Apart from :mod:`.infer` (which both backends import) so that no import circle forms.
+Above both backends (it imports the one a command asks for), apart from
+:mod:`gluontrain.yolo3.infer`, which both backends import.
 """
 import sys
 
-from ..registry import mxnet_python_refusal
-from .infer import backend_of, cli
+from .registry import mxnet_python_refusal
+from .yolo3.infer import backend_of, cli
 
 __all__ = ['script_main', 'INTERRUPTED']
 
@@ -38,9 +39,9 @@ def script_main(kind, argv):
         return 1
     try:
         if backend_of(argv) == 'torch':
-            from ..torch.yolo3 import infer as backend
+            from .torch.yolo3 import infer as backend
         else:
-            from ..mx.yolo3 import infer as backend
+            from .mx.yolo3 import infer as backend
     except KeyboardInterrupt:
         # importing a framework takes seconds: a Ctrl-C there is still one line
         print(INTERRUPTED[kind], file=sys.stderr)
