@@ -329,6 +329,25 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
         _fire_after_train(hooks, state, unwinding)
 
 
+def fit(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iterable,
+        hooks: List[Hook], start_epoch: int = 0, epochs: Optional[int] = None,
+        state: Optional[TrainState] = None, max_iter: Optional[int] = None,
+        comm: Any = None) -> TrainState:
+    """:func:`run_loop`, then every recipe's contract for a diverged run: a run the NaN guard
+    stopped (``state.nonfinite``) raises ``FloatingPointError(state.stop_reason)``, which the
+    command line prints as one line naming the position and the last good checkpoint.
+
+    Returns
+    -------
+    TrainState
+        The final state of a run that did not diverge.
+    """
+    state = run_loop(step, train_data, hooks, start_epoch, epochs, state, max_iter, comm)
+    if state.nonfinite:
+        raise FloatingPointError(state.stop_reason)
+    return state
+
+
 def _epoch_complete(index, num_batches, batches):
     """Whether batch ``index`` was the epoch's last: by ``len`` when the data has one, else by
     asking the iterator for one more batch (only once no step will run any more)."""

@@ -18,7 +18,7 @@ from gluoncv.utils import LRScheduler, LRSequential
 from ...core import checkpoint as ckpt_io
 from ...core.defaults import RunPaths
 from ...core.hooks import get_logger, restore_hooks_state
-from ...core.loop import TrainState, run_loop
+from ...core.loop import TrainState, fit
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval
 from ...yolo3.args import (RESUME_MUST_MATCH, check_resume_position, check_weight_files,
@@ -288,9 +288,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         trainer._optimizer.begin_num_update = trainer._optimizer.num_update = skipped
         state = TrainState(iteration=skipped)
     step = YOLOv3Step(net, trainer, ctx, batch_size, comm=comm)
-    state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
-    if state.nonfinite:
-        raise FloatingPointError(state.stop_reason)
+    state = fit(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
     if getattr(args, 'export', True) and state.is_main:
         path = export_model(net, args, ctx)
         get_logger().info('exported model to {}-symbol.json / -0000.params'.format(path))

@@ -13,7 +13,7 @@ from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_input_file, check_output_dir, path_problem
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
-from ...core.loop import Period, TrainState, run_loop
+from ...core.loop import Period, TrainState, fit
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval, tensorboard_available
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
@@ -211,11 +211,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             start_epoch = payload['epoch'] + 1
         else:
             start_epoch, state = restored
-    state = run_loop(make_step(net, optimizer, device, weights), train_data, hooks, start_epoch,
-                     epochs, state, comm=comm)
-    if state.nonfinite:
-        raise FloatingPointError(state.stop_reason)
-    return state
+    return fit(make_step(net, optimizer, device, weights), train_data, hooks, start_epoch,
+               epochs, state, comm=comm)
 
 
 def get_contexts(args):

@@ -13,7 +13,7 @@ import os
 
 from ...core.defaults import RunPaths, build_hooks
 from ...core.hooks import restore_hooks_state
-from ...core.loop import Period, TrainState, run_loop
+from ...core.loop import Period, TrainState, fit
 from ...core.meters import LossMeter
 from ...core.writers import tensorboard_available
 from ..distributed import get_rank, get_world_size, unwrap_model
@@ -131,10 +131,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16', argument='DTYPE "float16"')
     step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
                    norm_eval=norm_eval, autocast=autocast, scaler=scaler)
-    state = run_loop(step, train_data, hooks, 0, None, state, max_iter=max_iter)
-    if state.nonfinite:
-        raise FloatingPointError(state.stop_reason)
-    return state
+    return fit(step, train_data, hooks, 0, None, state, max_iter=max_iter)
 
 
 def _load_mapping(cfg):

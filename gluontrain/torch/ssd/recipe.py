@@ -20,7 +20,7 @@ from ...core.argtypes import check_input_file, check_output_dir
 from ...core.defaults import RunPaths, build_hooks
 from ...core.distributed import RankStateHook, SetEpochHook
 from ...core.hooks import hooks_state_dict, restore_hooks_state
-from ...core.loop import Period, TrainState, run_loop
+from ...core.loop import Period, TrainState, fit
 from ...core.meters import LossMeter
 from ...core.voc_eval import VOCEvaluator
 from ...core.writers import save_best_and_interval
@@ -437,11 +437,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     start = state.iteration // max(len(train_data), 1)
     if state.resumed_from:
         state.resume_batch = state.iteration - start * len(train_data)
-    state = run_loop(SSDStep(train_net, criterion, optimizer, device,
-                             getattr(args, 'amp', False)),
-                     train_data, hooks, start, None, state, max_iter=max_iter, comm=comm)
-    if state.nonfinite:
-        raise FloatingPointError(state.stop_reason)
+    state = fit(SSDStep(train_net, criterion, optimizer, device, getattr(args, 'amp', False)),
+                train_data, hooks, start, None, state, max_iter=max_iter, comm=comm)
     for hook in hooks:
         if isinstance(hook, RankStateHook):
             hook.collect()  # every rank's state at the end, for rank 0's last checkpoint

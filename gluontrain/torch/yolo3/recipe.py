@@ -19,7 +19,7 @@ import torch
 from ...core import checkpoint as ckpt_io, writers
 from ...core.defaults import RunPaths
 from ...core.hooks import restore_hooks_state
-from ...core.loop import TrainState, run_loop
+from ...core.loop import TrainState, fit
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
 from ...core.yolo3_layout import find_pretrained_base
@@ -250,12 +250,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
                       args.label_smooth, autocast, scaler,
                       update_in_backward=scaler is None and train_net is net)
     try:
-        state = run_loop(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
+        return fit(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
     finally:
         step.close()
-    if state.nonfinite:
-        raise FloatingPointError(state.stop_reason)
-    return state
 
 
 def _samples_hook(net, val_data, device, args, paths):

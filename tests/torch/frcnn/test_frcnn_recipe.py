@@ -102,7 +102,7 @@ def one_epoch_run(tmp_path_factory, config, data_root):
     Copy the folder before writing into it."""
     log_dir = tmp_path_factory.mktemp('one_epoch_run') / 'run'
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(recipe, 'run_loop', _first_epoch_only(recipe.run_loop))
+        patch.setattr(recipe, 'fit', _first_epoch_only(recipe.fit))
         state = recipe.main(['--seed', '0', '--log_dir', str(log_dir), '--no-plots', config,
                              str(data_root)])
     return state, log_dir
