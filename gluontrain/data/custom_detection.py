@@ -19,6 +19,7 @@ import numpy as np
 from .checks import DatasetError, _Problems
 from .images import ImageMissingError, ImageReadError
 from .recordio import _IR_FORMAT, _IR_SIZE, _REWRITE, IndexedRecordReader, unpack
+from .views import TransformView
 
 __all__ = ['RecordFileDetection', 'LstDetection']
 
@@ -126,24 +127,7 @@ def _check_pixels(label, height, width, where):
                                                            width, height))
 
 
-class _TransformView:
-    """Gluon's ``Dataset.transform`` for the datasets below, whose ``_item(idx)`` is the raw
-    ``(img, label)`` (as ``gluontrain.yolo3.data``'s view, which this package may not import)."""
-    _transform = None
-
-    def transform(self, fn):
-        """A view of this dataset whose items go through ``fn(img, label)``."""
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view._transform = fn
-        return view
-
-    def __getitem__(self, idx):
-        img, label = self._item(idx)
-        return (img, label) if self._transform is None else self._transform(img, label)
-
-
-class RecordFileDetection(_TransformView):
+class RecordFileDetection(TransformView):
     """``gluoncv.data.RecordFileDetection`` without MXNet: ``(RGB uint8 [H, W, 3], float32
     label [N, B])`` per record of a ``.rec`` with its ``.idx``, in ``.idx`` order.
 
@@ -204,7 +188,7 @@ class RecordFileDetection(_TransformView):
         return img, label
 
 
-class LstDetection(_TransformView):
+class LstDetection(TransformView):
     """``gluoncv.data.LstDetection`` without MXNet: ``(RGB uint8 [H, W, 3], float64 label
     [N, B])`` per line of a ``.lst`` file (``index<TAB>label values...<TAB>image path``).
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..data.checks import DatasetError, check_coco
 from ..data.coco import COCO_CATEGORIES
 from ..data.images import read_bgr
-from .data import _TransformView
+from ..data.views import TransformView
 
 __all__ = ['COCODetection', 'COCOJsonDetection', 'COCO_CLASSES', 'COCO_DEFAULT_ROOT',
            'coco_datasets', 'coco_json_datasets']
@@ -37,7 +37,7 @@ def _label_row(obj, width, height):
             np.minimum(height - 1, np.maximum(0, ymax))]
 
 
-class COCODetection(_TransformView):
+class COCODetection(TransformView):
     """MS-COCO detection items as GluonCV reads them (see the module).
 
     Parameters

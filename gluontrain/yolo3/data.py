@@ -22,6 +22,7 @@ import numpy as np
 
 from ..data import checks
 from ..data.images import read_bgr
+from ..data.views import TransformView
 from .args import class_names
 
 __all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'custom_root',
@@ -144,24 +145,7 @@ def set_mixup_switch(switch, mixup, args, owner):
                          'processes; got {!r}{}'.format(owner, mixup, args))
 
 
-class _TransformView:
-    """Gluon's ``Dataset.transform`` for the datasets below, whose ``_item(idx)`` is the raw
-    ``(img, label)``."""
-    _transform = None
-
-    def transform(self, fn):
-        """A view of this dataset whose items go through ``fn(img, label)``."""
-        view = object.__new__(type(self))
-        view.__dict__.update(self.__dict__)
-        view._transform = fn
-        return view
-
-    def __getitem__(self, idx):
-        img, label = self._item(idx)
-        return (img, label) if self._transform is None else self._transform(img, label)
-
-
-class VOCDetection(_TransformView):
+class VOCDetection(TransformView):
     """VOC-format detection items as GluonCV reads them.
 
     Parameters
@@ -236,7 +220,7 @@ class VOCDetection(_TransformView):
         return self.image(idx), self.labels[idx].copy()
 
 
-class MixupDetection(_TransformView):
+class MixupDetection(TransformView):
     """``MixupDetection(dataset)``: with a Beta draw ``lambd < 1`` the item is blended with a
     random other one; labels gain a weight column (``lambd``, ``1 - lambd``; 1 unmixed)."""
 
