@@ -1,4 +1,6 @@
 """yolo3.transfer: GluonCV's reuse_weights spellings, errors, warnings and copied rows."""
+import os
+
 import pytest
 
 from gluontrain.yolo3.transfer import resolve_reuse, reuse_summary, rows_to_copy
@@ -47,3 +49,21 @@ def test_the_log_line_says_what_came_from_where():
                     'rows reused')
     assert 're-initialised' in reuse_summary(OLD, NEW, None, 'f.params')
     assert 'box and objectness rows reused' in reuse_summary(OLD, NEW, {}, 'f', True)
+
+
+def test_a_zoo_name_is_found_in_the_model_store_with_the_zoo_datasets_classes(tmp_path,
+                                                                                monkeypatch):
+    import argparse  # pylint: disable=import-outside-toplevel
+    from gluontrain.core import model_store  # pylint: disable=import-outside-toplevel
+    from gluontrain.yolo3.transfer import ZOO_CLASSES, transfer_source  # noqa: E501  pylint: disable=import-outside-toplevel
+    monkeypatch.setenv('MXNET_HOME', str(tmp_path))
+    path = model_store.params_path('yolo3_mobilenet1.0_coco')
+    assert path.startswith(str(tmp_path))
+    os.makedirs(os.path.dirname(path))
+    open(path, 'wb').close()  # a file put there by hand is used as it is (find_or_fetch)
+    args = argparse.Namespace(transfer='yolo3_mobilenet1.0_coco', network='mobilenet1.0',
+                              transfer_classes='')
+    assert transfer_source(args) == (path, list(ZOO_CLASSES['coco']), 'yolo3_mobilenet1.0_coco')
+    assert len(ZOO_CLASSES['coco']) == 80 and ZOO_CLASSES['coco'][0] == 'person'
+    args.transfer_classes, args.transfer = 'a,b', path
+    assert transfer_source(args) == (path, ['a', 'b'], path)
