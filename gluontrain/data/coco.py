@@ -7,7 +7,7 @@ import numpy as np
 from . import shapes
 from ._io import install, save_jpeg, staging_dir, write_json
 
-__all__ = ['COCO_CATEGORIES', 'DEFAULT_COCO_CATEGORIES', 'write_coco']
+__all__ = ['COCO_CATEGORIES', 'COCO_CLASSES', 'DEFAULT_COCO_CATEGORIES', 'write_coco']
 
 
 def _categories():
@@ -39,6 +39,8 @@ def _categories():
 
 
 COCO_CATEGORIES = _categories()
+#: the 80 names by category id: GluonCV's ``COCODetection.CLASSES`` order
+COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
 
 # Ten categories drawn by default (styles follow this order): ten different colours, and
 # eight different shapes among the first eight.

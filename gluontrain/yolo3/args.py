@@ -328,14 +328,31 @@ def net_name(args):
     return model_name(args.network, args.dataset)
 
 
-def reuse_pairs(text):
-    """``--reuse-classes``: comma-separated ``new:old`` pairs (names or indices), kept as
-    given (:func:`gluontrain.yolo3.transfer.reuse_spec` reads them)."""
+def reuse_pair_list(text):
+    """``[(new, old)]`` of comma-separated ``new:old`` pairs, each a name or an index (int).
+
+    Raises
+    ------
+    ValueError
+        A pair without both sides, naming it.
+    """
+    pairs = []
     for pair in (p for p in text.split(',') if p.strip()):
-        new, sep, old = pair.partition(':')
-        if not sep or not new.strip() or not old.strip():
-            raise argparse.ArgumentTypeError('{!r} is not a new:old pair; give e.g. '
-                                             'car:car,truck:6'.format(pair))
+        new, sep, old = (v.strip() for v in pair.partition(':'))
+        if not sep or not new or not old:
+            raise ValueError('{!r} is not a new:old pair; give e.g. car:car,truck:6'.format(
+                pair))
+        pairs.append(tuple(int(v) if v.isdigit() else v for v in (new, old)))
+    return pairs
+
+
+def reuse_pairs(text):
+    """``--reuse-classes``: checked by :func:`reuse_pair_list`, kept as given
+    (:func:`gluontrain.yolo3.transfer.reuse_spec` reads it)."""
+    try:
+        reuse_pair_list(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
 

@@ -15,15 +15,13 @@ import os
 import numpy as np
 
 from ..data.checks import DatasetError, check_coco
-from ..data.coco import COCO_CATEGORIES
+from ..data.coco import COCO_CLASSES
 from ..data.images import read_bgr
 from ..data.views import TransformView
 
 __all__ = ['COCODetection', 'COCOJsonDetection', 'COCO_CLASSES', 'COCO_DEFAULT_ROOT',
            'coco_datasets', 'coco_json_datasets']
 
-#: COCO's 80 classes in GluonCV's order (``COCODetection.CLASSES``: by category id)
-COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
 #: gluoncv's default COCO folder
 COCO_DEFAULT_ROOT = os.path.join('~', '.mxnet', 'datasets', 'coco')
 

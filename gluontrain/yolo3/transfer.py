@@ -17,15 +17,15 @@ import warnings
 
 from ..core import model_store
 from ..data.classes import VOC_CLASSES
-from ..data.coco import COCO_CATEGORIES
-from .args import class_names
+from ..data.coco import COCO_CLASSES
+from .args import class_names, reuse_pair_list
 
 __all__ = ['resolve_reuse', 'rows_to_copy', 'reuse_summary', 'transfer_source', 'reuse_spec',
-           'ZOO_CLASSES']
+           'transfer_fix', 'ZOO_CLASSES']
 
 #: the classes of the zoo's detectors, by the dataset their name ends with (GluonCV's order)
 ZOO_CLASSES = {'voc': tuple(VOC_CLASSES),
-               'coco': tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))}
+               'coco': COCO_CLASSES}
 
 #: rows of an anchor before its class rows: centre x, y, scale w, h, objectness
 BOX_ROWS = 5
@@ -112,6 +112,12 @@ def reuse_summary(old_classes, new_classes, mapping, source, keep_box_rows=False
         len(new_classes), ','.join(new_classes), source, len(old_classes), reused)
 
 
+def transfer_fix(network):
+    """What a refused ``--transfer`` file should be instead (the end of its error line)."""
+    return ('pass a .params of a --network {} YOLOv3 (either backend, or GluonCV\'s) and its '
+            'classes, in order, with --transfer-classes'.format(network))
+
+
 def transfer_source(args):
     """What ``--transfer`` starts from: ``(path, classes, source)``.
 
@@ -154,12 +160,7 @@ def reuse_spec(text, old_classes, new_classes):
     mapping)."""
     if not text.strip():
         return {name: name for name in new_classes if name in old_classes}
-    spec = {}
-    for pair in text.split(','):
-        new, sep, old = pair.partition(':')
-        if not sep or not new.strip() or not old.strip():
-            raise ValueError('--reuse-classes {!r}: give new:old pairs, e.g. car:car,truck:6'
-                             .format(text))
-        new, old = new.strip(), old.strip()
-        spec[int(new) if new.isdigit() else new] = int(old) if old.isdigit() else old
-    return spec
+    try:
+        return dict(reuse_pair_list(text))
+    except ValueError as e:
+        raise ValueError('--reuse-classes {}'.format(e)) from None

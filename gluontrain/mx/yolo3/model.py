@@ -11,7 +11,7 @@ from ...core.yolo3_layout import find_pretrained_base, pretrained_base_lines
 from ...yolo3.anchors import GLUONCV_ANCHORS_TEXT, anchor_scales, anchors_line, anchors_text
 from ...yolo3.args import net_name
 from ...yolo3.transfer import (ZOO_CLASSES, resolve_reuse, reuse_spec, reuse_summary,
-                               rows_to_copy, transfer_source)
+                               rows_to_copy, transfer_fix, transfer_source)
 from .weights import load_base, load_params, net_anchors
 
 __all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
@@ -154,8 +154,7 @@ def transfer_classes(net, async_net, source, new_classes, args):
     ``--keep-box-rows``, the old box and objectness rows put back where GluonCV drew new
     ones). Returns the report lines."""
     path, old_classes, label = source
-    fix = ('pass a .params of a --network {} YOLOv3 (either backend, or GluonCV\'s) and its '
-           'classes, in order, with --transfer-classes'.format(args.network))
+    fix = transfer_fix(args.network)
     # the network keeps --anchors (the file's are reported when they differ)
     report = load_params(net, path, '--transfer', fix, anchors='network')
     spec = reuse_spec(args.reuse_classes, old_classes, new_classes)

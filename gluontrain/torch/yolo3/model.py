@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ...data.classes import VOC_CLASSES
-from ...data.coco import COCO_CATEGORIES
+from ...data.coco import COCO_CLASSES
 from ...yolo3.anchors import GLUONCV_ANCHORS, anchor_scales
 from ...yolo3.transfer import resolve_reuse, rows_to_copy
 from ..ops import box_nms
@@ -36,8 +36,6 @@ BN_EPS, BN_MOMENTUM = 1e-5, 0.1
 #: GluonCV's YOLOv3 anchors (shallow to deep) and strides
 ANCHORS = GLUONCV_ANCHORS
 STRIDES = (8, 16, 32)
-#: COCO's 80 classes in GluonCV's order (``COCODetection.CLASSES``: by category id)
-COCO_CLASSES = tuple(c['name'] for c in sorted(COCO_CATEGORIES, key=lambda c: c['id']))
 
 
 @contextlib.contextmanager

@@ -29,7 +29,8 @@ from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_positio
                            weights_to_load)
 from ...yolo3.data import voc_folders
 from ...yolo3.hooks import gluoncv_hooks
-from ...yolo3.transfer import ZOO_CLASSES, reuse_spec, reuse_summary, transfer_source
+from ...yolo3.transfer import (ZOO_CLASSES, reuse_spec, reuse_summary, transfer_fix,
+                                transfer_source)
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
 from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
@@ -50,8 +51,6 @@ __all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_schedu
 WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and --dataset '
                '(either backend, or a GluonCV model-zoo yolo3 .params), or a {prefix}_last.ckpt '
                'written by --backend torch to --resume')
-TRANSFER_FIX = ('pass a .params of a --network {network} YOLOv3 (either backend, or GluonCV\'s) '
-                'and its classes, in order, with --transfer-classes')
 # arguments of the MXNet recipe with no PyTorch meaning yet: refused, never ignored
 _REFUSED = (('horovod', '--horovod is MXNet Horovod; on PyTorch start one process per GPU '
                         'with torchrun --nproc_per_node N'),
@@ -122,7 +121,7 @@ def transferred_net(args, classes=None):
     net = gluon_init(get_yolov3('yolo3_{}_custom'.format(args.network), old_classes,
                                 anchors=getattr(args, 'anchors', None)))
     # the network keeps --anchors (the file's are reported when they differ)
-    report = load_params(net, path, '--transfer', TRANSFER_FIX.format(network=args.network),
+    report = load_params(net, path, '--transfer', transfer_fix(args.network),
                          anchors='network')
     mapping = net.reset_class(new_classes, reuse_spec(args.reuse_classes, old_classes,
                                                       new_classes),
