@@ -4,6 +4,6 @@ Importing ``gluontrain`` imports neither MXNet nor PyTorch; the backends live in
 ``gluontrain.mx`` and ``gluontrain.torch`` and are imported on demand.
 """
 from ._version import __version__
-from .registry import get_recipe, list_recipes, register_recipe
+from .registry import get_recipe, list_recipes
 
-__all__ = ['__version__', 'get_recipe', 'list_recipes', 'register_recipe']
+__all__ = ['__version__', 'get_recipe', 'list_recipes']

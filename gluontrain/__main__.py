@@ -1,18 +1,15 @@
 """``gluontrain train <recipe> [args]`` / ``python -m gluontrain train <recipe> [args]``.
 
 What a user can cause ends in one ``error: ...`` line (exit status 1) or, for Ctrl-C, one
-``interrupted at ...`` line (exit status 130), never a traceback: bad arguments and data
-(``ValueError``, ``FileNotFoundError``), outputs that cannot be written (``OSError`` of a
-read-only file system, a full disk, missing permissions, a file where a folder should be),
-an image file PIL cannot identify, a size that does not fit in memory (``MemoryError``), a
-recipe's ``sys.exit('message')``, a diverged run (``FloatingPointError`` from the NaN guard).
-A Ctrl-C that a library turned into an error of its own (MXNet) is still a Ctrl-C. Anything
-else is a bug and keeps its traceback.
+``interrupted at ...`` line (exit status 130), never a traceback (docs/recipes.md,
+"Checkpoints": bad arguments and data, unwritable outputs, a diverged run); so do an image
+file PIL cannot identify, a ``MemoryError``, a recipe's ``sys.exit('message')`` and a Ctrl-C
+that a library (MXNet) turned into an error of its own. Anything else is a bug and keeps its
+traceback.
 
 A recipe module may define ``OUTPUT_ARGUMENT`` (e.g. ``'--save-prefix'``), the argument the
 messages about unwritable outputs point to, and ``RESUME_ADVICE`` (``'... {path} ...'``), how
-the Ctrl-C line says to resume when the recipe has no ``--resume``.
-"""
+the Ctrl-C line says to resume when the recipe has no ``--resume``."""
 import contextlib
 import sys
 

@@ -80,13 +80,6 @@ def route(name, argv):
     return _BACKEND_ROUTES.get((name, backend), name)
 
 
-def register_recipe(name, module, summary=''):
-    """Register ``module`` (a dotted path) under ``name``, with a one-line ``summary`` for
-    ``gluontrain --help``; re-registering replaces it."""
-    _RECIPES[name] = module
-    _SUMMARIES[name] = summary
-
-
 def recipe_summary(name):
     """The one-line description of recipe ``name`` ('' when it has none)."""
     return _SUMMARIES.get(name, '')

@@ -1,6 +1,7 @@
 """The recipe registry and the contract's signatures (the seeds')."""
 import inspect
 import os
+import re
 import subprocess
 import sys
 
@@ -8,6 +9,8 @@ import pytest
 
 import gluontrain
 from gluontrain.registry import CONTRACT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SEED_SIGNATURES = {
     'get_dataset': ['dataset', 'args'],
@@ -19,7 +22,7 @@ SEED_SIGNATURES = {
 }
 
 
-@pytest.mark.parametrize('name', ['yolo3', 'ssd', 'frcnn', 'sgg', 'sgg-detector'])
+@pytest.mark.parametrize('name', gluontrain.list_recipes())
 def test_recipes_have_the_contract_with_seed_signatures(name):
     recipe = gluontrain.get_recipe(name)
     assert all(callable(getattr(recipe, f)) for f in CONTRACT)
@@ -29,8 +32,9 @@ def test_recipes_have_the_contract_with_seed_signatures(name):
 
 
 def test_unknown_recipe_lists_known_ones():
-    with pytest.raises(KeyError, match='known recipes: frcnn, sgg, sgg-detector, ssd, yolo3'):
+    with pytest.raises(KeyError) as info:
         gluontrain.get_recipe('nope')
+    assert 'known recipes: {}'.format(', '.join(gluontrain.list_recipes())) in str(info.value)
 
 
 def test_incomplete_recipe_is_rejected(monkeypatch):
@@ -52,14 +56,66 @@ RECIPE_LAYOUT = ('args', 'data', 'model', 'step', 'hooks', 'recipe', 'plots')
 RETIRED_NAMES = ('train', 'main', 'engine')
 
 
+def _section(path, heading):
+    """The text of the ``## heading`` section of a markdown file of the repository."""
+    with open(os.path.join(ROOT, path), encoding='utf-8') as f:
+        text = f.read()
+    start = text.index('\n## {}\n'.format(heading))
+    end = text.find('\n## ', start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def _documented_modules():
+    """``{module: row}`` of the module table of docs/recipes.md, "Adding a recipe"."""
+    rows = re.findall(r'^\| `(\w+)\.py` \|(.*)\|$', _section('docs/recipes.md', 'Adding a recipe'),
+                      re.M)
+    return dict(rows)
+
+
+def _present(folder, module):
+    return os.path.isfile(os.path.join(folder, module + '.py')) or os.path.isfile(
+        os.path.join(folder, module, '__init__.py'))
+
+
 @pytest.mark.parametrize('name', gluontrain.list_recipes())
 def test_every_recipe_package_has_the_same_layout(name):
     folder = os.path.dirname(gluontrain.get_recipe(name).__file__)
-    entries = set(os.listdir(folder))
+    assert [m for m in RECIPE_LAYOUT if not _present(folder, m)] == [], folder
+    assert [m for m in RETIRED_NAMES if _present(folder, m)] == [], folder
 
-    def present(module):
-        return module + '.py' in entries or os.path.isfile(
-            os.path.join(folder, module, '__init__.py'))
 
-    assert [m for m in RECIPE_LAYOUT if not present(m)] == [], folder
-    assert [m for m in RETIRED_NAMES if present(m)] == [], folder
+@pytest.mark.parametrize('name', gluontrain.list_recipes())
+def test_every_recipe_has_the_modules_adding_a_recipe_lists(name):
+    folder = os.path.dirname(gluontrain.get_recipe(name).__file__)
+    assert [m for m in _documented_modules() if not _present(folder, m)] == [], folder
+
+
+def test_adding_a_recipe_lists_the_checked_layout_and_contract():
+    modules = _documented_modules()
+    assert set(modules) == set(RECIPE_LAYOUT) | {'__init__'}
+    assert tuple(re.findall(r'`(\w+)`', modules['recipe'])) == CONTRACT
+
+
+def _layout_names(text):
+    """The dotted package names of a markdown text, ``gluontrain.x (`.a`, `.b`)`` expanded."""
+    names = set(re.findall(r'`(gluontrain(?:\.\w+)*)`', text))
+    for parent, subs in re.findall(r'`(gluontrain(?:\.\w+)*)` \(([^)]*)\)', text):
+        names.update(parent + sub for sub in re.findall(r'`(\.[\w.]+)`', subs))
+    return names
+
+
+def test_readme_and_the_recipe_doc_name_every_package_and_recipe():
+    packages = {os.path.relpath(folder, ROOT).replace(os.sep, '.')
+                for folder, _, files in os.walk(os.path.join(ROOT, 'gluontrain'))
+                if '__init__.py' in files} - {'gluontrain'}
+    readme = _section('README.md', 'Layout')
+    with open(os.path.join(ROOT, 'docs', 'recipes.md'), encoding='utf-8') as f:
+        doc = f.read()
+    assert sorted(packages - _layout_names(readme)) == [], 'README.md, Layout'
+    assert sorted(packages - _layout_names(doc)) == [], 'docs/recipes.md'
+    with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+        whole_readme = f.read()
+    for text, where in ((whole_readme, 'README.md'), (doc, 'docs/recipes.md')):
+        missing = [r for r in gluontrain.list_recipes()
+                   if '`{}`'.format(r) not in text and '| {} |'.format(r) not in text]
+        assert missing == [], where

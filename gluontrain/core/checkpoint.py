@@ -1,10 +1,6 @@
-"""Checkpoint files that survive a crash or Ctrl-C mid-write, in one format for every backend.
-
-A checkpoint is a pickled dict; the backend serialises its own pieces (parameters, optimizer or
-trainer state) to bytes and the core writes them with the loop position, best score, RNG
-states and arguments. Every file is written to a temporary name in the same folder, flushed
-to disk, then renamed over the target, so a reader sees either the old file or the new one.
-"""
+"""Checkpoint files in one format for every backend, written atomically (staged, flushed,
+renamed) and read with a restricted unpickler (docs/recipes.md, "Checkpoints";
+docs/checkpoints.md, "What a file may contain, and why nothing in it runs")."""
 import contextlib
 import errno
 import io
@@ -19,7 +15,7 @@ import numpy as np
 
 from . import streamed_pickle
 # what a file is: re-exported here, where the loaders have always found it
-from .file_kinds import (CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS, _MX_MAGIC,  # noqa: F401
+from .file_kinds import (CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS,  # noqa: F401
                          checkpoint_writer, file_kind, refuse_other_writer)
 from .signals import sigint_held
 
@@ -52,25 +48,9 @@ def _pid_alive(pid):
 
 
 def sweep_staged(path):
-    """Remove what killed runs left while staging files beside ``path``.
-
-    Removed: ``.{name}.{pid}-{random}.tmp`` files of the folder (any ``name``, so that the
-    interval weights a killed run was writing go too, although no later save has their
-    name) and the older ``.{basename}.{random}.tmp`` of ``path`` itself. A file is kept while
-    it is being written: staged by this process now, or named with the id of another live
-    process (another run writing to the same folder). Called by every staged write, so the
-    next save after a ``kill -9`` cleans up.
-
-    Parameters
-    ----------
-    path : str
-        A file about to be written; its folder is swept.
-
-    Returns
-    -------
-    list of str
-        The removed files.
-    """
+    """Remove the staging files (``.{name}.{pid}-{random}.tmp``, any ``name``) that killed runs
+    left in ``path``'s folder, and the older ``.{basename}.{random}.tmp`` of ``path``; keep
+    those staged by this process now or by another live one. Returns the removed files."""
     folder = os.path.dirname(os.path.abspath(path))
     # .{basename}.{pid}-{random}.tmp; names of gluontrain < 0.2 lack the {pid}-
     own = re.compile(r'^\.' + re.escape(os.path.basename(path))
@@ -133,15 +113,8 @@ def _write_error(error, path, folder):
 
 @contextlib.contextmanager
 def scratch_file(beside):
-    """Yield a temporary file name beside ``beside``, named as staged writes of it are, and
-    remove it afterwards; for library writers that only take a file name, when the bytes are
-    wanted (a killed run's leftover is swept by the next save of ``beside``).
-
-    Parameters
-    ----------
-    beside : str
-        A file path; the scratch file goes in its folder.
-    """
+    """Yield a temporary file name beside ``beside`` (a staging name, so a killed run's
+    leftover is swept) and remove it afterwards: for writers that only take a file name."""
     tmp = _new_staging_file(beside)
     _IN_FLIGHT.add(tmp)
     try:
@@ -154,13 +127,8 @@ def scratch_file(beside):
 
 @contextlib.contextmanager
 def _staged(path):
-    """Yield a temporary name beside ``path``; on success flush it to disk and rename it over
-    ``path``, on any exception (KeyboardInterrupt included) remove it.
-
-    Leftovers of earlier killed writes of ``path`` are removed first (:func:`sweep_staged`).
-    The file gets the process umask's mode. A write that fails because the place cannot be
-    written (read-only file system, disk full, no permission) raises ``OSError`` with
-    ``filename`` set to ``path`` (the original error chained).
+    """Yield a temporary name beside ``path``; on success fsync and rename it over ``path``, on
+    any exception remove it. A place that cannot be written raises ``OSError`` naming ``path``.
     """
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -189,17 +157,8 @@ def _staged(path):
 
 
 def atomic_write(path, write_fn, mode='wb'):
-    """Write ``path`` through ``write_fn(fileobj)`` so that it is replaced all at once.
-
-    Parameters
-    ----------
-    path : str
-        The final file name.
-    write_fn : callable
-        Receives an open file object and writes the content.
-    mode : str
-        ``'wb'`` or ``'w'``.
-    """
+    """Write ``path`` through ``write_fn(fileobj)`` (``mode`` ``'wb'`` or ``'w'``) so that it is
+    replaced all at once."""
     with _staged(path) as tmp:
         with open(tmp, mode) as f:
             write_fn(f)
@@ -207,8 +166,6 @@ def atomic_write(path, write_fn, mode='wb'):
 
 def atomic_save_file(path, save_fn):
     """Let a library writer that only takes a file name (``save_fn(tmp_name)``) write atomically.
-
-    Used for ``net.save_parameters`` / ``torch.save`` style APIs.
     """
     with _staged(path) as tmp:
         save_fn(tmp)
@@ -231,21 +188,18 @@ def save_checkpoint(path, params, trainer, epoch, iteration, best_score, args, e
     Parameters
     ----------
     path : str
-        File to write, conventionally ``{prefix}_last.ckpt``.
+        Conventionally ``{prefix}_last.ckpt``.
     params, trainer : bytes or StreamedBlob
-        The backend's serialised model parameters and optimizer/trainer state; a
-        :class:`~gluontrain.core.streamed_pickle.StreamedBlob` is written into the file as it
-        is produced (the same file; never whole in memory).
+        The backend's serialised parameters and optimizer/trainer state.
     epoch : int
         The last *finished* epoch; training resumes at ``epoch + 1``.
     iteration : int
-        Number of finished steps, so the LR schedule resumes at the right update.
+        Number of finished steps.
     best_score : float
-        Best validation score so far (what ``save_params`` compares against).
+        Best validation score so far.
     args : dict or argparse.Namespace
-        The run's arguments.
     extra : dict, optional
-        Anything else the recipe must restore (loss meters, sampler leftovers, ...).
+        Anything else the recipe must restore (hooks' state, sampler leftovers, ...).
     """
     payload = {
         'version': CHECKPOINT_VERSION, 'params': params, 'trainer': trainer,
@@ -299,16 +253,9 @@ def dumps_state(obj):
 
 
 def loads_state(blob, path, allow=None):
-    """Read :func:`dumps_state`'s bytes with the checkpoint's restricted unpickler.
-
-    ``allow(module, name) -> bool`` admits more globals: a backend's own classes that its
-    state blobs hold (the MXNet trainer's optimizer and arrays, :mod:`gluontrain.mx.blobs`).
-
-    Raises
-    ------
-    RefusedPickle
-        The bytes reference a global a checkpoint never holds (``path`` is named).
-    """
+    """Read :func:`dumps_state`'s bytes with the checkpoint's restricted unpickler;
+    ``allow(module, name) -> bool`` admits a backend's own classes (:mod:`gluontrain.mx.blobs`).
+    Raises :class:`RefusedPickle` (naming ``path``) for any other global."""
     return _RestrictedUnpickler(io.BytesIO(bytes(blob)), path, allow).load()
 
 
@@ -317,11 +264,8 @@ RESUME_IGNORED = ('resume', 'start_epoch', 'start_iter')
 
 
 def resume_changes(saved_args, args, must_match, path, ignored=RESUME_IGNORED, flag=None):
-    """Compare the arguments a checkpoint was written with to this run's.
-
-    What fixes the model or the meaning of the restored state (network, input size, dataset,
-    batch size: ``must_match``) must be the same; anything else the user may change on resume
-    (epochs, LR and its schedule, weight decay, momentum, intervals) and the recipe honours it.
+    """Compare the arguments a checkpoint was written with to this run's (docs/recipes.md,
+    "Checkpoints": resume that extends or changes a run).
 
     Parameters
     ----------
@@ -330,25 +274,23 @@ def resume_changes(saved_args, args, must_match, path, ignored=RESUME_IGNORED, f
     args : argparse.Namespace or dict
         This run's arguments.
     must_match : sequence of str
-        Argument names (``args``' attribute names) that must equal the checkpoint's.
+        Argument names that must equal the checkpoint's.
     path : str
         The checkpoint, named in the error.
     ignored : sequence of str
         Names never reported (``--resume`` itself, the start position it replaces).
     flag : callable, optional
-        ``flag(name) -> '--option'`` for the message (default ``'--' + name``; GluonCV's
-        scripts spell ``data_shape`` as ``--data-shape``).
+        ``flag(name) -> '--option'`` for the message (default ``'--' + name``).
 
     Returns
     -------
     list of str
-        ``'name: old -> new'`` for every other argument that differs (the recipe logs them as
-        ``changed on resume: ...``).
+        ``'--name: old -> new'`` for every other argument that differs.
 
     Raises
     ------
     ValueError
-        When a ``must_match`` argument differs: names the argument, both values and the file.
+        When a ``must_match`` argument differs (names it, both values and the file).
     """
     flag = flag or (lambda name: '--' + name)
     current = dict(vars(args)) if hasattr(args, '__dict__') else dict(args)
@@ -367,30 +309,10 @@ def resume_changes(saved_args, args, must_match, path, ignored=RESUME_IGNORED, f
 
 
 def resume_or_load(path, restore_fn, load_weights_fn, weights_kind):
-    """Resume from a checkpoint or start from weights, deciding by the file's content.
-
-    Parameters
-    ----------
-    path : str
-    restore_fn : callable
-        ``restore_fn(path)``: the backend's full restore (weights, optimizer, RNG, position).
-    load_weights_fn : callable
-        ``load_weights_fn(path)``: the backend's weights-only load.
-    weights_kind : str
-        The backend's weights kind (:data:`MX_PARAMS` or :data:`TORCH_WEIGHTS`); the other
-        backend's weights are refused.
-
-    Returns
-    -------
-    (kind, result)
-        ``kind`` is :data:`CHECKPOINT` or ``weights_kind``; ``result`` what the called function
-        returned.
-
-    Raises
-    ------
-    FileNotFoundError, ValueError
-        For a missing file, a hostile or foreign pickle, or the other backend's weights.
-    """
+    """Resume from a checkpoint (``restore_fn(path)``) or load weights
+    (``load_weights_fn(path)``), deciding by the file's content; the other backend's weights
+    (not ``weights_kind``) are refused. Returns ``(kind, result)`` (docs/recipes.md, "The
+    engine API", ``resume_or_load``)."""
     kind = file_kind(path)
     if kind == CHECKPOINT:
         return kind, restore_fn(path)
@@ -408,9 +330,7 @@ def load_checkpoint(path):
     FileNotFoundError
         When ``path`` does not exist.
     ValueError
-        When the file is not a gluontrain checkpoint (e.g. a ``.params`` weights file), or
-        holds anything a checkpoint never does (it is refused before any of it runs: the
-        outer dict is read with a restricted unpickler).
+        Not a gluontrain checkpoint, or it holds anything a checkpoint never does.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError('checkpoint {} does not exist; pass the {{prefix}}_last.ckpt file '

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ['COCOEvaluator', 'SUMMARY_NAME', 'mean_ap_name']
+__all__ = ['COCOEvaluator', 'SUMMARY_NAME', 'mean_ap_name', 'coco_ground_truth', 'run_coco_eval']
 
 SUMMARY_NAME = '~~~~ Summary metrics ~~~~\n'
 _IOU_LO, _IOU_HI = 0.5, 0.95
@@ -28,6 +28,51 @@ _IOU_LO, _IOU_HI = 0.5, 0.95
 def mean_ap_name(lo=_IOU_LO, hi=_IOU_HI):
     """The name of the last entry: ``'~~~~ MeanAP @ IoU=[0.50,0.95] ~~~~\\n'``."""
     return '~~~~ MeanAP @ IoU=[{:.2f},{:.2f}] ~~~~\n'.format(lo, hi)
+
+
+def coco_ground_truth(dataset):
+    """A pycocotools ``COCO`` of the ground-truth dict ``dataset`` (``images``,
+    ``annotations``, ``categories``), indexed without its prints."""
+    from pycocotools.coco import COCO  # pylint: disable=import-outside-toplevel
+    gt = COCO()
+    gt.dataset = dataset
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt.createIndex()
+    return gt
+
+
+def run_coco_eval(gt, results, img_ids=None, summarize=True, quiet=True):
+    """pycocotools' box evaluation, the one runner of every recipe's COCO AP: ``loadRes``,
+    ``COCOeval(gt, results, 'bbox')`` (on ``img_ids`` when given), ``evaluate``,
+    ``accumulate`` and, with ``summarize``, ``summarize``.
+
+    Parameters
+    ----------
+    gt : pycocotools.coco.COCO
+    results : list of dict or numpy.ndarray
+        COCO result records, or ``loadRes``' ``(N, 7)`` rows.
+    img_ids : sequence of int, optional
+    summarize : bool
+    quiet : bool
+        Capture pycocotools' prints (returned) instead of letting them reach stdout.
+
+    Returns
+    -------
+    (COCOeval, str)
+        The evaluation (``stats`` filled when summarized) and what pycocotools printed
+        (empty when not ``quiet``).
+    """
+    from pycocotools.cocoeval import COCOeval  # pylint: disable=import-outside-toplevel
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out) if quiet else contextlib.nullcontext():
+        coco_eval = COCOeval(gt, gt.loadRes(results), 'bbox')
+        if img_ids is not None:
+            coco_eval.params.imgIds = list(img_ids)
+        coco_eval.evaluate()
+        coco_eval.accumulate()
+        if summarize:
+            coco_eval.summarize()
+    return coco_eval, out.getvalue()
 
 
 def _data_shape(data_shape):
@@ -113,18 +158,13 @@ class COCOEvaluator:
 
     def evaluate(self):
         """``COCOeval`` of the detections so far (evaluated and accumulated)."""
-        from pycocotools.cocoeval import COCOeval  # pylint: disable=import-outside-toplevel
         if self._current_id != len(self._img_ids):
             warnings.warn('Recorded {} out of {} validation images, incomplete results'.format(
                 self._current_id, len(self._img_ids)))
         # an empty run still scores: one dummy detection of no class, as GluonCV pushes
         results = [dict(r) for r in self._results] or [
             {'image_id': self._img_ids[0], 'category_id': 0, 'bbox': [0, 0, 0, 0], 'score': 0}]
-        gt = self.dataset.coco
-        coco_eval = COCOeval(gt, gt.loadRes(results), 'bbox')
-        coco_eval.evaluate()
-        coco_eval.accumulate()
-        return coco_eval
+        return run_coco_eval(self.dataset.coco, results, summarize=False, quiet=False)[0]
 
     def get(self):
         """``(names, values)``: the summary text, AP per class, mean AP (see the module)."""

@@ -1,18 +1,15 @@
-"""What every recipe's ``train()`` assembles the same way: the run's file names
-(:class:`RunPaths`) and the default hook list (:func:`build_hooks`, detectron2's
-``build_hooks``).
-
-A recipe writes only its step, its recipe-specific hooks (LR schedule, mixup switch, ...),
-``validate``, ``save_params`` and the backend's checkpoint functions; this module orders them.
+"""What every recipe's ``train()`` assembles the same way: :class:`RunPaths`, the default
+hook list (:func:`build_hooks`) and the run (:func:`fit`) (docs/recipes.md, "The engine API").
 """
 import os
 from dataclasses import dataclass
+from typing import Optional
 
 from .hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
                     NaNGuardHook, ProgressHook, TensorBoardHook, ValidationHook,
-                    hooks_state_dict)
+                    hooks_state_dict, restore_hooks_state)
 from .distributed import BarrierHook, RankStateHook
-from .loop import Period
+from .loop import Period, TrainState, run_loop
 from .memory import ReleaseMemoryHook
 from .plots import CurvesHook
 
@@ -24,13 +21,8 @@ def _named(suffix, doc):
 
 @dataclass(frozen=True)
 class RunPaths:
-    """The files one run writes, all named from one prefix (GluonCV's ``--save-prefix``).
-
-    Attributes
-    ----------
-    prefix : str
-        E.g. ``'yolo3_darknet53_voc'`` or ``'weights/ssd300_VOC'``.
-    """
+    """The files one run writes, named from one prefix (GluonCV's ``--save-prefix``, e.g.
+    ``'weights/ssd300_VOC'``)."""
     prefix: str
 
     train_log = _named('_train.log', '``{prefix}_train.log``: the GluonCV-format text log.')
@@ -58,40 +50,18 @@ class RunPaths:
         return self
 
 
+#: Where a recipe hook may sit among the default hooks (its ``slot`` attribute).
+SLOTS = ('recipe', 'after_validation', 'after_best')
+
+
 def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_batches=None,
                 recipe_hooks=(), validate_fn=None, val_period=None, save_params_fn=None,
                 save_interval=0, best_after='epoch', checkpoint_fn=None, samples_hook=None,
                 curves_title=None, tensorboard='', tensorboard_interval=None, plots=True,
                 comm=None, rank_state=(None, None)):
-    """The default hook list of a recipe, in the order the hooks depend on each other.
-
-    Order, and why:
-
-    1. ``NaNGuardHook`` first: a non-finite step stops before any hook logs or records it.
-    2. ``LossMeterHook``: every later reader (log, metrics, curves, progress) sees this step.
-    3. ``recipe_hooks`` (LR schedule, mixup switch, iteration logging): they act on the step
-       before it runs, or log before validation does.
-    4. ``LogHook``: its epoch line precedes the validation block (GluonCV's log order) and it
-       writes ``state.epoch_time`` that the metrics line reads.
-    5. ``ValidationHook``: writes ``scores['val']``, ``state.current``, ``val_iteration``.
-    6. ``BestCheckpointHook``: reads ``state.current`` (so after validation), writes
-       ``state.best``.
-    7. ``MetricsJSONHook``, ``CurvesHook``, samples: read the epoch's validation; curves
-       come before the checkpoint so that the checkpoint carries this epoch's record.
-    8. ``CheckpointHook``: after every hook whose state it saves has updated it; writes
-       ``state.last_checkpoint`` (NaNGuard's message names it).
-    9. ``ProgressHook``, ``TensorBoardHook``: display only.
-    10. ``ReleaseMemoryHook`` after every hook that frees memory: what the step and the hooks
-        freed goes back to the system before the next step (:mod:`gluontrain.core.memory`).
-
-    In a distributed run (``comm`` of more than one rank) the list is the same on every rank;
-    ``run_loop(..., comm=comm)`` leaves the hooks with ``main_process_only`` (log, metrics,
-    curves, samples, weights, checkpoint, progress, TensorBoard) to rank 0. Two hooks are
-    added: a :class:`~gluontrain.core.distributed.RankStateHook` just before the checkpoint
-    (every rank's generators and data position go into rank 0's checkpoint) and a
-    :class:`~gluontrain.core.distributed.BarrierHook` last (no rank runs ahead of rank 0's
-    saving). Validation runs on every rank: ``validate_fn`` splits the split and gathers
-    (every rank gets the same score).
+    """The default hook list of a recipe, in dependency order (the order and why:
+    docs/recipes.md, "The engine API", ``build_hooks``; with several ranks: "Several
+    processes").
 
     Parameters
     ----------
@@ -102,20 +72,19 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     batch_size, log_interval, num_batches : int
         For the log's Speed figure, batch lines (0: none) and the progress bar.
     recipe_hooks : list of Hook
+        Placed by their ``slot`` (:data:`SLOTS`), in list order within a slot.
     validate_fn : callable, optional
         ``() -> (names, values)``; None: no validation.
     val_period : Period, optional
         When to validate (default every epoch).
     save_params_fn : callable, optional
-        ``(best_map, current, index, save_interval)``: the recipe's GluonCV ``save_params``
-        with net and prefix bound (see :class:`~gluontrain.core.hooks.BestCheckpointHook`).
+        ``(best_map, current, index, save_interval)``: the recipe's bound ``save_params``.
     save_interval : int
     best_after : {'epoch', 'validation'}
     checkpoint_fn : callable, optional
-        ``(state, hooks_state) -> path``: writes the full checkpoint with ``hooks_state`` (a
-        dict for :func:`~gluontrain.core.hooks.load_hooks_state_dict`) in its ``extra``.
+        ``(state, hooks_state) -> path``: the full checkpoint, ``hooks_state`` in its ``extra``.
     samples_hook : Hook, optional
-        The recipe's sample-picture hook (a :class:`~gluontrain.core.plots.SamplesHook`).
+        The recipe's :class:`~gluontrain.core.plots.SamplesHook`.
     curves_title : str, optional
     tensorboard : str
         Log folder; '' for none.
@@ -126,22 +95,26 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     comm : gluontrain.core.distributed.Comm, optional
         The run's communicator (None or a world of one: a single-process list).
     rank_state : (collect_fn, restore_fn)
-        The backend's per-rank state for :class:`~gluontrain.core.distributed.RankStateHook`
-        (torch's generators), used with ``comm`` of more than one rank.
+        The backend's per-rank state (torch's generators) for ``RankStateHook``.
 
     Returns
     -------
     list of Hook
     """
+    unknown = [h for h in recipe_hooks if h.slot not in SLOTS]
+    if unknown:
+        raise ValueError('hook slot {!r} is not one of {}'.format(unknown[0].slot, SLOTS))
     hooks = [NaNGuardHook(), LossMeterHook(meter)]
-    hooks += list(recipe_hooks)
+    hooks += [h for h in recipe_hooks if h.slot == 'recipe']
     hooks.append(LogHook(meter, log_file=paths.train_log, log_interval=log_interval,
                          batch_size=batch_size, header=list(header)))
     if validate_fn is not None:
         hooks.append(ValidationHook(validate_fn, period=val_period or Period(epochs=1)))
+    hooks += [h for h in recipe_hooks if h.slot == 'after_validation']
     if save_params_fn is not None:
         hooks.append(BestCheckpointHook(save_params_fn, save_interval, after=best_after,
                                         log_path=paths.best_map_log))
+    hooks += [h for h in recipe_hooks if h.slot == 'after_best']
     hooks.append(MetricsJSONHook(paths.metrics, meter))
     if plots:
         hooks.append(CurvesHook(paths.curves, meter, history=paths.metrics, title=curves_title))
@@ -161,3 +134,31 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     if distributed:
         hooks.append(BarrierHook(comm))
     return hooks
+
+
+@dataclass
+class Restored:
+    """A checkpoint a backend restored: its ``path``, the saved ``payload`` (``'epoch'``,
+    ``extra['hooks']``) and the loop ``state`` at it; where :func:`fit` resumes from."""
+    path: str
+    payload: dict
+    state: TrainState
+
+
+def fit(step, train_data, hooks, start_epoch=0, epochs=None, state=None, max_iter=None,
+        comm=None, restored: Optional[Restored] = None) -> TrainState:
+    """Every recipe's run: resume from ``restored``, :func:`~gluontrain.core.loop.run_loop`,
+    then ``FloatingPointError(state.stop_reason)`` for a run the NaN guard stopped
+    (docs/recipes.md, "The engine API", ``fit``). The other arguments are ``run_loop``'s."""
+    if restored is not None:
+        state = restored.state
+        restore_hooks_state(hooks, restored.payload)
+        state.resumed_from = state.last_checkpoint = restored.path
+        if epochs is not None:
+            start_epoch = restored.payload['epoch'] + 1
+        else:
+            start_epoch, state.resume_batch = divmod(state.iteration, max(len(train_data), 1))
+    state = run_loop(step, train_data, hooks, start_epoch, epochs, state, max_iter, comm)
+    if state.nonfinite:
+        raise FloatingPointError(state.stop_reason)
+    return state

@@ -1,23 +1,11 @@
-"""Several processes, one loop: the backend-neutral side of data-parallel training.
+"""Several processes, one loop: the backend-neutral side of data-parallel training
+(docs/recipes.md, "Several processes: one mechanism for torch.distributed and Horovod").
 
-A run of ``N`` processes (``torchrun``, ``horovodrun``) runs :func:`~gluontrain.core.loop.
-run_loop` in every process with the same hooks. What differs between ranks is decided in
-one place:
-
-- :class:`Comm` is what the engine needs from the backend's communication library (rank,
-  world size, barrier, mean of named numbers, gathering and broadcasting picklable objects).
-  :class:`LocalComm` is the world of one; ``gluontrain.torch.distributed.TorchComm``
-  (``torch.distributed``) and ``gluontrain.mx.distributed.HorovodComm`` (Horovod) are the
-  real ones. The engine never imports a framework.
-- Hooks that write files or draw on the screen set ``main_process_only = True``;
-  :func:`~gluontrain.core.loop.run_loop` leaves them out on every rank but 0
-  (``TrainState.is_main``). It is the only mechanism: the recipes build the same hook list on
-  every rank and pass their ``Comm`` to ``run_loop`` and ``build_hooks``.
-- :class:`BarrierHook` keeps the ranks together after saving; :class:`RankStateHook` gathers
-  what each rank alone knows (its random generators, its data position) into rank 0's
-  checkpoint and hands every rank its own part back on resume; :class:`SetEpochHook` tells a
-  distributed sampler the epoch, so every epoch is a new shuffle with disjoint shards.
-"""
+:class:`Comm` is what the engine needs from the backend's communication library;
+:class:`LocalComm` is the world of one (``gluontrain.torch.distributed.TorchComm`` and
+``gluontrain.mx.distributed.HorovodComm`` are the real ones, and the engine never imports a
+framework). :class:`BarrierHook`, :class:`RankStateHook` and :class:`SetEpochHook` are the
+hooks a run of several processes adds."""
 from .checkpoint import get_rng_states, set_rng_states
 from .hooks import get_logger, hooks_state_dict, load_hooks_state_dict
 from .loop import Hook

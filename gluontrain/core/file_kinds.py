@@ -2,12 +2,12 @@
 YOLOv3 backend wrote a checkpoint: the dispatch every loader starts with."""
 import os
 
-__all__ = ['CHECKPOINT', 'MX_PARAMS', 'TORCH_WEIGHTS', 'file_kind', 'checkpoint_writer',
-           'refuse_other_writer']
+__all__ = ['CHECKPOINT', 'MX_PARAMS', 'TORCH_WEIGHTS', 'MX_MAGIC', 'file_kind',
+           'checkpoint_writer', 'refuse_other_writer']
 
 CHECKPOINT, MX_PARAMS, TORCH_WEIGHTS = 'checkpoint', 'mxnet-params', 'torch-weights'
 # NDArray::Save's list magic (kMXAPINDArrayListMagic = 0x112), little-endian uint64
-_MX_MAGIC = (0x112).to_bytes(8, 'little')
+MX_MAGIC = (0x112).to_bytes(8, 'little')
 
 
 def file_kind(path):
@@ -32,7 +32,7 @@ def file_kind(path):
                                 'a weights file'.format(path))
     with open(path, 'rb') as f:
         head = f.read(8)
-    if head == _MX_MAGIC:
+    if head == MX_MAGIC:
         return MX_PARAMS
     if head[:4] == b'PK\x03\x04':
         return TORCH_WEIGHTS
@@ -52,7 +52,7 @@ def checkpoint_writer(payload):
     weights blob: ``'mxnet'`` (MXNet ``.params`` bytes), ``'torch'`` (a ``torch.save`` zip)
     or ``None``."""
     head = bytes(memoryview(payload.get('params') or b'')[:8])
-    if head == _MX_MAGIC:
+    if head == MX_MAGIC:
         return 'mxnet'
     if head[:4] == b'PK\x03\x04':
         return 'torch'

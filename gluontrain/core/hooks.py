@@ -1,8 +1,5 @@
-"""Hooks for :func:`gluontrain.core.loop.run_loop`: everything around the training step.
-
-The log lines are GluonCV's (``[Epoch e][Batch b], LR: ..., Speed: ... samples/sec, Name=v``),
-so logs from every recipe read like the reference scripts' logs.
-"""
+"""Hooks for :func:`gluontrain.core.loop.run_loop`: everything around the training step, with
+GluonCV's log lines (docs/recipes.md, "The engine API")."""
 import json
 import logging
 import os
@@ -29,11 +26,8 @@ def _fmt_losses(means):
 
 
 class LossMeterHook(Hook):
-    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step.
-
-    The epoch means restart at every epoch, except for the first epoch of a run resumed inside
-    it (``state.resume_batch``), whose restored meter already holds the done batches.
-    """
+    """Feeds ``state.outputs['losses']`` into a :class:`LossMeter` after every step; epoch
+    means restart each epoch, except the first of a mid-pass resume."""
 
     def __init__(self, meter=None):
         self.meter = meter if meter is not None else LossMeter()
@@ -59,14 +53,12 @@ class LogHook(Hook):
     Parameters
     ----------
     meter : LossMeter
-        Source of the loss values.
     log_file : str or None
-        Text log; opened in append mode like ``logging.FileHandler``.
+        Text log, appended to.
     log_interval : int
-        Log every ``log_interval`` batches (0 disables batch lines).
+        Log every ``log_interval`` batches (0: no batch lines).
     batch_size : int
-        Samples per step, for the Speed figure (GluonCV divides ``args.batch_size`` by the
-        time since the previous batch ended).
+        Samples per step, for the Speed figure (as GluonCV: since the previous batch ended).
     header : list of str
         Lines logged first (GluonCV logs the args Namespace).
     """
@@ -133,25 +125,9 @@ class LogHook(Hook):
 
 
 class ValidationHook(Hook):
-    """Runs ``validate_fn()`` every ``val_interval`` epochs, or on any :class:`Period`, and
-    publishes the score.
-
-    ``validate_fn`` returns ``(names, values)`` with the main metric last, as GluonCV's
-    ``validate`` does. It sets ``state.scores['val']``, ``state.current`` (the main metric;
-    0.0 at the end of epochs without validation, as the reference passes to ``save_params``)
-    and ``state.val_iteration``.
-
-    Parameters
-    ----------
-    validate_fn : callable
-        ``validate_fn() -> (names, values)``.
-    val_interval : int
-        Every ``val_interval`` epochs (GluonCV's ``--val-interval``); ignored when ``period``
-        is given.
-    period : Period, optional
-        E.g. ``Period(iterations=5000, at_max_iter=True)`` for an iteration-based recipe;
-        the log line then reads ``[Iter N] Validation:``.
-    """
+    """Runs ``validate_fn() -> (names, values)`` (main metric last) every ``val_interval``
+    epochs, or on ``period`` (a :class:`Period`), and sets ``scores['val']``, ``current`` and
+    ``val_iteration``."""
 
     def __init__(self, validate_fn, val_interval=1, period=None):
         self.validate_fn = validate_fn
@@ -182,25 +158,9 @@ class ValidationHook(Hook):
 
 
 class BestCheckpointHook(Hook):
-    """Owns the best score and calls the recipe's GluonCV-style ``save_params`` with it.
-
-    ``save_fn(best_map, current, index, save_interval)`` is the recipe's ``save_params`` with
-    its net and prefix bound; ``best_map`` is the one-element list GluonCV's function updates
-    in place (so the function, its file names and its ``0``-never-saves rule stay the contract).
-
-    Parameters
-    ----------
-    save_fn : callable
-    save_interval : int
-        Passed through (interval files every ``save_interval`` epochs).
-    after : {'epoch', 'validation'}
-        ``'epoch'``: after every epoch with ``state.current`` (0.0 without validation), as
-        GluonCV's loop; ``'validation'``: right after each validation, indexed by iteration
-        (iteration-based recipes such as SSD).
-    log_path : str, optional
-        The ``{prefix}_best_map.log`` that ``save_fn`` appends to: a run first drops its
-        lines past its start (epochs from the start epoch on, or iterations past the restored
-        one), which it writes again.
+    """Owns the best score and calls the recipe's GluonCV-style
+    ``save_fn(best_map, current, index, save_interval)`` with it (docs/recipes.md, "The engine
+    API"); ``log_path``, the ``{prefix}_best_map.log``, first loses the lines this run rewrites.
     """
     main_process_only = True  # writes weights files; state.best is rank 0's
 
@@ -257,14 +217,8 @@ class CheckpointHook(Hook):
 
 
 def truncate_best_map_log(path, last_index):
-    """Drop the lines of a ``{prefix}_best_map.log`` (``'{index:04d}:\\t{map:.4f}'``) whose
-    index is past ``last_index`` (atomically; other lines are kept).
-
-    Returns
-    -------
-    int
-        The number of lines dropped.
-    """
+    """Drop (atomically) the lines of a ``{prefix}_best_map.log`` whose index is past
+    ``last_index``; returns how many."""
     def keep(line):
         try:
             return int(line.split(':', 1)[0]) <= last_index
@@ -291,10 +245,8 @@ def hooks_state_dict(hooks):
 
 
 def load_hooks_state_dict(hooks, states):
-    """Give every hook its entry of :func:`hooks_state_dict`'s output (hooks without one, e.g.
-    added since the checkpoint was written, keep their fresh state). A renamed hook lists its
-    earlier class names in ``former_names``, so that checkpoints written before the rename
-    resume exactly too."""
+    """Give every hook its entry of :func:`hooks_state_dict`'s output (hooks without one keep
+    their fresh state); a renamed hook lists its old class names in ``former_names``."""
     for key, hook in zip(_hook_keys(hooks), hooks):
         number = key[len(type(hook).__name__):]
         names = (type(hook).__name__,) + tuple(getattr(hook, 'former_names', ()))
@@ -304,11 +256,8 @@ def load_hooks_state_dict(hooks, states):
 
 
 def restore_hooks_state(hooks, payload):
-    """Give ``hooks`` their state from a checkpoint payload (``extra['hooks']``).
-
-    Checkpoints written before hooks kept their own state hold the loss meter as
-    ``extra['meter']`` and the best score as ``best_score``; they are read too.
-    """
+    """Give ``hooks`` their state from a checkpoint payload (``extra['hooks']``, or older
+    checkpoints' ``extra['meter']`` and ``best_score``)."""
     extra = payload.get('extra') or {}
     if 'hooks' in extra:
         load_hooks_state_dict(hooks, extra['hooks'])
@@ -321,17 +270,8 @@ def restore_hooks_state(hooks, payload):
 
 def unfinished_epoch(state, last_closed_epoch, meter):
     """True when the run stopped after some steps of ``state.epoch`` but before its
-    ``after_epoch`` (an iteration-based recipe's ``max_iter``, a NaN stop, Ctrl-C), so hooks
-    that record epochs should record this partial one in ``after_train``.
-
-    Parameters
-    ----------
-    state : TrainState
-    last_closed_epoch : int or None
-        The last epoch the hook recorded.
-    meter : LossMeter
-        Reset at every epoch start: it holds a finite mean only once a step of this epoch ran.
-    """
+    ``after_epoch``, so a hook that recorded up to ``last_closed_epoch`` records this partial
+    one in ``after_train`` (``meter`` holds a finite epoch mean once a step of it ran)."""
     return (bool(state.outputs) and last_closed_epoch != state.epoch
             and any(v == v for v in meter.epoch().values()))
 
@@ -350,15 +290,9 @@ def epoch_record(state, meter):
 
 
 class MetricsJSONHook(Hook):
-    """Appends one JSON line per epoch (losses, lr, time, validation) to ``path``; a run that
-    stops inside an epoch adds a line for it marked ``"partial": true``.
-
-    A resumed run (:func:`~gluontrain.core.loop.resuming`) first drops the rows the
-    interrupted run wrote after the checkpoint (``iteration`` beyond the restored one, and
-    partial rows of the epochs it runs again), so every epoch has one row; a run that is not
-    resumed drops the rows of the epochs it runs (from its start epoch on). Every row is
-    added by rewriting the file through a staged copy: a kill or a full disk leaves the
-    previous rows, never half a line.
+    """Appends one JSON line per epoch to ``path`` (``"partial": true`` for an epoch the run
+    stopped inside), after dropping the rows this run writes again (:func:`truncate_metrics`;
+    docs/recipes.md, "Checkpoints"). Each row is an atomic rewrite: never half a line.
     """
     main_process_only = True  # writes metrics.jsonl
 
@@ -389,17 +323,9 @@ class MetricsJSONHook(Hook):
 
 
 def truncate_metrics(path, iteration, start_epoch):
-    """Drop the rows of ``path`` (a metrics.jsonl) that a run resuming at ``iteration`` and
-    ``start_epoch`` writes again: rows past ``iteration``, and partial rows of epochs from
-    ``start_epoch`` on (``iteration`` None, a run that restored no position: every row of an
-    epoch from ``start_epoch`` on). The file is rewritten atomically; a missing file is left
-    alone.
-
-    Returns
-    -------
-    int
-        The number of rows dropped.
-    """
+    """Drop (atomically) the rows of a metrics.jsonl that a run resuming at ``iteration`` and
+    ``start_epoch`` writes again: rows past ``iteration`` and partial rows from ``start_epoch``
+    on (``iteration`` None: every row from ``start_epoch`` on). Returns how many."""
     def keep(line):
         try:
             row = json.loads(line)
@@ -413,11 +339,8 @@ def truncate_metrics(path, iteration, start_epoch):
 
 
 class NaNGuardHook(Hook):
-    """Stops training at the first step whose loss is NaN or infinite.
-
-    The stop reason names the iteration, the loss values and the last good checkpoint, and
-    ``state.nonfinite`` is set so the recipe can raise after ``after_train`` ran.
-    """
+    """Stops at the first NaN/infinite loss, naming the position, the values and the last good
+    checkpoint, and sets ``state.nonfinite`` (:func:`~gluontrain.core.defaults.fit` raises)."""
 
     def after_batch(self, state):
         losses = state.outputs.get('losses', {})
@@ -442,10 +365,8 @@ def progress_enabled():
 
 
 class ProgressHook(Hook):
-    """A ``tqdm.auto`` bar per epoch: samples done, samples/sec, the epoch's ETA, the losses.
-
-    Redrawn at most every ``mininterval`` seconds; off unless on a terminal or in a notebook.
-    """
+    """A ``tqdm.auto`` bar per epoch (samples, speed, ETA, losses), at most every
+    ``mininterval`` seconds; off unless on a terminal or in a notebook."""
     main_process_only = True  # draws on the terminal
 
     def __init__(self, num_batches=None, batch_size=1, enabled=None, mininterval=1.0,

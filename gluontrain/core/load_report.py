@@ -1,12 +1,9 @@
-"""What a weights file filled in a model: detectron2-style load reports, for every backend.
+"""What a weights file filled in a model: detectron2-style load reports, for every backend
+(docs/checkpoints.md).
 
-A file either loads what it should or says what it did not. :func:`compare` matches the
-target's ``{key: shape}`` with the file's and returns a :class:`LoadReport` ("loaded N of M
-tensors", missing / unexpected keys grouped by prefix as detectron2's checkpointer prints
-them, shape mismatches named); :func:`check` turns a report that loaded nothing (a file of
-another recipe, every key renamed) or, unless partial loads are allowed, one that left
-tensors unfilled into one :class:`WeightsLoadError` line that names the file, what it looks
-like and the fix. Backend-neutral: keys are strings, shapes tuples of int (numpy only).
+:func:`compare` gives a :class:`LoadReport`; :func:`check` turns one that loaded nothing or,
+unless partial loads are allowed, left tensors unfilled into one :class:`WeightsLoadError` line.
+Backend-neutral: keys are strings, shapes tuples of int (numpy only).
 """
 import re
 import warnings
@@ -32,17 +29,8 @@ def _fmt_shape(shape):
 
 
 def group_keys(keys):
-    """Keys sharing a prefix in one string, as detectron2's checkpointer logs them.
-
-    Parameters
-    ----------
-    keys : iterable of str
-
-    Returns
-    -------
-    list of str
-        Sorted; ``['a.b.bias', 'a.b.weight', 'c']`` gives ``['a.b.{bias, weight}', 'c']``.
-    """
+    """Sorted keys, those sharing a prefix in one string as detectron2's checkpointer logs them:
+    ``['a.b.bias', 'a.b.weight', 'c']`` gives ``['a.b.{bias, weight}', 'c']``."""
     # detectron2's grouping: the prefix is everything up to the last '.'
     groups = {}
     for key in keys:
@@ -54,15 +42,9 @@ def group_keys(keys):
 
 
 def matches_ignore(key, ignore):
-    """Whether ``key`` is one :func:`compare` should not expect in the file.
-
-    Parameters
-    ----------
-    key : str
-    ignore : callable or iterable of str
-        A predicate, or suffixes: a key matches a suffix ``s`` when it is ``s`` or ends in
-        ``'.' + s`` (``num_batches_tracked`` matches ``bn1.num_batches_tracked``).
-    """
+    """Whether :func:`compare` should not expect ``key`` in the file: ``ignore`` is a predicate,
+    or suffixes (``s`` matches ``s`` and ``*.s``: ``num_batches_tracked`` matches
+    ``bn1.num_batches_tracked``)."""
     if callable(ignore):
         return bool(ignore(key))
     return any(key == s or key.endswith('.' + s) for s in ignore)
@@ -81,20 +63,17 @@ class LoadReport:
     source : str
         The file, as the user gave it.
     total : int
-        Target tensors (parameters and buffers) the file was expected to fill: every target
-        key but the ``ignored`` ones. ``total == len(loaded) + len(missing) + len(mismatched)``.
-    loaded : list of str
-        Target keys filled.
-    missing : list of str
-        Target keys the file has no tensor for.
+        Target tensors expected from the file (``ignored`` excepted):
+        ``len(loaded) + len(missing) + len(mismatched)``.
+    loaded, missing : list of str
+        Target keys filled; target keys the file has no tensor for.
     unexpected : list of str
         File keys no target key uses.
     mismatched : list of (str, tuple, tuple)
-        ``(target key, target shape, file shape)`` of tensors not loaded for their shape.
+        ``(target key, target shape, file shape)`` not loaded for their shape.
     ignored : list of str
-        Target keys deliberately not expected in the file and absent from it (e.g.
-        ``num_batches_tracked``, which InPlaceABN and old checkpoints lack); an ignored key
-        the file has is loaded as any other.
+        Target keys not expected and absent (e.g. ``num_batches_tracked``, which InPlaceABN
+        and old checkpoints lack); an ignored key the file has is loaded as any other.
     file_keys : list of str
         Every key of the file (for :func:`guess_origin`).
     mapping : dict
@@ -158,27 +137,12 @@ class LoadReport:
 
 
 def compare(target_shapes, file_shapes, source, mapping=None, ignore=()):
-    """Match a target's tensors with a file's, by name and shape.
+    """The :class:`LoadReport` of matching a target's tensors with a file's, by name and shape.
 
-    Parameters
-    ----------
-    target_shapes : dict
-        ``{key: shape}`` of the model or module to fill.
-    file_shapes : dict
-        ``{key: shape}`` of the file; a shape of ``None`` (an entry that is no tensor) never
-        matches.
-    source : str
-        The file, for the messages.
-    mapping : dict, optional
-        ``{target key: file key}`` where the names differ; other target keys are looked up
-        under their own name, and a target key mapped to ``None`` has no source.
-    ignore : callable or iterable of str
-        Target keys matching it (:func:`matches_ignore`) that the file lacks are ``ignored``,
-        never ``missing``.
-
-    Returns
-    -------
-    LoadReport
+    ``target_shapes`` / ``file_shapes``: ``{key: shape}`` (a file shape ``None``, no tensor,
+    never matches); ``mapping``: ``{target key: file key}`` where names differ (``None``: no
+    source); target keys matching ``ignore`` (:func:`matches_ignore`) that the file lacks are
+    ``ignored``, not ``missing``.
     """
     mapping = dict(mapping or {})
     file_shapes = {k: _shape(v) for k, v in file_shapes.items()}
@@ -245,18 +209,8 @@ _ORIGINS = (
 
 
 def guess_origin(keys):
-    """What a file's key set looks like, for error messages.
-
-    Parameters
-    ----------
-    keys : iterable of str
-        The file's keys (a ``module.`` prefix on every key, as DDP saves, is ignored).
-
-    Returns
-    -------
-    str or None
-        E.g. ``'an ssd.pytorch SSD300 state_dict'``; ``None`` for no known layout.
-    """
+    """What a file's keys look like (e.g. ``'an ssd.pytorch SSD300 state_dict'``) for error
+    messages, ignoring a DDP ``module.`` prefix; ``None`` for no known layout."""
     keys = _strip_prefix([str(k) for k in keys], 'module.')
     if not keys:
         return None
@@ -273,24 +227,9 @@ def _preview(keys, limit=_ERROR_GROUPS):
 
 
 def warn_nonfinite(arrays, keys, what, source):
-    """Warn, in one line, when tensors a load filled hold NaN or inf: such weights make the
-    first forward pass non-finite, and a training run started from them stops at once with a
-    message about the learning rate (the NaN guard cannot tell the two apart).
-
-    Parameters
-    ----------
-    arrays : mapping
-        ``{key: array}`` (numpy, or anything ``numpy.asarray`` reads).
-    keys : iterable of str
-        The keys that were loaded.
-    what, source : str
-        The argument and the file, for the message.
-
-    Returns
-    -------
-    list of str
-        The keys holding non-finite values.
-    """
+    """Warn in one line when loaded tensors hold NaN or inf (a run from them stops at once
+    with a message about the learning rate: the NaN guard cannot tell the two apart); return
+    those keys. ``arrays``: ``{key: array}``; ``what``, ``source``: argument and file."""
     import numpy as np  # pylint: disable=import-outside-toplevel
     bad = [k for k in keys if k in arrays and arrays[k] is not None
            and np.issubdtype(np.asarray(arrays[k]).dtype, np.floating)
@@ -303,32 +242,25 @@ def warn_nonfinite(arrays, keys, what, source):
 
 
 def check(report, what, fix, allow_partial=False, allow_unexpected=True):
-    """Refuse a load that filled nothing or, unless ``allow_partial``, not everything.
+    """Refuse a load that filled nothing or, unless ``allow_partial``, not everything; return
+    ``report`` when accepted.
 
     Parameters
     ----------
-    report : LoadReport
     what : str
-        What the file was given as, e.g. ``'--resume'`` or ``'--basenet'``; starts the message.
+        What the file was given as (``'--resume'``); starts the message.
     fix : str
         What the user should do instead; ends the message.
     allow_partial : bool, default False
-        Accept missing and wrong-shape tensors (they stay reported); a load of zero tensors
-        is refused anyway.
+        Accept missing and wrong-shape tensors (a load of zero tensors is refused anyway).
     allow_unexpected : bool, default True
-        Accept file tensors the target does not use (they stay reported); ``False`` is
-        ``load_state_dict(strict=True)``'s rule.
-
-    Returns
-    -------
-    LoadReport
-        ``report``, when accepted.
+        Accept unused file tensors; ``False`` is ``load_state_dict(strict=True)``'s rule.
 
     Raises
     ------
     WeightsLoadError
-        One line naming the file, the counts, what the file looks like (zero loaded) or the
-        first unfilled keys (partial), and ``fix``.
+        One line: the file, the counts, what it looks like (zero loaded) or the first unfilled
+        keys, and ``fix``.
     """
     if report.total and not report.loaded:
         origin = guess_origin(report.file_keys)

@@ -1,12 +1,5 @@
-"""The backend-neutral training loop: epochs, batches, one step per batch, hooks around it.
-
-Everything a recipe does besides forward/loss/backward/update (LR warm-up, validation,
-save_params, logging, progress) is a hook. The loop only orders the calls; it never touches a
-framework, so MXNet and PyTorch recipes share it.
-
-A run is bounded by epochs (GluonCV's ``range(start_epoch, epochs)``), by an iteration budget
-(``max_iter``, as detectron2's ``train(start_iter, max_iter)`` and ssd.pytorch), or by both.
-"""
+"""The backend-neutral training loop: epochs and/or an iteration budget, one step per batch,
+hooks around it (docs/recipes.md, "Data flow" and "The engine API")."""
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -18,68 +11,9 @@ EVENTS = ('before_train', 'before_epoch', 'before_batch', 'after_batch', 'after_
 
 @dataclass
 class TrainState:
-    """What the loop and its hooks share during one run.
-
-    Every field has one writer (named below); hooks that read a field must come after its
-    writer in the hook list (see :func:`gluontrain.core.defaults.build_hooks`).
-
-    Attributes
-    ----------
-    start_epoch, epochs : int
-        The epoch range of this run (``epochs`` is None for a run bounded by ``max_iter`` only).
-    max_iter : int or None
-        The iteration budget (None: epochs only). Written by :func:`run_loop`.
-    epoch : int
-        The current epoch (the first is ``start_epoch``).
-    batch : int
-        Index of the current batch within its epoch.
-    iteration : int
-        Number of finished steps since the very first epoch (restored on resume).
-    outputs : dict
-        What the step returned for the last batch (losses, batch size, lr, ...).
-    scores : dict
-        Named results hooks publish for others. ``scores['val']`` (``(names, values)``, main
-        metric last) is the validation of the current epoch only: the loop clears it when an
-        epoch starts, so hooks never see an earlier epoch's score as this one's.
-    current : float
-        Main metric of the validation that ran in this event, 0.0 on epochs without one (what
-        GluonCV passes to ``save_params``). Written by ``ValidationHook``.
-    val_iteration : int
-        ``iteration`` at the last validation (-1: none yet). Written by ``ValidationHook``.
-    best : float
-        Best validation score so far. Written by ``BestCheckpointHook`` (restored on resume);
-        in a distributed run on rank 0 only, the rank that saves the best weights (the other
-        ranks know ``current``: validation runs on all of them).
-    epoch_time : float or None
-        Seconds the last finished epoch took. Written by ``LogHook``.
-    last_checkpoint : str or None
-        The last full checkpoint written. Written by ``CheckpointHook``.
-    nonfinite : bool
-        A step returned a NaN or infinite loss. Written by ``NaNGuardHook``; the recipe raises
-        after ``after_train`` ran.
-    should_stop : bool
-        Set by any hook (or the iteration budget) to end training after the current event;
-        ``after_train`` still runs.
-    stop_reason : str
-        Why ``should_stop`` was first set (a later stop, e.g. the budget after a NaN stop,
-        keeps it).
-    resumed_from : str or None
-        The checkpoint this run resumed from (None: a fresh run). Written by the recipe when it
-        restores; ``LogHook`` marks the resume point in the log, ``MetricsJSONHook`` drops the
-        rows the interrupted run wrote after it.
-    resume_batch : int
-        Batches of ``start_epoch`` a mid-pass checkpoint had already trained (0: the run
-        starts at a pass boundary). The loop numbers that epoch's batches from it; the train
-        data must leave those batches out (``gluontrain.torch.passes``). Written by the
-        recipe on restore.
-    resume_changes : list of str
-        The arguments this resumed run changed from the checkpoint's (``'--epochs: 2 -> 4'``),
-        honoured by the recipe; ``LogHook`` logs them as ``changed on resume: ...``.
-    rank, world_size : int
-        This process's place in a distributed run (0 and 1 alone). Written by :func:`run_loop`
-        from its ``comm`` (or by the recipe); hooks with ``main_process_only`` run on rank 0
-        only (:mod:`gluontrain.core.distributed`).
-    """
+    """What the loop and its hooks share during one run. Each field has one writer, and its
+    readers come after that writer in the hook list (docs/recipes.md, "The engine API": the
+    ``TrainState`` table)."""
     start_epoch: int = 0
     epochs: Optional[int] = 0
     max_iter: Optional[int] = None
@@ -108,11 +42,7 @@ class TrainState:
         return self.rank == 0
 
     def stop(self, reason):
-        """Ask the loop to stop after the hooks of the current event have run.
-
-        The first reason wins: a NaN stop followed by the iteration budget still reads as the
-        NaN stop.
-        """
+        """Ask the loop to stop after the hooks of the current event; the first reason wins."""
         if not self.should_stop:
             self.stop_reason = reason
         self.should_stop = True
@@ -127,18 +57,15 @@ def resuming(state):
 
 
 class Hook:
-    """Base class: override any of the event methods; each receives the :class:`TrainState`.
+    """Base class: override any event method; each receives the :class:`TrainState`.
 
-    A hook that keeps state a resumed run needs (meters, best score, curve history) returns it
-    from :meth:`state_dict` and takes it back in :meth:`load_state_dict`, as detectron2's
-    ``HookBase``; :func:`gluontrain.core.hooks.hooks_state_dict` collects them into the
-    checkpoint.
-
-    A hook that writes files or displays something sets the class attribute
-    ``main_process_only = True``: in a distributed run :func:`run_loop` gives it to rank 0
-    only. The others (meters, LR schedule, validation, NaN guard) run on every rank.
+    ``state_dict``/``load_state_dict``: what a resumed run needs (docs/recipes.md, "The engine
+    API", "Hook state"). ``main_process_only = True``: a hook that writes or draws, run on rank
+    0 only (docs/recipes.md, "Several processes"). ``slot``: its place in
+    :func:`gluontrain.core.defaults.build_hooks` (:data:`gluontrain.core.defaults.SLOTS`).
     """
     main_process_only = False
+    slot = 'recipe'
 
     def before_train(self, state):
         """Called once before the first epoch."""
@@ -169,18 +96,7 @@ class Hook:
 @dataclass(frozen=True)
 class Period:
     """"Every N epochs" and/or "every N iterations" (MXNet's ``ValidationHandler(epoch_period,
-    batch_period)``); 0 disables a kind.
-
-    Attributes
-    ----------
-    epochs : int
-        Due at the end of epochs ``e`` with ``(e + 1) % epochs == 0`` (GluonCV's
-        ``val_interval``).
-    iterations : int
-        Due after the step that makes ``iteration % iterations == 0``.
-    at_max_iter : bool
-        Also due after the step that exhausts ``state.max_iter`` (a final validation).
-    """
+    batch_period)``); 0 disables a kind; ``at_max_iter`` also after the budget's last step."""
     epochs: int = 0
     iterations: int = 0
     at_max_iter: bool = False
@@ -204,12 +120,8 @@ def _fire(hooks, event, state):
 
 
 def _fire_after_train(hooks, state, unwinding):
-    """``after_train`` of every hook, even when one of them fails (log files still close).
-
-    While the loop unwinds from an error (``unwinding``), that error wins: a hook's failure
-    here (a full disk while it writes its last line) is logged, not raised in its place.
-    Otherwise the first hook failure is raised once every hook has run.
-    """
+    """``after_train`` of every hook even when one fails; while unwinding from an error that
+    error wins and hook failures are logged, otherwise the first is raised at the end."""
     first = None
     for hook in hooks:
         try:
@@ -240,44 +152,34 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
              state: Optional[TrainState] = None, max_iter: Optional[int] = None,
              comm: Any = None) -> TrainState:
     """Run ``step`` over ``train_data`` for epochs ``start_epoch .. epochs-1`` and/or until
-    ``state.iteration`` reaches ``max_iter``, with ``hooks``.
+    ``state.iteration`` reaches ``max_iter``, with ``hooks`` (docs/recipes.md, "The engine API").
 
     Parameters
     ----------
     step : callable
-        ``step(batch, state) -> dict``: the backend-specific forward, loss, backward and update
-        for one batch. The dict it returns becomes ``state.outputs``.
+        ``step(batch, state) -> dict``; the dict becomes ``state.outputs``.
     train_data : iterable
-        Re-iterated once per epoch (a pass over the data, for iteration-based recipes).
+        Re-iterated once per epoch (a pass over the data).
     hooks : list of Hook
-        Called in list order for every event; order matters (validation before saving).
+        Called in list order for every event.
     start_epoch, epochs : int
-        Epoch range, as in GluonCV's scripts (``range(start_epoch, epochs)``); ``epochs=None``
-        runs passes until ``max_iter``.
+        ``range(start_epoch, epochs)``; ``epochs=None`` runs passes until ``max_iter``.
     state : TrainState, optional
-        A state restored from a checkpoint (keeps ``iteration``); a fresh one otherwise.
+        A restored state (keeps ``iteration``); a fresh one otherwise.
     max_iter : int, optional
-        Iteration budget: stop after the step that makes ``state.iteration == max_iter``
-        (``stop_reason`` ``'max_iter N reached'``). When that step is the last batch of its
-        epoch, the epoch is closed first (``after_epoch`` runs: epoch line, metrics, checkpoint).
-        A run that starts at or past the budget stops before its first epoch.
+        Stop after the step that makes ``state.iteration == max_iter``.
     comm : gluontrain.core.distributed.Comm, optional
-        A distributed run's communicator: ``state.rank`` and ``state.world_size`` are taken
-        from it. Whatever set them, on every rank but 0 the hooks with
-        ``main_process_only`` are left out (they write files and draw; rank 0 does that for
-        the job).
+        Sets ``state.rank``/``world_size``; off rank 0 ``main_process_only`` hooks are left out.
 
     Returns
     -------
     TrainState
-        The final state; ``state.stop_reason`` says why it ended early, if it did.
+        The final state; ``state.stop_reason`` says why it ended early.
 
     Raises
     ------
     BaseException
-        Whatever a step or hook raised (Ctrl-C included), with the loop's state attached as
-        ``error.train_state`` (the CLI names the position and the last checkpoint from it);
-        ``after_train`` ran first, and its own failures do not replace that error.
+        Whatever a step or hook raised, with ``error.train_state`` attached.
     """
     if epochs is None and max_iter is None:
         raise ValueError('run_loop needs epochs or max_iter (or both)')
@@ -327,25 +229,6 @@ def run_loop(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iter
         raise
     finally:
         _fire_after_train(hooks, state, unwinding)
-
-
-def fit(step: Callable[[Any, TrainState], Dict[str, Any]], train_data: Iterable,
-        hooks: List[Hook], start_epoch: int = 0, epochs: Optional[int] = None,
-        state: Optional[TrainState] = None, max_iter: Optional[int] = None,
-        comm: Any = None) -> TrainState:
-    """:func:`run_loop`, then every recipe's contract for a diverged run: a run the NaN guard
-    stopped (``state.nonfinite``) raises ``FloatingPointError(state.stop_reason)``, which the
-    command line prints as one line naming the position and the last good checkpoint.
-
-    Returns
-    -------
-    TrainState
-        The final state of a run that did not diverge.
-    """
-    state = run_loop(step, train_data, hooks, start_epoch, epochs, state, max_iter, comm)
-    if state.nonfinite:
-        raise FloatingPointError(state.stop_reason)
-    return state
 
 
 def _epoch_complete(index, num_batches, batches):

@@ -1,19 +1,13 @@
-"""Every recipe's learning-rate schedule, framework-free: pure factors, one schedule, one hook.
+"""Every recipe's learning-rate schedule, framework-free (standard library only): pure factors,
+one schedule, one hook.
 
-- :class:`LRScheduler` and :class:`LRSequential` reproduce ``gluoncv.utils.LRScheduler`` and
-  ``gluoncv.utils.LRSequential`` (GluonCV 0.10.5) update for update, in the same floating-point
-  arithmetic (a pure function of the update count: to resume, call it with the restored count).
-- The factors of the other references, pure functions of the iteration (or epoch):
-  :func:`step_factor` (ssd.pytorch's ``lr_steps``, seamseg's ``multistep``, SGB's
-  milestones), :func:`period_factor`, :func:`linear_factor`, :func:`poly_factor`,
-  :func:`burn_in_factor` (seamseg), :func:`warmup_factor` (SGB), and :class:`PlateauDecay`
-  (SGB's plateau decay, the one schedule with state).
-- :class:`Schedule` (detectron2's ``LRMultiplier``): every parameter group's rate is its base
-  rate times ``factor(index)``, written through a backend setter; :class:`ScheduleHook`
-  (detectron2's ``LRScheduler`` hook) steps it at one event of the loop. Every recipe's
-  schedule is a :class:`Schedule` driven by a :class:`ScheduleHook`.
-
-Only the standard library is used.
+- :class:`LRScheduler` and :class:`LRSequential`: GluonCV 0.10.5's, update for update in the same
+  floating-point arithmetic (a pure function of the update count: to resume, call it with the
+  restored count).
+- The other references' factors, pure functions of the iteration (or epoch), and
+  :class:`PlateauDecay` (SGB's, the one schedule with state).
+- :class:`Schedule` (detectron2's ``LRMultiplier``) stepped by a :class:`ScheduleHook`: every
+  PyTorch recipe's schedule (docs/recipes.md, "The recipes").
 """
 import warnings
 from math import cos, pi
@@ -31,58 +25,36 @@ class LRScheduler:
     r"""One learning-rate schedule over ``niters`` updates, as GluonCV's ``LRScheduler``.
 
     With :math:`N = niters - 1` and :math:`T = \min(\max(num\_update - offset, 0), N)`:
-
-    - ``constant``: ``base_lr``;
-    - ``step``: ``base_lr * step_factor ** k`` with ``k`` the number of steps ``s <= T``;
-    - ``linear``: ``target_lr + (base_lr - target_lr) * (1 - T / N)``;
-    - ``poly``: ``target_lr + (base_lr - target_lr) * (1 - T / N) ** power``;
-    - ``cosine``: ``target_lr + (base_lr - target_lr) * (1 + cos(pi * T / N)) / 2``.
+    ``constant``: ``base_lr``; ``step``: ``base_lr * step_factor ** #{s <= T}``; ``linear`` /
+    ``poly`` / ``cosine``: ``target_lr + (base_lr - target_lr) * f`` with ``f`` ``1 - T / N``,
+    that to the ``power``, or ``(1 + cos(pi * T / N)) / 2``.
 
     Parameters
     ----------
     mode : str
         One of ``'constant'``, ``'step'``, ``'linear'``, ``'poly'``, ``'cosine'``.
-    base_lr : float, default 0.1
-        Learning rate at the start of the schedule.
-    target_lr : float, default 0
-        Learning rate at its end (ignored by ``constant`` and ``step``).
-    niters : int, default 0
-        Number of updates the schedule spans.
     nepochs, iters_per_epoch : int, default 0
-        When their product is positive it replaces ``niters``, and ``step_epoch`` is converted
+        When their product is positive it replaces ``niters`` and ``step_epoch`` is converted
         to updates (``step_epoch`` is ignored otherwise, as in GluonCV).
     offset : int, default 0
         Updates before this schedule starts (:class:`LRSequential` sets it).
-    power : float, default 2
-        Exponent of ``poly``.
-    step_iter : list of int, optional
-        Updates (counted from ``offset``) at which ``step`` multiplies by ``step_factor``.
-    step_epoch : list of int, optional
-        The same in epochs; needs ``nepochs`` and ``iters_per_epoch``.
-    step_factor : float, default 0.1
-        Decay factor of ``step``.
+    step_iter, step_epoch : list of int, optional
+        Updates (from ``offset``) or epochs at which ``step`` multiplies by ``step_factor``.
     baselr, targetlr : float, optional
-        GluonCV's deprecated spellings of ``base_lr`` and ``target_lr``, accepted with
-        GluonCV's ``UserWarning`` ("baselr is deprecated. Please use base_lr.") and its
-        precedence: the old name wins only while the new one still holds its default
-        (``base_lr == 0.1``, ``target_lr == 0``), so passing both keeps the new one unless it
-        equals that default.
+        GluonCV's deprecated spellings, with its warning and precedence (docs/from_gluoncv.md,
+        "GluonCV's own APIs").
 
     Attributes
     ----------
     learning_rate : float
         The value of the last call (``base_lr`` before the first).
-    niters, offset : int
-        As above, after the epoch conversion.
     step : list of int or None
-        The decay updates (``step_iter``, or ``step_epoch`` converted), GluonCV's name.
+        The decay updates after the epoch conversion (GluonCV's name).
 
     Notes
     -----
-    ``linear``, ``poly`` and ``cosine`` divide by ``niters - 1``; with ``niters == 1`` GluonCV
-    raises ``ZeroDivisionError`` at the first call and so does this class, naming the cause.
-    With ``niters == 0`` (a zero-epoch warm-up) they return ``target_lr``, as GluonCV does;
-    :class:`LRSequential` never dispatches to such a schedule unless all are empty.
+    With ``niters == 1``, ``linear``, ``poly`` and ``cosine`` raise ``ZeroDivisionError`` (as
+    GluonCV, naming the cause); with ``niters == 0`` they return ``target_lr``.
 
     Examples
     --------
@@ -159,24 +131,9 @@ class LRScheduler:
 class LRSequential:
     """Schedules one after the other, as GluonCV's ``LRSequential`` (e.g. warm-up, then decay).
 
-    Each schedule's ``offset`` is set to the sum of the ``niters`` before it. Update ``u`` is
-    first clipped to ``count - 1`` (``count`` = total ``niters``), then goes to the first
-    schedule whose end (its offset plus niters) is greater than ``u``, or to the last one.
-
-    Parameters
-    ----------
-    schedulers : list of LRScheduler
-        In order; their ``offset`` is overwritten.
-
-    Attributes
-    ----------
-    learning_rate : float
-        The value of the last call (0 before the first, as GluonCV).
-    count : int
-        Total number of updates.
-    schedulers : list of LRScheduler
-    update_sep : list of int
-        The cumulative ends of the schedules.
+    Each schedule's ``offset`` is overwritten with the sum of the ``niters`` before it. Update
+    ``u``, clipped to ``count - 1``, goes to the first schedule whose end (``update_sep``) is
+    greater than ``u``, else to the last. ``learning_rate`` is 0 before the first call.
 
     Examples
     --------
@@ -271,14 +228,7 @@ def warmup_factor(iteration, iters, factor, method):
 class PlateauDecay:
     """SGB's plateau decay: ``gamma ** stage_count``, ``stage_count`` raised when the validation
     score has not improved by more than ``threshold`` for ``patience`` validations (none counted
-    during ``cooldown`` after a decay). Its attributes are its state.
-
-    Parameters
-    ----------
-    gamma : float
-    patience, cooldown : int
-    threshold : float
-    """
+    during ``cooldown`` after a decay). Its attributes are its state."""
 
     def __init__(self, gamma=0.5, patience=2, threshold=1e-4, cooldown=1):
         self.gamma = gamma
@@ -320,22 +270,11 @@ def _scaled(base, factor):
 
 class Schedule:
     """One rate per parameter group: ``base_lrs[g] * factor(last_epoch)`` (detectron2's
-    ``LRMultiplier``), written through ``set_lrs`` at every :meth:`step`.
+    ``LRMultiplier``), written through ``set_lrs(lrs)`` at every :meth:`step`.
 
-    Subclasses override :meth:`factor`, or pass it. The state (:meth:`state_dict`) is every
+    ``factor(index)`` returns a float or a tuple of floats (multiplied in order); subclasses
+    override :meth:`factor` or pass it. ``last_epoch`` -1: no step yet. The state is every
     attribute but the setter, the factor and the names in ``_not_state``.
-
-    Parameters
-    ----------
-    base_lrs : list of float
-        One base rate per parameter group.
-    set_lrs : callable
-        ``set_lrs(lrs)`` writes the rates into the backend's optimizer (e.g.
-        :func:`gluontrain.torch.lr_scheduler.optimizer_setter`).
-    factor : callable, optional
-        ``factor(index) -> float`` (or a tuple of floats, multiplied in order).
-    last_epoch : int, default -1
-        The index of the last :meth:`step` (-1: none yet).
     """
 
     _not_state = ()
@@ -382,18 +321,12 @@ class Schedule:
 
 
 class ScheduleHook(Hook):
-    """Steps a schedule at one event of :func:`gluontrain.core.loop.run_loop` (detectron2's
-    ``LRScheduler`` hook); every recipe's learning rate is set by one.
+    """Steps a schedule (a :class:`Schedule`, or a PyTorch lr scheduler) at one event of
+    :func:`gluontrain.core.loop.run_loop` (detectron2's ``LRScheduler`` hook).
 
-    Parameters
-    ----------
-    schedule : object
-        Anything with ``step(*args)``: a :class:`Schedule`, or a PyTorch lr scheduler.
-    event : str, default 'before_batch'
-        ``'before_batch'`` (the rate of a step is set before it), ``'after_batch'``
-        (``optimizer.step()`` then ``scheduler.step()``, PyTorch's order) or ``'before_epoch'``.
-    args : callable, optional
-        ``args(state) -> tuple`` given to ``schedule.step``; default ``()`` (one more step).
+    ``event``: ``'before_batch'`` (a step's rate set before it), ``'after_batch'`` (PyTorch's
+    order) or ``'before_epoch'``; ``args(state) -> tuple`` is passed to ``schedule.step``
+    (default ``()``: one more step).
     """
 
     def __init__(self, schedule, event='before_batch', args=None):

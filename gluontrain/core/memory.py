@@ -1,18 +1,7 @@
-"""Handing a step's freed memory back to the system (glibc's ``malloc_trim``).
-
-A training step frees most of what it allocates: the loader's decoded and expanded images, the
-batch, autograd's temporaries, MXNet's per-operator buffers. glibc keeps what is freed inside
-its heaps, resident, and when the next step's buffers do not fit the holes the heap grows past
-them: on the README main job the PyTorch run's heap held 45-65 MiB of free, resident pages at
-its peak (``mallinfo2``), the MXNet run's 30-45 MiB, and the peak RSS grew epoch after epoch.
-``malloc_trim(0)`` after each step gives the free pages back (``madvise``), so the next step's
-transients fault fresh pages instead of adding to a fragmented heap. Measured on that job (5
-epochs, pictures off): MXNet recipe 347-350 -> 335-336 MiB, PyTorch recipe 415 -> 369-410 MiB
-(it moves by ~30 MiB from run to run), no measurable CPU cost (docs/performance.md).
-
+"""Handing a step's freed memory back to the system (glibc's ``malloc_trim``): why and what it
+saved on the README main job, docs/performance.md, "On the README main job's settings".
 Only glibc has the call; elsewhere (macOS, Windows, musl) :func:`release_free_memory` does
-nothing and says so.
-"""
+nothing and says so."""
 import ctypes
 import ctypes.util
 import time

@@ -1,15 +1,8 @@
 """GluonCV's model store without MXNet: its file names, SHA-1s and address scheme, and the
-released files fetched as ``gluoncv.model_zoo.model_store.get_model_file`` fetches them.
-
-A file lives at ``$MXNET_HOME/models/{name}-{sha1[:8]}.params`` (default ``~/.mxnet/models``)
-and is downloaded as ``{repo}gluon/models/{name}-{sha1[:8]}.zip`` (``$MXNET_GLUON_REPO``, else
-Apache's bucket), unzipped and checked against the store's SHA-1, exactly gluoncv's layout, so
-that either program finds the other's downloads. Added here: a progress bar (tqdm), a cut
-download resumed from where it stopped (HTTP ``Range`` on the kept ``.part`` file), the file
-renamed into place only once it is whole and its SHA-1 is right, and one ``ValueError`` line
-for every failure naming the address, the expected SHA-1 and where to put the file by hand
-(stdlib ``urllib`` only; no framework).
-"""
+released files fetched as ``gluoncv.model_zoo.model_store.get_model_file`` fetches them,
+with a progress bar, resumed downloads, a rename once whole and right, and one ``ValueError``
+line per failure (docs/from_gluoncv.md, "Weights fetched as GluonCV fetches them"; stdlib
+``urllib`` only, no framework)."""
 import hashlib
 import http.client
 import os

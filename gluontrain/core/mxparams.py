@@ -25,7 +25,6 @@ files of dense arrays, without MXNet: they let a model written by GluonCV move t
 framework and back. Every failure is one :class:`ParamsFormatError` line naming the file.
 """
 import collections
-import io
 import os
 import struct
 
@@ -34,7 +33,7 @@ import numpy as np
 from .checkpoint import atomic_write
 
 __all__ = ['ParamsFormatError', 'read_params', 'read_params_bytes', 'write_params',
-           'params_bytes', 'write_params_to', 'params_size', 'LIST_MAGIC', 'V1_MAGIC',
+           'write_params_to', 'params_size', 'LIST_MAGIC', 'V1_MAGIC',
            'V2_MAGIC', 'V3_MAGIC', 'TYPE_FLAGS']
 
 LIST_MAGIC = 0x112
@@ -256,8 +255,11 @@ def write_params_to(out, arrays):
     ----------
     out : file object
     arrays : dict or list
-        As :func:`params_bytes`; a value may also be a callable without arguments returning
-        the array, called when the array is written (so that only one is in memory).
+        ``{name: array}`` (names kept in order, as ``save_parameters`` writes them) or a
+        list; array-likes (numpy arrays, torch CPU tensors via ``numpy()``) of a supported
+        dtype, at least one dimension, no zero-size dimension. A value may also be a callable
+        without arguments returning the array, called when the array is written (so that
+        only one is in memory).
     """
     items, named = _items(arrays)
     out.write(struct.pack('<QQQ', LIST_MAGIC, 0, len(items)))
@@ -277,7 +279,7 @@ def params_size(specs):
     Parameters
     ----------
     specs : dict or list
-        ``{name: (shape, dtype)}`` or a list of ``(shape, dtype)``, as :func:`params_bytes`'
+        ``{name: (shape, dtype)}`` or a list of ``(shape, dtype)``, as :func:`write_params_to`'
         ``arrays`` (dtypes it accepts).
 
     Returns
@@ -293,25 +295,6 @@ def params_size(specs):
     return size
 
 
-def params_bytes(arrays):
-    """The bytes ``mx.nd.save`` writes for ``arrays``.
-
-    Parameters
-    ----------
-    arrays : dict or list
-        ``{name: array}`` (names kept in order, as ``save_parameters`` writes them) or a
-        list; array-likes (numpy arrays, torch CPU tensors via ``numpy()``) of a supported
-        dtype, at least one dimension, no zero-size dimension.
-
-    Returns
-    -------
-    bytes
-    """
-    out = io.BytesIO()
-    write_params_to(out, arrays)
-    return out.getvalue()
-
-
 def write_params(path, arrays):
     """Write ``arrays`` as an MXNet ``.params`` file (what ``mx.nd.save`` writes), atomically.
 
@@ -319,7 +302,7 @@ def write_params(path, arrays):
     ----------
     path : str
     arrays : dict or list
-        As :func:`params_bytes`.
+        As :func:`write_params_to`.
 
     Raises
     ------

@@ -1,8 +1,7 @@
 """Training curves as pictures: per-epoch losses, the validation metric and the learning rate.
 
-Backend-free (matplotlib and numpy only). Figures are drawn on matplotlib's Agg canvas directly
-(``matplotlib.figure.Figure`` + ``FigureCanvasAgg``) instead of through ``pyplot``, so drawing
-never switches the global backend of a notebook or a GUI session and needs no display.
+Backend-free (matplotlib and numpy only). Figures are drawn on an Agg canvas directly, never
+through ``pyplot``, so drawing never switches a notebook's or GUI's backend and needs no display.
 """
 import gc
 import json
@@ -19,23 +18,13 @@ CURVES_DPI = 100
 # pixel size of the samples picture: SAMPLES_CELL inches per image, SAMPLES_DPI
 SAMPLES_CELL = 4.0
 SAMPLES_DPI = 100
-# After a validation a picture is redrawn only when the last one (or the start of training) is
-# at least this many seconds old, and always at the end of training. At real epoch lengths
-# that is every validation; a run of a few seconds (a test, a smoke command) draws each
-# picture once instead of once per epoch, each draw being 0.3-1 s of matplotlib.
+# A picture is redrawn after a validation only when the last one is at least this old, and
+# always at the end (docs/recipes.md, "Shared code and pictures").
 REDRAW_INTERVAL_S = 20.0
 
 
 def new_figure(figsize, dpi):
-    """A matplotlib ``Figure`` on an Agg canvas (no pyplot, no global backend change).
-
-    Parameters
-    ----------
-    figsize : (float, float)
-        Inches.
-    dpi : int
-        Pixels per inch; the PNG is ``figsize * dpi`` pixels.
-    """
+    """A matplotlib ``Figure`` of ``figsize`` inches at ``dpi`` on an Agg canvas (no pyplot)."""
     # imported here: importing the package must not need matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
     from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
@@ -60,13 +49,8 @@ def _number(value):
 
 
 def main_metric(val):
-    """``(name, value)`` of the main validation metric: the last entry, as GluonCV puts it.
-
-    Parameters
-    ----------
-    val : dict or (names, values)
-        A metrics.jsonl ``val`` record or ``state.scores['val']``.
-    """
+    """``(name, value)`` of the main validation metric, the last entry as GluonCV puts it, of a
+    metrics.jsonl ``val`` record or ``state.scores['val']``."""
     if not val:
         return None, None
     names, values = (list(val.keys()), list(val.values())) if isinstance(val, dict) else val
@@ -74,21 +58,11 @@ def main_metric(val):
 
 
 def draw_curves(records, path, title=None):
-    """Draw losses, validation metric and learning rate per epoch, and save them as a PNG.
+    """Draw losses, validation metric and learning rate per epoch into the PNG ``path``
+    (800 x 600, overwritten); returns ``path``.
 
-    Parameters
-    ----------
-    records : list of dict
-        One per epoch, as in ``{prefix}_metrics.jsonl``: ``epoch``, ``lr``, ``loss_epoch``
-        (name -> per-epoch mean) and, on validated epochs, ``val`` (name -> value).
-    path : str
-        The PNG to (over)write; ``CURVES_FIGSIZE * CURVES_DPI`` pixels (800 x 600).
-    title : str, optional
-
-    Returns
-    -------
-    str
-        ``path``.
+    ``records``: one per epoch, as in ``{prefix}_metrics.jsonl``: ``epoch``, ``lr``,
+    ``loss_epoch`` (name -> epoch mean) and, on validated epochs, ``val`` (name -> value).
     """
     records = sorted(records, key=lambda r: r['epoch'])
     fig = new_figure(CURVES_FIGSIZE, CURVES_DPI)
@@ -101,9 +75,8 @@ def draw_curves(records, path, title=None):
         finite += [y for y in ys if y is not None]
         ax_loss.plot(epochs, [float('nan') if y is None else y for y in ys], marker='o',
                      markersize=3, label=name)
-    # From random weights the first epoch's objectness (YOLOv3) or confidence (SSD) loss is
-    # ten times the later ones and flattens every other curve on a linear axis; on a log axis
-    # equal ratios are equal heights, so each loss's trend shows whatever its size.
+    # The first epoch's objectness / confidence loss from random weights is ten times the later
+    # ones: on a log axis each loss's trend shows whatever its size.
     if finite and min(finite) > 0:
         _log_axis(ax_loss.yaxis, ax_loss.set_yscale, min(finite), max(finite))
         ax_loss.set_ylabel('loss (epoch mean, log scale)')
@@ -167,11 +140,8 @@ def _log_axis(axis, set_scale, low, high):
 
 
 def read_metrics(metrics_jsonl_path):
-    """The records of a ``{prefix}_metrics.jsonl`` file (blank or truncated lines skipped).
-
-    A resumed run appends to the same file, so a later record of an epoch replaces an earlier
-    one.
-    """
+    """The records of a ``{prefix}_metrics.jsonl`` file (blank or truncated lines skipped); a
+    later record of an epoch (a resumed run appends) replaces an earlier one."""
     by_epoch = {}
     with open(metrics_jsonl_path) as f:
         for line in f:
@@ -187,21 +157,8 @@ def read_metrics(metrics_jsonl_path):
 
 
 def plot_curves(metrics_jsonl_path, out_png, title=None):
-    """Draw the curves picture of a finished (or running) run from its metrics file.
-
-    Parameters
-    ----------
-    metrics_jsonl_path : str
-        ``{prefix}_metrics.jsonl`` as :class:`gluontrain.core.hooks.MetricsJSONHook` writes it.
-    out_png : str
-        Where the picture goes.
-    title : str, optional
-
-    Returns
-    -------
-    str
-        ``out_png``.
-    """
+    """Draw the curves picture of a run from its ``{prefix}_metrics.jsonl``
+    (:class:`gluontrain.core.hooks.MetricsJSONHook`) into ``out_png``; returns ``out_png``."""
     return draw_curves(read_metrics(metrics_jsonl_path), out_png, title=title)
 
 
@@ -225,31 +182,26 @@ class _RedrawHook(Hook):
 
     @staticmethod
     def _free_figure():
-        """Free the figure just drawn, while training goes on: a matplotlib figure is a web of
-        reference cycles that only the cyclic collector frees, and its full pass a training
-        process rarely reaches, so each picture's 5-10 MiB stayed resident and the next steps
-        grew the heap above them. One pass: 60-130 ms. Not after the last draw of a run
-        (``after_train``): nothing trains above that figure, the next pass frees it."""
+        """Free the figure just drawn while training goes on (a web of reference cycles the
+        cyclic collector rarely reaches: docs/performance.md, "On the README main job's
+        settings"); not after the last
+        draw of a run."""
         gc.collect()
 
 
 class CurvesHook(_RedrawHook):
-    """(Re)draws ``path`` after every validation and at the end of training.
+    """(Re)draws ``path`` (usually ``{prefix}_curves.png``) after every validation and at the end.
 
     Parameters
     ----------
-    path : str
-        The PNG, usually ``{prefix}_curves.png``.
     meter : LossMeter
         Its ``epoch()`` means are collected at every ``after_epoch``; place this hook after the
         validation hook so that the epoch's score is in ``state.scores['val']``.
     history : str, optional
-        A metrics.jsonl whose epochs before the start epoch are drawn too (for resumed runs
-        whose checkpoint did not carry this hook's state).
-    title : str, optional
+        A metrics.jsonl whose epochs before the start epoch are drawn too (resumed runs whose
+        checkpoint did not carry this hook's state).
     min_interval_s : float, optional
-        Redraw after a validation only when the picture is at least this old (default
-        :data:`REDRAW_INTERVAL_S`; 0 redraws after every validation).
+        Default :data:`REDRAW_INTERVAL_S`; 0 redraws after every validation.
     """
     main_process_only = True  # draws the curves picture
 
@@ -325,25 +277,11 @@ def draw_boxes(ax, bboxes, labels, color, style):
 
 def draw_samples(samples, classes, path, thresh=0.2, max_boxes=10, title=None):
     """Ground truth (cyan, dashed) and predictions (red, ``class score``) on a grid of images,
-    saved as a PNG of ``samples_figsize(len(samples)) * SAMPLES_DPI`` pixels.
+    saved as the PNG ``path``; returns ``path``.
 
-    Parameters
-    ----------
-    samples : list of (image, gt_boxes, (ids, scores, bboxes))
-        ``image`` HxWx3 RGB (uint8 or floats in [0, 1]); ``gt_boxes`` [N, 4] and ``bboxes``
-        [K, 4] ``x0, y0, x1, y1`` in the image's pixels; ``ids`` [K] index ``classes``.
-    classes : list of str or None
-    path : str
-    thresh : float
-        Predictions below this score are not drawn.
-    max_boxes : int
-        At most this many predictions per image (highest scores).
-    title : str, optional
-
-    Returns
-    -------
-    str
-        ``path``.
+    ``samples``: ``(image, gt_boxes, (ids, scores, bboxes))``, ``image`` HxWx3 RGB (uint8 or
+    floats in [0, 1]), boxes ``x0, y0, x1, y1`` in its pixels, ``ids`` index ``classes``.
+    At most ``max_boxes`` predictions of score ``>= thresh`` per image.
     """
     import numpy as np  # pylint: disable=import-outside-toplevel
     num = len(samples)
@@ -378,21 +316,9 @@ def class_name(classes, cid):
 
 
 class SamplesHook(_RedrawHook):
-    """After every validation (``'val'`` in ``state.scores`` at the end of an epoch, or at
-    the end of training), call ``draw_fn(title)`` to redraw the samples picture.
-
-    A failing picture only warns: it must never end a training run.
-
-    Parameters
-    ----------
-    draw_fn : callable
-        ``draw_fn(title) -> path``; the recipe's detector and dataset are bound in it.
-    errors : tuple of exception types
-        What ``draw_fn`` may raise that is turned into a warning.
-    min_interval_s : float, optional
-        Redraw after an epoch's validation only when the picture is at least this old
-        (default :data:`REDRAW_INTERVAL_S`; 0 redraws after every validation); the end of
-        training draws the last validation's picture if it was skipped.
+    """After every validation (and at the end of training if the last one was not drawn),
+    call ``draw_fn(title) -> path``; ``errors`` it raises only warn (a picture must never end
+    a run). ``min_interval_s`` as :class:`CurvesHook`.
     """
     main_process_only = True  # draws the samples picture
 

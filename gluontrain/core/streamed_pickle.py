@@ -1,18 +1,13 @@
-"""Pickle a dict whose large ``bytes`` values are written into the file as they are produced.
-
-A checkpoint holds the backend's serialised weights and optimizer state as ``bytes`` values
-of one pickled dict (:func:`gluontrain.core.checkpoint.save_checkpoint`). Building those
-values first holds each whole in memory, next to the copies the serialisers make, at every
-save: for a 25 MB YOLOv3 that was 60-120 MiB above the training's own peak memory. A
-:class:`StreamedBlob` instead says how many bytes it will write and writes them when the
-pickler reaches it: the file is byte for byte what pickling the finished ``bytes`` writes
+"""Pickle a dict whose large ``bytes`` values are written into the file as they are produced
+(the checkpoint's weights and optimizer state: docs/recipes.md, "Checkpoints"). A
+:class:`StreamedBlob` says how many bytes it will write and writes them when the pickler
+reaches it: the file is byte for byte what pickling the finished ``bytes`` writes
 (:func:`dump` checks the count), and a reader needs nothing new.
 
 How: pickle (protocol 5) hands a buffer of 64 KiB or more to the file's ``write`` as the very
 object it was given, after the header that carries its length. Each blob stands in the dict
 as a read-only anonymous memory map of its size (nothing of it is ever touched, so it costs
-no memory), and the file wrapper recognises the map and lets the blob write in its place.
-"""
+no memory), and the file wrapper recognises the map and lets the blob write in its place."""
 import io
 import mmap
 import pickle

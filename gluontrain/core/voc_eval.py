@@ -5,14 +5,9 @@ The matching is the VOC devkit's, as ssd.pytorch's ``eval.py`` and GluonCV's
 takes the ground truth it overlaps most in its image; a match above ``iou_thresh`` on an
 unmatched, non-difficult box is a true positive; matches on difficult boxes count as
 neither. ssd.pytorch computes IoU without the +1 pixel (``plus_one=False``), GluonCV with it.
-
-The devkit loops in Python over every detection; here the matching is vectorised and shared
-with the YOLOv3 recipe's ``FastVOC07MApMetric``: :func:`best_overlap` (each detection's
-most-overlapping competing box, one ``argmax`` per row of an IoU matrix) and
-:func:`greedy_match` (in score order the first hit on a box is the true positive, one
-``np.unique``). Because a box can only be taken by detections of its own image and class, the
-greedy order only matters inside an (image, class), which is what makes both vectorisable.
-"""
+The matching is vectorised (:func:`best_overlap`, :func:`greedy_match`, shared with the
+YOLOv3 recipe's ``FastVOC07MApMetric``; docs/faithfulness.md, "Fast train transform, targets
+and VOC metric", "Core VOC evaluator")."""
 import numpy as np
 
 # rows x competing boxes per IoU block: bounds the memory of a pathological crowded image
@@ -20,19 +15,8 @@ _BLOCK = 1 << 21
 
 
 def voc_ap(rec, prec, use_07_metric=True):
-    """Average precision from recall and precision arrays.
-
-    Parameters
-    ----------
-    rec, prec : array
-        Cumulative recall and precision in score order.
-    use_07_metric : bool
-        11-point VOC07 AP, or the VOC10+ area under the interpolated curve.
-
-    Returns
-    -------
-    float
-    """
+    """Average precision from cumulative recall and precision arrays in score order: 11-point
+    VOC07 AP, or (``use_07_metric=False``) the VOC10+ area under the interpolated curve."""
     if use_07_metric:
         prec = np.nan_to_num(prec)
         ap = 0.0
@@ -49,19 +33,8 @@ def voc_ap(rec, prec, use_07_metric=True):
 
 
 def box_iou(box, boxes, plus_one=False):
-    """IoU of one ``[x1, y1, x2, y2]`` box with each row of ``boxes``.
-
-    Parameters
-    ----------
-    box : array [4]
-    boxes : array [N, 4] (or [..., N, 4] broadcasting against ``box`` [..., 1, 4])
-    plus_one : bool
-        ``+1`` in widths and heights (GluonCV's pixel convention).
-
-    Returns
-    -------
-    array [N]
-    """
+    """IoU ``[N]`` of one ``[x1, y1, x2, y2]`` box with each row of ``boxes`` ``[N, 4]`` (or
+    ``[..., N, 4]`` against ``box`` ``[..., 1, 4]``); ``plus_one``: GluonCV's ``+1`` pixel."""
     one = 1.0 if plus_one else 0.0
     iw = np.maximum(np.minimum(boxes[..., 2], box[..., 2]) -
                     np.maximum(boxes[..., 0], box[..., 0]) + one, 0.)
@@ -77,22 +50,14 @@ def box_iou(box, boxes, plus_one=False):
 def best_overlap(iou, valid, iou_thresh, strict=True):
     """Each detection's most-overlapping competing box and whether it is a hit.
 
-    Parameters
-    ----------
-    iou : array [K, M]
-        IoU of each detection (row) with the boxes of its image.
-    valid : array [K, M] of bool
-        The boxes that compete (same class, not padding).
-    iou_thresh : float
-    strict : bool
-        ``IoU > iou_thresh`` is a hit (the devkit, ssd.pytorch), or, when False, "not below"
-        (GluonCV: ``IoU >= iou_thresh``, and a NaN IoU counts as a hit as in its metric).
+    ``iou`` ``[K, M]``: each detection (row) with the boxes of its image; ``valid`` ``[K, M]``
+    bool: the boxes that compete (same class, not padding); ``strict``: ``IoU > iou_thresh``
+    (the devkit, ssd.pytorch) or "not below" (GluonCV's ``>=``, a NaN IoU a hit).
 
     Returns
     -------
     index : array [K] of int
-        The box, as ``np.argmax`` over the competing boxes picks it (the first of ties, the
-        first NaN).
+        The box ``np.argmax`` picks (the first of ties, the first NaN).
     hit : array [K] of bool
     """
     with np.errstate(invalid='ignore'):
@@ -105,22 +70,10 @@ def best_overlap(iou, valid, iou_thresh, strict=True):
 
 
 def greedy_match(box_id, hit, difficult):
-    """The VOC greedy assignment for detections in score order.
-
-    Parameters
-    ----------
-    box_id : array [K] of int
-        A unique id of the box each detection overlaps most (any value where not ``hit``).
-    hit : array [K] of bool
-    difficult : array [K] of bool
-        Whether that box is difficult.
-
-    Returns
-    -------
-    array [K] of int32
-        1: true positive (the first hit on a non-difficult box), -1: hit on a difficult box
-        (neither), 0: false positive.
-    """
+    """The VOC greedy assignment of detections in score order: ``int32 [K]``, 1 true positive
+    (first hit on a non-difficult box), -1 hit on a difficult box (neither), 0 false positive.
+    ``box_id``: a unique id of each detection's most-overlapping box (any value where not
+    ``hit``); ``difficult``: whether that box is difficult."""
     match = np.zeros(len(hit), np.int32)
     match[hit & difficult] = -1
     easy = np.flatnonzero(hit & ~difficult)
@@ -156,18 +109,16 @@ class VOCEvaluator:
     iou_thresh : float
         A detection matches when IoU > ``iou_thresh`` (strictly, as the devkit).
     use_07_metric : bool
-        11-point VOC07 AP (the default of both references) or the area under the curve.
+        11-point VOC07 AP (both references' default) or the area under the curve.
     plus_one : bool
         ``+1`` in widths and heights (GluonCV) or not (ssd.pytorch).
     score_sort : {'stable', 'numpy'}
-        The order of each class's detections of equal score: ``'stable'``, their record order
-        (the devkit's MATLAB ``sort``); ``'numpy'``, what numpy's default ``argsort`` makes of
-        each class's scores in record order, as ssd.pytorch's ``eval.py``
-        (``np.argsort(-confidence)``; not stable beyond 16 detections).
+        Order of a class's equal scores: record order (the devkit's), or numpy's default
+        ``argsort`` as ssd.pytorch's ``eval.py`` (not stable beyond 16 detections).
 
-    ``get()`` returns ``(class_names + ['mAP'], values)`` like GluonCV's metrics: a class
-    without ground truth is NaN and left out of the mean; a class with ground truth but no
-    detection has AP 0 (ssd.pytorch's eval.py gives it -1 and averages that in).
+    ``get()`` returns ``(class_names + ['mAP'], values)`` like GluonCV's metrics; a class
+    without ground truth is NaN and left out of the mean, one without detections has AP 0
+    (docs/faithfulness.md, "SSD300", "Deliberate differences").
     """
 
     def __init__(self, class_names, iou_thresh=0.5, use_07_metric=True, plus_one=False,
@@ -186,17 +137,8 @@ class VOCEvaluator:
         self._gts = []    # per image: (boxes, labels, difficult)
 
     def update(self, det_boxes, det_scores, det_labels, gt_boxes, gt_labels, gt_difficult=None):
-        """Add one image's detections and ground truth.
-
-        Parameters
-        ----------
-        det_boxes : array [D, 4]
-        det_scores : array [D]
-        det_labels : array [D] of int (index into ``class_names``)
-        gt_boxes : array [G, 4]
-        gt_labels : array [G] of int
-        gt_difficult : array [G] of bool/int, optional
-        """
+        """Add one image's detections (``[D, 4]`` boxes, ``[D]`` scores and int labels into
+        ``class_names``) and ground truth (``[G, 4]``, ``[G]`` labels, optional difficult)."""
         gt_boxes = np.asarray(gt_boxes, dtype=np.float64).reshape(-1, 4)
         gt_labels = np.asarray(gt_labels).reshape(-1).astype(int)
         difficult = np.zeros(len(gt_labels), bool) if gt_difficult is None \
@@ -261,16 +203,8 @@ class VOCEvaluator:
         return starts, match, npos
 
     def get(self):
-        """Per-class AP and their mean.
-
-        Returns
-        -------
-        names : list of str
-            ``class_names + ['mAP']``.
-        values : list of float
-            AP per class (NaN for a class without non-difficult ground truth, left out of the
-            mean) and the mean.
-        """
+        """``(class_names + ['mAP'], values)``: AP per class (NaN without non-difficult ground
+        truth, left out of the mean) and the mean."""
         starts, match, npos = self._matches()
         aps = []
         for c in range(len(self.class_names)):

@@ -17,8 +17,8 @@ from .classes import VOC_CLASSES
 # the Visual Genome checks are in vg_checks.py
 __all__ = ['DatasetError', 'check_voc', 'check_coco']
 
-_GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
-_SHOWN = 10
+GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
+SHOWN = 10
 
 
 class DatasetError(ValueError):
@@ -36,7 +36,7 @@ class DatasetError(ValueError):
         self.problems = list(problems) if problems else [message]
 
 
-class _Problems:
+class Problems:
     """Collects problems and raises them together."""
 
     def __init__(self, what):
@@ -67,22 +67,22 @@ class _Problems:
             return
         n = len(self.items)
         head = '{} problem{} in {}'.format(n, '' if n == 1 else 's', self.what)
-        if n > _SHOWN:
-            head += ' (first {} shown)'.format(_SHOWN)
+        if n > SHOWN:
+            head += ' (first {} shown)'.format(SHOWN)
         if n == 1:
             # one problem, one line: the command line prints it as its one error line
             raise DatasetError('{}: {}'.format(head, self.items[0]), self.items)
-        lines = [head + ':'] + ['  - ' + m for m in self.items[:_SHOWN]]
-        if n > _SHOWN:
-            lines.append('  ... and {} more.'.format(n - _SHOWN))
+        lines = [head + ':'] + ['  - ' + m for m in self.items[:SHOWN]]
+        if n > SHOWN:
+            lines.append('  ... and {} more.'.format(n - SHOWN))
         raise DatasetError('\n'.join(lines), self.items)
 
 
-def _missing_root(kind, root, expect):
+def missing_root(kind, root, expect):
     raise DatasetError(
         '{} dataset root {} does not exist. Point --dataset-root at the folder that contains '
         '{}, or generate a synthetic one with `{}`.'.format(
-            kind, root, expect, _GENERATE.format(kind.lower())))
+            kind, root, expect, GENERATE.format(kind.lower())))
 
 
 def _image_size(path):
@@ -124,8 +124,8 @@ def check_voc(root, splits, classes=None, check_images=True):
     classes = set(VOC_CLASSES if classes is None else classes)
     root = os.path.abspath(os.path.expanduser(root))
     if not os.path.isdir(root):
-        _missing_root('VOC', root, 'VOC2007/ (the VOCdevkit folder)')
-    report = _Problems('VOC dataset {}'.format(root))
+        missing_root('VOC', root, 'VOC2007/ (the VOCdevkit folder)')
+    report = Problems('VOC dataset {}'.format(root))
     n_images = n_objects = 0
     for year, name in splits:
         # gluoncv's rule: an int year means VOC<year>/, anything else is the folder name
@@ -251,7 +251,7 @@ def _check_voc_image(report, year_dir, image_id, classes, check_images):
     return count
 
 
-def _load_json(report, path, what):
+def load_json(report, path, what):
     try:
         with open(path) as f:
             return json.load(f)
@@ -290,15 +290,15 @@ def check_coco(root, split, classes=None, check_images=True):
     """
     root = os.path.abspath(os.path.expanduser(root))
     if not os.path.isdir(root):
-        _missing_root('COCO', root, 'annotations/ and train2017/')
+        missing_root('COCO', root, 'annotations/ and train2017/')
     ann_file = os.path.join(root, 'annotations', split + '.json')
     if not os.path.isfile(ann_file):
         raise DatasetError(
             'COCO annotation file {} does not exist: point --dataset-root at the folder that '
             'contains annotations/{}.json, or generate one with `{}`.'.format(
-                ann_file, split, _GENERATE.format('coco')))
-    report = _Problems('COCO split {}'.format(ann_file))
-    data = _load_json(report, ann_file, 'COCO annotation file')
+                ann_file, split, GENERATE.format('coco')))
+    report = Problems('COCO split {}'.format(ann_file))
+    data = load_json(report, ann_file, 'COCO annotation file')
     report.raise_if_any()
     missing = [k for k in ('images', 'annotations', 'categories')
                if not isinstance(data, dict) or k not in data]

@@ -51,7 +51,7 @@ _TAG_COCO = 7002
 _URL = 'https://gluontrain.invalid'  # reserved TLD: these images live nowhere on the web
 
 
-def _select_categories(categories):
+def select_categories(categories):
     if categories is None:
         categories = DEFAULT_COCO_CATEGORIES
     elif categories == 'all':
@@ -93,7 +93,7 @@ def _crowd_object(rng, width, height, cls, placed):
     return {'parts': parts, 'class_index': cls, 'box': region}
 
 
-def _coco_image(rng, image_size, num_classes, max_objects, empty, crowd_prob):
+def coco_image(rng, image_size, num_classes, max_objects, empty, crowd_prob):
     if empty:
         width, height = shapes.image_size_for(rng, image_size)
         image, _ = shapes.render(rng, width, height, [])
@@ -169,7 +169,7 @@ def write_coco(root, num_train=100, num_val=25, seed=0, categories=None, image_s
     str
         ``root``, to pass to ``gluoncv.data.COCODetection(root=...)``.
     """
-    cats = _select_categories(categories)
+    cats = select_categories(categories)
     num_train, num_val = int(num_train), int(num_val)
     if num_train < 0 or num_val < 0:
         raise ValueError('num_train and num_val must be >= 0')
@@ -194,7 +194,7 @@ def write_coco(root, num_train=100, num_val=25, seed=0, categories=None, image_s
             for i, image_id in enumerate(split_ids[split]):
                 rng = np.random.default_rng([seed, _TAG_COCO, split_no + 1, i])
                 empty = split == 'val2017' and i in empty_val
-                image, width, height, objects = _coco_image(
+                image, width, height, objects = coco_image(
                     rng, image_size, len(cats), max_objects, empty, crowd_prob)
                 file_name = '{:012d}.jpg'.format(image_id)
                 save_jpeg(image, os.path.join(tmp, split, file_name))

@@ -16,9 +16,9 @@ import warnings
 
 import numpy as np
 
-from .checks import DatasetError, _Problems
+from .checks import DatasetError, Problems
 from .images import ImageMissingError, ImageReadError
-from .recordio import _IR_FORMAT, _IR_SIZE, _REWRITE, IndexedRecordReader, unpack
+from .recordio import IR_FORMAT, IR_SIZE, REWRITE, IndexedRecordReader, unpack
 from .views import TransformView
 
 __all__ = ['RecordFileDetection', 'LstDetection']
@@ -149,14 +149,14 @@ class RecordFileDetection(TransformView):
         self.filename, self._coord_normalized = filename, coord_normalized
         self.classes = None if classes is None else tuple(classes)
         self._record = IndexedRecordReader(filename)
-        report = _Problems('RecordIO file {}'.format(filename))
+        report = Problems('RecordIO file {}'.format(filename))
         for key in self._record.keys:
             where = self._record.where(key)
             record = self._record.read(key, limit=_HEAD)
-            flag = struct.unpack(_IR_FORMAT, record[:_IR_SIZE])[0] if len(record) >= \
-                _IR_SIZE else 0
-            if len(record) == _HEAD < _IR_SIZE + 4 * flag:  # a label longer than read
-                record = self._record.read(key, limit=_IR_SIZE + 4 * flag)
+            flag = struct.unpack(IR_FORMAT, record[:IR_SIZE])[0] if len(record) >= \
+                IR_SIZE else 0
+            if len(record) == _HEAD < IR_SIZE + 4 * flag:  # a label longer than read
+                record = self._record.read(key, limit=IR_SIZE + 4 * flag)
             header, _ = unpack(record, where)
             problem = self._problem(header.label)
             if problem:
@@ -179,7 +179,7 @@ class RecordFileDetection(TransformView):
         if problem:  # the file changed since the dataset was built
             raise DatasetError('{} {}.'.format(where, problem))
         img = _decode(payload, 1, 'the image of ' + where,
-                      'rewrite the record from the original image (' + _REWRITE + ')')
+                      'rewrite the record from the original image (' + REWRITE + ')')
         height, width = img.shape[:2]
         if self._coord_normalized:
             return img, _transform_label(header.label, height, width)
@@ -218,7 +218,7 @@ class LstDetection(TransformView):
         if not os.path.isfile(full_path):
             raise DatasetError('.lst file {} does not exist: pass the path of the list GluonCV\'s '
                                '"Prepare custom datasets" tutorial writes.'.format(full_path))
-        report = _Problems('.lst file {}'.format(full_path))
+        report = Problems('.lst file {}'.format(full_path))
         with open(full_path) as fin:
             for lineno, line in enumerate(fin, 1):
                 fields = line.strip().split('\t')

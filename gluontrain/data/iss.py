@@ -1,23 +1,7 @@
-"""The seamseg ISS-format writer of :mod:`gluontrain.data.synthetic`.
-
-seamseg's own format (read by ``seamseg/data/dataset.py`` ``ISSDataset``, written by its
-``scripts/data_preparation/prepare_vistas.py``)::
-
-    root/img/<id>.jpg         the images
-    root/msk/<id>.png         instance masks: pixel value = instance index in the image
-    root/lst/<split>.txt      one image id per line
-    root/metadata.bin         MessagePack: {"meta": {"num_stuff", "num_thing", "categories",
-                              "palette", "original_ids"}, "images": [{"id", "cat", "size":
-                              (H, W), "iscrowd"}, ...]}
-    root/coco/<split>.json    COCO detection ground truth of the things (seamseg's coco_gt)
-
-``cat[i]`` is the contiguous class of instance ``i``: instance 0 is void (255), classes
-``< num_stuff`` are stuff, the rest things. Here the one stuff class is the background (every
-pixel no object covers, instance 1), and the things are the drawn COCO categories, in the
-COCO writer's styles; a few images carry an ``iscrowd`` cluster. In the COCO json, image ids
-are the ISS string ids and category ids the contiguous ISS ids, as prepare_vistas writes them
-(so that seamseg's evaluation can use ``cls + num_stuff`` directly).
-"""
+"""The seamseg ISS-format writer of :mod:`gluontrain.data.synthetic`: seamseg's own format
+(read by ``seamseg/data/dataset.py`` ``ISSDataset``, written by its
+``scripts/data_preparation/prepare_vistas.py``); the files and what each instance is:
+docs/datasets.md, "Formats" ("seamseg ISS")."""
 import os
 
 import numpy as np
@@ -25,7 +9,7 @@ import umsgpack
 from PIL import Image
 
 from ._io import install, save_jpeg, staging_dir, write_json
-from .coco import _coco_image, _select_categories
+from .coco import coco_image, select_categories
 
 __all__ = ['write_iss', 'ISS_STUFF']
 
@@ -80,7 +64,7 @@ def write_iss(root, num_train=100, num_val=25, seed=0, categories=None, image_si
     str
         ``root``.
     """
-    cats = _select_categories(categories)
+    cats = select_categories(categories)
     num_train, num_val = int(num_train), int(num_val)
     if num_train < 0 or num_val < 0:
         raise ValueError('num_train and num_val must be >= 0')
@@ -100,7 +84,7 @@ def write_iss(root, num_train=100, num_val=25, seed=0, categories=None, image_si
             ids, coco_images, coco_anns = [], [], []
             for i in range(count):
                 rng = np.random.default_rng([seed, _TAG_ISS, split_no, i])
-                image, width, height, objects = _coco_image(rng, image_size, len(cats),
+                image, width, height, objects = coco_image(rng, image_size, len(cats),
                                                             max_objects, False, crowd_prob)
                 msk, kept = _instances(objects, width, height)
                 img_id = '{}_{:06d}'.format(split, i + 1)

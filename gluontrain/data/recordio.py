@@ -1,15 +1,9 @@
 """MXNet RecordIO (``.rec`` + ``.idx``) read and written without MXNet, byte for byte as
 ``mx.recordio`` does; the datasets over it are in :mod:`gluontrain.data.custom_detection`.
-
-The framing is dmlc-core's: each record is the magic word ``0xced7230a``, a length word (lower
-29 bits the length, upper 3 bits ``cflag``), the data and zero padding to 4 bytes; a magic
-word inside the data at a 4-byte boundary splits the record into parts (``cflag`` 1 first, 2
-middle, 3 last), the reader joining them with the magic word. The ``.idx`` beside it is text,
-``key<TAB>byte offset`` per line. A record's payload starts with MXNet's ``IRHeader``
-(``IfQQ``: flag, label, id, id2); ``flag > 0`` means ``flag`` float32 label values follow,
-then the encoded image. A detection label is GluonCV's ``[A, B, extra header..., then objects
-of B values: cls, xmin, ymin, xmax, ymax(, ...)]`` (:func:`detection_label`).
-"""
+The framing, ``IRHeader`` and GluonCV's detection label (:func:`detection_label`):
+docs/datasets.md, "GluonCV's ``.lst`` and RecordIO (``.rec`` + ``.idx``)" ("Layout"); a part
+flag (``cflag``) is 1 first, 2 middle, 3 last, the reader joining the parts with the magic
+word."""
 import collections
 import numbers
 import os
@@ -20,18 +14,18 @@ import numpy as np
 from .checks import DatasetError
 
 __all__ = ['MAGIC', 'IRHeader', 'read_idx', 'IndexedRecordReader', 'iter_records',
-           'IndexedRecordWriter', 'write_index', 'pack', 'unpack', 'pack_img', 'unpack_img',
+           'IndexedRecordWriter', 'write_index', 'pack', 'unpack', 'pack_img',
            'detection_label', 'lst_line']
 
 MAGIC = 0xced7230a
 _MAGIC_BYTES = struct.pack('<I', MAGIC)
 _LEN_MASK = (1 << 29) - 1
 IRHeader = collections.namedtuple('IRHeader', ['flag', 'label', 'id', 'id2'])
-_IR_FORMAT = '<IfQQ'  # MXNet packs 'IfQQ' natively: the same 24 bytes on little-endian hosts
-_IR_SIZE = struct.calcsize(_IR_FORMAT)
-_REWRITE = "rewrite the .rec and .idx with MXNet's tools/im2rec.py or IndexedRecordWriter"
+IR_FORMAT = '<IfQQ'  # MXNet packs 'IfQQ' natively: the same 24 bytes on little-endian hosts
+IR_SIZE = struct.calcsize(IR_FORMAT)
+REWRITE = "rewrite the .rec and .idx with MXNet's tools/im2rec.py or IndexedRecordWriter"
 _REINDEX = ("rebuild the index with gluontrain.data.recordio.write_index({!r}), or "
-            + _REWRITE)
+            + REWRITE)
 
 
 # ---------------------------------------------------------------------------- RecordIO files
@@ -69,7 +63,7 @@ def read_idx(path):
                 raise DatasetError(
                     '{} lists key {} on lines {} and {}: keys must be unique (MXNet would '
                     'read the record of line {} for both); number the .lst\'s first column '
-                    'uniquely and {}.'.format(path, key, lines[key], lineno, lineno, _REWRITE))
+                    'uniquely and {}.'.format(path, key, lines[key], lineno, lineno, REWRITE))
             index[key], lines[key] = offset, lineno
     return index
 
@@ -83,7 +77,7 @@ def _read_record(f, offset, where, size, rec_path, limit=None):
         head = f.read(8)
         if len(head) < 8:
             raise DatasetError('{}: the file ends at byte {} inside the record header (the '
-                               'file is cut short); {}.'.format(where, size, _REWRITE))
+                               'file is cut short); {}.'.format(where, size, REWRITE))
         magic, lrec = struct.unpack('<II', head)
         cflag, length = lrec >> 29, lrec & _LEN_MASK
         if magic != MAGIC:
@@ -94,11 +88,11 @@ def _read_record(f, offset, where, size, rec_path, limit=None):
         if cflag not in ((0, 1) if first else (2, 3)):
             raise DatasetError('{}: the record header at byte {} has part flag {} where {} '
                                'was expected (a broken file); {}.'.format(
-                                   where, pos, cflag, '0 or 1' if first else '2 or 3', _REWRITE))
+                                   where, pos, cflag, '0 or 1' if first else '2 or 3', REWRITE))
         end = pos + 8 + ((length + 3) & ~3)
         if end > size:
             raise DatasetError('{}: the record needs bytes up to {} but the file ends at {} '
-                               '(cut short); {}.'.format(where, end, size, _REWRITE))
+                               '(cut short); {}.'.format(where, end, size, REWRITE))
         if limit is not None and first and cflag == 0 and length >= limit:
             return f.read(limit)
         parts.append(f.read(length))
@@ -278,7 +272,7 @@ def pack(header, s):
         label = np.asarray(header.label, dtype='<f4')
         header = header._replace(flag=label.size, label=0)
         s = label.tobytes() + bytes(s)
-    return struct.pack(_IR_FORMAT, *header) + bytes(s)
+    return struct.pack(IR_FORMAT, *header) + bytes(s)
 
 
 def unpack(s, where='record'):
@@ -290,16 +284,16 @@ def unpack(s, where='record'):
     DatasetError
         A record shorter than its header or its label (``where`` names it).
     """
-    if len(s) < _IR_SIZE:
+    if len(s) < IR_SIZE:
         raise DatasetError('{} has {} bytes, fewer than the {}-byte IRHeader: it is not an '
-                           'MXNet image record; {}.'.format(where, len(s), _IR_SIZE, _REWRITE))
-    header = IRHeader(*struct.unpack(_IR_FORMAT, s[:_IR_SIZE]))
-    s = s[_IR_SIZE:]
+                           'MXNet image record; {}.'.format(where, len(s), IR_SIZE, REWRITE))
+    header = IRHeader(*struct.unpack(IR_FORMAT, s[:IR_SIZE]))
+    s = s[IR_SIZE:]
     if header.flag > 0:
         if len(s) < 4 * header.flag:
             raise DatasetError('{}: its IRHeader announces {} label values but only {} bytes '
                                'follow (a broken header); {}.'.format(
-                                   where, header.flag, len(s), _REWRITE))
+                                   where, header.flag, len(s), REWRITE))
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
         s = s[header.flag * 4:]
     return header, s
@@ -316,14 +310,6 @@ def pack_img(header, img, quality=95, img_fmt='.jpg'):
     if not ok:
         raise ValueError('OpenCV could not encode the image as {}'.format(img_fmt))
     return pack(header, buf.tobytes())
-
-
-def unpack_img(s, iscolor=-1):
-    """``mx.recordio.unpack_img``: ``(IRHeader, image)``, the image as ``cv2.imdecode(...,
-    iscolor)`` returns it (BGR)."""
-    import cv2  # pylint: disable=import-outside-toplevel
-    header, s = unpack(s)
-    return header, cv2.imdecode(np.frombuffer(s, dtype=np.uint8), iscolor)
 
 
 def detection_label(boxes, ids, width=None, height=None, extra=None, header=()):

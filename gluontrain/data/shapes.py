@@ -1,12 +1,10 @@
-"""Rendering of the synthetic scenes: coloured shapes on a mildly textured background.
+"""Rendering of the synthetic scenes: coloured shapes on a mildly textured background
+(docs/datasets.md, "What the images look like").
 
-Every class is drawn as one *style*, a (shape, colour) pair, so a small detector can tell
-classes apart from appearance alone. Shapes are polygons, which gives the COCO writer its
-segmentation for free and lets every box be measured from the rendered mask rather than
-guessed from the geometry (clipping at the image border included).
-
-Pixel boxes in this module are ``(x1, y1, x2, y2)`` integers with ``x2``/``y2`` exclusive,
-i.e. the object covers columns ``x1 .. x2 - 1``.
+Every class is one (shape, colour) style; shapes are polygons, so the COCO writer gets its
+segmentation and every box is measured from the rendered mask (border clipping included).
+Pixel boxes are ``(x1, y1, x2, y2)`` integers with ``x2``/``y2`` exclusive. ``rng`` is a
+``numpy.random.Generator`` throughout.
 """
 import numpy as np
 from PIL import Image, ImageDraw
@@ -34,22 +32,9 @@ COLOURS = (
 
 
 def class_style(index):
-    """The (shape, colour name, RGB) drawn for the ``index``-th class of a dataset.
-
-    The first 8 classes get 8 different shapes and 8 different colours; beyond that the colour
-    shifts with every round of shapes, so all 80 combinations of 8 shapes x 10 colours are
-    distinct.
-
-    Parameters
-    ----------
-    index : int
-        Position of the class among the classes the dataset draws (not its global id).
-
-    Returns
-    -------
-    tuple
-        ``(shape, colour_name, (r, g, b))``.
-    """
+    """``(shape, colour_name, (r, g, b))`` of the ``index``-th class a dataset draws (its
+    position, not its global id): the first 8 differ in shape and colour, and all 80
+    combinations of 8 shapes x 10 colours are distinct."""
     index = int(index)
     if not 0 <= index < len(SHAPES) * len(COLOURS):
         raise ValueError('class index {} out of range [0, {})'.format(
@@ -90,23 +75,12 @@ _TEMPLATES = _unit_templates()
 
 
 def shape_polygon(shape, box, pixel_centres=True):
-    """Polygon vertices of ``shape`` filling the pixel box ``box``.
+    """``(K, 2)`` float64 vertices of ``shape`` filling the pixel box ``box`` (may extend past
+    the image).
 
-    Parameters
-    ----------
-    shape : str
-        One of :data:`SHAPES`.
-    box : sequence of 4 numbers
-        ``(x1, y1, x2, y2)`` with exclusive ``x2``/``y2``; may extend past the image.
-    pixel_centres : bool
-        True: vertices in Pillow's drawing convention, the extreme ones on the centres of the
-        first and last covered pixels (``x1 .. x2 - 1``). False: in COCO's continuous
-        convention, where pixel ``i`` spans ``[i, i + 1]`` and the shape spans ``x1 .. x2``.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(K, 2)`` float64 vertices.
+    ``pixel_centres`` True: Pillow's drawing convention, the extreme vertices on the centres of
+    the first and last covered pixels; False: COCO's continuous one (pixel ``i`` spans
+    ``[i, i + 1]``, the shape ``x1 .. x2``).
     """
     x1, y1, x2, y2 = [float(v) for v in box]
     shrink = 1.0 if pixel_centres else 0.0
@@ -116,38 +90,14 @@ def shape_polygon(shape, box, pixel_centres=True):
 
 
 def image_size_for(rng, image_size):
-    """Draw one ``(width, height)`` from an ``image_size`` specification.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Source of randomness.
-    image_size : int or (int, int)
-        A fixed side, or an inclusive ``(min_side, max_side)`` range from which width and
-        height are drawn independently.
-
-    Returns
-    -------
-    tuple of int
-        ``(width, height)``.
-    """
+    """Draw one ``(width, height)`` from ``image_size``: a fixed side, or an inclusive
+    ``(min_side, max_side)`` range drawn independently per side."""
     lo, hi = parse_image_size(image_size)
     return int(rng.integers(lo, hi + 1)), int(rng.integers(lo, hi + 1))
 
 
 def parse_image_size(image_size):
-    """Normalise an ``image_size`` argument to an inclusive ``(min_side, max_side)`` pair.
-
-    Parameters
-    ----------
-    image_size : int or (int, int)
-        A fixed side or a range.
-
-    Returns
-    -------
-    tuple of int
-        ``(min_side, max_side)``.
-    """
+    """``image_size`` (a side or a range) as an inclusive ``(min_side, max_side)`` pair."""
     if np.isscalar(image_size):
         lo = hi = int(image_size)
     else:
@@ -159,23 +109,8 @@ def parse_image_size(image_size):
 
 
 def background(rng, width, height):
-    """A muted, smoothly blotched grey background with some medium-scale texture.
-
-    Variation is mostly in brightness with only a faint tint, and brightness stays within
-    roughly 65-205, so every palette colour (black and white included) stands out.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Source of randomness.
-    width, height : int
-        Image size.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(height, width, 3)`` float32 image in [0, 255].
-    """
+    """``(height, width, 3)`` float32 muted, blotched grey in [0, 255]: mostly brightness
+    (about 65-205) with a faint tint, so every palette colour stands out."""
     base = rng.uniform(105.0, 165.0)
     coarse = base + rng.normal(0.0, 13.0, size=(4, 4, 1)) + rng.normal(0.0, 5.0, size=(4, 4, 3))
     fine = np.repeat(rng.normal(0.0, 6.0, size=(16, 16, 1)), 3, axis=2)
@@ -203,21 +138,12 @@ def random_layout(rng, width, height, num_classes, max_objects=8, min_frac=0.1, 
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-        Source of randomness.
-    width, height : int
-        Image size.
-    num_classes : int
-        Objects get a class index in ``[0, num_classes)``.
-    max_objects : int
-        Upper bound of objects per image.
     min_frac, max_frac : float
         Object side as a fraction of the shorter image side.
     truncate_prob : float
         Chance that an object is placed partly outside the image.
     max_overlap : float
-        Largest allowed intersection over the smaller box's area, which keeps every object
-        mostly visible.
+        Largest intersection over the smaller box's area (keeps every object mostly visible).
 
     Returns
     -------
@@ -247,14 +173,8 @@ def random_layout(rng, width, height, num_classes, max_objects=8, min_frac=0.1, 
 
 
 def place_box(rng, w, h, width, height, truncated=False):
-    """A ``w`` x ``h`` box at a random place inside the image, or (``truncated``) with up to a
-    third of each side past the border.
-
-    Returns
-    -------
-    tuple of int
-        ``(x1, y1, x2, y2)``, exclusive ``x2``/``y2``.
-    """
+    """A ``w`` x ``h`` exclusive-corner box at a random place inside the image, or
+    (``truncated``) with up to a third of each side past the border."""
     if truncated:
         x1 = int(rng.integers(-w // 3, width - 2 * w // 3 + 1))
         y1 = int(rng.integers(-h // 3, height - 2 * h // 3 + 1))
@@ -284,25 +204,18 @@ def render(rng, width, height, objects, noise=5.0):
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-        Source of randomness.
-    width, height : int
-        Image size.
     objects : list of dict
-        In drawing order, each with ``shape``, ``rgb`` and ``box`` (full pixel box, may
-        extend past the image). Optional ``parts``: a list of such dicts drawn together as one
-        annotated object (a COCO crowd region).
+        In drawing order: ``shape``, ``rgb``, ``box`` (full pixel box); optional ``parts``,
+        such dicts drawn as one annotated object (a COCO crowd region).
     noise : float
-        Standard deviation of the per-pixel noise added over the whole image.
+        Standard deviation of the per-pixel noise.
 
     Returns
     -------
     image : PIL.Image.Image
-        The RGB image.
     results : list of dict or None
-        Per object: ``box`` (clipped exclusive pixel box from the mask), ``polygons`` (list of
-        vertex arrays, unclipped) and ``mask`` (bool array); ``None`` where nothing of the
-        object lies inside the image.
+        Per object: ``box`` (clipped, from the mask), ``polygons`` (unclipped) and ``mask``
+        (bool); ``None`` where nothing of it lies inside the image.
     """
     canvas = Image.fromarray(np.clip(background(rng, width, height), 0, 255).astype(np.uint8))
     draw = ImageDraw.Draw(canvas)
@@ -333,29 +246,10 @@ def render(rng, width, height, objects, noise=5.0):
 def render_scene(rng, image_size, num_classes, max_objects, class_names, object_size=(0.1, 0.6)):
     """Lay out, draw and measure one detection image, retrying until every object is visible.
 
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        The image's own random stream.
-    image_size : int or (int, int)
-        See :func:`image_size_for`.
-    num_classes : int
-        Number of classes drawn.
-    max_objects : int
-        Upper bound of objects.
-    class_names : sequence of str
-        Names by class position.
-    object_size : (float, float)
-        ``min_frac, max_frac`` of :func:`random_layout`: object side as a fraction of the
-        shorter image side.
-
-    Returns
-    -------
-    image : PIL.Image.Image
-    width, height : int
-    objects : list of dict
-        ``name``, ``class_index``, ``box`` (clipped exclusive pixel box from the mask),
-        ``full_box`` (as laid out), ``polygons``, ``mask``.
+    ``image_size`` as :func:`image_size_for`; ``object_size`` is ``(min_frac, max_frac)`` of
+    :func:`random_layout`; ``class_names`` by class position. Returns ``(image, width, height,
+    objects)``, each object a dict of ``name``, ``class_index``, ``box`` (clipped, from the
+    mask), ``full_box`` (as laid out), ``polygons``, ``mask``.
     """
     width, height = image_size_for(rng, image_size)
     while True:
@@ -374,23 +268,8 @@ def render_scene(rng, image_size, num_classes, max_objects, class_names, object_
 
 
 def clip_polygon(poly, width, height):
-    """Clip a polygon to the image rectangle ``[0, width] x [0, height]`` (COCO's convention).
-
-    Sutherland-Hodgman against the four edges; enough for the convex and mildly concave
-    shapes drawn here.
-
-    Parameters
-    ----------
-    poly : numpy.ndarray
-        ``(K, 2)`` vertices.
-    width, height : int
-        Image size.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(M, 2)`` clipped vertices, possibly empty.
-    """
+    """Clip a ``(K, 2)`` polygon to ``[0, width] x [0, height]`` (COCO's convention);
+    ``(M, 2)``, possibly empty. Sutherland-Hodgman: enough for the shapes drawn here."""
     pts = [tuple(p) for p in np.asarray(poly, dtype=np.float64)]
     edges = ((0, 0.0, 1), (0, float(width), -1), (1, 0.0, 1), (1, float(height), -1))
     for axis, limit, sign in edges:
@@ -410,19 +289,8 @@ def clip_polygon(poly, width, height):
 
 
 def mask_to_rle(mask):
-    """Uncompressed COCO RLE of a boolean mask, as the real crowd annotations store it.
-
-    Parameters
-    ----------
-    mask : numpy.ndarray
-        ``(height, width)`` boolean mask.
-
-    Returns
-    -------
-    dict
-        ``{'counts': [...], 'size': [height, width]}``; counts run over the column-major
-        flattened mask and start with a (possibly zero) run of background.
-    """
+    """Uncompressed COCO RLE ``{'counts': [...], 'size': [h, w]}`` of a boolean mask, as the
+    real crowd annotations store it: column-major runs starting with background (maybe 0)."""
     flat = np.asarray(mask, dtype=bool).flatten(order='F')
     change = np.flatnonzero(flat[1:] != flat[:-1]) + 1
     bounds = np.concatenate([[0], change, [flat.size]])

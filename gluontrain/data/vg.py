@@ -1,20 +1,8 @@
-"""Visual Genome scene graphs in the layout Scene-Graph-Benchmark.pytorch reads.
-
-Files under ``root``:
-
-* ``VG-SGG-with-attri.h5``: the concatenated boxes/labels/attributes of all images and their
-  relationships, indexed per image by inclusive ``img_to_first_*``/``img_to_last_*`` ranges
-  (``-1`` when an image has none). Boxes are int32 ``(cx, cy, w, h)`` rescaled so that the
-  image's longer side is 1024 (``boxes_1024``) or 512 (``boxes_512``); relationships hold
-  global box indices. ``split`` is 0 for train and 2 for test.
-* ``VG-SGG-dicts-with-attri.json``: label/predicate/attribute vocabularies (index 0 is the
-  implicit background, keys of the ``idx_to_*`` maps are strings) and their counts.
-* ``image_data.json``: one entry per h5 image, same order.
-* ``VG_100K/<image_id>.jpg``.
-
-The images and their scene graphs are drawn by :mod:`gluontrain.data.vg_scenes` (shapes in
-colours; predicates by fixed rules from the boxes, see its :func:`predicate`).
-"""
+"""Visual Genome scene graphs in the layout Scene-Graph-Benchmark.pytorch reads: the h5, the
+dictionaries json, ``image_data.json`` and ``VG_100K/<image_id>.jpg`` under ``root``, as
+docs/datasets.md, "Formats" ("Visual Genome (SGB)") describes them. The images and their
+scene graphs are drawn by :mod:`gluontrain.data.vg_scenes` (shapes in colours; predicates by
+fixed rules from the boxes, see its :func:`predicate`)."""
 import json
 import os
 

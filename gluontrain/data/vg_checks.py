@@ -3,7 +3,7 @@ import os
 
 import numpy as np
 
-from .checks import _GENERATE, _SHOWN, DatasetError, _load_json, _missing_root, _Problems
+from .checks import GENERATE, SHOWN, DatasetError, Problems, load_json, missing_root
 from .images import image_problem, looks_truncated
 
 __all__ = ['check_vg', 'check_vg_files', 'SGB_CORRUPTED_IMAGES', 'H5_NAME', 'DICTS_NAME',
@@ -39,7 +39,7 @@ def check_vg(root, check_images=True):
     """
     root = os.path.abspath(os.path.expanduser(root))
     if not os.path.isdir(root):
-        _missing_root('VG', root, H5_NAME)
+        missing_root('VG', root, H5_NAME)
     counts, _ = _check_vg(os.path.join(root, H5_NAME), os.path.join(root, DICTS_NAME),
                           os.path.join(root, IMAGE_DATA), os.path.join(root, IMAGE_DIR),
                           check_images, 'Visual Genome dataset {}'.format(root))
@@ -83,15 +83,15 @@ def check_vg_files(roidb_file, dict_file, image_file, img_dir, check_images=Fals
 def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
     import h5py  # pylint: disable=import-outside-toplevel
 
-    report = _Problems(what)
+    report = Problems(what)
     for path in (h5_path, dicts_path, image_file):
         if not os.path.isfile(path):
             report.add('{} is missing: the dataset root must hold {}, {}, {} and {}/ (generate '
                        'one with `{}`).'.format(path, H5_NAME, DICTS_NAME, IMAGE_DATA, IMAGE_DIR,
-                                                _GENERATE.format('vg')))
+                                                GENERATE.format('vg')))
     report.raise_if_any()
-    dicts = _load_json(report, dicts_path, 'VG dictionary file')
-    image_data = _load_json(report, image_file, 'VG image list')
+    dicts = load_json(report, dicts_path, 'VG dictionary file')
+    image_data = load_json(report, image_file, 'VG image list')
     report.raise_if_any()
     keys = ('split', 'img_to_first_box', 'img_to_last_box', 'img_to_first_rel',
             'img_to_last_rel', 'boxes_1024', 'labels', 'attributes', 'relationships',
@@ -123,7 +123,7 @@ def _check_vg(h5_path, dicts_path, image_file, img_dir, check_images, what):
             report.add('{}: {} at rows {} are outside 1..{} ({}); fix them.'.format(
                 h5_path, k, bad[:5].tolist(), n, dicts_path))
     boxes = d['boxes_1024']
-    for j in np.flatnonzero(~np.isfinite(boxes.astype(np.float64)).all(1))[:_SHOWN]:
+    for j in np.flatnonzero(~np.isfinite(boxes.astype(np.float64)).all(1))[:SHOWN]:
         # a float h5 can hold NaN / inf; every comparison below lets them through
         report.add('{}: boxes_1024 row {} ({}) = {} is not finite; write pixel numbers or drop '
                    'the box.'.format(h5_path, j, _box_owner(d, image_data, j),

@@ -1,15 +1,9 @@
 """Older GluonCV APIs that notebooks written for GluonCV 0.3 still call.
 
-:class:`LRScheduler` is the learning-rate schedule ``gluoncv.utils.LRScheduler`` was from
-GluonCV 0.3.0 up to 0.4 (dmlc/gluon-cv commit 7c555523, "fix pylint (#251)", 2018-08-09, the
-last version before the rewrite in 3410d585, "A decomposition of lr scheduler (#353)"). The
-YOLOv3 script of that time (``scripts/detection/yolo/train_yolo3.py`` at 3410d585^) built it
-as ``LRScheduler(mode=..., baselr=..., niters=iters_per_epoch, nepochs=..., step=epochs,
-step_factor=..., power=2, warmup_epochs=...)`` and called ``lr_scheduler.update(i, epoch)``
-before every ``trainer.step``. Today's gluoncv has neither the signature nor ``update(i,
-epoch)``; importing this class instead (``from gluontrain.mx.compat import LRScheduler``)
-lets such a ``train()`` run unchanged.
-"""
+:class:`LRScheduler` is ``gluoncv.utils.LRScheduler`` of GluonCV 0.3.0 up to 0.4 (gluon-cv
+commit 7c555523, the last before the rewrite in 3410d585): ``LRScheduler(mode=..., baselr=...,
+niters=..., nepochs=..., step=..., ...)`` with ``lr_scheduler.update(i, epoch)`` before every
+``trainer.step`` (docs/from_gluoncv.md, "GluonCV's own APIs")."""
 from math import cos, pi
 
 from mxnet import lr_scheduler as mx_lr_scheduler

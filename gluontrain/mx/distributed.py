@@ -1,15 +1,9 @@
 """Horovod for the MXNet recipes: the engine's :class:`~gluontrain.core.distributed.Comm` over
-``horovod.mxnet``, and the per-rank context.
-
-Launched as GluonCV launches ``train_yolo3.py --horovod``, one process per device::
-
-    horovodrun -np 2 --gloo python scripts/train_yolov3.py --horovod ...
+``horovod.mxnet``, and the per-rank context (docs/distributed.md, "YOLOv3 with Horovod").
 
 Horovod is optional; it is built from source against the installed MXNet
-(:data:`HOROVOD_BUILD`). ``horovod.mxnet`` is imported only by :func:`import_horovod`: importing
-torch *after* it crashes the process (``horovod.mxnet`` 0.28.1 with torch 2.x CPU, measured
-here), so nothing imports it as a side effect.
-"""
+(:data:`HOROVOD_BUILD`). ``horovod.mxnet`` is imported only by :func:`import_horovod`
+(importing torch after it crashes the process), so nothing imports it as a side effect."""
 import logging
 import pickle
 

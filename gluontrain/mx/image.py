@@ -1,17 +1,11 @@
 """MXNet's ``mx.image.imread(path, 1)`` as a numpy array, decoded by the ``cv2`` package.
 
-GluonCV's datasets read with ``mx.image.imread``: MXNet's own OpenCV 3.4 (libjpeg-turbo
-2.0) decodes into an NDArray through the engine, and the numpy transforms then copy it out.
-Decoding with ``cv2`` (OpenCV 4, libjpeg-turbo 2.1) straight into numpy gives the same
-pixels for complete JPEG and PNG files when the EXIF orientation is ignored, as MXNet's
-decoder ignores it (checked on 461 files here: baseline and progressive JPEGs with every
-chroma subsampling, greyscale and CMYK JPEGs, all eight EXIF orientations, palette, grey,
-RGBA and 16-bit PNGs; ``tests/mx/test_image.py`` re-checks the kinds it can make).
-
-Files cut short are decoded differently by the two libjpeg-turbo versions (the missing rows),
-and other formats were not compared: those, and anything ``cv2`` cannot decode, are read
-with ``mx.image.imread`` itself.
-"""
+GluonCV's datasets read with ``mx.image.imread`` (MXNet's own OpenCV 3.4 into an NDArray,
+which the numpy transforms then copy out); ``cv2`` decodes straight into numpy with the same
+pixels for complete JPEG and PNG files, the EXIF orientation ignored as MXNet ignores it
+(the files checked, and why a file cut short or another format is read by
+``mx.image.imread`` itself: docs/faithfulness.md, "Fast train transform, targets and VOC
+metric", "Decoding and batches")."""
 import numpy as np
 
 __all__ = ['imread_rgb', 'decodes_like_mxnet']

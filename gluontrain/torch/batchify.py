@@ -1,20 +1,10 @@
 """GluonCV's batchify functions for PyTorch: ``Stack``, ``Pad``, ``Append``, ``Tuple``.
 
-They combine samples into a batch as ``gluoncv.data.batchify`` does, with the same shapes,
-values and dtype rules, but return ``torch.Tensor``; any of them (usually a :class:`Tuple`)
-is a ``collate_fn`` for ``torch.utils.data.DataLoader``::
+Same shapes, values and dtype rules as ``gluoncv.data.batchify`` (docs/torch_idioms.md,
+"Batchify dtypes"), returning ``torch.Tensor``; any of them is a ``DataLoader`` ``collate_fn``::
 
     loader = DataLoader(dataset, batch_size=8, shuffle=True, num_workers=4,
-                        collate_fn=Tuple(Stack(), Pad(pad_val=-1)))
-
-dtype rules (GluonCV's, kept on purpose so that ported recipes see the same tensors):
-
-- :class:`Stack` and :class:`Append` turn numpy arrays, lists and numbers into ``float32``
-  (``mx.nd.array``'s default); tensors keep their dtype.
-- :class:`Pad` keeps the dtype of the first sample (a list of Python ints is ``int64``, of
-  floats ``float64``); ``pad_val`` is cast into it as numpy casts (``-1`` in ``uint8`` is 255);
-  the lengths are ``int32``.
-"""
+                        collate_fn=Tuple(Stack(), Pad(pad_val=-1)))"""
 import logging
 
 import numpy as np
@@ -29,11 +19,8 @@ def _as_float32(value):
 
 
 class Stack:
-    """Stack samples of equal shape into a batch with a new leading axis.
-
-    Tensors are stacked with ``torch.stack`` and keep their dtype; anything else (numpy
-    arrays, lists, numbers) goes through ``numpy.asarray`` and becomes ``float32``, as
-    GluonCV's ``Stack`` does through ``mx.nd.array``.
+    """Stack samples of equal shape into a batch with a new leading axis (tensors keep their
+    dtype, anything else becomes ``float32``).
 
     Examples
     --------
@@ -43,18 +30,7 @@ class Stack:
     """
 
     def __call__(self, data):
-        """Batchify ``data``, a list of samples.
-
-        Parameters
-        ----------
-        data : list
-            Samples of one field: tensors, numpy arrays, lists or numbers.
-
-        Returns
-        -------
-        torch.Tensor
-            Shape ``(len(data),) + sample shape``.
-        """
+        """Batchify ``data``, a list of samples: ``(len(data),) + sample shape``."""
         if isinstance(data[0], torch.Tensor):
             return torch.stack([torch.as_tensor(x) for x in data])
         return _as_float32(np.asarray(data))
@@ -77,16 +53,14 @@ class Pad:
     Parameters
     ----------
     axis : int or tuple of int, default 0
-        The sample axis (or axes) to pad. Negative values count from the end of the sample's
-        shape (GluonCV would index the batch shape instead and mis-shape the batch).
+        The sample axis (or axes) to pad; negative values count from the end of the sample.
     pad_val : float or int, default 0
         The fill value, cast to the output dtype.
     num_shards : int, default 1
-        Split the batch into this many shards (as ``numpy.array_split``), each padded to its
-        own maximum; a list of tensors is returned then.
+        Split the batch into this many shards (``numpy.array_split``), each padded to its own
+        maximum; a list of tensors is returned then.
     ret_length : bool, default False
-        Also return the original lengths along ``axis`` (``int32``; shape ``(N,)``, or
-        ``(N, len(axis))`` for a tuple).
+        Also return the ``int32`` lengths along ``axis`` (``(N,)``, or ``(N, len(axis))``).
 
     Examples
     --------
@@ -94,8 +68,6 @@ class Pad:
     (tensor([[ 1,  2,  3,  4],
             [ 4,  5,  6, -1],
             [ 8,  2, -1, -1]]), tensor([4, 3, 2], dtype=torch.int32))
-
-    Detection labels (``num_objects x 6`` per image) are padded with ``-1`` this way.
     """
 
     def __init__(self, axis=0, pad_val=0, num_shards=1, ret_length=False):
@@ -107,20 +79,8 @@ class Pad:
         self._ret_length = ret_length
 
     def __call__(self, data):
-        """Batchify ``data``.
-
-        Parameters
-        ----------
-        data : list
-            N samples, each a tensor, numpy array or (nested) list.
-
-        Returns
-        -------
-        batch : torch.Tensor or list of torch.Tensor
-            Shape ``(N, ...)``; a list of shards when ``num_shards > 1``.
-        lengths : torch.Tensor or list of torch.Tensor
-            Only when ``ret_length`` is True.
-        """
+        """Batchify ``data`` (N tensors, numpy arrays or nested lists): ``(N, ...)`` (a list
+        of shards when ``num_shards > 1``), and the lengths when ``ret_length``."""
         if not isinstance(data[0], (torch.Tensor, np.ndarray, list, tuple)):
             raise TypeError('Pad takes samples that are tensors, numpy arrays or lists, got {}'
                             .format(type(data[0]).__name__))
@@ -161,16 +121,8 @@ class Pad:
 
 
 class Append:
-    """Return the samples as a list of tensors, without stacking (any shapes).
-
-    Parameters
-    ----------
-    expand : bool, default True
-        Add a batch axis of size 1 to every sample.
-    batch_axis : int, default 0
-        Where that axis goes.
-
-    Non-tensor samples become ``float32`` tensors, as in GluonCV.
+    """Return the samples as a list of tensors, without stacking (any shapes); non-tensors
+    become ``float32``. ``expand``: add a batch axis of size 1 at ``batch_axis``.
 
     Examples
     --------
@@ -191,14 +143,8 @@ class Append:
 
 
 class Tuple:
-    """Apply the i-th batchify function to the i-th field of every sample.
-
-    Parameters
-    ----------
-    fn : callable or list/tuple of callables
-        ``Tuple(A, B, C)`` and ``Tuple([A, B, C])`` are the same.
-    *args : callable
-        The other functions, when ``fn`` is a single callable.
+    """Apply the i-th batchify function to the i-th field of every sample
+    (``Tuple(A, B, C)`` or ``Tuple([A, B, C])``).
 
     Examples
     --------
@@ -221,13 +167,7 @@ class Tuple:
                 raise TypeError('batchify function {} is not callable: {!r}'.format(i, field_fn))
 
     def __call__(self, data):
-        """Batchify ``data``, a list of samples that each have ``len(fns)`` fields.
-
-        Returns
-        -------
-        tuple
-            One batched entry per field.
-        """
+        """A tuple with one batched entry per field of the samples in ``data``."""
         if len(data[0]) != len(self._fn):
             raise ValueError('each sample should have {} fields (one per batchify function), '
                              'got {}'.format(len(self._fn), len(data[0])))

@@ -1,17 +1,10 @@
-"""Full training checkpoints of PyTorch recipes in the core's format, and weights-only files.
-
-A checkpoint (``{prefix}_last.ckpt``) is :func:`gluontrain.core.checkpoint.save_checkpoint`'s
-atomic pickle: the model's ``state_dict`` and the optimizer's plus lr scheduler's states as
-``torch.save`` bytes, the loop position, best score, arguments, Python's and numpy's RNG states,
-and (in ``extra['torch_rng']``) torch's CPU and CUDA generator states, so that a resumed run
-draws the same dropout masks, augmentations and shuffles as an uninterrupted one.
-
-Two distinct operations read files back:
+"""Full training checkpoints of PyTorch recipes in the core's format (docs/recipes.md,
+"Checkpoints"; torch's CPU and CUDA generator states in ``extra['torch_rng']``), and
+weights-only files. Two distinct operations read files back:
 
 - :func:`restore_checkpoint` resumes training: weights, optimizer, scheduler, RNG, position;
 - :func:`load_weights` starts a new run from trained weights (``state_dict`` only), as GluonCV's
-  ``--resume x.params`` / ``net.load_parameters`` does.
-"""
+  ``--resume x.params`` / ``net.load_parameters`` does."""
 import io
 import logging
 import os
@@ -27,15 +20,9 @@ from ..core.streamed_pickle import StreamedBlob
 from .distributed import unwrap_model as _unwrap
 from .weights import load_failure, load_state_dict_reported
 
-__all__ = ['model_bytes', 'optimizer_bytes', 'save_checkpoint', 'restore_checkpoint',
+__all__ = ['save_checkpoint', 'restore_checkpoint',
            'save_weights', 'load_weights', 'get_torch_rng_states', 'set_torch_rng_states',
            'WeightsMismatchError', 'save_file', 'get_all_rng_states', 'set_all_rng_states']
-
-
-def _to_bytes(obj):
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
 
 
 def _from_bytes(blob, map_location, weights_only=True, path='<bytes>', part='params'):
@@ -52,7 +39,7 @@ def _from_bytes(blob, map_location, weights_only=True, path='<bytes>', part='par
 
 
 def _streamed(obj):
-    # torch.save into the checkpoint file as it is written (the bytes _to_bytes gives, never
+    # torch.save into the checkpoint file as it is written (what torch.save gives, never
     # whole in memory: those copies were the peak memory of a whole run)
     return StreamedBlob(lambda f: torch.save(obj, f))
 
@@ -62,31 +49,14 @@ def _optimizer_states(optimizer, scheduler):
             'scheduler': scheduler.state_dict() if scheduler is not None else None}
 
 
-def model_bytes(model):
-    """``torch.save`` bytes of the model's ``state_dict`` (unwrapped from DDP/DataParallel,
-    so the keys carry no ``module.`` prefix)."""
-    return _to_bytes(_unwrap(model).state_dict())
-
-
-def optimizer_bytes(optimizer, scheduler=None):
-    """``torch.save`` bytes of ``{'optimizer': ..., 'scheduler': ... or None}`` state dicts."""
-    return _to_bytes(_optimizer_states(optimizer, scheduler))
-
-
 class WeightsMismatchError(WeightsLoadError, RuntimeError):
-    """Weights that do not fit the model (other architecture or number of classes).
-
-    A :class:`~gluontrain.core.load_report.WeightsLoadError` (a ``ValueError``: bad input,
-    the CLI reports it in one line naming the file) and, as ``load_state_dict`` raised
-    before, a ``RuntimeError``.
-    """
+    """Weights that do not fit the model: a :class:`WeightsLoadError` (one CLI line naming the
+    file) and, as ``load_state_dict`` raised before, a ``RuntimeError``."""
 
 
 def _read_checkpoint(path):
-    """:func:`gluontrain.core.checkpoint.load_checkpoint` with a PyTorch hint: the core's
-    refusal of a non-checkpoint points to MXNet's ``--load-weights``, which the PyTorch
-    recipes do not have (they load weights from ``--resume`` with a file that is not *.ckpt).
-    """
+    """:func:`gluontrain.core.checkpoint.load_checkpoint`, its refusal of a non-checkpoint
+    pointing to ``--resume`` with weights (the PyTorch recipes have no ``--load-weights``)."""
     try:
         return core_checkpoint.load_checkpoint(path)
     except ValueError as e:
@@ -104,8 +74,8 @@ _RESUME_FIX = ('resume with the network and number of classes the checkpoint was
 
 
 def _load_exact(model, state_dict, path):
-    """``load_state_dict(strict=True)`` that says what did not fit in one line (every key
-    checked before any is copied) and logs the report of what loaded."""
+    """``load_state_dict(strict=True)`` refusing in one line (every key checked before any is
+    copied) and logging the report."""
     try:
         return load_state_dict_reported(model, state_dict, path, '--resume', _RESUME_FIX,
                                         ignore=(), logger=logging.getLogger(__name__),
@@ -149,22 +119,15 @@ def set_all_rng_states(states):
 
 
 def save_file(path, data):
-    """``torch.save(data)`` to ``path`` atomically: every PyTorch file of a reference's layout
-    (seamseg's snapshot, SGB's ``.pth``, ssd.pytorch's and GluonCV-style weights) is written
-    through it.
-
-    Returns
-    -------
-    str
-        ``path``.
-    """
+    """``torch.save(data)`` to ``path`` atomically; returns ``path``. Every PyTorch file of a
+    reference's layout (seamseg's, SGB's, ssd.pytorch's, GluonCV-style weights) goes through it."""
     core_checkpoint.atomic_save_file(path, lambda tmp: torch.save(data, tmp))
     return path
 
 
 def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_score, args,
                     extra=None):
-    """Write the full checkpoint of a finished epoch atomically.
+    """Write the full checkpoint of a finished epoch atomically; returns ``path``.
 
     Parameters
     ----------
@@ -172,22 +135,14 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_sc
         Conventionally ``{prefix}_last.ckpt``.
     model : torch.nn.Module
         DDP/DataParallel wrappers are unwrapped.
-    optimizer : torch.optim.Optimizer
     scheduler : lr scheduler or None
         E.g. :class:`gluontrain.torch.lr_scheduler.GluonLRScheduler`.
     epoch : int
         The last finished epoch; training resumes at ``epoch + 1``.
     iteration : int
         Finished steps (``state.iteration``).
-    best_score : float
-    args : argparse.Namespace or dict
     extra : dict, optional
         Anything else to restore (loss meters, ...); ``'torch_rng'`` is added.
-
-    Returns
-    -------
-    str
-        ``path``.
     """
     extra = dict(extra or {})
     extra['torch_rng'] = get_torch_rng_states()
@@ -198,31 +153,27 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, iteration, best_sc
 
 
 def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu',
-                       weights_only=True, check=None):
-    """Resume from a checkpoint of :func:`save_checkpoint`: weights, optimizer, scheduler and
-    every RNG state.
-
-    Build ``model``, ``optimizer`` and ``scheduler`` exactly as for a fresh run, then call this
-    before training.
+                       weights_only=True, check=None, hyper=None):
+    """Resume from a :func:`save_checkpoint` file: weights, optimizer, scheduler and every RNG
+    state. Build ``model``, ``optimizer`` and ``scheduler`` as for a fresh run first.
 
     Parameters
     ----------
-    path : str
     model : torch.nn.Module
         Loaded with ``strict=True``.
-    optimizer : torch.optim.Optimizer
     scheduler : lr scheduler, optional
-        Given exactly when the checkpoint holds a scheduler state (it was saved with one).
+        Given exactly when the checkpoint holds a scheduler state.
     map_location : str or torch.device, default 'cpu'
-        Where the stored tensors are loaded; ``load_state_dict`` then copies them onto the
-        model's and optimizer's devices.
+        Where the stored tensors are loaded before ``load_state_dict`` copies them.
     weights_only : bool, default True
-        ``torch.load``'s safe mode (tensors and plain containers only); set False for a
-        scheduler whose state holds other objects, from a trusted file only.
+        ``torch.load``'s safe mode; False only for a trusted file whose scheduler state holds
+        other objects.
     check : callable, optional
-        ``check(payload)`` runs before anything is loaded (e.g. refusing a resume whose
-        arguments do not fit the checkpoint's, with
+        ``check(payload)`` before anything is loaded (e.g.
         :func:`gluontrain.core.checkpoint.resume_changes`).
+    hyper : dict, optional
+        Optimizer hyper-parameters of this run's arguments (``{'momentum': 0.9}``), written into
+        every parameter group after the checkpoint's: the values typed now win.
 
     Returns
     -------
@@ -230,17 +181,14 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
         The checkpoint (``epoch``, ``best_score``, ``args``, ``extra``, ...); resume at
         ``payload['epoch'] + 1``.
     state : TrainState
-        A loop state with ``iteration`` restored and ``resumed_from`` / ``last_checkpoint``
-        set to ``path``, for :func:`gluontrain.core.loop.run_loop`.
+        ``iteration`` restored, ``resumed_from`` / ``last_checkpoint`` set to ``path``.
 
     Raises
     ------
     FileNotFoundError, ValueError
-        For a missing file, or one that is not a gluontrain checkpoint (a weights file is
-        read with :func:`load_weights`).
+        A missing file, or not a gluontrain checkpoint (weights: :func:`load_weights`).
     WeightsMismatchError
-        When the checkpoint's weights are not exactly the model's (one line naming the file,
-        the counts and the first keys; nothing is loaded).
+        The weights are not exactly the model's (one line; nothing is loaded).
     """
     payload = _read_checkpoint(path)
     if check is not None:
@@ -251,6 +199,8 @@ def restore_checkpoint(path, model, optimizer, scheduler=None, map_location='cpu
         raise ValueError('{} holds no PyTorch optimizer state; was it written by another '
                          'backend?'.format(path))
     optimizer.load_state_dict(states['optimizer'])
+    for group in optimizer.param_groups:
+        group.update(hyper or {})
     saved_scheduler = states.get('scheduler')
     if (saved_scheduler is None) != (scheduler is None):
         raise ValueError(
@@ -277,28 +227,16 @@ def save_weights(path, model):
 def load_weights(path, model, strict=True, map_location='cpu'):
     """Start from trained weights only: no optimizer, scheduler, RNG or loop position.
 
-    Parameters
-    ----------
-    path : str
-        A ``state_dict`` file (:func:`save_weights`, ``torch.save(model.state_dict())``) or a
-        full gluontrain checkpoint, whose weights alone are taken.
-    model : torch.nn.Module
-    strict : bool, default True
-        Require exactly the model's keys (``load_state_dict``'s ``strict``).
-    map_location : str or torch.device, default 'cpu'
-
-    Returns
-    -------
-    NamedTuple
-        ``load_state_dict``'s ``missing_keys`` / ``unexpected_keys`` (empty when strict).
+    ``path``: a ``state_dict`` file (:func:`save_weights`) or a full gluontrain checkpoint,
+    whose weights alone are taken. Returns ``load_state_dict``'s ``missing_keys`` /
+    ``unexpected_keys``.
 
     Raises
     ------
     FileNotFoundError
-        When ``path`` does not exist.
+        ``path`` does not exist.
     WeightsMismatchError
-        When the weights do not fit ``model`` (the message names ``path`` and the first
-        mismatch).
+        The weights do not fit ``model`` (the message names ``path`` and the first mismatch).
     """
     if not os.path.isfile(path):
         raise FileNotFoundError('weights file {} does not exist'.format(path))

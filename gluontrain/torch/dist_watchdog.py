@@ -1,25 +1,11 @@
 """A stopped rank ends the job in one line: the collective timeout and the rank watchdog.
 
-Under ``torchrun`` a rank that stops (SIGSTOP, a data loader that never returns, a read from a
-dead mount) leaves the others waiting in their next collective; torchrun only notices ranks
-that exit. Two things bound the wait by one number, :func:`dist_timeout` (seconds, from the
-caller, else ``$GLUONTRAIN_DIST_TIMEOUT``, else 600):
-
-- the process group's own ``timeout``: gloo's collective then raises a RuntimeError, which
-  :func:`explain_collective_error` turns into one line naming the rank(s) that stopped
-  answering;
-- :class:`RankWatchdog`, a thread in every rank: it counts a heartbeat in the job's store
-  (``MASTER_ADDR:MASTER_PORT``) and watches the next rank's; a heartbeat that has not moved for
-  the timeout means that rank is stopped or gone, and the watchdog prints one line naming it on
-  stderr and ends its own process (torchrun then stops the others). It also watches its own
-  rank: a main thread that has not moved from one line outside ``torch.distributed`` for the
-  timeout (a hung loader or reader) is named with that line. Either way the job ends within
-  the timeout plus a heartbeat or two.
-
-The timeout must exceed the longest time one rank works while another waits for it (rank 0
-writing a checkpoint, an evaluation on one rank): the default, 10 minutes, leaves room for
-that; torch's own default for gloo is 30 minutes.
-"""
+One number, :func:`dist_timeout` (seconds, from the caller, else ``$GLUONTRAIN_DIST_TIMEOUT``,
+else 600), bounds the process group's ``timeout`` (:func:`explain_collective_error` turns
+gloo's failure into one line naming the rank(s) that stopped answering) and
+:class:`RankWatchdog`, a heartbeat thread in every rank that watches the next rank and its own
+main thread (docs/distributed.md, "A rank that stops: the collective timeout and the
+watchdog")."""
 import datetime
 import os
 import signal

@@ -1,33 +1,9 @@
-"""Data-parallel training with one process per device, launched by ``torchrun``.
-
-GluonCV trains on several GPUs from one process (``split_and_load`` + kvstore); the PyTorch
-way is one process per GPU with ``DistributedDataParallel``::
-
-    torchrun --nproc_per_node 4 scripts/train.py ...
-
-    info = init_distributed()                     # reads RANK, WORLD_SIZE, LOCAL_RANK
-    model = convert_sync_batchnorm(model)         # optional; CUDA only
-    model = wrap_ddp(model, info.device)
-    sampler = DistributedSampler(dataset)          # a different shard per rank
-    ...
-    losses = all_reduce_mean({'loss': loss.item()})
-    if is_main_process():
-        save_checkpoint(...)
-    barrier()
-
-Every helper also works without ``torchrun`` (one process, world size 1), so the same script
-runs unchanged on a laptop.
-
-A rank that stops (SIGSTOP, a hung data loader, a dead mount) would leave the others waiting
-forever: the process group gets a timeout (:func:`dist_timeout`: ``GLUONTRAIN_DIST_TIMEOUT``
-seconds, default 600), and :class:`RankWatchdog` names the rank in one line and ends the job
-within it (see :mod:`gluontrain.torch.dist_watchdog`). :func:`teardown` ends a job without the
-end-of-run SIGABRT of gloo's threads.
-
-:class:`TorchComm` is the engine's :class:`gluontrain.core.distributed.Comm` over
-``torch.distributed``: recipes pass it to ``build_hooks`` and ``run_loop``, which then leave
-logging and saving to rank 0 and keep the ranks together.
+"""Data-parallel training with one process per device, launched by ``torchrun``; every helper
+also works alone (world size 1). Usage: docs/torch_idioms.md, "DDP with torchrun"; the timeout,
+watchdog and teardown: docs/distributed.md, "A rank that stops". :class:`TorchComm` is the
+engine's :class:`gluontrain.core.distributed.Comm` over ``torch.distributed``.
 """
+import contextlib
 import datetime
 import logging
 import os
@@ -43,7 +19,7 @@ from .dist_watchdog import (TIMEOUT_ENV, CollectiveTimeoutError, RankWatchdog, d
                             explain_collective_error, report_collective_error)
 
 __all__ = ['DistInfo', 'init_distributed', 'init_process_group', 'dist_timeout', 'teardown',
-           'run_job', 'launch_local', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
+           'run_job', 'process_group', 'launch_local', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
            'is_main_process', 'barrier', 'all_reduce_mean', 'convert_sync_batchnorm',
            'wrap_ddp', 'unwrap_model', 'cleanup', 'TorchComm', 'ShardSampler']
 
@@ -64,32 +40,23 @@ def _env_int(name, default):
 
 
 def init_distributed(backend=None, use_cuda=None, timeout_s=None, local_rank=None):
-    """Join the process group that ``torchrun`` set up, or run alone.
-
-    Reads ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` (and ``MASTER_ADDR``/``MASTER_PORT``
-    through ``init_method='env://'``). With ``WORLD_SIZE`` unset or 1 nothing is initialised.
+    """Join the process group that ``torchrun`` set up (``RANK``, ``WORLD_SIZE``,
+    ``LOCAL_RANK``, ``env://``), or run alone when ``WORLD_SIZE`` is unset or 1.
 
     Parameters
     ----------
     backend : str, optional
-        ``'nccl'`` on CUDA (the process is then bound to GPU ``LOCAL_RANK``), ``'gloo'`` on
-        the CPU.
+        Default ``'nccl'`` on CUDA, ``'gloo'`` on the CPU.
     use_cuda : bool, optional
-        Train on GPU ``LOCAL_RANK``; default: when CUDA is available. ``False`` keeps every
-        rank on the CPU (``--gpus ''``).
+        Train on GPU ``local_rank``; default: when CUDA is available.
     timeout_s : float, optional
-        How long a collective waits for the other ranks, and how long a rank may stop before
-        the watchdog ends the job (:func:`dist_timeout`: default ``$GLUONTRAIN_DIST_TIMEOUT``,
-        else 600 s).
+        Collective timeout and watchdog limit (:func:`dist_timeout`).
     local_rank : int, optional
-        The GPU of this process; default ``LOCAL_RANK`` (seamseg's and SGB's tools pass their
-        ``--local_rank``, as ``torch.distributed.launch`` sets it).
+        Default ``LOCAL_RANK`` (seamseg's and SGB's tools pass their ``--local_rank``).
 
     Returns
     -------
     DistInfo
-        ``rank``, ``world_size``, ``local_rank``, ``device`` (``cuda:LOCAL_RANK`` or cpu) and
-        ``backend``.
     """
     rank, world_size = _env_int('RANK', 0), _env_int('WORLD_SIZE', 1)
     local_rank = _env_int('LOCAL_RANK', 0) if local_rank is None else local_rank
@@ -117,22 +84,8 @@ _WATCHDOG = []
 
 def init_process_group(backend, timeout_s=None, rank=None, world_size=None):
     """``torch.distributed.init_process_group(backend, init_method='env://')`` with a
-    timeout, and a :class:`RankWatchdog` started on it.
-
-    Parameters
-    ----------
-    backend : str
-        ``'gloo'`` or ``'nccl'``.
-    timeout_s : float, optional
-        :func:`dist_timeout` (``$GLUONTRAIN_DIST_TIMEOUT``, else 600 s).
-    rank, world_size : int, optional
-        Default: ``RANK`` and ``WORLD_SIZE`` from torchrun's environment.
-
-    Returns
-    -------
-    float
-        The timeout in seconds.
-    """
+    timeout (:func:`dist_timeout` of ``timeout_s``) and a :class:`RankWatchdog`; ``rank`` and
+    ``world_size`` default to torchrun's environment. Returns the timeout in seconds."""
     timeout_s = dist_timeout(timeout_s)
     rank = _env_int('RANK', 0) if rank is None else rank
     world_size = _env_int('WORLD_SIZE', 1) if world_size is None else world_size
@@ -147,25 +100,10 @@ def init_process_group(backend, timeout_s=None, rank=None, world_size=None):
 
 
 def teardown(ok=True):
-    """End a ``torchrun`` job: a barrier (``ok`` only), then leave the process group.
-
-    Why the barrier and the pause: a rank that leaves while another still communicates (rank 0
-    saving ``model_final.pth``) is one problem; the other is gloo's worker threads. They free
-    each finished collective themselves, which takes Python's lock (the work holds Python
-    objects); a rank that exits right after its last collective reaches interpreter shutdown
-    while such a thread still waits for that lock, and the thread is then killed inside a C++
-    destructor: ``terminate called without an active exception``, SIGABRT (measured: 3 of 20
-    scene-graph runs, 3 of 30 of a bare DDP script). ``destroy_process_group`` does not join
-    those threads while ``DistributedDataParallel`` still holds the group, so this releases the
-    lock for a moment after the last collective, and they finish first (0 of 30, and 20 of 20
-    clean scene-graph runs).
-
-    Parameters
-    ----------
-    ok : bool, default True
-        False after a failure: no barrier (the other ranks may never come; torchrun stops
-        them), just leave.
-    """
+    """End a ``torchrun`` job: a barrier (``ok`` only: after a failure the other ranks may
+    never come), leave the process group, then a short pause for gloo's threads
+    (docs/distributed.md, "A rank that stops": end of the job). The pause is needed because
+    ``destroy_process_group`` does not join those threads while DDP still holds the group."""
     try:
         if ok and is_distributed():
             dist.barrier()
@@ -178,26 +116,26 @@ def teardown(ok=True):
             time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def process_group(use_cuda=None, local_rank=None, final_barrier=True):
+    """Every recipe ``main``'s process group: joined on entry under ``torchrun`` when none
+    exists (:func:`init_distributed`), left on exit (:func:`teardown`, its barrier only after a
+    success and with ``final_barrier``). A run alone, or a caller's group, is left as it is."""
+    started = get_world_size() == 1 and init_distributed(
+        use_cuda=use_cuda, local_rank=local_rank).world_size > 1
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        if started:
+            teardown(ok=ok and final_barrier)
+
+
 def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
-    """Run ``fn()`` (a CLI's ``main``, returning an exit status) as one rank of a ``torchrun``
-    job: the process group is started here (with its timeout and watchdog) when
-    ``WORLD_SIZE > 1``, and :func:`teardown` ends it; a collective that timed out becomes one
-    ``error:`` line naming the rank (exit 1).
-
-    Parameters
-    ----------
-    fn : callable
-        ``() -> int``.
-    backend : str, optional
-        Default ``'nccl'`` when ``use_cuda`` (default: CUDA available), else ``'gloo'``.
-    use_cuda : bool, optional
-    timeout_s : float, optional
-        :func:`dist_timeout`.
-
-    Returns
-    -------
-    int
-        ``fn``'s status (1 after a collective timeout).
+    """Run ``fn() -> int`` (a CLI's ``main``) as one rank of a ``torchrun`` job: the process
+    group is started (:func:`init_distributed` arguments) and torn down here, and a collective
+    that timed out becomes one ``error:`` line naming the rank. Returns ``fn``'s status (1 then).
     """
     started = False
     if _env_int('WORLD_SIZE', 1) > 1 and not dist.is_initialized():
@@ -221,30 +159,10 @@ def run_job(fn, backend=None, use_cuda=None, timeout_s=None):
 
 
 def launch_local(nproc, argv, module='gluontrain', timeout_s=None):
-    """Start ``python -m module argv`` as ``nproc`` ranks of one job on this machine, as
-    ``torchrun --nproc_per_node nproc`` starts them (torch's elastic launcher in this
-    process: static rendezvous on a free local port, no restarts), and wait for them.
-
-    What GluonCV's user types, ``--gpus 0,1,2,3``, needs one process per GPU on PyTorch:
-    the recipe calls this instead of asking for torchrun. Each rank sees ``RANK``,
-    ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT`` as under torchrun and
-    prints to this process's stdout and stderr.
-
-    Parameters
-    ----------
-    nproc : int
-    argv : list of str
-        The ranks' arguments after ``-m module``.
-    module : str
-    timeout_s : float, optional
-        Rendezvous timeout (default :func:`dist_timeout`).
-
-    Returns
-    -------
-    int
-        0 when every rank succeeded, else the first failed rank's exit status (130 when
-        interrupted).
-    """
+    """Start ``python -m module argv`` as ``nproc`` ranks on this machine, as ``torchrun
+    --nproc_per_node nproc`` would (static rendezvous on a free local port, no restarts), and
+    wait; ``--gpus 0,1,2,3`` of YOLOv3 on PyTorch (docs/distributed.md, "YOLOv3 on PyTorch").
+    Returns 0, or the first failed rank's exit status (130 when interrupted)."""
     # pylint: disable=import-outside-toplevel
     import socket
     import uuid
@@ -309,19 +227,8 @@ def barrier():
 
 
 def all_reduce_mean(values):
-    """Average named numbers over all ranks, e.g. losses for the log line.
-
-    Parameters
-    ----------
-    values : dict
-        name -> float or scalar tensor.
-
-    Returns
-    -------
-    dict
-        name -> float, the mean over ranks (the values themselves when not distributed).
-        Every rank must pass the same names.
-    """
+    """Average named numbers (name -> float or scalar tensor) over all ranks, e.g. losses for
+    the log line; every rank must pass the same names. Returns name -> float."""
     # packed in sorted order, so that ranks agree whatever order their dicts were built in
     names = sorted(values)
     numbers = [float(values[n].detach()) if isinstance(values[n], torch.Tensor)
@@ -338,26 +245,13 @@ def all_reduce_mean(values):
 
 
 def convert_sync_batchnorm(model, process_group=None, device=None):
-    """Replace every BatchNorm layer by ``torch.nn.SyncBatchNorm`` (batch statistics over
-    all ranks, as GluonCV's ``--syncbn``).
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-    process_group : ProcessGroup, optional
-        Synchronise within this group only (default: all ranks).
-    device : torch.device, optional
-        Where the model will train; a CPU device is refused.
-
-    Returns
-    -------
-    torch.nn.Module
+    """Replace every BatchNorm layer by ``torch.nn.SyncBatchNorm`` (GluonCV's ``--syncbn``),
+    within ``process_group`` (default: all ranks).
 
     Raises
     ------
     RuntimeError
-        On a machine without CUDA or for a CPU ``device``: PyTorch's SyncBatchNorm only runs on
-        GPUs and would otherwise fail at the first forward pass, mid-run.
+        Without CUDA or for a CPU ``device`` (docs/torch_idioms.md, "SyncBatchNorm needs CUDA").
     """
     if not torch.cuda.is_available() or (device is not None and
                                           torch.device(device).type != 'cuda'):
@@ -371,21 +265,8 @@ def convert_sync_batchnorm(model, process_group=None, device=None):
 
 
 def wrap_ddp(model, device, **ddp_kwargs):
-    """Move ``model`` to ``device`` and wrap it in ``DistributedDataParallel``.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-    device : torch.device
-        This rank's device (``DistInfo.device``).
-    **ddp_kwargs
-        Passed to ``DistributedDataParallel`` (e.g. ``find_unused_parameters=True``).
-
-    Returns
-    -------
-    torch.nn.Module
-        The DDP-wrapped model, or ``model`` itself (moved) when not distributed.
-    """
+    """Move ``model`` to ``device`` (``DistInfo.device``) and wrap it in
+    ``DistributedDataParallel(**ddp_kwargs)``; only moved when not distributed."""
     device = torch.device(device)
     model = model.to(device)
     if not is_distributed():
@@ -409,13 +290,8 @@ def cleanup():
 
 
 class TorchComm(LocalComm):
-    """:class:`gluontrain.core.distributed.Comm` over ``torch.distributed`` (gloo or nccl).
-
-    Outside an initialised process group (no ``torchrun``) it is a world of one
-    (:class:`~gluontrain.core.distributed.LocalComm`), as every helper of this module.
-    ``rank`` and ``world_size`` are read once, when it is made (after
-    :func:`init_distributed`).
-    """
+    """:class:`gluontrain.core.distributed.Comm` over ``torch.distributed``; a world of one
+    outside a process group. ``rank`` and ``world_size`` are read once, when it is made."""
 
     def __init__(self):
         self.rank, self.world_size = get_rank(), get_world_size()
@@ -446,16 +322,8 @@ class TorchComm(LocalComm):
 
 
 class ShardSampler(torch.utils.data.Sampler):
-    """Rank ``rank``'s share of ``range(size)`` for evaluation: ``rank, rank + world, ...``
-    in order, nothing padded or repeated (``DistributedSampler`` pads the shards to equal
-    length, which would count images twice in a gathered metric).
-
-    Parameters
-    ----------
-    size : int
-        Length of the dataset.
-    rank, world_size : int
-    """
+    """Rank ``rank``'s share of ``range(size)`` for evaluation: ``rank, rank + world, ...``,
+    nothing padded (``DistributedSampler``'s padding would count images twice in a metric)."""
 
     def __init__(self, size, rank=0, world_size=1):
         super().__init__()

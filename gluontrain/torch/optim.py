@@ -1,13 +1,6 @@
-"""``torch.optim.SGD`` without the compiler stack.
-
-``torch.optim.Optimizer`` wraps ``add_param_group``, ``zero_grad``, ``state_dict`` and
-``load_state_dict`` in ``torch._disable_dynamo``, and ``SGD.step`` in
-``_use_grad_for_differentiable``; the first call of either imports ``torch._dynamo`` (sympy and
-the rest of the compiler): 2.3 s of CPU and ~70 MiB in every process that builds an optimizer,
-for recipes that never compile. ssd.pytorch's, seamseg's and Scene-Graph-Benchmark's
-``optim.SGD`` pay it; :class:`SGD` here does not, with the same update, state dict and
-arguments. The YOLOv3 recipe's ``GluonSGD`` binds the same four methods.
-"""
+"""``torch.optim.SGD`` without the compiler stack: ``torch.optim.Optimizer``'s wrapped methods
+import ``torch._dynamo`` on first call (docs/performance.md, "On the README main job's
+settings"); :class:`SGD` here has the same update, state dict and arguments without it."""
 import torch
 from torch.optim.sgd import sgd
 

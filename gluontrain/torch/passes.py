@@ -1,24 +1,13 @@
-"""Resuming inside a pass over a shuffled ``DataLoader``, and RNG-neutral side work.
-
-An iteration-based recipe (ssd.pytorch's ``max_iter``) can stop, and checkpoint, in the
-middle of a pass. Resuming there exactly needs the pass's order and the random state the
-uninterrupted run has at that step:
+"""Resuming inside a pass over a shuffled ``DataLoader``, and RNG-neutral side work
+(docs/recipes.md, "Checkpoints", "Resuming inside a pass").
 
 - :class:`SkippingBatchSampler` wraps the loader's batch sampler and drops the batches a
   resumed pass already trained on, by index (nothing is loaded or augmented for them);
 - :class:`PassPositionHook` keeps torch's generator state at the start of the current pass
   (in the checkpoint through the hooks' state). On a mid-pass resume it lets the loader draw
   its shuffle (and worker seed) from that state, skips the done batches, and then gives the
-  generator back the checkpoint's state, so the rest of the pass and the passes after it
-  match the uninterrupted run.
-
-:func:`preserved_rng` runs validation and pictures without moving any global generator: in
-the uninterrupted run they must not decide the next shuffle either (ssd.pytorch does not
-validate during training at all).
-
-Bit-identical mid-pass resumes hold with ``num_workers=0``. With worker processes the order of
-the images is the same, but each worker's augmentation stream restarts at the resume point.
-"""
+  generator back the checkpoint's state;
+- :func:`preserved_rng` runs validation and pictures without moving any global generator."""
 import contextlib
 
 import numpy as np

@@ -1,18 +1,5 @@
-"""One PyTorch training step for every recipe whose model (or model + criterion) returns a
-dict of losses: torchvision / Scene-Graph-Benchmark ``model(images, targets)``, seamseg
-``model(**batch, do_loss=True)``, SSD's ``criterion(net(x), targets)``.
-
-The recipe supplies ``forward(batch) -> (loss_dict, batch_size)``; :class:`LossDictStep`
-does the rest the same way for all of them: weighted sum, ``zero_grad``, backward, optional
-gradient clipping, optimizer step, and the meters' output format with the losses averaged
-over ranks for the log (every rank trains on its own value).
-
-Mixed precision: pass ``autocast`` (a context-manager factory, e.g.
-``lambda: torch.autocast('cuda', dtype=torch.float16)``) and ``scaler``
-(``torch.amp.GradScaler``); the forward then runs under ``autocast()`` and the backward /
-clipping / step go through the scaler. Both default to off (the references train in fp32);
-:func:`mixed_precision` builds the pair a recipe's ``--amp`` asks for.
-"""
+"""One PyTorch training step for every recipe whose model returns a dict of losses, with
+optional mixed precision (docs/recipes.md, "The engine API", ``LossDictStep``)."""
 import contextlib
 import random
 
@@ -44,25 +31,9 @@ def to_device(obj, device, non_blocking=False):
 
 
 def mixed_precision(device, enabled, cpu_bf16=False, argument='--amp'):
-    """The ``(autocast, scaler)`` pair of :class:`LossDictStep` for a recipe's AMP switch.
-
-    Parameters
-    ----------
-    device : torch.device
-        The training device.
-    enabled : bool
-        The switch; False gives ``(None, None)`` (fp32, the references).
-    cpu_bf16 : bool
-        On the CPU, allow bfloat16 autocast (no scaler: bf16 has fp32's exponent range). Only
-        for recipes where it was measured to hold the numbers; otherwise the CPU is refused.
-    argument : str
-        The switch's name, for the error message.
-
-    Returns
-    -------
-    (autocast, scaler)
-        CUDA: float16 autocast and ``torch.amp.GradScaler('cuda')``; CPU with ``cpu_bf16``:
-        bfloat16 autocast and no scaler.
+    """The ``(autocast, scaler)`` pair of :class:`LossDictStep` for a recipe's AMP switch
+    ``argument``: ``(None, None)`` when not ``enabled``; CUDA: float16 + ``GradScaler('cuda')``;
+    CPU with ``cpu_bf16``: bfloat16, no scaler (bf16 has fp32's exponent range).
 
     Raises
     ------
@@ -83,37 +54,39 @@ def mixed_precision(device, enabled, cpu_bf16=False, argument='--amp'):
 
 
 class LossDictStep:
-    """A training step for a ``forward`` that returns named losses.
+    """A training step for a ``forward`` that returns named losses (docs/recipes.md, "The
+    engine API", ``LossDictStep``).
 
     Parameters
     ----------
     forward : callable
-        ``forward(batch) -> (losses, batch_size)``: ``losses`` maps names to scalar tensors
-        (everything the model computes, moved to its device by the recipe).
+        ``forward(batch) -> (losses, batch_size)``, ``losses`` name -> scalar tensor.
     optimizer : torch.optim.Optimizer
     loss_weights : dict, optional
-        ``name -> weight`` in the summed loss (missing names weigh 1; detectron2's and
-        seamseg's per-loss weights). The logged values are the unweighted losses.
-    grad_clip : float, optional
-        Clip the global gradient norm to this value before the update (None: no clipping).
+        ``name -> weight`` in the summed loss (missing: 1); the log shows unweighted losses.
+    grad_clip : float or callable, optional
+        Global gradient norm limit, or the recipe's own ``grad_clip()``; sees unscaled grads.
     scaler : torch.amp.GradScaler, optional
-        Mixed-precision loss scaling (see the module docstring).
     autocast : callable, optional
         ``autocast() -> context manager`` around the forward.
+    lr_group : int, default 0
+        The parameter group whose learning rate is reported.
+    total : str, optional
+        Also log the sum of the (averaged) losses under this name, first.
 
     Returns (when called)
     ---------------------
     dict
-        ``{'losses': {name: [(value, 1)]}, 'lr': first param group's lr, 'batch_size': n}``:
-        one value per step, the :class:`gluontrain.core.meters.LossMeter` format.
+        ``{'losses': {name: [(value, 1)]}, 'lr', 'batch_size'}``, losses averaged over ranks.
     """
 
     def __init__(self, forward, optimizer, loss_weights=None, grad_clip=None, scaler=None,
-                 autocast=None):
+                 autocast=None, lr_group=0, total=None):
         self.forward, self.optimizer = forward, optimizer
         self.loss_weights = dict(loss_weights or {})
         self.grad_clip, self.scaler = grad_clip, scaler
         self.autocast = autocast or contextlib.nullcontext
+        self.lr_group, self.total_name = lr_group, total
 
     def total(self, losses):
         """The weighted sum that is back-propagated."""
@@ -127,6 +100,12 @@ class LossDictStep:
         return [p for group in self.optimizer.param_groups for p in group['params']
                 if p.grad is not None]
 
+    def _clip(self):
+        if callable(self.grad_clip):
+            self.grad_clip()
+        elif self.grad_clip:
+            torch.nn.utils.clip_grad_norm_(self._params(), self.grad_clip)
+
     def __call__(self, batch, state=None):
         with self.autocast():
             losses, batch_size = self.forward(batch)
@@ -136,14 +115,16 @@ class LossDictStep:
             self.scaler.scale(total).backward()
             if self.grad_clip:
                 self.scaler.unscale_(self.optimizer)
-                torch.nn.utils.clip_grad_norm_(self._params(), self.grad_clip)
+                self._clip()
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
             total.backward()
-            if self.grad_clip:
-                torch.nn.utils.clip_grad_norm_(self._params(), self.grad_clip)
+            self._clip()
             self.optimizer.step()
         logged = all_reduce_mean(losses)
+        if self.total_name:
+            logged = dict([(self.total_name, sum(logged.values()))] + list(logged.items()))
         return {'losses': {name: [(value, 1)] for name, value in logged.items()},
-                'lr': self.optimizer.param_groups[0]['lr'], 'batch_size': int(batch_size)}
+                'lr': self.optimizer.param_groups[self.lr_group]['lr'],
+                'batch_size': int(batch_size)}

@@ -14,6 +14,7 @@ import warnings
 import torch
 
 from ..core import checkpoint as core_checkpoint
+from ..core.file_kinds import MX_MAGIC
 from ..core.load_report import WeightsLoadError, check, compare
 from .distributed import unwrap_model
 
@@ -170,7 +171,7 @@ def read_weights_file(path, what, fix):
                                .format(what, path, fix))
     with open(path, 'rb') as f:
         head = f.read(8)
-    if head == core_checkpoint._MX_MAGIC:
+    if head == MX_MAGIC:
         raise WeightsLoadError('{} {} is an MXNet .params file, not PyTorch weights; {}'
                                .format(what, path, fix))
     try:

@@ -1,22 +1,12 @@
 """YOLOv3 anchors: GluonCV's, ``--anchors`` text, the anchors a weights file holds, and
-anchors proposed for a dataset (numpy only).
-
-GluonCV builds every YOLOv3 with the same nine anchors, ``(w, h)`` in input pixels, three per
-output scale from the shallow (stride 8) to the deep one (stride 32):
-``[[10, 13, 16, 30, 33, 23], [30, 61, 62, 45, 59, 119], [116, 90, 156, 198, 373, 326]]``.
-``--anchors`` writes that nesting as text, ``10,13,16,30,33,23;30,61,62,45,59,119;...``: three
-``;``-separated scales of three ``w,h`` pairs, shallow first.
+anchors proposed for a dataset (numpy only; docs/from_gluoncv.md, "Anchors").
 
 The anchors are tensors of the network (``yolo_outputs.N.anchors``, deep first, saved in
 ``.params`` by ``save_parameters``), so a weights file carries them: :func:`file_anchors` reads
 them back and :func:`check_anchors` decides what a loader does with a file whose anchors are
-not the network's (docs/checkpoints.md, "anchors").
-
-:func:`propose_anchors` is the YOLOv3 paper's (darknet's ``calc_anchors``) k-means on the
-widths and heights of the training boxes with ``1 - IoU`` of boxes centred at the origin as
-the distance; :func:`mean_best_iou` scores anchors on boxes; ``scripts/propose_anchors.py``
-runs both on a dataset's training boxes (:func:`voc_boxes_wh`).
-"""
+not the network's (docs/checkpoints.md, "Anchors"). :func:`propose_anchors` is darknet's
+``calc_anchors`` k-means with ``1 - IoU`` as the distance; :func:`mean_best_iou` scores
+anchors on boxes (:func:`voc_boxes_wh`: a dataset's training boxes)."""
 import argparse
 import math
 import os

@@ -1,15 +1,7 @@
-"""GluonCV's ``COCODetection`` in numpy + pycocotools, for both backends of the YOLOv3 recipe.
-
-The same images and labels as ``gluoncv.data.COCODetection`` on the same annotation files:
-the images of each split in ``sorted(coco.getImgIds())`` order, the path from the image's
-``coco_url`` (``<root>/<folder>/<file>``), boxes converted ``(x, y, w, h) -> (x, y, x + w - 1,
-y + h - 1)`` (``w - 1`` floored at 0) and clipped to ``[0, width - 1] x [0, height - 1]``;
-annotations with ``area < min_object_area``, ``ignore`` set, zero area or an empty clipped box
-dropped, crowd regions dropped with ``use_crowd=False``; an image left without objects is
-skipped, or with ``skip_empty=False`` kept with the one row ``[-1, -1, -1, -1, -1]``; labels
-``xmin, ymin, xmax, ymax, class`` as float64, classes numbered in the file's category order.
-Images are RGB uint8 decoded by OpenCV as MXNet's ``imread`` decodes them.
-"""
+"""GluonCV's ``COCODetection`` in numpy + pycocotools, for both backends of the YOLOv3 recipe:
+the same images and labels as ``gluoncv.data.COCODetection`` on the same annotation files
+(order, boxes, what is dropped: docs/faithfulness.md, "COCO on both backends"); images are
+RGB uint8 decoded by OpenCV as MXNet's ``imread`` decodes them."""
 import os
 
 import numpy as np

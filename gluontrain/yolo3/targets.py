@@ -1,22 +1,10 @@
 """YOLOv3 training targets for a whole image at once, equal to GluonCV's element for element.
 
-GluonCV's ``YOLOV3PrefetchTargetGenerator`` loops over the boxes in Python and writes each
-target into ``mx.nd`` arrays one element at a time (about a third of the train transform's
-cost). :class:`FastYOLOV3TargetGenerator` does the same work with a handful of numpy array
-operations and returns the same five arrays, bit for bit (``np.array_equal``); the test
-``tests/mx/yolo3/test_fast_targets.py`` checks that on thousands of randomised cases.
-
-Identity needs the reference's float arithmetic, not only its formulas:
-
-* box centres and sizes, the zero-centred anchor IoU and its argmax are ``mx.nd`` float32
-  ops (first maximum on ties);
-* the per-box values are NumPy *scalars*: ``np.float32 / int`` is computed in float64 by
-  NumPy 1.x scalar math, ``np.float32 * np.float32`` in float32, and ``max(gtw, 1)`` keeps
-  the float32 width (float32 division and ``log``) unless the width is below 1, where the
-  Python ``1`` makes it float64; every value is rounded to float32 when it is stored;
-* the loop stops at the first box with a negative coordinate (the padding), and a later box
-  that lands on the same cell and anchor overwrites an earlier one.
-"""
+:class:`FastYOLOV3TargetGenerator` does the work of GluonCV's per-box Python loop
+(``YOLOV3PrefetchTargetGenerator``, about a third of the train transform's cost) with a
+handful of numpy array operations and returns the same five arrays, bit for bit; the float
+arithmetic that identity takes and how it is tested: docs/faithfulness.md, "Fast train
+transform, targets and VOC metric" ("Targets")."""
 import numpy as np
 
 __all__ = ['FastYOLOV3TargetGenerator', 'zero_center_iou']

@@ -1,17 +1,10 @@
 """GluonCV's ``YOLOV3.reset_class`` bookkeeping, shared by both backends (plain Python).
 
-``reset_class(classes, reuse_weights)`` gives a YOLOv3 new classes: each output's 1x1
-prediction convolution is rebuilt for ``(5 + C) x A`` rows (per anchor: two centre rows, two
-scale rows, objectness, then one row per class) and initialised afresh; rows named by
-``reuse_weights`` are copied from the old convolution. This module resolves GluonCV's three
-spellings of ``reuse_weights`` to ``{new index: old index}`` (:func:`resolve_reuse`) and lists
-the rows to copy (:func:`rows_to_copy`); the backends apply them to their tensors.
-
-GluonCV's rule, kept: the objectness and box rows of an anchor are copied only together with
-some class (a mapping entry); with no mapping (``None``, ``{}`` or names that match nothing)
-they are re-initialised with the class rows, although they do not depend on the classes.
-``keep_box_rows=True`` copies them in every case (docs/faithfulness.md, "reset_class").
-"""
+This module resolves GluonCV's three spellings of ``reuse_weights`` to ``{new index: old
+index}`` (:func:`resolve_reuse`) and lists the prediction rows to copy (:func:`rows_to_copy`);
+the backends apply them to their tensors. The operation, GluonCV's rule for the box and
+objectness rows, and ``keep_box_rows=True``: docs/faithfulness.md, "``reset_class`` and
+``--transfer``"."""
 import os
 import warnings
 

@@ -1,26 +1,15 @@
 """GluonCV's YOLOv3 train and validation transforms in numpy, drawing the same random numbers
-in the same order, for both backends.
+in the same order, for both backends; how (float32 ``mx.nd`` arithmetic, the crop window
+only, the crop trials replayed) is docs/faithfulness.md, "Fast train transform, targets and
+VOC metric" ("Augmentation").
 
-* colour distortion in float32 numpy with the ``mx.nd`` arithmetic reproduced: scalars are
-  rounded to float32 before they are applied, the saturation grey is ``mx.nd.sum``'s
-  Kahan-compensated sum; the hue matrix product is passed in, as the resize is: the
-  reference's ``nd.dot`` on MXNet (the same ``sgemm`` call of MXNet's OpenBLAS, whose kernel,
-  chosen by processor, fixes the last bits), ``np.dot`` elsewhere;
-* the expansion canvas is never built: only the window the random crop keeps is filled with
-  the mean colour and the image pasted into it;
-* the 300 random-crop trials are drawn from Python's ``random`` as the reference draws them,
-  their IoU with the boxes computed in one array operation per constraint, and the stream
-  rewound and replayed up to the accepted trial, so it ends where the reference's ends;
-* the box operations are GluonCV's ``data.transforms.bbox`` ones (same float types);
-* the resize is passed in: MXNet's own OpenCV ``imresize`` on MXNet
-  (:mod:`gluontrain.mx.yolo3.fast_transform`), ``cv2.resize`` elsewhere
-  (:func:`cv2_imresize`: the same pixels for nearest, bilinear, area and Lanczos up to
-  1e-4 of 255; bicubic within 2e-3 of 255 on float32 images, 1 on uint8 ones).
-
+The hue product and the resize are passed in: MXNet's ``nd.dot`` and OpenCV ``imresize`` on
+MXNet (:mod:`gluontrain.mx.yolo3.fast_transform`), ``np.dot`` and ``cv2.resize`` elsewhere
+(:func:`cv2_imresize`: the same pixels for nearest, bilinear, area and Lanczos up to 1e-4 of
+255; bicubic within 2e-3 of 255 on float32 images, 1 on uint8 ones).
 :func:`augment` is the train transform up to the targets, :func:`val_transform` GluonCV's
 ``YOLO3DefaultValTransform``; :class:`TrainTransform` adds the targets of
-:class:`~gluontrain.yolo3.targets.FastYOLOV3TargetGenerator`.
-"""
+:class:`~gluontrain.yolo3.targets.FastYOLOV3TargetGenerator`."""
 import math
 import random
 

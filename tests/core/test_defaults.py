@@ -1,12 +1,15 @@
-"""core.defaults: RunPaths file names, build_hooks order, and a budget ending on a pass boundary
-closing that pass through the whole default hook set."""
+"""core.defaults: RunPaths file names, build_hooks order and slots, fit (the resume, the NaN
+stop as an error), and a budget ending on a pass boundary closing that pass through the whole
+default hook set."""
 import json
 
-from gluontrain.core.defaults import RunPaths, build_hooks
+import pytest
+
+from gluontrain.core.defaults import Restored, RunPaths, build_hooks, fit
 from gluontrain.core.hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook,
                                    MetricsJSONHook, NaNGuardHook, ProgressHook, ValidationHook,
                                    load_hooks_state_dict)
-from gluontrain.core.loop import Hook, Period, run_loop
+from gluontrain.core.loop import Hook, Period, TrainState, run_loop
 from gluontrain.core.memory import ReleaseMemoryHook
 from gluontrain.core.meters import LossMeter
 from gluontrain.core.plots import CurvesHook
@@ -76,3 +79,78 @@ def test_budget_on_a_pass_boundary_closes_the_pass(tmp_path):
     load_hooks_state_dict(fresh, hooks_state)
     assert fresh_meter.running() == meter.running()
     assert fresh[3].best_map == [0.5]
+
+
+def test_fit_raises_on_a_run_the_nan_guard_stopped_and_returns_the_others():
+    class Guard(Hook):
+        def after_batch(self, state):
+            if state.outputs['loss'] != state.outputs['loss']:
+                state.nonfinite = True
+                state.stop('non-finite loss at iteration {}'.format(state.iteration))
+
+    losses = iter([1.0, float('nan'), 3.0])
+    with pytest.raises(FloatingPointError, match='non-finite loss at iteration 2'):
+        fit(lambda batch, state: {'loss': next(losses)}, [0, 1, 2], [Guard()], 0, 1)
+    done = fit(lambda batch, state: {'loss': 1.0}, [0, 1, 2], [Guard()], 0, 2)
+    assert done.iteration == 6 and not done.nonfinite
+
+
+def test_recipe_hooks_take_their_slot(tmp_path):
+    """A hook declares its place: 'after_validation' sits between the validation and the best
+    score, 'after_best' right after the best score, 'recipe' before the log; list order
+    within a slot; an unknown slot is refused."""
+    def hook(slot):
+        made = type('Hook_' + slot, (Hook,), {'slot': slot})()
+        return made
+    late, sched, snap, early = (hook('after_best'), hook('after_validation'),
+                                hook('after_best'), hook('recipe'))
+    hooks = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(),
+                        recipe_hooks=[late, sched, snap, early],
+                        validate_fn=lambda: (['mAP'], [0.5]), save_params_fn=lambda *a: None,
+                        plots=False)
+    kinds = [type(h) for h in hooks]
+    assert hooks[2] is early and kinds[3] is LogHook
+    assert kinds[4] is ValidationHook and hooks[5] is sched
+    assert kinds[6] is BestCheckpointHook and hooks[7:9] == [late, snap]
+    with pytest.raises(ValueError, match="hook slot 'nowhere'"):
+        build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), recipe_hooks=[hook('nowhere')])
+
+
+class _Counter(Hook):
+    """Counts its batches; its count is its checkpointed state."""
+
+    def __init__(self):
+        self.count, self.epochs = 0, []
+
+    def before_epoch(self, state):
+        self.epochs.append((state.epoch, state.resume_batch))
+
+    def after_batch(self, state):
+        self.count += 1
+
+    def state_dict(self):
+        return {'count': self.count}
+
+    def load_state_dict(self, sd):
+        self.count = sd['count']
+
+
+def test_fit_resumes_an_epoch_run_after_the_saved_epoch():
+    counter = _Counter()
+    payload = {'epoch': 1, 'extra': {'hooks': {'_Counter': {'count': 8}}}}
+    state = fit(lambda b, s: {}, [0, 1, 2, 3], [counter], 0, 4,
+                restored=Restored('run_last.ckpt', payload, TrainState(iteration=8)))
+    # epochs 2 and 3 ran (4 batches each) on top of the restored count and iteration
+    assert counter.epochs == [(2, 0), (3, 0)] and counter.count == 16
+    assert state.iteration == 16
+    assert state.resumed_from == state.last_checkpoint == 'run_last.ckpt'
+
+
+def test_fit_resumes_an_iteration_run_inside_its_pass():
+    counter, seen = _Counter(), []
+    payload = {'epoch': 2, 'extra': {'hooks': {'_Counter': {'count': 7}}}}
+    state = fit(lambda b, s: seen.append(b) or {}, [0, 1, 2], [counter], max_iter=10,
+                restored=Restored('ck', payload, TrainState(iteration=7)))
+    # iteration 7 of passes of 3: pass 2 at its batch 1; the loop numbers batches from there
+    assert counter.epochs[0] == (2, 1) and state.iteration == 10
+    assert counter.count == 10 and len(seen) == 3

@@ -5,6 +5,7 @@ The committed files under tests/fixtures/mxparams/ were written by MXNet itself
 importable the same checks run against it live.
 """
 import importlib.util
+import io
 import os
 import struct
 
@@ -26,6 +27,13 @@ def _fixture(name):
     return os.path.join(FIXTURES, name)
 
 
+def _params_bytes(arrays):
+    """The bytes :func:`mxparams.write_params_to` writes for ``arrays``."""
+    out = io.BytesIO()
+    mxparams.write_params_to(out, arrays)
+    return out.getvalue()
+
+
 def _assert_same(got, want):
     assert list(got) == list(want)
     for key in want:
@@ -39,20 +47,19 @@ def test_reads_what_mx_nd_save_wrote_value_for_value_and_dtype_for_dtype():
 
 def test_writer_gives_the_bytes_mx_nd_save_wrote():
     with open(_fixture('dtypes.params'), 'rb') as f:
-        assert mxparams.params_bytes(tiny_arrays()) == f.read()
+        assert _params_bytes(tiny_arrays()) == f.read()
 
 
 def test_streamed_writer_and_its_size_give_the_same_bytes():
-    """write_params_to with lazy values (one array at a time) writes params_bytes' bytes, and
-    params_size counts them from shapes and dtypes alone (named and unnamed)."""
-    import io  # pylint: disable=import-outside-toplevel
+    """write_params_to with lazy values (one array at a time) writes the same bytes as whole
+    arrays, and params_size counts them from shapes and dtypes alone (named and unnamed)."""
     arrays = tiny_arrays()
     for spec in (arrays, list(arrays.values())):
         lazy = ({k: (lambda v=v: v) for k, v in spec.items()} if isinstance(spec, dict)
                 else [lambda v=v: v for v in spec])
         out = io.BytesIO()
         mxparams.write_params_to(out, lazy)
-        assert out.getvalue() == mxparams.params_bytes(spec)
+        assert out.getvalue() == _params_bytes(spec)
         shapes = ({k: (np.shape(v), np.asarray(v).dtype) for k, v in spec.items()}
                   if isinstance(spec, dict) else [(np.shape(v), np.asarray(v).dtype)
                                                    for v in spec])
@@ -74,7 +81,7 @@ def test_an_unnamed_list_reads_as_a_list():
     np.testing.assert_array_equal(got[0], tiny_arrays()['f32'])
     assert got[1].dtype == np.int64
     with open(_fixture('list.params'), 'rb') as f:
-        assert mxparams.params_bytes([tiny_arrays()['f32'], tiny_arrays()['i64']]) == f.read()
+        assert _params_bytes([tiny_arrays()['f32'], tiny_arrays()['i64']]) == f.read()
 
 
 def test_write_then_read_round_trip_is_atomic(tmp_path):
@@ -174,4 +181,4 @@ def test_live_mx_nd_load_reads_the_writer_and_mx_nd_save_the_reader(tmp_path):
     mx.nd.save(theirs, {k: mx.nd.array(v, dtype=v.dtype) for k, v in arrays.items()})
     _assert_same(mxparams.read_params(theirs), arrays)
     with open(theirs, 'rb') as f:
-        assert f.read() == mxparams.params_bytes(arrays)
+        assert f.read() == _params_bytes(arrays)

@@ -1,26 +1,15 @@
 """The YOLOv3 train batch in one buffer: GluonCV's ``Tuple(Stack() x 6, Pad(axis=0,
 pad_val=-1))`` for the numpy samples of :class:`~.fast_transform.FastYOLO3TrainTransform`.
 
-GluonCV's ``Stack`` copies the samples with ``np.asarray`` and then again into a new
-``cpu_shared`` NDArray per field, and ``Pad`` fills a shared NDArray sample by sample: seven
-shared-memory segments per batch, each created and page-faulted, and from a loader worker
-each sent as its own file descriptor (one ``resource_sharer`` connection each); the main
-process then copies them out of shared memory to the CPU context in ``split_and_load``.
-That was about 6 ms per image at 416 px, more than the whole colour distortion.
-
 :class:`TrainBatchify` writes the seven fields once, into one float32 buffer, and wraps it
-without a copy (``mx.nd.from_numpy``); the fields are NDArray views of it, on ``cpu(0)``
-(where ``split_and_load`` to the CPU uses them as they are). In the main process (``-j 0``)
-the buffer is plain memory. In a loader worker process it is an anonymous shared-memory file
-(``memfd_create``): pickled, the batch sends that one file descriptor, and the main process
-maps the same pages, with no copy on either side (and no ``/dev/shm`` space: MXNet's shared
-NDArrays live there, 64 MB in a default Docker container). Without ``memfd_create`` the
-buffer is plain memory and MXNet's reducer sends it as one shared NDArray.
-
+without a copy (``mx.nd.from_numpy``); the fields are NDArray views of it, on ``cpu(0)``.
+In a loader worker process the buffer is an anonymous shared-memory file (``memfd_create``):
+one file descriptor per batch, mapped by the main process with no copy (no ``/dev/shm``
+space either); without ``memfd_create`` it is plain memory and MXNet's reducer sends it as one
+shared NDArray. Why and what it saved: docs/performance.md, "The YOLOv3 train loader (CPU)".
 The values, shapes and dtypes are GluonCV's (``tests/mx/yolo3/test_yolo3_batchify.py``);
 samples of another kind (not float32 numpy arrays, no boxes at all) go through GluonCV's own
-functions.
-"""
+functions."""
 import mmap
 import multiprocessing
 import multiprocessing.reduction

@@ -1,17 +1,11 @@
 """GluonCV's ``VOC07MApMetric`` with a vectorised ``update``: the same values, many times faster.
 
-GluonCV's ``update`` loops in Python over the classes of every image and over every detection
-(about 100 per image after NMS), so validating 5k images costs seconds per epoch.
-:class:`FastVOC07MApMetric` subclasses it and replaces only ``update``: per image, one IoU
-matrix of all detections against all ground truths (GluonCV's own ``bbox_iou`` on the same
-``+1``-shifted boxes, so every IoU is the same float), masked to same-class pairs, and the
-"first detection in score order takes the box" rule as one ``np.unique`` (the matching
-shared with :class:`gluontrain.core.voc_eval.VOCEvaluator`: ``best_overlap`` with GluonCV's
-``>=``, ``greedy_match``). The recorded
-scores and matches are handed to GluonCV's own ``_recall_prec`` / ``_average_precision``
-in the order GluonCV records them, so ``get()`` returns the same numbers; images where two
-detections of a class tie in score take GluonCV's own per-class path (its ``argsort`` order).
-"""
+:class:`FastVOC07MApMetric` subclasses it and replaces only ``update`` (one masked IoU matrix
+per image with GluonCV's own ``bbox_iou``, the matching of
+:class:`gluontrain.core.voc_eval.VOCEvaluator`), then hands the records to GluonCV's own
+``_recall_prec`` / ``_average_precision`` in GluonCV's order; tied scores replay GluonCV's
+``argsort``. Why the values are equal and the measured speed: docs/faithfulness.md, "Fast
+train transform, targets and VOC metric" ("VOC07 metric")."""
 from collections import defaultdict
 
 import numpy as np

@@ -3,17 +3,10 @@ with MXNet's own OpenCV ``imresize`` and ``nd.dot``.
 
 :class:`FastYOLO3TrainTransform` is ``YOLO3DefaultTrainTransform`` (it subclasses it: same
 constructor, same net run on zeros for the feature map sizes) with ``__call__`` replaced by
-the shared numpy :class:`~gluontrain.yolo3.transform.TrainTransform` (colour distortion,
-expansion, constrained crop, flip, drawn as the reference draws them, and
-:class:`~gluontrain.yolo3.targets.FastYOLOV3TargetGenerator`). The resize is MXNet's own
-OpenCV ``imresize`` (the OpenCV in ``cv2`` rounds bilinear and area upsampling differently),
-the hue step's product MXNet's ``nd.dot`` (the reference's ``sgemm`` in MXNet's OpenBLAS, whose
-kernel depends on the processor: numpy's OpenBLAS picks another on AVX-512 machines).
-
-Outputs are numpy arrays equal (``np.array_equal``) to the reference's for the same seeds of
-``random`` and ``np.random`` (``tests/mx/yolo3/test_fast_transform.py``); the batchify
-functions turn them into the same NDArrays.
-"""
+the shared numpy :class:`~gluontrain.yolo3.transform.TrainTransform`; why MXNet's resize and
+``nd.dot``: docs/faithfulness.md, "Fast train transform, targets and VOC metric". Outputs
+equal the reference's (``np.array_equal``) for the same seeds of ``random`` and
+``np.random`` (``tests/mx/yolo3/test_fast_transform.py``)."""
 import mxnet as mx
 import numpy as np
 

@@ -7,14 +7,14 @@ from gluoncv.model_zoo import get_model
 from gluoncv.model_zoo.yolo.yolo3 import custom_yolov3
 
 from ...core import model_store
-from ...core.yolo3_layout import find_pretrained_base, pretrained_base_lines
+from ...yolo3.layout import find_pretrained_base, pretrained_base_lines
 from ...yolo3.anchors import GLUONCV_ANCHORS_TEXT, anchor_scales, anchors_line, anchors_text
 from ...yolo3.args import net_name
 from ...yolo3.transfer import (ZOO_CLASSES, resolve_reuse, reuse_spec, reuse_summary,
                                rows_to_copy, transfer_fix, transfer_source)
 from .weights import load_base, load_params, net_anchors
 
-__all__ = ['net_name', 'model_store_path', 'pretrained_base_path',
+__all__ = ['net_name', 'model_store_path',
            'load_pretrained_base', 'get_net', 'build_yolov3']
 
 #: detection block widths and strides of each base, as gluoncv's ``yolo3_<network>_*`` pass them
@@ -57,12 +57,6 @@ def model_store_path(name):
     """Where gluoncv's model store keeps ``name``'s released weights (may not exist):
     ``$MXNET_HOME/models`` (default ``~/.mxnet/models``), ``{name}-{short sha1}.params``."""
     return model_store.params_path(name)
-
-
-def pretrained_base_path(network):
-    """Where gluoncv looks for the ImageNet weights of ``network``'s base (may not exist):
-    the model store names each YOLOv3 base as ``--network`` does."""
-    return model_store_path(network)
 
 
 def _check_pretrained_base(network):

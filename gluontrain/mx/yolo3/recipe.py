@@ -1,11 +1,5 @@
-"""GluonCV's YOLOv3 recipe on MXNet: the contract (``parse_args, get_dataset, get_dataloader,
-get_net, train, validate, save_params, main``) with the reference's signatures.
-
-``train`` assembles the backend step (:class:`.step.YOLOv3Step`), the backend-neutral loop
-(:func:`gluontrain.core.loop.run_loop`) and hooks (:mod:`.hooks`); ``main`` is the reference
-script's ``__main__``. See docs/faithfulness.md for where it deliberately differs from
-GluonCV's ``train_yolo3.py``.
-"""
+"""GluonCV's YOLOv3 recipe on MXNet: the contract of docs/recipes.md with the reference's
+signatures (differences: docs/faithfulness.md, "YOLOv3 (GluonCV ...)")."""
 import os
 import warnings
 
@@ -16,9 +10,9 @@ from gluoncv import utils as gutils
 from gluoncv.utils import LRScheduler, LRSequential
 
 from ...core import checkpoint as ckpt_io
-from ...core.defaults import RunPaths
-from ...core.hooks import get_logger, restore_hooks_state
-from ...core.loop import TrainState, fit
+from ...core.defaults import Restored, RunPaths, fit
+from ...core.hooks import get_logger
+from ...core.loop import TrainState
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval
 from ...yolo3.args import (RESUME_MUST_MATCH, check_resume_position, check_weight_files,
@@ -45,12 +39,8 @@ WEIGHTS_FIX = ('pass a .params file written by a run with the same --network and
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):
-    """Save ``{prefix}_best.params`` when the score improves, and every ``save_interval`` epochs.
-
-    As the reference: ``best_map`` is a one-element list updated in place and starts at 0, so a
-    score of 0.0 never saves a best; the best score is appended to ``{prefix}_best_map.log`` as
-    ``'{epoch:04d}:\\t{map:.4f}'``; interval files are ``{prefix}_{epoch:04d}_{map:.4f}.params``
-    (epoch 0 included). Files are written atomically.
+    """GluonCV's ``save_params`` (docs/recipes.md, the contract), written atomically:
+    ``best_map`` starts at 0, so a score of 0.0 never saves a best; interval files from epoch 0.
     """
     save_best_and_interval(
         lambda path: ckpt_io.atomic_save_file(path, net.save_parameters),
@@ -58,17 +48,9 @@ def save_params(net, best_map, current_map, epoch, save_interval, prefix):
 
 
 def validate(net, val_data, ctx, eval_metric, comm=None):
-    """Run ``net`` over ``val_data`` and return ``eval_metric.get()``: ``(names, values)``.
-
-    NMS is set to 0.45 / top-400, predicted boxes are clipped to the input size, ground-truth
-    ids are label column 4 and difficult flags column 5 when present, as in the reference.
-
-    With ``comm`` of several ranks, each rank runs its own part of the split (its
-    ``val_data`` reads a :func:`~gluontrain.core.sharding.contiguous_shard`); the per-image
-    results are gathered and fed to ``eval_metric`` in rank order, i.e. in the split's own
-    order by rank 0, whose score every rank returns (the reference validates on rank 0 alone,
-    over the whole split).
-    """
+    """GluonCV's ``validate`` (NMS 0.45 / top-400, boxes clipped): ``(names, values)``. With
+    several ranks each runs its contiguous shard and rank 0 scores the gathered results in
+    the split's order (docs/faithfulness.md, YOLOv3 row 15)."""
     eval_metric.reset()
     net.set_nms(nms_thresh=0.45, nms_topk=400)
     mx.nd.waitall()
@@ -108,14 +90,8 @@ def validate(net, val_data, ctx, eval_metric, comm=None):
 
 
 def get_lr_scheduler(args, num_batches=None):
-    """Linear warm-up then ``--lr-mode``, over ``num_batches`` updates per epoch.
-
-    ``num_batches`` defaults to ``num_samples // batch_size``; under Horovod it is the number
-    of per-rank batches of a rank's shard (:func:`batches_per_epoch`), which is the same
-    number when the world size divides the batch and the data.
-    Seed 000 passes ``iters_per_epoch=args.batch_size``, which stretches or squeezes every decay
-    by ``batch_size**2 / num_samples``; GluonCV's released script uses the number of batches.
-    """
+    """Linear warm-up then ``--lr-mode``, over ``num_batches`` updates per epoch (default
+    ``num_samples // batch_size``; docs/faithfulness.md, YOLOv3 row 1)."""
     if num_batches is None:
         num_batches = args.num_samples // args.batch_size
     return lr_schedule(args, num_batches, LRScheduler, LRSequential)
@@ -135,8 +111,8 @@ def batches_per_epoch(train_data, args, batch_size):
 
 
 def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
-    """Write the full checkpoint of a finished epoch atomically (see docs/recipes.md):
-    weights, trainer, position, best score, the hooks' state and the sampler's leftovers."""
+    """Write the full checkpoint of a finished epoch, with the sampler's leftovers
+    (docs/recipes.md, "Checkpoints")."""
     sampler = _sampler(train_data)
     extra = {'hooks': hooks_state,
              'sampler_prev': list(getattr(sampler, '_prev', []) or [])}
@@ -150,18 +126,10 @@ def save_checkpoint(path, net, trainer, train_data, state, args, hooks_state):
 
 def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batches=None,
                        reports=None):
-    """Load a full checkpoint into ``net``/``trainer`` (and the sampler's leftovers, the RNG);
-    returns ``(payload, state)``; the hooks take their part with
-    :func:`gluontrain.core.hooks.restore_hooks_state`. The weights load with a report
-    (:func:`.weights.load_params`), whose lines are appended to ``reports`` when given.
-
-    With ``args`` (this run's arguments), the arguments in :data:`RESUME_MUST_MATCH` must
-    equal the checkpoint's (else ``ValueError``), and what the user may change is honoured:
-    ``trainer.load_states`` brings back MXNet's whole optimizer, so its LR schedule is rebuilt
-    from ``args`` (it reads the restored update count, ``num_batches`` per epoch, see
-    :func:`get_lr_scheduler`) and ``wd``/``momentum`` are set from ``args``;
-    ``state.resume_changes`` lists every argument that differs.
-    """
+    """Load a full checkpoint into ``net``/``trainer``, the sampler's leftovers and the RNG;
+    returns ``(payload, state)``, the weights report appended to ``reports``. With ``args``,
+    :data:`RESUME_MUST_MATCH` is checked and the LR schedule, ``wd`` and ``momentum`` are
+    rebuilt from them (docs/faithfulness.md, YOLOv3 row 3)."""
     payload = ckpt_io.load_checkpoint(path)
     ckpt_io.refuse_other_writer(payload, path, 'mxnet')
     if args is not None:
@@ -189,10 +157,8 @@ def restore_checkpoint(path, net, trainer, train_data, ctx, args=None, num_batch
 
 
 def export_model(net, args, ctx):
-    """``net.export`` of the inference graph at ``data_shape``, as seed 000 ends its training.
-
-    Writes ``{model_dir}/model-symbol.json`` and ``model-0000.params`` (model_dir defaults to
-    the folder of ``--save-prefix``) through temporary names, then renames them.
+    """``net.export`` at ``data_shape`` as seed 000 ends its training: ``model-symbol.json`` and
+    ``model-0000.params`` in ``--model-dir`` (default: ``--save-prefix``'s folder), atomically.
     """
     model_dir = args.model_dir or os.path.dirname(args.save_prefix) or '.'
     os.makedirs(model_dir, exist_ok=True)
@@ -207,37 +173,29 @@ def export_model(net, args, ctx):
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=()):
-    """Training pipeline of GluonCV's ``train_yolo3.py``, on gluontrain's loop and hooks.
+    """Training pipeline of GluonCV's ``train_yolo3.py``, on gluontrain's loop and hooks (its
+    files: docs/recipes.md, "The recipes").
 
     Parameters
     ----------
     net : gluon.HybridBlock
-        The YOLOv3 network (parameters initialised); see :func:`.model.get_net`.
+        The YOLOv3 network (parameters initialised).
     train_data, val_data : DataLoader
-        From :func:`.data.get_dataloader`.
+        From :func:`.data.get_dataloader` (the sharded ones under ``--horovod``).
     eval_metric : VOC07MApMetric or COCODetectionMetric
     ctx : list of mx.Context
     args : argparse.Namespace
-        From :func:`.args.parse_args`, after ``get_dataset`` set ``num_samples`` and the caller
-        appended the network name to ``save_prefix`` (as the reference's ``__main__`` does).
+        After ``get_dataset`` set ``num_samples`` and ``main`` appended the network name to
+        ``save_prefix``.
     comm : gluontrain.mx.distributed.HorovodComm, optional
-        ``--horovod``: parameters are broadcast from rank 0, ``hvd.DistributedTrainer``
-        averages the gradients, ``trainer.step`` normalises by the per-rank batch
-        (``batch_size // size``, the reference's), the loaders must be the sharded ones of
-        :func:`.data.get_dataloader`, losses are averaged over the ranks for the logs, and
-        rank 0 alone logs, saves, draws and exports.
+        ``--horovod`` (docs/distributed.md, "YOLOv3 with Horovod").
     reports : sequence of str, optional
-        What loaded the weights (:mod:`.weights` reports from ``main``), logged after the
-        arguments; a resumed checkpoint's report follows them.
+        The weights reports from ``main``, logged after the arguments.
 
     Returns
     -------
     TrainState
-        Final loop state: ``scores['val']`` holds the last validation ``(names, values)``.
-
-    Writes ``{prefix}_train.log``, ``{prefix}_metrics.jsonl``, ``{prefix}_best.params``,
-    ``{prefix}_best_map.log``, ``{prefix}_{epoch:04d}_{map:.4f}.params``, the full checkpoint
-    ``{prefix}_last.ckpt`` after every epoch, and the exported model at the end.
+        ``scores['val']`` holds the last validation ``(names, values)``.
     """
     net.collect_params().reset_ctx(ctx)
     if args.no_wd:
@@ -248,24 +206,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
     world = comm.world_size if comm is not None else 1
     batch_size = args.batch_size // world
     num_batches = batches_per_epoch(train_data, args, batch_size)
-    optimizer_params = {'wd': args.wd, 'momentum': args.momentum,
-                        'lr_scheduler': get_lr_scheduler(args, num_batches)}
-    if comm is not None and hasattr(comm, 'hvd'):
-        comm.hvd.broadcast_parameters(net.collect_params(), root_rank=0)
-        trainer = comm.hvd.DistributedTrainer(net.collect_params(), 'sgd', optimizer_params)
-    else:
-        trainer = gluon.Trainer(net.collect_params(), 'sgd', optimizer_params, kvstore='local',
-                                update_on_kvstore=(False if args.amp else None))
-    start_epoch, state = args.start_epoch, None
-    resume = (getattr(args, 'resume', '') or '').strip()
-    kind, header = None, [str(args)] + list(reports)
-    if resume:
-        # MXNet weights were loaded by main (into net and async_net); a torch file is refused.
-        # Restored before the hooks are built, so that the log's header has the report
-        kind, restored = ckpt_io.resume_or_load(
-            resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args,
-                                                 num_batches, reports=header),
-            lambda p: None, ckpt_io.MX_PARAMS)
+    trainer = _trainer(net, args, comm, num_batches)
+    header = [str(args)] + list(reports)
+    restored = _restore(args, net, trainer, train_data, ctx, num_batches, header)
     paths = RunPaths(args.save_prefix)
     hooks = gluoncv_hooks(
         args, paths, LossMeter(LOSS_NAMES), header, _len_or_none(train_data),
@@ -275,24 +218,45 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, net, trainer, train_data, st, args, hooks_state),
         _samples_hook(net, val_data, ctx, args, paths), comm=comm)
-    if kind == ckpt_io.CHECKPOINT:
-        payload, state = restored
-        restore_hooks_state(hooks, payload)
-        start_epoch = payload['epoch'] + 1
-        # until this run writes its own, the resumed checkpoint is the last good one
-        state.resumed_from = state.last_checkpoint = resume
-    elif start_epoch > 0:
+    state = None
+    if restored is None and args.start_epoch > 0:
         # weights-only start (reference --resume x.params, loaded by main): move the LR
         # schedule to the epoch instead of re-running the warm-up from update 0
-        skipped = start_epoch * num_batches
+        skipped = args.start_epoch * num_batches
         trainer._optimizer.begin_num_update = trainer._optimizer.num_update = skipped
         state = TrainState(iteration=skipped)
     step = YOLOv3Step(net, trainer, ctx, batch_size, comm=comm)
-    state = fit(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
+    state = fit(step, train_data, hooks, args.start_epoch, args.epochs, state, comm=comm,
+                restored=restored)
     if getattr(args, 'export', True) and state.is_main:
         path = export_model(net, args, ctx)
         get_logger().info('exported model to {}-symbol.json / -0000.params'.format(path))
     return state
+
+
+def _trainer(net, args, comm, num_batches):
+    """GluonCV's SGD trainer (Horovod's ``DistributedTrainer`` after broadcasting rank 0's
+    parameters under ``--horovod``) with the LR schedule of :func:`get_lr_scheduler`."""
+    optimizer_params = {'wd': args.wd, 'momentum': args.momentum,
+                        'lr_scheduler': get_lr_scheduler(args, num_batches)}
+    if comm is not None and hasattr(comm, 'hvd'):
+        comm.hvd.broadcast_parameters(net.collect_params(), root_rank=0)
+        return comm.hvd.DistributedTrainer(net.collect_params(), 'sgd', optimizer_params)
+    return gluon.Trainer(net.collect_params(), 'sgd', optimizer_params, kvstore='local',
+                         update_on_kvstore=(False if args.amp else None))
+
+
+def _restore(args, net, trainer, train_data, ctx, num_batches, header):
+    """``--resume``'s checkpoint restored (its report appended to ``header``, hence before the
+    hooks are built), or None for no resume or a weights file (``main`` loaded it)."""
+    resume = (getattr(args, 'resume', '') or '').strip()
+    if not resume:
+        return None
+    kind, restored = ckpt_io.resume_or_load(
+        resume, lambda p: restore_checkpoint(p, net, trainer, train_data, ctx, args,
+                                             num_batches, reports=header),
+        lambda p: None, ckpt_io.MX_PARAMS)
+    return Restored(resume, *restored) if kind == ckpt_io.CHECKPOINT else None
 
 
 def _samples_hook(net, val_data, ctx, args, paths):
@@ -317,12 +281,8 @@ def _len_or_none(loader):
 
 
 def load_weights(path, net, async_net, ctx, argument='--load-weights'):
-    """Load a weights file into both networks (``--load-weights`` / ``--resume x.params``).
-
-    Strict, as the reference's ``net.load_parameters``: every parameter must be in the file
-    with its shape and the file may hold nothing else. A gluontrain checkpoint's weights load
-    too. The parameters stay on the contexts ``get_net`` initialised them on (``ctx`` is not
-    used: :func:`train` moves them), as the reference's ``load_parameters(file)``.
+    """Load a weights file (or a checkpoint's weights) into both networks, strictly as the
+    reference's ``net.load_parameters``; ``ctx`` is unused (:func:`train` moves them).
 
     Returns
     -------
@@ -334,11 +294,8 @@ def load_weights(path, net, async_net, ctx, argument='--load-weights'):
     FileNotFoundError
         When ``path`` does not exist.
     ValueError
-        (:class:`~gluontrain.core.load_report.WeightsLoadError`) One line naming the file and
-        ``argument``: not an MXNet ``.params`` file (a PyTorch file, a truncated one), the
-        weights of another network (another ``--network`` or other classes: what the file
-        looks like and the arguments it fits), tensors missing / unexpected / of another
-        shape, or anchors that are not the network's (``--anchors``; the line names both).
+        (``WeightsLoadError``) One line naming the file and ``argument``: not MXNet weights,
+        another network's, tensors missing / unexpected / misshapen, or other ``--anchors``.
     """
     del ctx  # kept for the callers; see below
     arrays = read_params(path, argument, WEIGHTS_FIX)
@@ -352,13 +309,8 @@ def load_weights(path, net, async_net, ctx, argument='--load-weights'):
 
 
 def main(argv=None):
-    """Parse ``argv``, build everything and train, in the reference ``__main__``'s order.
-
-    Returns
-    -------
-    TrainState
-        As :func:`train` returns it.
-    """
+    """Parse ``argv``, build everything and train, in the reference ``__main__``'s order;
+    returns :func:`train`'s state."""
     args = parse_args(argv)
     if args.backend != 'mxnet':
         raise ValueError('--backend {} is the PyTorch recipe: run it through scripts/'
@@ -400,8 +352,7 @@ def main(argv=None):
 
 def _resume_kind(path):
     """:func:`gluontrain.core.checkpoint.file_kind`, or ``None`` for a file it cannot name
-    (which :func:`load_weights` then describes, as it does a PyTorch file); a missing or
-    folder ``--resume`` was refused before (``check_weight_files``)."""
+    (:func:`load_weights` then describes it)."""
     try:
         return ckpt_io.file_kind(path)
     except ValueError:

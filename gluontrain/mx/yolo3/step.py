@@ -12,25 +12,20 @@ class YOLOv3Step:
     Parameters
     ----------
     net : gluon.HybridBlock
-        YOLOv3 network; in training mode it takes the image, the ground-truth boxes and the five
-        prefetched targets and returns the four losses.
+        YOLOv3 in training mode: (image, gt boxes, five targets) -> the four losses.
     trainer : gluon.Trainer
     ctx : list of mx.Context
     batch_size : int
-        What ``trainer.step`` normalises by: the reference passes the global batch size
-        (``args.batch_size``), not the size of the batch at hand; under Horovod the per-rank
-        batch (``args.batch_size // hvd.size()``), the gradients being averaged over ranks.
+        What ``trainer.step`` normalises by: the global batch (the reference's), per rank
+        under Horovod.
     comm : gluontrain.core.distributed.Comm, optional
-        With several ranks the returned losses are the means over all ranks (one small
-        all-reduce per step), so rank 0 logs the whole global batch's losses (the reference
-        logs rank 0's share).
+        With several ranks the returned losses are the means over all ranks.
 
     Returns (from ``__call__``)
     ---------------------------
     dict
-        ``losses``: name -> list of ``(sum, count)`` per context (the arithmetic of
-        ``mx.metric.Loss``); ``lr``: the trainer's learning rate after the update;
-        ``batch_size``: samples in this batch.
+        ``losses``: name -> ``(sum, count)`` per context; ``lr`` after the update;
+        ``batch_size``.
     """
 
     def __init__(self, net, trainer, ctx, batch_size, comm=None):

@@ -1,14 +1,13 @@
-"""YOLOv3 weights files in, with a report of what loaded (GluonCV ``.params`` unchanged).
+"""YOLOv3 weights files in, with a report of what loaded (GluonCV ``.params`` unchanged;
+docs/checkpoints.md, "GluonCV YOLOv3").
 
-GluonCV's ``net.load_parameters(file)`` either fills every parameter or stops at the first
-problem with an ``AssertionError`` or an MXNet traceback. Here the file's ``mx.nd.load`` dict
-is matched, key for key, with the network's ``_collect_params_with_prefix()`` (the names
-``save_parameters`` writes) through :func:`gluontrain.core.load_report.compare`: the result is
-"loaded N of M tensors" with missing / unexpected keys grouped and wrong shapes named, and a
-file that does not fit is one :class:`~gluontrain.core.load_report.WeightsLoadError` line
-saying what the file looks like (a YOLOv3 of another base or class count, an ImageNet base, a
-PyTorch file, a truncated file) and what to pass instead. Gluon's ``allow_missing`` and
-``ignore_extra`` keep their meaning; a wrong shape is always refused, as in Gluon.
+Where Gluon's ``net.load_parameters`` fills everything or stops at the first problem with an
+``AssertionError`` or a traceback, the file is matched key for key with the network's
+``save_parameters`` names (:func:`gluontrain.core.load_report.compare`), and a file that does
+not fit is one ``WeightsLoadError`` line saying what it looks like and what to pass instead.
+Gluon's ``allow_missing`` / ``ignore_extra`` keep their meaning; a wrong shape is always refused.
+``what`` (the argument, ``'--resume'``) starts and ``fix`` (what to pass instead) ends every
+error line.
 """
 import collections
 import hashlib
@@ -22,8 +21,8 @@ from ...core import checkpoint as ckpt_io
 from ...core.mxparams import ParamsFormatError, read_params_bytes
 from ...core.load_report import (WeightsLoadError, check, compare, group_keys, guess_origin,
                                  warn_nonfinite)
-from ...core.yolo3_layout import base_mapping as layout_base_mapping
-from ...core.yolo3_layout import check_same_network, describe  # noqa: F401 (re-exported)
+from ...yolo3.layout import base_mapping as layout_base_mapping
+from ...yolo3.layout import check_same_network, describe  # noqa: F401 (re-exported)
 from ...yolo3.anchors import check_anchors, file_anchors
 
 __all__ = ['read_params', 'check_params_bytes', 'check_params_file', 'target_shapes',
@@ -76,26 +75,13 @@ def _torch_keys(path):
 
 
 def read_params(path, what, fix):
-    """The named arrays of an MXNet ``.params`` file (or of a gluontrain checkpoint's weights).
-
-    Parameters
-    ----------
-    path : str
-        A ``save_parameters`` / ``nd.save`` file, or a gluontrain ``{prefix}_last.ckpt``.
-    what : str
-        The argument the file came from (``'--resume'``, ``'--params'``...), for messages.
-    fix : str
-        What to pass instead, ending every message.
-
-    Returns
-    -------
-    dict
-        ``{name: NDArray}``.
+    """``{name: NDArray}`` of an MXNet ``.params`` file (``save_parameters`` / ``nd.save``) or of
+    a gluontrain ``{prefix}_last.ckpt``'s weights.
 
     Raises
     ------
     FileNotFoundError
-        When ``path`` does not exist.
+        ``path`` does not exist.
     WeightsLoadError
         One line for an empty, truncated or foreign file (a PyTorch file says what its keys
         look like), or an ``nd.save`` list without names.
@@ -153,16 +139,9 @@ def read_params(path, what, fix):
 
 
 def check_params_bytes(data, path, what, fix=''):
-    """Refuse, in one line, bytes that are not a well-formed MXNet ``.params`` file (read
-    from ``path``) before MXNet's loader sees them: it allocates whatever a corrupt header
-    claims (gigabytes for a few random bytes after the list magic) before it fails. Our
-    reader walks the structure without copying (:func:`gluontrain.core.mxparams.read_params_bytes`).
-
-    Raises
-    ------
-    WeightsLoadError
-        ``WHAT PATH is not an MXNet .params file that can be read: it is truncated or corrupt
-        (DETAIL); FIX``.
+    """Refuse in one ``WeightsLoadError`` line bytes that are not a well-formed ``.params``
+    file, before MXNet's loader allocates whatever a corrupt header claims (gigabytes for a few
+    random bytes); :func:`gluontrain.core.mxparams.read_params_bytes` walks it without copying.
     """
     try:
         read_params_bytes(data, path, copy=False)
@@ -183,19 +162,9 @@ def check_params_file(path, what):
 def target_shapes(net, data_shape=64):
     """``{name: shape}`` of every parameter, as ``save_parameters`` names them.
 
-    Shapes Gluon has not inferred yet (a deferred ``in_channels``, 0 in ``param.shape``)
-    come from the symbolic graph at a ``data_shape`` input, so that a file's shapes can be
-    checked before anything runs; where the graph cannot be built, the declared shapes stay.
-
-    Parameters
-    ----------
-    net : gluon.HybridBlock
-    data_shape : int
-        Side of the square input used for shape inference (any multiple of 32 for YOLOv3).
-
-    Returns
-    -------
-    dict
+    Shapes Gluon has not inferred yet (0 in ``param.shape``) come from the symbolic graph at a
+    square ``data_shape`` input, so a file's shapes are checked before anything runs; where the
+    graph cannot be built, the declared shapes stay.
     """
     params = net._collect_params_with_prefix()
     shapes = {k: tuple(p.shape or ()) for k, p in params.items()}
@@ -233,17 +202,8 @@ def _wildcards(target, file_shapes, mapping):
 
 
 def compare_params(net, arrays, source, data_shape=64):
-    """The :class:`~gluontrain.core.load_report.LoadReport` of loading ``arrays`` into ``net``.
-
-    Names are ``save_parameters``' (structural, ``stages.0.0.weight``). A shared parameter
-    loads from any of its names.
-
-    Returns
-    -------
-    (LoadReport, dict)
-        The report and ``{target key: file key}`` where a shared parameter loads from another
-        of its names.
-    """
+    """``(LoadReport, {target key: file key})`` of loading ``arrays`` into ``net``, by
+    ``save_parameters`` names; a shared parameter loads from any of its names (the mapping)."""
     params = net._collect_params_with_prefix()
     file_shapes = {k: tuple(v.shape) for k, v in arrays.items()}
     mapping, aliases = {}, collections.defaultdict(list)
@@ -284,7 +244,7 @@ def _fill(net, arrays, report, mapping, ctx, skip=()):
 
 def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extra=False,
                 arrays=None, data_shape=64, anchors='file'):
-    """Load a weights file into ``net`` and say what loaded.
+    """Load a weights file into ``net`` and return the ``LoadReport``.
 
     Parameters
     ----------
@@ -293,36 +253,22 @@ def load_params(net, path, what, fix, ctx=None, allow_missing=False, ignore_extr
         parameters may be uninitialised.
     path : str
         The file, as the user gave it (the report's source).
-    what : str
-        The argument it came from (``'--resume'``, ``'--params'``...).
-    fix : str
-        What to pass instead, ending every error.
     ctx : mx.Context or list, optional
         As Gluon's ``load_parameters``.
     allow_missing, ignore_extra : bool
-        Gluon's: accept parameters the file lacks (they stay as they are, reported) / file
-        keys the network lacks (reported). A wrong shape is refused either way.
+        Gluon's: accept parameters the file lacks / file keys the network lacks (reported).
     arrays : dict, optional
         The file's arrays when already read (:func:`read_params`).
     data_shape : int
-        Input side for the shape inference of :func:`target_shapes`.
+        Input side for :func:`target_shapes`.
     anchors : {'file', 'same', 'network'}
-        A file whose ``yolo_outputs.N.anchors`` are not the network's: ``'file'`` loads them
-        (Gluon's ``load_parameters`` does: inference takes the anchors from the file),
-        ``'same'`` refuses it in one line naming both (training: the targets use the
-        network's), ``'network'`` keeps the network's (``--transfer`` with ``--anchors``);
-        :func:`gluontrain.yolo3.anchors.check_anchors`.
-
-    Returns
-    -------
-    LoadReport
+        As :func:`gluontrain.torch.yolo3.weights.load_arrays` (docs/checkpoints.md, "Anchors").
 
     Raises
     ------
     WeightsLoadError
-        Naming the file, what it looks like and the fix: another YOLOv3 (other base or
-        classes), an ImageNet base, a file that fills nothing, or missing / unexpected / wrong
-        shape tensors the flags do not allow; ``FileNotFoundError`` for no file.
+        Another YOLOv3 (other base or classes), an ImageNet base, a file that fills nothing,
+        or tensors the flags do not allow; ``FileNotFoundError`` for no file.
     """
     if arrays is None:
         arrays = read_params(path, what, fix)
@@ -372,26 +318,18 @@ def sha1_of(path, chunk=1 << 22):
 
 
 def base_mapping(net):
-    """``{yolo3 key: base key}`` of the base network's layers inside ``net.stages``
-    (:func:`gluontrain.core.yolo3_layout.base_mapping`: layer ``k`` of stage ``i`` is
-    ``features.{k + len(earlier stages)}``, e.g. ``features[:15]``, ``[15:24]``, ``[24:]``
-    for darknet53)."""
+    """``{yolo3 key: base key}`` of the base network's layers inside ``net.stages``: layer
+    ``k`` of stage ``i`` is ``features.{k + len(earlier stages)}``."""
     return layout_base_mapping(net._collect_params_with_prefix(),
                                [len(stage) for stage in net.stages])
 
 
 def load_base(net, path, what, fix, data_shape=64):
-    """Load GluonCV's ImageNet base weights (``darknet53-*.params``...) into ``net.stages``.
+    """Load GluonCV's ImageNet base weights (``darknet53-*.params``...) into ``net.stages``,
+    as ``get_model(name, pretrained_base=True)``, with a report (``total``: the stage tensors).
 
-    What ``get_model(name, pretrained_base=True)`` does through its base network, with a
-    report: every stage parameter must be in the file with its shape (Gluon's strict load of
-    the base); the base's classifier (``output.*``) is reported as not used by the detector;
-    any other extra key is refused, as Gluon refuses it.
-
-    Returns
-    -------
-    LoadReport
-        Its ``total`` counts the stage tensors only.
+    Every stage parameter must be in the file with its shape; the classifier (``output.*``) is
+    reported as unused; any other extra key is refused, as Gluon refuses it.
     """
     arrays = read_params(path, what, fix)
     mapping = base_mapping(net)

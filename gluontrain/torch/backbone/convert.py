@@ -1,6 +1,7 @@
 """ResNet body key names between the references, and loading a body's weights with a report.
 
-Three layouts name the same tensors:
+Three layouts name the same tensors (the first two are :data:`~.resnet.LAYOUTS`, from which
+the key patterns here are made):
 
 - seamseg (``mod1.conv1``, ``mod2.block1.convs.conv1``, ``mod2.block1.proj_conv``; what
   seamseg's ``scripts/utility/convert_pytorch_resnet.py`` writes),
@@ -16,28 +17,45 @@ import re
 from collections import OrderedDict
 
 from ..weights import load_state_dict_reported, read_weights_file
+from .resnet import LAYOUTS, body_layout
 
 __all__ = ['body_key_scheme', 'rename_body_keys', 'load_body_weights']
 
-_PATTERNS = {
-    'seamseg': [
-        (re.compile(r'^mod1\.(conv1|bn1)\.(.+)$'), lambda m: ('stem', m[1], m[2])),
-        (re.compile(r'^mod(\d)\.block(\d+)\.convs\.((?:conv|bn)\d)\.(.+)$'),
-         lambda m: (int(m[1]) - 1, int(m[2]) - 1, m[3], m[4])),
-        (re.compile(r'^mod(\d)\.block(\d+)\.proj_(conv|bn)\.(.+)$'),
-         lambda m: (int(m[1]) - 1, int(m[2]) - 1, 'proj_' + m[3], m[4])),
-    ],
-    'maskrcnn': [
-        (re.compile(r'^stem\.(conv1|bn1)\.(.+)$'), lambda m: ('stem', m[1], m[2])),
-        (re.compile(r'^layer(\d)\.(\d+)\.((?:conv|bn)\d)\.(.+)$'),
-         lambda m: (int(m[1]), int(m[2]), m[3], m[4])),
-        (re.compile(r'^layer(\d)\.(\d+)\.downsample\.([01])\.(.+)$'),
-         lambda m: (int(m[1]), int(m[2]), 'proj_conv' if m[3] == '0' else 'proj_bn', m[4])),
-    ],
-}
+
+def _template(text):
+    """A layout name with ``'{}'`` -> its regular expression (the index captured)."""
+    return re.escape(text).replace(re.escape('{}'), r'(\d+)')
+
+
+def _layout_patterns(layout):
+    """``(regex, parts)`` of every body key of a :class:`BodyLayout`: ``('stem', module,
+    rest)`` or ``(stage 1..4, block 0.., part, rest)``, ``part`` in ``conv<i>``, ``bn<i>``,
+    ``proj_conv``, ``proj_bn`` (the layout-free name of the tensor)."""
+    stages = '({})'.format('|'.join(re.escape(s) for s in layout.stages[1:]))
+    block = r'^{}\.{}\.'.format(stages, _template(layout.block))
+
+    def where(m):
+        return layout.stages.index(m[1]), int(m[2]) - layout.first_block
+
+    patterns = [(re.compile(r'^{}\.(conv1|bn1)\.(.+)$'.format(re.escape(layout.stages[0]))),
+                 lambda m: ('stem', m[1], m[2]))]
+    for kind, name in (('conv', layout.conv), ('bn', layout.norm)):
+        patterns.append((re.compile(block + _template(name) + r'\.(.+)$'),
+                         lambda m, kind=kind: where(m) + (kind + m[3], m[4])))
+    for part, name in zip(('proj_conv', 'proj_bn'), layout.proj):
+        patterns.append((re.compile(block + re.escape(name) + r'\.(.+)$'),
+                         lambda m, part=part: where(m) + (part, m[3])))
+    return patterns
+
+
+_PATTERNS = {naming: _layout_patterns(layout) for naming, layout in LAYOUTS.items()}
+# torchvision: maskrcnn-benchmark's blocks under a stem at the top level (and an ``fc``)
 _PATTERNS['torchvision'] = [
     (re.compile(r'^(conv1|bn1)\.(.+)$'), lambda m: ('stem', m[1], m[2]))
 ] + _PATTERNS['maskrcnn'][1:]
+#: The key a layout's stem convolution has (the layout a state_dict is in).
+_STEM_KEYS = dict([(naming, layout.stages[0] + '.conv1.') for naming, layout in LAYOUTS.items()]
+                  + [('torchvision', 'conv1.weight')])
 
 
 def _parse(key, scheme):
@@ -49,14 +67,17 @@ def _parse(key, scheme):
 
 
 def _format(parts, naming):
+    layout = body_layout(naming)
     if parts[0] == 'stem':
-        return '{}.{}.{}'.format('mod1' if naming == 'seamseg' else 'stem', parts[1], parts[2])
+        return '{}.{}.{}'.format(layout.stages[0], parts[1], parts[2])
     stage, block, part, rest = parts
-    if naming == 'seamseg':
-        inner = part if part.startswith('proj_') else 'convs.' + part
-        return 'mod{}.block{}.{}.{}'.format(stage + 1, block + 1, inner, rest)
-    inner = {'proj_conv': 'downsample.0', 'proj_bn': 'downsample.1'}.get(part, part)
-    return 'layer{}.{}.{}.{}'.format(stage, block, inner, rest)
+    if part.startswith('proj_'):
+        inner = layout.proj[part == 'proj_bn']
+    else:
+        kind = 'conv' if part.startswith('conv') else 'bn'
+        inner = (layout.conv if kind == 'conv' else layout.norm).format(part[len(kind):])
+    return '{}.{}.{}.{}'.format(layout.stages[stage],
+                                layout.block.format(block + layout.first_block), inner, rest)
 
 
 def body_key_scheme(keys):
@@ -73,12 +94,9 @@ def body_key_scheme(keys):
         None when no stem key of any layout is there.
     """
     keys = set(keys)
-    if any(k.startswith('mod1.conv1.') for k in keys):
-        return 'seamseg'
-    if any(k.startswith('stem.conv1.') for k in keys):
-        return 'maskrcnn'
-    if 'conv1.weight' in keys:
-        return 'torchvision'
+    for scheme, stem in _STEM_KEYS.items():
+        if any(k.startswith(stem) for k in keys):
+            return scheme
     return None
 
 
@@ -91,7 +109,8 @@ def rename_body_keys(state_dict, naming, source=None):
     Parameters
     ----------
     state_dict : dict
-    naming : {'seamseg', 'maskrcnn'}
+    naming : str
+        A key of :data:`~.resnet.LAYOUTS`.
     source : str, optional
         The layout of ``state_dict``; detected by :func:`body_key_scheme` when None.
 

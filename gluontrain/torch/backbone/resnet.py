@@ -1,7 +1,7 @@
 """One ResNet / ResNeXt body for the torch recipes, under either reference's parameter names.
 
-The same network is built in two layouts, so that each reference's checkpoints load key for
-key:
+The same network is built in each reference's layout (:data:`LAYOUTS`, data chosen once at
+construction), so that each reference's checkpoints load key for key:
 
 =========== ================================== ==========================================
 naming      modules                            used by
@@ -33,15 +33,15 @@ gluontrain adds ``width_mult``: every channel count multiplied (rounded; a ResNe
 width kept a multiple of ``groups``), so that a CPU run fits in minutes; 1.0 is the
 reference network.
 """
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import torch.nn as nn
 import torch.nn.functional as F
 
 from ..twostage.norm import activate
 
-__all__ = ['ARCHITECTURES', 'NAMINGS', 'ResidualBlock', 'Stem', 'ResNet', 'make_resnet',
-           'freeze_stages']
+__all__ = ['ARCHITECTURES', 'NAMINGS', 'LAYOUTS', 'BodyLayout', 'body_layout', 'add_module_at',
+           'ResidualBlock', 'Stem', 'ResNet', 'make_resnet', 'freeze_stages']
 
 #: depth -> (blocks per stage, bottleneck)
 ARCHITECTURES = {
@@ -52,7 +52,41 @@ ARCHITECTURES = {
     152: ((3, 8, 36, 3), True),
 }
 
-NAMINGS = ('seamseg', 'maskrcnn')
+BodyLayout = namedtuple('BodyLayout', 'stages block first_block conv norm proj '
+                        'proj_registered_first shortcut_first')
+BodyLayout.__doc__ = """A reference's names of the body (``'{}'`` takes the block's index from
+``first_block``, or the 1-based convolution): ``stages`` (stem first), ``block``, ``conv`` /
+``norm`` (within a block), ``proj`` (shortcut convolution and norm); ``proj_registered_first`` (its
+``state_dict`` order) and ``shortcut_first`` (computed before the convolutions: the order
+autograd sums the gradients reaching the input in)."""
+
+#: Each reference's body layout; a new flavour is one more entry.
+LAYOUTS = {
+    'seamseg': BodyLayout(('mod1', 'mod2', 'mod3', 'mod4', 'mod5'), 'block{}', 1,
+                          'convs.conv{}', 'convs.bn{}', ('proj_conv', 'proj_bn'), False, True),
+    'maskrcnn': BodyLayout(('stem', 'layer1', 'layer2', 'layer3', 'layer4'), '{}', 0,
+                           'conv{}', 'bn{}', ('downsample.0', 'downsample.1'), True, False),
+}
+NAMINGS = tuple(LAYOUTS)
+
+
+def body_layout(naming):
+    """The :class:`BodyLayout` of ``naming``, or ``ValueError`` naming the known ones."""
+    if naming not in LAYOUTS:
+        raise ValueError('naming must be one of {}, got {!r}'.format(tuple(LAYOUTS), naming))
+    return LAYOUTS[naming]
+
+
+def add_module_at(parent, dotted, child, container=nn.Sequential):
+    """Register ``child`` at the dotted name ``dotted`` under ``parent``, creating the missing
+    intermediate modules as empty ``container`` (``convs.conv1``, ``downsample.0``)."""
+    *path, name = dotted.split('.')
+    for part in path:
+        if part not in parent._modules:  # pylint: disable=protected-access
+            parent.add_module(part, container())
+        parent = parent._modules[part]  # pylint: disable=protected-access
+    parent.add_module(name, child)
+    return child
 
 
 def _activation(norm):
@@ -73,7 +107,7 @@ def _no_activation(norm):
 
 
 class ResidualBlock(nn.Module):
-    """A residual block (basic or bottleneck) under either naming.
+    """A residual block (basic or bottleneck) under a reference's names.
 
     Parameters
     ----------
@@ -88,19 +122,20 @@ class ResidualBlock(nn.Module):
         Bottlenecks: the stride on ``conv1`` (1x1) instead of ``conv2`` (3x3).
     norm : callable
         ``norm(channels) -> nn.Module``.
-    naming : {'seamseg', 'maskrcnn'}
+    naming : str
+        A key of :data:`LAYOUTS` (the module names).
     """
 
     def __init__(self, in_channels, mid_channels, out_channels, bottleneck, stride=1,
                  dilation=1, groups=1, stride_in_1x1=False, norm=nn.BatchNorm2d,
                  naming='seamseg'):
         super().__init__()
-        if naming not in NAMINGS:
-            raise ValueError('naming must be one of {}, got {!r}'.format(NAMINGS, naming))
+        layout = body_layout(naming)
         if not bottleneck and groups != 1:
             raise ValueError('grouped convolutions need bottleneck blocks (depth 50 or more); '
                              'depth 18/34 have basic blocks')
         self.naming, self.bottleneck = naming, bottleneck
+        self.shortcut_first = layout.shortcut_first
         if bottleneck:
             s1, s3 = (stride, 1) if stride_in_1x1 else (1, stride)
             specs = [(in_channels, mid_channels, 1, s1, 0, 1, 1),
@@ -109,45 +144,44 @@ class ResidualBlock(nn.Module):
         else:
             specs = [(in_channels, mid_channels, 3, stride, dilation, dilation, 1),
                      (mid_channels, out_channels, 3, 1, dilation, dilation, 1)]
-        self.depth = len(specs)
+        self.layer_names = [(layout.conv.format(i), layout.norm.format(i))
+                            for i in range(1, len(specs) + 1)]
         project = stride != 1 or in_channels != out_channels
-        if project and naming == 'maskrcnn':
-            # maskrcnn-benchmark registers the shortcut first (its state_dict order)
-            self.downsample = nn.Sequential(
-                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
-                _no_activation(norm(out_channels)))
-        layers = []
-        for i, (cin, cout, k, s, pad, dil, grp) in enumerate(specs, start=1):
-            layers.append(('conv%d' % i, nn.Conv2d(cin, cout, k, stride=s, padding=pad,
-                                                   dilation=dil, groups=grp, bias=False)))
-            layers.append(('bn%d' % i, norm(cout)))
-        _no_activation(layers[-1][1])
-        if naming == 'seamseg':
-            self.convs = nn.Sequential(OrderedDict(layers))
-            if project:
-                self.proj_conv = nn.Conv2d(in_channels, out_channels, 1, stride=stride,
-                                           bias=False)
-                self.proj_bn = _no_activation(norm(out_channels))
-        else:
-            for name, layer in layers:
-                self.add_module(name, layer)
+        self.proj_names = layout.proj if project else None
+
+        def add_projection():
+            add_module_at(self, layout.proj[0], nn.Conv2d(in_channels, out_channels, 1,
+                                                          stride=stride, bias=False))
+            add_module_at(self, layout.proj[1], _no_activation(norm(out_channels)))
+
+        # created (and registered: the state_dict order) where the reference does
+        if project and layout.proj_registered_first:
+            add_projection()
+        last = None
+        for (conv, bn), (cin, cout, k, s, pad, dil, grp) in zip(self.layer_names, specs):
+            add_module_at(self, conv, nn.Conv2d(cin, cout, k, stride=s, padding=pad,
+                                                dilation=dil, groups=grp, bias=False))
+            last = add_module_at(self, bn, norm(cout))
+        _no_activation(last)
+        if project and not layout.proj_registered_first:
+            add_projection()
 
     def _layers(self):
-        holder = self.convs if self.naming == 'seamseg' else self
-        return [(getattr(holder, 'conv%d' % i), getattr(holder, 'bn%d' % i))
-                for i in range(1, self.depth + 1)]
+        return [(self.get_submodule(conv), self.get_submodule(bn))
+                for conv, bn in self.layer_names]
 
     def _shortcut(self, x):
-        if self.naming == 'seamseg':
-            return self.proj_bn(self.proj_conv(x)) if hasattr(self, 'proj_conv') else x
-        return self.downsample(x) if hasattr(self, 'downsample') else x
+        if self.proj_names is None:
+            return x
+        conv, bn = (self.get_submodule(name) for name in self.proj_names)
+        return bn(conv(x))
 
     def forward(self, x):
         layers = self._layers()
         # each reference's order of the two branches (seamseg: shortcut first, maskrcnn-
         # benchmark: after conv3): autograd sums the gradients reaching x in that order, and
         # a different float summation order drifts a training run apart within a few steps
-        residual = self._shortcut(x) if self.naming == 'seamseg' else None
+        residual = self._shortcut(x) if self.shortcut_first else None
         out = x
         for i, (conv, norm) in enumerate(layers):
             out = norm(conv(out))
@@ -195,7 +229,8 @@ class ResNet(nn.Module):
     bottleneck : bool
     norm : callable
         ``norm(channels)`` (the stem's too unless ``stem_norm``).
-    naming : {'seamseg', 'maskrcnn'}
+    naming : str
+        A key of :data:`LAYOUTS` (the module names).
     groups, width_per_group : int
         ResNeXt cardinality and width (1, 64: ResNet).
     stride_in_1x1 : bool
@@ -227,6 +262,7 @@ class ResNet(nn.Module):
             raise ValueError('width_mult must be > 0, got {!r}'.format(width_mult))
         if conv_init not in ('torch', 'maskrcnn'):
             raise ValueError("conv_init must be 'torch' or 'maskrcnn', got {!r}".format(conv_init))
+        layout = body_layout(naming)
         self.structure, self.bottleneck, self.dilation = tuple(structure), bottleneck, dilation
         self.naming = naming
 
@@ -234,8 +270,7 @@ class ResNet(nn.Module):
             return max(1, int(round(c * width_mult)))
 
         stem = width(stem_channels)
-        names = (['mod%d' % i for i in range(1, 6)] if naming == 'seamseg'
-                 else ['stem'] + ['layer%d' % i for i in range(1, 5)])
+        names = list(layout.stages)
         self.stage_names = tuple(names)
         self.add_module(names[0], Stem(stem, stem_norm or norm, pool=_at(dilation, 0) == 1))
         self.out_channels = OrderedDict([(names[0], stem)])
@@ -253,7 +288,7 @@ class ResNet(nn.Module):
             blocks = []
             for b in range(num):
                 stride = 2 if d == 1 and b == 0 and stage > 0 else 1
-                name = 'block%d' % (b + 1) if naming == 'seamseg' else str(b)
+                name = layout.block.format(b + layout.first_block)
                 blocks.append((name, ResidualBlock(in_channels, mid, out, bottleneck, stride, d,
                                                    groups, stride_in_1x1, norm, naming)))
                 in_channels = out
@@ -279,7 +314,8 @@ def make_resnet(depth, norm=nn.BatchNorm2d, naming='seamseg', **kwargs):
     ----------
     depth : {18, 34, 50, 101, 152}
     norm : callable
-    naming : {'seamseg', 'maskrcnn'}
+    naming : str
+        A key of :data:`LAYOUTS` (the module names).
     **kwargs
         The other :class:`ResNet` arguments (``groups``, ``width_per_group``,
         ``stride_in_1x1``, ``dilation``, ``width_mult`` ...).

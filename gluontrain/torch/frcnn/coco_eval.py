@@ -12,12 +12,11 @@ all pycocotools' ``loadRes([])`` raises ``IndexError``. Here the ground truth co
 validated image and an empty result scores 0; ``reference_img_filter=True`` restores the
 first behaviour.
 """
-import contextlib
-import io
 import json
 
 import torch
 
+from ...core.coco_eval import coco_ground_truth, run_coco_eval
 from ..distributed import is_distributed
 
 __all__ = ['process_prediction', 'category_map', 'summarize', 'summarize_distributed']
@@ -103,8 +102,6 @@ def summarize(predictions, annotations_file, img_list, reference_img_filter=Fals
     float
         0.0 when there is no prediction.
     """
-    from pycocotools.coco import COCO  # pylint: disable=import-outside-toplevel
-    from pycocotools.cocoeval import COCOeval  # pylint: disable=import-outside-toplevel
     if reference_img_filter:
         img_list = {p['image_id'] for p in predictions}
     keep = set(img_list)
@@ -114,16 +111,8 @@ def summarize(predictions, annotations_file, img_list, reference_img_filter=Fals
     dataset['annotations'] = [a for a in dataset['annotations'] if a['image_id'] in keep]
     if not predictions or not dataset['images']:
         return 0.0
-    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its tables
-        gt = COCO()
-        gt.dataset = dataset
-        gt.createIndex()
-        pred = gt.loadRes([dict(p) for p in predictions])
-        ev = COCOeval(gt, pred, 'bbox')
-        ev.evaluate()
-        ev.accumulate()
-        ev.summarize()
-    return float(ev.stats[0])
+    coco_eval, _ = run_coco_eval(coco_ground_truth(dataset), [dict(p) for p in predictions])
+    return float(coco_eval.stats[0])
 
 
 def summarize_distributed(predictions, annotations_file, img_list, reference_img_filter=False):

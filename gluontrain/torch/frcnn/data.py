@@ -24,7 +24,7 @@ import torch
 import torch.utils.data as data
 import umsgpack
 
-from gluontrain.data.checks import DatasetError
+from gluontrain.data.checks import GENERATE, DatasetError
 from gluontrain.data.images import (ImageMissingError, ImageReadError, open_image,
                                     warn_size_mismatch)
 
@@ -34,9 +34,6 @@ from .transform import ISSTransform, iss_collate_fn
 __all__ = ['ISSDataset', 'COCODataset', 'detect_format', 'make_dataset', 'make_transforms',
            'make_dataloaders', 'DatasetError', 'ImageReadError']
 
-_GENERATE = 'python scripts/make_synthetic_data.py {} --root DIR'
-
-
 def _root(root):
     root = os.path.abspath(os.path.expanduser(root))
     if not os.path.isdir(root):
@@ -44,7 +41,7 @@ def _root(root):
             'data root {} does not exist: pass a folder in seamseg ISS format (img/, msk/, '
             'lst/, metadata.bin) or COCO format (annotations/instances_<split>.json and '
             '<split>/), e.g. one written by `{}` or `{}`'.format(
-                root, _GENERATE.format('iss'), _GENERATE.format('coco')))
+                root, GENERATE.format('iss'), GENERATE.format('coco')))
     return root
 
 

@@ -114,9 +114,10 @@ class SeamsegLogHook(Hook):
 class SeamsegCheckpointHook(Hook):
     """seamseg's end of epoch: ``model_last.pth.tar`` (modules, optimizer, meters, config,
     ``training_meta``) and, when this epoch's validation beats the best, its copy
-    ``model_best.pth.tar``. Must come after the validation hook. :meth:`resume` reads such a
-    snapshot back (seamseg's ``--resume``)."""
+    ``model_best.pth.tar``. Sits after the validation and the best score (``slot``).
+    :meth:`resume` reads such a snapshot back (seamseg's ``--resume``)."""
     main_process_only = True  # seamseg's snapshot files are rank 0's
+    slot = 'after_best'
     former_names = ('SeamsegSnapshotHook',)  # checkpoints written before issue #23
 
     def __init__(self, log_dir, model, optimizer, config_text, log_hook, is_main=True):

@@ -5,12 +5,9 @@ Line: ``[{epoch}/{num_epochs}] [{step}/{num_steps}]`` with each number right-ali
 width of its total, then per value a tab and ``name=value (mean)`` for meters (``.3f``) or
 ``name=value`` for numbers. File records: ``I yy-mm-dd HH:MM:SS message`` (INFO and up);
 console: ``HH:MM:SS message`` (DEBUG and up). TensorBoard gets ``{phase}/{name}`` = the
-meter's *last* value (not its mean) at ``global_step``.
-
-seamseg's ``multiple_lines=True`` drops every value (``msg += "\\n" if ml else "" + ...``
-binds as ``"\\n" if ml else ("" + ...)``); here it puts each value on its own line. seamseg
-never passes it.
-"""
+meter's *last* value (not its mean) at ``global_step``. ``multiple_lines=True`` puts each
+value on its own line (seamseg's drops them: docs/faithfulness.md, "Two-stage detector",
+"Deliberate differences")."""
 import logging
 import os
 from math import log10

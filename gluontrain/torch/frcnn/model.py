@@ -4,7 +4,7 @@ flavour of :mod:`gluontrain.torch.twostage` (``seamseg.DetectionNet``) built fro
 """
 from ..backbone import freeze_stages, load_body_weights
 from ..twostage import algos
-from ..twostage.box_head import ROIBoxHead
+from ..twostage.box_head import FPNROIHead
 from ..twostage.fpn import FPN, FPNBody
 from ..twostage.norm import norm_act_from_config
 from ..twostage.rpn import RPNHead
@@ -66,8 +66,8 @@ def make_model(config, num_thing, num_stuff=0):
     rpn_head = RPNHead(fpn_config.getint('out_channels'),
                        len(rpn_config.getstruct('anchor_ratios')), 1,
                        rpn_config.getint('hidden_channels'), norm_dynamic)
-    roi_head = ROIBoxHead.seamseg(fpn_config.getint('out_channels'), classes,
-                                  roi_config.getstruct('roi_size'), norm_act=norm_dynamic)
+    roi_head = FPNROIHead(fpn_config.getint('out_channels'), classes,
+                          roi_config.getstruct('roi_size'), norm_act=norm_dynamic)
     return DetectionNet(body, rpn_head, roi_head, classes,
                         (rpn_config.getint('fpn_min_level'), rpn_config.getint('fpn_levels')),
                         algos.RPNSettings.from_config(rpn_config, fpn_config),

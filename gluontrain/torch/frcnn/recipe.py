@@ -1,25 +1,19 @@
-"""The contract's functions of the two-stage recipe (``gluontrain.get_recipe('frcnn')``),
-seamseg's ``scripts/train_detection.py`` ``main`` split as the other recipes.
-
-``dataset`` is the data root (seamseg's positional ``data``); the ``.ini`` configuration is
-read from ``args.config`` wherever it is needed (nothing is written into ``args``).
-"""
+"""The two-stage recipe's contract (``gluontrain.get_recipe('frcnn')``): seamseg's
+``scripts/train_detection.py`` ``main`` split as the other recipes (docs/recipes.md)."""
 import os
-import sys
 
 import torch
 
 from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_input_file, check_output_dir, path_problem
-from ...core.defaults import RunPaths, build_hooks
-from ...core.hooks import restore_hooks_state
-from ...core.loop import Period, TrainState, fit
+from ...core.defaults import Restored, RunPaths, build_hooks, fit
+from ...core.loop import Period, TrainState
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval, tensorboard_available
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
-from ..distributed import (TorchComm, get_rank, get_world_size, init_distributed, teardown,
-                           unwrap_model, wrap_ddp)
+from ..distributed import (process_group, TorchComm, get_rank, get_world_size, unwrap_model,
+                           wrap_ddp)
 from ..step import seed_all
 from . import log as logging
 from .args import parse_args
@@ -61,9 +55,7 @@ def coco_gt_file(dataset, config, root=None):
 
 def get_dataset(dataset, args):
     """``(train_dataset, val_dataset, coco_gt)``: seamseg's ISS or COCO datasets of the data
-    root ``dataset`` (format recognised from the folder) with the ``ISSTransform`` of
-    ``[dataloader]``, and the ground-truth json the validation scores against (the
-    contract's ``eval_metric``)."""
+    root ``dataset`` and the validation's ground-truth json (the contract's ``eval_metric``)."""
     config = load_config(args.config)
     dl = config['dataloader']
     train_tf, val_tf = make_transforms(dl)
@@ -73,25 +65,16 @@ def get_dataset(dataset, args):
 
 
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
-    """seamseg's loaders: aspect-ratio batch samplers (one shard per process), training
-    dropping its last incomplete batches, ``iss_collate_fn``.
-
-    ``net`` and ``data_shape`` are ignored (the transforms come from the config); a
-    ``batch_size`` / ``num_workers`` of None takes ``[dataloader] train_batch_size`` /
-    ``num_workers`` (the validation batch is always ``val_batch_size``).
-    """
+    """seamseg's loaders (aspect-ratio batch samplers, one shard per process); ``net`` and
+    ``data_shape`` are ignored, ``batch_size`` / ``num_workers`` None take the ``.ini``'s."""
     return make_dataloaders(load_config(args.config), args.data, get_rank(), get_world_size(),
                             datasets=(train_dataset, val_dataset), batch_size=batch_size,
                             num_workers=num_workers)
 
 
 def get_net(args, ctx):
-    """seamseg's ``make_model`` for the classes of the data root, ``--pre_train`` snapshots
-    loaded (each module's report of what loaded logged; a module that loads nothing is an
-    error), on ``ctx[0]``; wrapped in DistributedDataParallel in a distributed run.
-
-    Returns ``(net, module)``: the training net and the bare module.
-    """
+    """seamseg's ``make_model`` for the data root's classes, ``--pre_train`` snapshots loaded,
+    on ``ctx[0]`` (DDP when distributed); returns ``(net, bare module)``."""
     config = load_config(args.config)
     dl = config['dataloader']
     ds = make_dataset(args.data, dl['train_set'], None)
@@ -103,10 +86,8 @@ def get_net(args, ctx):
 
 
 def validate(net, val_data, ctx, eval_metric, **varargs):
-    """seamseg's validation (losses and COCO box AP@[.5:.95] through pycocotools against
-    ``eval_metric``, the ground-truth json). Returns ``(['det_map'], [ap])``; ``varargs``
-    go to :func:`.seamseg_loops.validate` (``epoch``, ``num_epochs``, ``global_step``,
-    ``loss_weights``, ``log_interval``)."""
+    """seamseg's validation against the ground-truth json ``eval_metric``:
+    ``(['det_map'], [ap])``; ``varargs`` go to :func:`.seamseg_loops.validate`."""
     kw = {'epoch': 0, 'num_epochs': 1, 'global_step': 0, 'log_interval': 10 ** 9}
     kw.update(varargs)
     weights = kw.pop('loss_weights', (1., 1., 1., 1.))
@@ -115,9 +96,7 @@ def validate(net, val_data, ctx, eval_metric, **varargs):
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):
-    """GluonCV-style weights files: ``{prefix}_best.pth`` when ``current_map`` beats
-    ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
-    ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` epochs."""
+    """GluonCV's ``save_params`` with ``.pth`` files (docs/recipes.md, the contract)."""
     save_best_and_interval(lambda path: save_weights(path, unwrap_model(net)), best_map,
                            current_map, epoch, save_interval, prefix, '.pth')
 
@@ -135,36 +114,38 @@ def _summary(args):
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args):
-    """seamseg's training on gluontrain's loop (:mod:`.step`) and hooks (:mod:`.hooks`).
-
-    Parameters
-    ----------
-    net : DetectionNet or DistributedDataParallel
-    train_data, val_data : DataLoader
-        From :func:`get_dataloader`.
-    eval_metric : str
-        The validation's COCO json.
-    ctx : list of torch.device
-    args : argparse.Namespace
-        ``--resume`` takes gluontrain's ``frcnn_last.ckpt`` (exact: weights, optimizer,
-        meters, best score, every RNG) or a seamseg ``model_last.pth.tar`` (seamseg's
-        resume: modules, optimizer, meters, epoch and step; no RNG).
-
-    Returns
-    -------
-    TrainState
-    """
+    """seamseg's training on gluontrain's loop and hooks; ``eval_metric`` is the validation's
+    COCO json, ``--resume`` a ``frcnn_last.ckpt`` or a seamseg snapshot (docs/checkpoints.md,
+    "seamseg"). Returns the final TrainState."""
     config = load_config(args.config)
     model, device = unwrap_model(net), ctx[0]
     comm = TorchComm()
     optimizer, scheduler, batch_update, epochs = make_optimizer(config, model, len(train_data))
-    gen = config['general']
+    weights = config['optimizer'].getstruct('loss_weights')
+    hooks = _hooks(net, optimizer, scheduler, batch_update, epochs, train_data, val_data,
+                   eval_metric, ctx, args, config, comm)
+    state, start_epoch, restored = None, 0, None
+    if args.resume:
+        snapshot = next(h for h in hooks if isinstance(h, SeamsegCheckpointHook))
+        kind, result = ckpt_io.resume_or_load(
+            args.resume, lambda p: restore_checkpoint(p, model, optimizer), snapshot.resume,
+            ckpt_io.TORCH_WEIGHTS)
+        if kind == ckpt_io.CHECKPOINT:
+            restored = Restored(args.resume, *result)
+        else:
+            start_epoch, state = result
+    return fit(make_step(net, optimizer, device, weights), train_data, hooks, start_epoch,
+               epochs, state, comm=comm, restored=restored)
+
+
+def _hooks(net, optimizer, scheduler, batch_update, epochs, train_data, val_data, eval_metric,
+           ctx, args, config, comm):
+    """seamseg's schedule, log lines and snapshot among the default hooks."""
+    model, gen = unwrap_model(net), config['general']
     weights = config['optimizer'].getstruct('loss_weights')
     paths = RunPaths(os.path.join(args.log_dir, PREFIX)).makedirs()
     log_hook = SeamsegLogHook(optimizer, weights, len(train_data), epochs,
                               gen.getint('log_interval'), None)
-    snapshot_hook = SeamsegCheckpointHook(args.log_dir, net, optimizer,
-                                          config_to_string(config), log_hook)
     schedule_hook = SeamsegScheduleHook(net, scheduler, train_data.batch_sampler, batch_update)
 
     def run_validation():
@@ -175,11 +156,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         net.train()
         return names, values
 
-    recipe_hooks = [schedule_hook, log_hook]
-    # one hook list on every rank: run_loop leaves the main_process_only hooks (files,
-    # displays, seamseg's log lines and snapshots) to rank 0; every rank validates (the AP is
-    # gathered)
-    hooks = build_hooks(
+    recipe_hooks = [schedule_hook, log_hook, SeamsegCheckpointHook(
+        args.log_dir, net, optimizer, config_to_string(config), log_hook)]
+    return build_hooks(
         paths, LossMeter(LOSS_NAMES), header=[str(args), config_to_string(config)],
         batch_size=train_data.batch_sampler.batch_size, log_interval=0,
         num_batches=len(train_data), recipe_hooks=recipe_hooks, validate_fn=run_validation,
@@ -189,30 +168,12 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         checkpoint_fn=lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
             vars(args), extra={'hooks': hooks_state}),
-        samples_hook=val_samples_hook(model, val_data.dataset, paths.val_samples, device),
+        samples_hook=val_samples_hook(model, val_data.dataset, paths.val_samples, ctx[0]),
         plots=getattr(args, 'plots', True),
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
         tensorboard=_summary(args),
         tensorboard_interval=gen.getint('log_interval'),
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
-    # seamseg's snapshot comes after the validation and the best-score bookkeeping
-    val_at = [i for i, h in enumerate(hooks) if type(h).__name__ in ('ValidationHook',
-                                                                      'BestCheckpointHook')]
-    hooks.insert(val_at[-1] + 1, snapshot_hook)
-    state, start_epoch = None, 0
-    if args.resume:
-        kind, restored = ckpt_io.resume_or_load(
-            args.resume, lambda p: restore_checkpoint(p, model, optimizer),
-            snapshot_hook.resume,
-            ckpt_io.TORCH_WEIGHTS)
-        if kind == ckpt_io.CHECKPOINT:
-            payload, state = restored
-            restore_hooks_state(hooks, payload)
-            start_epoch = payload['epoch'] + 1
-        else:
-            start_epoch, state = restored
-    return fit(make_step(net, optimizer, device, weights), train_data, hooks, start_epoch,
-               epochs, state, comm=comm)
 
 
 def get_contexts(args):
@@ -224,13 +185,11 @@ def get_contexts(args):
 
 def main(argv=None):
     """seamseg's ``main``: parse, log to ``{log_dir}/training.log`` (``eval.log`` with
-    ``--eval``), build, train (or validate once); returns the TrainState (``--eval``: the
-    ``(names, values)`` of the validation)."""
+    ``--eval``), build, train (or validate once, into ``scores['val']``); returns the TrainState.
+    """
     args = parse_args(argv)
     # seamseg's --local_rank names the GPU; a job torchrun started is joined, not restarted
-    started = get_world_size() == 1 and init_distributed(
-        use_cuda=torch.cuda.is_available(), local_rank=args.local_rank).world_size > 1
-    try:
+    with process_group(use_cuda=torch.cuda.is_available(), local_rank=args.local_rank):
         if args.seed is not None:
             seed_all(args.seed + get_rank())
         # a bad config or output folder fails before anything is written or built
@@ -253,8 +212,3 @@ def main(argv=None):
             state.scores['val'] = validate(net, val_data, ctx, eval_metric)
             return state
         return train(net, train_data, val_data, eval_metric, ctx, args)
-    finally:
-        if started:
-            # barrier (after a success), destroy, and a pause for gloo's threads: a rank that
-            # exited at once aborted now and then (SIGABRT, torch.distributed.teardown)
-            teardown(ok=sys.exc_info()[0] is None)

@@ -6,16 +6,10 @@ seeded with the epoch (set 0 first), cut into batches within each set, the lefto
 sets joined and batched only when ``drop_last`` is false; every batch is sorted by aspect
 ratio. The distributed sampler then permutes the batches with a second generator seeded by
 the epoch, pads the list by wrapping around to ``num_batches * num_replicas``, and gives rank
-``r`` the slice ``[r * num_batches, (r + 1) * num_batches)``.
-
-seamseg shuffles ``self.img_sets`` *in place*, so each epoch permutes the previous epoch's
-order: the batches of epoch ``e`` depend on which epochs ran before in this process (a
-resumed run sees different batches from an uninterrupted one). Here every epoch permutes
-the original order, so the batches are a function of the epoch alone;
-``reference_shuffle=True`` restores the compounding (docs/faithfulness.md). The padding also
-wraps as often as needed (seamseg's pads at most once and fails its own assertion when
-there are more than twice as many replicas as batches).
-"""
+``r`` the slice ``[r * num_batches, (r + 1) * num_batches)``. Every epoch permutes the
+original order (seamseg's compounding in-place shuffle: ``reference_shuffle=True``) and the
+padding wraps as often as needed: docs/faithfulness.md, "Two-stage detector", "Deliberate
+differences"."""
 import math
 
 import torch

@@ -7,15 +7,10 @@ Training calls ``global_step += 1; scheduler.step(global_step)`` *before* each f
 
 ``BurnInLR(base, steps, start)``: ``lr(it) = base_lr * (start + (1 - start) * it / steps)``
 for ``it <= steps``, then the wrapped schedule at ``it`` (its counter is not shifted by the
-burn-in). Construction applies ``lr(0)`` once and leaves ``last_epoch = -1``.
-
-seamseg's ``BurnInLR.step`` computes the learning rate *before* it advances the wrapped
-schedule's counter, so after the burn-in step ``g`` runs at ``base(g - 1)``: one step late in
-an uninterrupted run, and at ``base(0)`` (the full base rate) on the first step after a
-``--resume``, where the schedulers are rebuilt with the counter at 0. Here the counter is
-advanced first, so the rate is a function of ``global_step`` alone; ``reference_lag=True``
-restores seamseg's order (docs/faithfulness.md).
-"""
+burn-in). Construction applies ``lr(0)`` once and leaves ``last_epoch = -1``. The rate is a
+function of ``global_step`` alone (seamseg's one-step lag, which a ``--resume`` turns into the
+full base rate: ``reference_lag=True``; docs/faithfulness.md, "Two-stage detector",
+"Deliberate differences")."""
 from functools import partial
 
 from ...core import lr_scheduler as factors

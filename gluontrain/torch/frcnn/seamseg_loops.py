@@ -8,16 +8,9 @@ The model contract is seamseg's ``DetectionNet``: ``model(img=, cat=, iscrowd=, 
 do_loss=, do_prediction=)`` returns ``(losses, predictions)``, ``losses`` an ordered dict
 ``obj_loss, bbx_loss, roi_cls_loss, roi_bbx_loss`` and ``predictions`` per-image lists
 ``bbx_pred`` / ``cls_pred`` / ``obj_pred`` (``None`` for an image without detections).
-The detector that fulfils it needs :mod:`gluontrain.torch.ops`; these loops are tested with
-a stand-in model.
-
-Differences from seamseg (docs/faithfulness.md): no CUDA requirement (``device`` any torch
-device), no barrier after the forward (the backward of DistributedDataParallel synchronises
-the ranks), the all-reduce only in a distributed run, lines logged on rank 0 also
-without a TensorBoard writer, the logged ``lr`` is the conv/linear group's
-(:func:`.optim.current_lr`), and validation keeps images without detections in the ground
-truth.
-"""
+These loops are tested with a stand-in model. What differs from seamseg (any device, no
+barrier after the forward, the logged ``lr``): docs/faithfulness.md, "Two-stage detector",
+"Deliberate differences"."""
 import time
 from collections import OrderedDict
 

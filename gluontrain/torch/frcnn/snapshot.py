@@ -10,11 +10,8 @@ when validation improves::
      'training_meta': {'epoch', 'last_score', 'best_score', 'global_step'}}
 
 Written through a temporary file and a rename (seamseg writes in place), read with
-``torch.load(weights_only=True)``. Loads report per module what they filled ("loaded N of M
-tensors", missing / unexpected keys grouped, wrong shapes named; see
-:mod:`gluontrain.core.load_report`) in the recipe's log; a module that loads nothing is an
-error naming the file.
-"""
+``torch.load(weights_only=True)``; what loads and what each load reports:
+docs/checkpoints.md, "seamseg"."""
 from gluontrain.core.load_report import WeightsLoadError, check, guess_origin
 
 from ..checkpoint import save_file

@@ -1,31 +1,16 @@
-"""The backend step of the two-stage recipe, called by :func:`gluontrain.core.loop.run_loop`
-once per batch: seamseg's ``model(**batch, do_loss=True, do_prediction=False)``, each loss
-``.mean()``, the sum weighted by ``[optimizer] loss_weights``, backward and the SGD update
-(:class:`gluontrain.torch.step.LossDictStep`).
-"""
+"""The two-stage recipe's step: a :class:`gluontrain.torch.step.LossDictStep` around seamseg's
+``model(**batch, do_loss=True, do_prediction=False)`` (docs/recipes.md, "The recipes")."""
 from collections import OrderedDict
 
 from ..step import LossDictStep
 from .model import LOSS_NAMES, NETWORK_INPUTS
-from .optim import current_lr
 
 __all__ = ['upload', 'forward_fn', 'make_step']
 
 
 def upload(batch, device):
-    """The network's inputs of a collated batch (:data:`.model.NETWORK_INPUTS`), on
-    ``device``.
-
-    Parameters
-    ----------
-    batch : dict
-        From :func:`.transform.iss_collate_fn`.
-    device : torch.device
-
-    Returns
-    -------
-    dict
-    """
+    """The network's inputs (:data:`.model.NETWORK_INPUTS`) of a batch of
+    :func:`.transform.iss_collate_fn`, on ``device``."""
     return {k: batch[k].to(device, non_blocking=True) for k in NETWORK_INPUTS}
 
 
@@ -39,26 +24,9 @@ def forward_fn(model, device):
 
 
 def make_step(net, optimizer, device, loss_weights):
-    """The loop's ``step(batch, state) -> dict``: :class:`LossDictStep` over
-    :func:`forward_fn`, reporting the conv/linear group's learning rate.
-
-    Parameters
-    ----------
-    net : DetectionNet or DistributedDataParallel
-    optimizer : torch.optim.Optimizer
-        From :func:`.optim.make_optimizer`.
-    device : torch.device
-    loss_weights : sequence of float
-        ``[optimizer] loss_weights``, in the order of :data:`.model.LOSS_NAMES`.
-
-    Returns
-    -------
-    callable
+    """The loop's step: :class:`LossDictStep` over :func:`forward_fn` with ``loss_weights``
+    (``[optimizer] loss_weights``, :data:`.model.LOSS_NAMES` order), reporting the last
+    (conv/linear) group's learning rate (seamseg logs the norm group's: :func:`.optim.current_lr`).
     """
-    loss_step = LossDictStep(forward_fn(net, device), optimizer,
-                             loss_weights=dict(zip(LOSS_NAMES, loss_weights)))
-
-    def step(batch, state):
-        # LossDictStep reports group 0's rate, here the norm group (0 with bn_frozen)
-        return dict(loss_step(batch, state), lr=current_lr(optimizer))
-    return step
+    return LossDictStep(forward_fn(net, device), optimizer,
+                        loss_weights=dict(zip(LOSS_NAMES, loss_weights)), lr_group=-1)

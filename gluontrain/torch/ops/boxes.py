@@ -1,18 +1,11 @@
 """Box geometry shared by every PyTorch recipe: IoU, conversions, the box coder.
 
-Boxes are corners ``(lo_0, lo_1, hi_0, hi_1)`` in either coordinate order: ssd.pytorch and
-maskrcnn-benchmark write ``(x1, y1, x2, y2)``, seamseg writes ``(y0, x0, y1, x1)``. IoU,
-areas and the coder never mix the two axes, so they serve both layouts unchanged (the coder's
-deltas and weights simply follow the boxes' order: ``(dx, dy, dw, dh)`` or ``(dy, dx, dh, dw)``).
-Every function accepts extra leading (batch) dimensions.
-
-``plus_one`` selects the pixel-inclusive convention of VOC, GluonCV and maskrcnn-benchmark
-(width ``x2 - x1 + 1``); ssd.pytorch and seamseg use ``x2 - x1``.
-
-The operations and their order are those of the references, so results are bit-identical:
-``box_iou`` is ``inter / (area_a + area_b - inter)`` (ssd.pytorch's ``jaccard``, seamseg's
-``ious``); :func:`encode` / :func:`decode` have one arithmetic path per reference family
-(see there).
+Boxes are corners ``(lo_0, lo_1, hi_0, hi_1)`` in either axis order (``(x1, y1, x2, y2)``, or
+seamseg's ``(y0, x0, y1, x1)``): nothing mixes the two axes, and the coder's deltas and weights
+follow the boxes' order. Every function accepts extra leading (batch) dimensions. ``plus_one``:
+pixel-inclusive sides ``hi - lo + 1`` (VOC, GluonCV, maskrcnn-benchmark). The references'
+operations in their order, so results are bit-identical (docs/faithfulness.md, "Shared
+detection ops").
 """
 import math
 
@@ -28,44 +21,17 @@ SCALE_CLIP = math.log(1000. / 16.)
 
 
 def box_area(boxes, plus_one=False):
-    """Areas of corner boxes.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(..., 4)`` corner boxes.
-    plus_one : bool, default False
-        Pixel-inclusive sides ``hi - lo + 1``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(...)`` areas (negative for inverted boxes, as in the references).
-    """
+    """``(...)`` areas of ``(..., 4)`` corner boxes (negative for inverted boxes, as in the
+    references)."""
     one = 1.0 if plus_one else 0.0
     return (boxes[..., 2] - boxes[..., 0] + one) * (boxes[..., 3] - boxes[..., 1] + one)
 
 
 def box_intersection(boxes_a, boxes_b, plus_one=False):
-    """Pairwise intersection areas.
-
-    Parameters
-    ----------
-    boxes_a : torch.Tensor
-        ``(..., A, 4)`` corner boxes.
-    boxes_b : torch.Tensor
-        ``(..., B, 4)`` corner boxes (leading dimensions broadcast with ``boxes_a``'s).
-    plus_one : bool, default False
-        Pixel-inclusive sides.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., A, B)`` intersection areas (0 for disjoint boxes).
-    """
-    # one (A, B) temporary per side, updated in place: same values, less memory traffic; the
-    # coordinates as contiguous vectors (a column of (N, 4) is strided, which takes the
-    # broadcast min / max off their vectorised loop: ~5x slower)
+    """``(..., A, B)`` pairwise intersection areas of ``(..., A, 4)`` and ``(..., B, 4)`` boxes
+    (leading dimensions broadcast; 0 for disjoint boxes)."""
+    # one (A, B) temporary per side, updated in place; coordinates as contiguous vectors (a
+    # strided column of (N, 4) takes broadcast min / max off their vectorised loop: ~5x)
     a, b = boxes_a.movedim(-1, 0).contiguous(), boxes_b.movedim(-1, 0).contiguous()
     side = []
     for lo, hi in ((0, 2), (1, 3)):
@@ -78,98 +44,33 @@ def box_intersection(boxes_a, boxes_b, plus_one=False):
 
 
 def box_iou(boxes_a, boxes_b, plus_one=False):
-    """Pairwise intersection over union, ``inter / (area_a + area_b - inter)``.
-
-    Parameters
-    ----------
-    boxes_a : torch.Tensor
-        ``(..., A, 4)`` corner boxes.
-    boxes_b : torch.Tensor
-        ``(..., B, 4)`` corner boxes.
-    plus_one : bool, default False
-        Pixel-inclusive sides (VOC / GluonCV / maskrcnn-benchmark).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., A, B)`` IoU; ``0 / 0 = nan`` for two empty boxes, as in the references.
-    """
+    """Pairwise IoU ``(..., A, B)``, ``inter / (area_a + area_b - inter)``; ``0 / 0 = nan`` for
+    two empty boxes, as in the references."""
     inter = box_intersection(boxes_a, boxes_b, plus_one)
     union = box_area(boxes_a, plus_one)[..., :, None] + box_area(boxes_b, plus_one)[..., None, :]
     return inter / union.sub_(inter)
 
 
 def box_ioa(boxes_a, boxes_b, plus_one=False):
-    """Pairwise intersection over the area of the *first* box (seamseg's ``bbx_overlap``).
-
-    Used to declare anchors and proposals void when they lie in crowd regions.
-
-    Parameters
-    ----------
-    boxes_a : torch.Tensor
-        ``(..., A, 4)`` corner boxes (the denominators).
-    boxes_b : torch.Tensor
-        ``(..., B, 4)`` corner boxes.
-    plus_one : bool, default False
-        Pixel-inclusive sides.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., A, B)`` ``inter / area_a``.
-    """
+    """Pairwise ``inter / area_a`` ``(..., A, B)`` (seamseg's ``bbx_overlap``: anchors and
+    proposals in crowd regions)."""
     return box_intersection(boxes_a, boxes_b, plus_one) / box_area(boxes_a, plus_one)[..., :, None]
 
 
 def corners_to_center(boxes):
-    """Corner boxes to centre-size boxes ``(c_0, c_1, size_0, size_1)``.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(..., 4)`` corner boxes.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., 4)`` centre-size boxes (centre ``(lo + hi) / 2``, size ``hi - lo``).
-    """
+    """``(..., 4)`` corner boxes to centre-size ``((lo + hi) / 2, hi - lo)``."""
     return torch.cat(((boxes[..., 2:] + boxes[..., :2]) / 2, boxes[..., 2:] - boxes[..., :2]), -1)
 
 
 def center_to_corners(boxes):
-    """Centre-size boxes to corner boxes (the inverse of :func:`corners_to_center`).
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(..., 4)`` centre-size boxes.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., 4)`` corner boxes ``(c - size / 2, c + size / 2)``.
-    """
+    """Centre-size boxes to corner boxes (the inverse of :func:`corners_to_center`)."""
     return torch.cat((boxes[..., :2] - boxes[..., 2:] / 2, boxes[..., :2] + boxes[..., 2:] / 2), -1)
 
 
 def clip_boxes(boxes, size, plus_one=False):
-    """Corner boxes clamped into an image (seamseg's clipping of proposals and predictions,
-    maskrcnn-benchmark's ``BoxList.clip_to_image``).
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(..., 4)`` corner boxes.
-    size : (int, int)
-        Image size in the boxes' axis order: ``(H, W)`` for ``(y0, x0, y1, x1)``.
-    plus_one : bool, default False
-        Pixel-inclusive: coordinates in ``[0, size - 1]`` (else ``[0, size]``).
-
-    Returns
-    -------
-    torch.Tensor
-    """
+    """Corner boxes clamped into an image of ``size`` (the boxes' axis order: ``(H, W)`` for
+    ``(y0, x0, y1, x1)``) to ``[0, size]``, or ``[0, size - 1]`` with ``plus_one`` (seamseg's
+    clipping, maskrcnn-benchmark's ``BoxList.clip_to_image``)."""
     hi_0, hi_1 = (size[0] - 1, size[1] - 1) if plus_one else tuple(size)
     return torch.stack([boxes[..., 0].clamp(0, hi_0), boxes[..., 1].clamp(0, hi_1),
                         boxes[..., 2].clamp(0, hi_0), boxes[..., 3].clamp(0, hi_1)], -1)
@@ -189,16 +90,13 @@ def _check_coder(weights, variances):
 
 def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, log_eps=None,
            size_eps=None, plus_one=False):
-    """Regression targets of ``boxes`` relative to ``anchors`` (the box coder).
+    """``(..., N, 4)`` regression targets of ``boxes`` relative to ``anchors`` (the box coder).
 
-    Two parametrisations of the same transform, each with its reference's arithmetic so
-    that results are bit-identical:
-
-    - ``weights=(w0, w1, w2, w3)`` (Faster R-CNN; seamseg's ``calculate_shift`` times its
-      ``bbx_reg_weights``): ``w0 * (c_box - c_anc) / s_anc``, ``w2 * log(s_box / s_anc)``;
-    - ``variances=(v_c, v_s)`` (SSD): ``(c_box - c_anc) / (v_c * s_anc)``,
-      ``log(s_box / s_anc) / v_s``. ``weights = 1 / variances`` is the same coder; only the
-      rounding differs.
+    Two parametrisations, each with its reference's arithmetic (bit-identical):
+    ``weights=(w0, w1, w2, w3)`` (Faster R-CNN, seamseg's ``calculate_shift`` x
+    ``bbx_reg_weights``): ``w0 * (c_box - c_anc) / s_anc``, ``w2 * log(s_box / s_anc)``;
+    ``variances=(v_c, v_s)`` (SSD): ``(c_box - c_anc) / (v_c * s_anc)``,
+    ``log(s_box / s_anc) / v_s``.
 
     Parameters
     ----------
@@ -206,24 +104,16 @@ def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, l
         ``(..., N, 4)`` corner boxes, one per anchor.
     anchors : torch.Tensor
         ``(N, 4)`` (or broadcastable) anchors, corners or (``anchors_center``) centre-size.
-    weights : sequence of 4 float, optional
-        Multiplicative weights per delta (``(1, 1, 1, 1)`` is seamseg's RPN).
-    variances : sequence of 2 float, optional
-        SSD's divisive variances (centre, size).
+    weights, variances : sequence of float, optional
+        Exactly one: 4 multiplicative weights, or SSD's 2 divisive variances.
     anchors_center : bool, default False
         ``anchors`` are already centre-size (SSD's priors).
     log_eps : float, optional
-        Clamp the size ratio to at least this before ``log`` (gluontrain's SSD fix,
-        :data:`ENCODE_EPS`): a zero-size box gives a finite target instead of ``-inf``.
+        Lower clamp of the size ratio before ``log`` (:data:`ENCODE_EPS`: finite targets).
     size_eps : float, optional
-        Clamp the anchor sizes to at least this (seamseg: ``1e-5``).
+        Lower clamp of the anchor sizes (seamseg: ``1e-5``).
     plus_one : bool, default False
         Pixel-inclusive boxes and anchors (maskrcnn-benchmark's ``BoxCoder``).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., N, 4)`` deltas.
     """
     _check_coder(weights, variances)
     if plus_one:
@@ -252,35 +142,12 @@ def encode(boxes, anchors, weights=None, variances=None, anchors_center=False, l
 
 def decode(deltas, anchors, weights=None, variances=None, anchors_center=False,
            scale_clip=None, plus_one=False):
-    """Boxes from regression deltas (the inverse of :func:`encode`).
+    """``(..., N, 4)`` corner boxes from ``deltas`` (the inverse of :func:`encode`, same arguments).
 
-    - ``weights`` (seamseg's ``shift_boxes(anchors, deltas / weights)``): centre
-      ``c + s * d``, size ``s * exp(min(d_s, scale_clip))``, corners ``c -/+ 0.5 * size``;
-    - ``variances`` (ssd.pytorch's ``decode``): centre ``c + d * v_c * s``, size
-      ``s * exp(d_s * v_s)``, ``lo = c - size / 2``, ``hi = lo + size``.
-
-    Parameters
-    ----------
-    deltas : torch.Tensor
-        ``(..., N, 4)`` deltas.
-    anchors : torch.Tensor
-        ``(N, 4)`` (or broadcastable) anchors, corners or (``anchors_center``) centre-size.
-    weights : sequence of 4 float, optional
-        The weights the targets were encoded with (deltas are divided by them).
-    variances : sequence of 2 float, optional
-        SSD's variances.
-    anchors_center : bool, default False
-        ``anchors`` are centre-size (SSD's priors).
-    scale_clip : float, optional
-        Clamp size deltas (after un-weighting) to at most this before ``exp``;
-        :data:`SCALE_CLIP` (``log(1000/16)``) is seamseg's and Detectron's.
-    plus_one : bool, default False
-        Pixel-inclusive anchors and boxes (maskrcnn-benchmark's ``BoxCoder``).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., N, 4)`` corner boxes.
+    ``weights`` (seamseg's ``shift_boxes(anchors, deltas / weights)``): centre ``c + s * d``,
+    size ``s * exp(min(d_s, scale_clip))``, corners ``c -/+ 0.5 * size``; ``variances``
+    (ssd.pytorch's ``decode``): ``lo = c - size / 2``, ``hi = lo + size``. ``scale_clip``: upper
+    clamp of the size deltas before ``exp`` (:data:`SCALE_CLIP`, seamseg's and Detectron's).
     """
     _check_coder(weights, variances)
     if plus_one:

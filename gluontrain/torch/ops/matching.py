@@ -1,21 +1,13 @@
-"""Anchor and proposal matching with void labels, and balanced sampling, as seamseg's
-``AnchorMatcher`` (``seamseg/algos/rpn.py``) and ``ProposalMatcher``
-(``seamseg/algos/detection.py``), and maskrcnn-benchmark's ``Matcher``
+"""Anchor and proposal matching with void labels, and balanced sampling: seamseg's
+``AnchorMatcher`` and ``ProposalMatcher``, maskrcnn-benchmark's ``Matcher``
 (:func:`match_by_iou`) and ``BalancedPositiveNegativeSampler`` (:func:`balanced_sample`).
 
-Match codes: ``k >= 0`` matched to ground truth ``k``, :data:`NEGATIVE` (-1) background,
-:data:`VOID` (-2) ignored. Boxes are corners in one layout throughout (seamseg's
-``(y0, x0, y1, x1)``); ``valid_size`` is given in the same axis order (``(H, W)`` there).
-"No ground truth" / "no crowd" may be ``None`` or a ``(0, 4)`` tensor.
-
-Differences from seamseg (fixes, valid inputs otherwise give its numbers):
-
-- when several ground truths have the same best anchor, seamseg's ``index_put`` with
-  repeated indices has no defined winner; here the last ground truth wins, deterministically
-  (what seamseg's CPU path does in practice);
-- seamseg splits the IoU matrix in chunks of 16 ground truths to save memory; the result
-  does not depend on it, so it is computed at once.
-"""
+Match codes: ``k >= 0`` ground truth ``k``, :data:`NEGATIVE` (-1), :data:`VOID` (-2). Boxes
+are corners in one layout throughout; ``valid_size`` in the same axis order. "No ground truth"
+/ "no crowd" may be ``None`` or a ``(0, 4)`` tensor; crowd overlap is intersection over the
+box's own area, ``void_threshold`` 0 turns it off. A best anchor shared by several ground truths
+goes to the last (docs/faithfulness.md, "Shared detection ops"); seamseg's chunks of 16 ground
+truths are computed at once (the result does not depend on them)."""
 import numpy as np
 import torch
 
@@ -42,33 +34,12 @@ def _crowd_overlap_ok(boxes, crowd_boxes, void_threshold):
 
 def match_anchors(anchors, gt_boxes, crowd_boxes, valid_size, pos_threshold=.7,
                   neg_threshold=.3, void_threshold=.7):
-    """Label anchors (seamseg's ``AnchorMatcher.__call__`` before subsampling).
+    """``(M,)`` int64 match codes of ``anchors`` (seamseg's ``AnchorMatcher`` before subsampling).
 
-    Anchors not entirely inside ``valid_size`` or overlapping a crowd box by at least
-    ``void_threshold`` (intersection over the anchor's area) are void. Among the others:
-    best-IoU ``>= pos_threshold`` is positive, ``< neg_threshold`` negative, in between
-    void; then every ground truth with a positive best IoU claims its best anchor (first
-    on ties), whatever that anchor's label was. Without ground truth every valid anchor is
-    negative.
-
-    Parameters
-    ----------
-    anchors : torch.Tensor
-        ``(M, 4)`` anchors.
-    gt_boxes : torch.Tensor or None
-        ``(G, 4)`` ground truth (crowds excluded).
-    crowd_boxes : torch.Tensor or None
-        ``(C, 4)`` crowd boxes.
-    valid_size : (float, float)
-        Image size in the boxes' axis order (the unpadded input size).
-    pos_threshold, neg_threshold : float, default .7, .3
-    void_threshold : float, default .7
-        0 disables the crowd check (seamseg's ``void_threshold`` semantics).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(M,)`` int64 match codes.
+    Void: not inside ``valid_size`` (the unpadded input size) or on a crowd. Else best IoU
+    ``>= pos_threshold`` positive, ``< neg_threshold`` negative, void between; then every ground
+    truth with a positive best IoU claims its best anchor. Without ground truth every valid
+    anchor is negative.
     """
     match = torch.full((anchors.shape[0],), VOID, dtype=torch.long, device=anchors.device)
     valid = ((anchors[:, 0] >= 0) & (anchors[:, 1] >= 0)
@@ -92,25 +63,11 @@ def _randperm(n, generator, device):
 
 
 def subsample_anchors(match, num_samples=256, pos_ratio=.5, generator=None):
-    """seamseg's ``AnchorMatcher._subsample``: keep at most ``int(num_samples * pos_ratio)``
-    positives and ``num_samples - kept positives`` negatives, the rest becomes void.
+    """seamseg's ``AnchorMatcher._subsample``: at most ``int(num_samples * pos_ratio)``
+    positives and ``num_samples - kept positives`` negatives, the rest void; a new ``(M,)``.
 
-    The draws are seamseg's (``torch.randperm`` of the positives, only when there are too
-    many, then of the negatives), so a seeded run picks the same anchors.
-
-    Parameters
-    ----------
-    match : torch.Tensor
-        ``(M,)`` match codes (not modified).
-    num_samples : int, default 256
-    pos_ratio : float, default .5
-    generator : torch.Generator, optional
-        Source of the permutations (default: torch's global RNG, as seamseg).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(M,)`` match codes after subsampling.
+    seamseg's ``torch.randperm`` draws (positives only when too many, then negatives), from
+    ``generator`` or torch's global RNG, so a seeded run picks the same anchors.
     """
     match = match.clone()
     num_pos = int(num_samples * pos_ratio)
@@ -129,22 +86,11 @@ def subsample_anchors(match, num_samples=256, pos_ratio=.5, generator=None):
 
 
 def sample_proposals(pos_mask, neg_mask, num_samples=128, pos_ratio=.25, rng=None):
-    """seamseg's ``ProposalMatcher._subsample``: a random ``min(int(num_samples * pos_ratio),
-    #pos)`` positives and ``min(num_samples - that, #neg)`` negatives.
+    """seamseg's ``ProposalMatcher._subsample``: random ``min(int(num_samples * pos_ratio),
+    #pos)`` positives and ``min(num_samples - that, #neg)`` negatives of the ``(P,)`` bool masks.
 
-    Parameters
-    ----------
-    pos_mask, neg_mask : torch.Tensor
-        ``(P,)`` bool.
-    num_samples : int, default 128
-    pos_ratio : float, default .25
-    rng : numpy.random.RandomState, optional
-        Source of ``permutation`` (default: NumPy's global RNG, as seamseg).
-
-    Returns
-    -------
-    pos_idx, neg_idx : torch.Tensor
-        int64 indices into the proposals (random order, as the reference).
+    Draws ``rng.permutation`` (NumPy's global RNG when None, as seamseg); returns int64
+    ``pos_idx, neg_idx`` in random order, as the reference.
     """
     rng = np.random if rng is None else rng
 
@@ -165,31 +111,14 @@ def match_proposals(proposals, gt_boxes, crowd_boxes, pos_threshold=.5, neg_thre
                     rng=None):
     """Sample and label the ROIs of one image (seamseg's ``ProposalMatcher.__call__``).
 
-    The ground truth is prepended to the proposals; those overlapping a crowd box by at
-    least ``void_threshold`` (over their own area) are dropped; best IoU
-    ``>= pos_threshold`` is positive, ``[neg_threshold_lo, neg_threshold_hi)`` negative;
-    then :func:`sample_proposals`.
-
-    Parameters
-    ----------
-    proposals : torch.Tensor or None
-        ``(P, 4)`` proposals.
-    gt_boxes : torch.Tensor or None
-        ``(G, 4)`` ground truth (crowds excluded).
-    crowd_boxes : torch.Tensor or None
-        ``(C, 4)`` crowd boxes.
-    pos_threshold, neg_threshold_hi, neg_threshold_lo : float, default .5, .5, 0.
-    void_threshold : float, default .7
-    num_samples : int, default 128
-    pos_ratio : float, default .25
-    rng : numpy.random.RandomState, optional
-        As :func:`sample_proposals`.
+    Ground truth prepended to the proposals, crowd overlaps dropped, best IoU
+    ``>= pos_threshold`` positive, ``[neg_threshold_lo, neg_threshold_hi)`` negative, then
+    :func:`sample_proposals`.
 
     Returns
     -------
     rois : torch.Tensor
-        ``(S, 4)`` sampled ROIs, positives first; ``(0, 4)`` where seamseg returns None (no
-        ground truth and no proposal, or nothing left to sample).
+        ``(S, 4)`` sampled ROIs, positives first; ``(0, 4)`` where seamseg returns None.
     match : torch.Tensor
         ``(S,)`` int64: ground-truth index for positives, -1 for negatives.
     """
@@ -224,26 +153,13 @@ def match_proposals(proposals, gt_boxes, crowd_boxes, pos_threshold=.5, neg_thre
 
 
 def match_by_iou(iou, high, low, allow_low_quality=False):
-    """maskrcnn-benchmark's ``Matcher`` (and the IoU rule of seamseg's ``AnchorMatcher``):
-    per column (proposal / anchor) the best row (ground truth, the first on ties),
-    :data:`NEGATIVE` below ``low``, :data:`VOID` in ``[low, high)`` (its
-    ``BELOW_LOW_THRESHOLD`` / ``BETWEEN_THRESHOLDS``).
+    """maskrcnn-benchmark's ``Matcher`` (and seamseg's IoU rule): ``(P,)`` int64, per column of
+    ``iou`` ``(G, P)`` the best row (first on ties), :data:`NEGATIVE` below ``low``,
+    :data:`VOID` in ``[low, high)``.
 
-    Parameters
-    ----------
-    iou : torch.Tensor
-        ``(G, P)``.
-    high, low : float
-    allow_low_quality : bool or 'seamseg'
-        The low-quality matches of each reference. True (maskrcnn-benchmark): every column
-        tied for a row's best IoU takes its own pre-threshold best match. ``'seamseg'``: every
-        row with a positive best IoU claims its best column (the first on ties), whatever
-        that column's label; when rows claim the same column the last row wins.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(P,)`` int64.
+    ``allow_low_quality``: True (maskrcnn-benchmark) every column tied for a row's best IoU takes
+    its own pre-threshold best match; ``'seamseg'`` every row with a positive best IoU claims its
+    best column (first on ties; the last row wins a shared column).
     """
     if iou.numel() == 0:
         return iou.new_full((iou.shape[1],), NEGATIVE, dtype=torch.long)
@@ -266,22 +182,9 @@ def match_by_iou(iou, high, low, allow_low_quality=False):
 
 
 def balanced_sample(labels, batch_size, pos_fraction, generator=None):
-    """maskrcnn-benchmark's ``BalancedPositiveNegativeSampler`` for one image.
-
-    Parameters
-    ----------
-    labels : torch.Tensor
-        ``>= 1`` positive, 0 negative, other ignored.
-    batch_size : int
-    pos_fraction : float
-    generator : torch.Generator, optional
-        Source of the permutations (positives first; torch's global RNG when None).
-
-    Returns
-    -------
-    pos_mask, neg_mask : torch.Tensor
-        Bool masks of the sampled positives and negatives.
-    """
+    """maskrcnn-benchmark's ``BalancedPositiveNegativeSampler`` for one image: bool masks
+    ``pos_mask, neg_mask`` of ``labels`` (``>= 1`` positive, 0 negative, other ignored), drawn
+    from ``generator`` (torch's global RNG when None), positives first."""
     pos = torch.nonzero(labels >= 1).squeeze(1)
     neg = torch.nonzero(labels == 0).squeeze(1)
     num_pos = min(int(batch_size * pos_fraction), pos.numel())

@@ -1,42 +1,28 @@
 """Exact greedy non-maximum suppression in plain torch, vectorised by blocks.
 
-Greedy NMS visits boxes by descending score and keeps a box unless it overlaps an already
-kept box by more than the threshold. Here the sorted candidates are taken a block at a time:
-a block (candidates no earlier kept box suppresses) is resolved internally by the
-fixed-point iteration of Cluster-NMS (Zheng et al., 2020), then its kept boxes remove the
-later candidates they suppress (one IoU matrix against what is still alive)::
+The sorted candidates are taken a block at a time: a block is resolved internally by the
+fixed-point iteration of Cluster-NMS (Zheng et al., 2020), then its kept boxes remove the later
+candidates they suppress::
 
     keep <- init & ~any_i(keep[i] & S[i, j])      with S[i, j] = (i < j) & suppresses(i, j)
 
-Why this is exactly greedy NMS: ``keep[j]`` of the update depends only on ``keep[i]`` for
-``i < j``, so the greedy result is the only fixed point, and after ``t`` updates the first
-``t`` entries already equal it (induction on ``j``; entry 0 is never suppressed). The loop
-stops at the fixed point, after at most ``block`` updates and usually after a handful.
+``keep[j]`` depends only on ``keep[i]`` for ``i < j``, so greedy NMS is the only fixed point,
+reached after at most ``block`` updates (entry 0 is never suppressed; induction on ``j``).
 
-Two IoU roundings, selected by ``reference`` so that threshold ties resolve as in the
-reference's own loop:
+``reference`` selects the IoU rounding and NaN rule of that reference's loop, so threshold ties
+resolve as there (docs/faithfulness.md, "Shared detection ops", "YOLOv3 network on PyTorch",
+"Scene-graph model"):
 
-- ``'ssd'`` (ssd.pytorch's ``nms``): ``inter / ((area_j - inter) + area_i)`` with ``i`` the
-  higher-scoring box; a NaN IoU (two zero-area boxes) counts as overlapping.
-- ``'seamseg'`` (seamseg's ``src/nms/nms_cpu.cpp``): areas ``max(w, 0) * max(h, 0)``,
-  ``inter / ((area_i + area_j) - inter)``; a NaN IoU does not suppress (``nan >= thr`` is
-  false). seamseg suppresses at ``IoU >= thr``: pass ``suppress_equal=True``.
-- ``'mxnet'`` (MXNet's ``contrib.box_nms``, ``nms_impl`` of ``bounding_box-common.h``): the
-  same arithmetic as ``'seamseg'`` (areas ``0`` when a side is negative, ``inter / ((area_ref
-  + area_pos) - inter)``, a NaN IoU does not suppress), suppression at ``IoU > thr``.
-  :func:`box_nms` is the whole operator on top of it.
-- ``'maskrcnn'`` (maskrcnn-benchmark's ``layers.nms``, Scene-Graph-Benchmark's: ``+1`` areas
-  ``(x2 - x1 + 1) * (y2 - y1 + 1)``, ``inter / ((area_i + area_j) - inter)`` in both its
-  ``nms_cpu.cpp`` and its CUDA ``devIoU``): the union-first rounding of ``'seamseg'`` (its
-  areas are not clamped, which changes nothing on clipped boxes, whose ``+1`` sides are
-  positive). Its CPU loop suppresses at ``IoU >= thr``, its CUDA kernel at ``IoU > thr``:
-  :func:`maskrcnn_nms_options` gives the flags of the device the boxes are on.
+- ``'ssd'`` (ssd.pytorch): ``inter / ((area_j - inter) + area_i)``, ``i`` the higher-scoring
+  box; a NaN IoU (two zero-area boxes) suppresses.
+- ``'seamseg'`` (``nms_cpu.cpp``), ``'mxnet'`` (``contrib.box_nms``), ``'maskrcnn'``
+  (``layers.nms``, ``+1`` areas, unclamped: the same on clipped boxes): areas
+  ``max(w, 0) * max(h, 0)``, ``inter / ((area_i + area_j) - inter)``; a NaN IoU does not
+  suppress. seamseg suppresses at ``IoU >= thr`` (``suppress_equal=True``), MXNet at ``>``,
+  maskrcnn per device (:func:`maskrcnn_nms_options`).
 
-:func:`batched_nms` runs NMS per class (or per image x class) in one pass: pairs of
-different groups never suppress each other, which is exactly a loop of per-group NMS (the
-greedy decision of box ``j`` depends only on earlier kept boxes of its own group, visited in
-the same relative order since the sort is stable) without the rounding risk of the offset
-trick. :func:`classwise_nms` (the loop) and :func:`proposal_nms` serve both two-stage flavours.
+:func:`batched_nms` equals a per-group loop of :func:`nms` (pairs of different groups never
+suppress each other; stable sort) without the rounding risk of the offset trick.
 """
 import torch
 
@@ -77,21 +63,8 @@ def _suppresses(iou, threshold, suppress_equal, reference='ssd'):
 
 
 def _greedy_resolve(suppress, init):
-    """Greedy keep mask of candidates already in score order.
-
-    Parameters
-    ----------
-    suppress : torch.Tensor
-        ``(..., K, K)`` bool, ``suppress[i, j]``: candidate ``i`` would remove ``j`` (only
-        ``i < j`` is used).
-    init : torch.Tensor
-        ``(..., K)`` bool, candidates still alive before this block.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(..., K)`` bool keep mask, equal to a sequential greedy pass.
-    """
+    """Greedy keep mask ``(..., K)`` of candidates in score order: ``suppress`` ``(..., K, K)``
+    bool (``i`` removes ``j``, only ``i < j`` used), ``init`` ``(..., K)`` bool alive."""
     # float matmul counts suppressors exactly (integers below 2**24) and is fast on any device
     sup = suppress.to(torch.float32).triu_(1)
     keep = init
@@ -106,14 +79,11 @@ def _greedy_resolve(suppress, init):
 
 def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_size,
                     reference='ssd', groups=None, max_output=None):
-    """Greedy NMS over ``boxes[order]`` (``order`` by decreasing priority); kept indices.
+    """Greedy NMS over ``boxes[order]`` (decreasing priority); kept indices.
 
-    Block by block: the next ``block_size`` live candidates are resolved among themselves,
-    then the block's kept boxes remove every later candidate they suppress, so that a removed
-    candidate is never compared again (maskrcnn-benchmark's loop, a block at a time: far
-    fewer pairs than comparing each block with everything kept before it when most boxes are
-    suppressed). With ``groups`` (int64 per box) only boxes of the same group suppress each
-    other. Stops once ``max_output`` boxes are kept (the greedy order makes them the first).
+    A block of ``block_size`` live candidates is resolved, then its kept boxes remove every later
+    candidate they suppress (maskrcnn-benchmark's loop, a block at a time). With ``groups`` only
+    boxes of one group suppress each other; stops once ``max_output`` boxes are kept.
     """
     def suppress(idx_a, idx_b):
         sup = _suppresses(_pairwise_iou(boxes[idx_a], boxes[idx_b], plus_one, reference),
@@ -138,30 +108,16 @@ def _greedy_ordered(boxes, order, threshold, suppress_equal, plus_one, block_siz
 
 
 def maskrcnn_nms_options(device):
-    """The flags that make :func:`nms` maskrcnn-benchmark's ``layers.nms`` on ``device``.
-
-    Its ``nms_cpu.cpp`` removes a box whose IoU equals the threshold (``ovr >= threshold``),
-    its CUDA kernel keeps it (``devIoU(...) > nms_overlap_thresh``); both use ``+1`` areas and
-    the union-first rounding (``reference='maskrcnn'``).
-
-    Parameters
-    ----------
-    device : torch.device
-        Where the boxes are.
-
-    Returns
-    -------
-    dict
-        ``plus_one``, ``suppress_equal`` and ``reference`` for :func:`nms`,
-        :func:`classwise_nms` and :func:`proposal_nms`.
-    """
+    """``plus_one``, ``suppress_equal``, ``reference`` that make :func:`nms`
+    maskrcnn-benchmark's ``layers.nms`` on ``device`` (the CPU loop removes IoU == threshold,
+    the CUDA kernel keeps it)."""
     return {'plus_one': True, 'suppress_equal': torch.device(device).type == 'cpu',
             'reference': 'maskrcnn'}
 
 
 def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one=False,
         block_size=256, max_output=None, reference='ssd'):
-    """Exact greedy NMS.
+    """Exact greedy NMS; int64 indices of the kept boxes by descending score.
 
     Parameters
     ----------
@@ -174,21 +130,15 @@ def nms(boxes, scores, iou_threshold, top_k=None, suppress_equal=False, plus_one
     top_k : int, optional
         Only the ``top_k`` highest-scoring boxes are candidates (all when None).
     suppress_equal : bool, default False
-        Also remove a box whose IoU *equals* the threshold. False keeps it (ssd.pytorch keeps
-        IoU <= threshold); seamseg removes it (True).
+        Also remove a box whose IoU equals the threshold (seamseg: True; ssd.pytorch: False).
     plus_one : bool, default False
         Pixel-inclusive widths ``x2 - x1 + 1`` (VOC / GluonCV convention).
     block_size : int, default 256
         Candidates resolved together; only speed and memory depend on it.
     max_output : int, optional
-        Keep at most this many boxes (seamseg's ``n_max``; the greedy pass stops there).
+        Keep at most this many boxes (seamseg's ``n_max``).
     reference : {'ssd', 'seamseg', 'mxnet', 'maskrcnn'}, default 'ssd'
-        IoU rounding and NaN rule of that reference's loop (module docstring).
-
-    Returns
-    -------
-    torch.Tensor
-        int64 indices of the kept boxes, by descending score (empty for empty input).
+        IoU rounding and NaN rule (module docstring).
     """
     return batched_nms(boxes, scores, None, iou_threshold, suppress_equal, plus_one, block_size,
                        max_output, reference, top_k)
@@ -198,34 +148,18 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
                 block_size=256, max_output=None, reference='ssd', top_k=None):
     """Exact greedy NMS within each group (class, or image x class) in one pass.
 
-    Equal to running :func:`nms` on every group and merging the kept boxes by descending
-    score (stable: equal scores by increasing index); boxes of different groups never
-    suppress each other (module docstring). Unlike the coordinate-offset trick, the IoUs
-    are computed on the boxes as given, so threshold ties round as in the per-group loop.
+    Equal to :func:`nms` per group, merged by descending score (module docstring).
 
     Parameters
     ----------
-    boxes : torch.Tensor
-        ``(N, 4)`` corner boxes.
-    scores : torch.Tensor
-        ``(N,)`` scores.
     groups : torch.Tensor or None
-        ``(N,)`` integer group of each box (e.g. its class); None: one group (:func:`nms`).
-    iou_threshold : float
-        Overlap above which the lower-scoring box of a group is removed.
-    suppress_equal, plus_one, block_size, reference
-        As in :func:`nms`.
+        ``(N,)`` integer group of each box; None: one group (:func:`nms`).
     max_output : int, optional
-        Keep at most this many boxes over all groups, the highest-scoring ones (seamseg's
-        "top 100" after class-wise NMS).
+        Keep at most this many boxes over all groups (seamseg's "top 100").
     top_k : int, optional
-        Only the ``top_k`` highest-scoring boxes over all groups are candidates (MXNet's
-        ``box_nms`` ``topk``: one sort of every class's boxes, then per-class suppression).
-
-    Returns
-    -------
-    torch.Tensor
-        int64 indices of the kept boxes, by descending score (empty for empty input).
+        Candidates over all groups (MXNet ``box_nms``'s ``topk``).
+    boxes, scores, iou_threshold, suppress_equal, plus_one, block_size, reference
+        As in :func:`nms`.
     """
     if reference not in _REFERENCES:
         raise ValueError('reference={!r}: choose one of {}'.format(reference, _REFERENCES))
@@ -239,25 +173,10 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
 
 def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
                   suppress_equal=False, plus_one=False, reference='ssd'):
-    """:func:`nms` class by class, each keeping at most ``max_per_class`` (maskrcnn-benchmark's
-    ``POST_NMS_PER_CLS_TOPN``): the detections of seamseg's ``PredictionGenerator`` and
-    maskrcnn-benchmark's box ``PostProcessor``. A class's kept boxes are those of its
-    :func:`batched_nms` group; the references' loop is faster on the CPU for many classes
-    with few boxes each (bench/frcnn_bench.py).
-
-    Parameters
-    ----------
-    boxes, scores, classes : torch.Tensor
-        ``(N, 4)``, ``(N,)`` and ``(N,)`` integer classes.
-    iou_threshold : float
-    max_per_class : int, optional
-    suppress_equal, plus_one, reference
-        As in :func:`nms`.
-
-    Returns
-    -------
-    torch.Tensor
-        int64 kept indices by increasing class, each class's by descending score.
+    """:func:`nms` class by class, at most ``max_per_class`` each (seamseg's
+    ``PredictionGenerator``, maskrcnn-benchmark's box ``PostProcessor``); int64 kept indices by
+    increasing class, each by descending score. Faster than :func:`batched_nms` on the CPU for
+    many classes with few boxes each (bench/frcnn_bench.py).
     """
     kept = [idx[nms(boxes[idx], scores[idx], iou_threshold, suppress_equal=suppress_equal,
                     plus_one=plus_one, max_output=max_per_class, reference=reference)]
@@ -269,31 +188,13 @@ def classwise_nms(boxes, scores, classes, iou_threshold, max_per_class=None,
 
 def proposal_nms(boxes, scores, size, min_size, iou_threshold, pre_nms=None, post_nms=None,
                  plus_one=False, suppress_equal=False, reference='ssd'):
-    """The RPN proposals of one image: decoded boxes clipped to the image
-    (:func:`~.boxes.clip_boxes`), sides below ``min_size`` dropped, the ``pre_nms`` best
-    kept, NMS keeping at most ``post_nms``. seamseg's ``ProposalGenerator``: ``pre_nms``,
-    ``suppress_equal=True, reference='seamseg'``; maskrcnn-benchmark's per-level
-    ``RPNPostProcessor``: top-k before decoding (``pre_nms=None``), the flags of
-    :func:`maskrcnn_nms_options`.
+    """RPN proposals of one image: clip to ``size`` (the boxes' axis order), drop sides below
+    ``min_size`` (``<= 0``: none), keep the ``pre_nms`` best, NMS keeping at most ``post_nms``.
 
-    Parameters
-    ----------
-    boxes, scores : torch.Tensor
-        ``(N, 4)`` decoded boxes, ``(N,)`` objectness.
-    size : (int, int)
-        Image size in the boxes' axis order (:func:`~.boxes.clip_boxes`).
-    min_size : float
-        Smallest side kept (``<= 0``: all).
-    iou_threshold : float
-    pre_nms, post_nms : int, optional
-        Candidates before, boxes kept after NMS (all when None).
-    plus_one, suppress_equal, reference
-        As in :func:`nms`.
-
-    Returns
-    -------
-    boxes, scores : torch.Tensor
-        ``(P, 4)``, ``(P,)`` by descending score (``P = 0`` when nothing is left).
+    seamseg's ``ProposalGenerator``: ``suppress_equal=True, reference='seamseg'``;
+    maskrcnn-benchmark's ``RPNPostProcessor``: ``pre_nms=None`` (top-k before decoding), the
+    flags of :func:`maskrcnn_nms_options`. Returns ``(P, 4)`` boxes, ``(P,)`` scores by
+    descending score.
     """
     boxes = clip_boxes(boxes, size, plus_one)
     if min_size > 0:
@@ -311,28 +212,10 @@ def proposal_nms(boxes, scores, size, min_size, iou_threshold, pre_nms=None, pos
 def ssd_nms(boxes, scores, overlap=0.5, top_k=200):
     """ssd.pytorch's ``nms``: greedy NMS of the ``top_k`` best boxes, keeping IoU <= overlap.
 
-    Ties in score: the reference sorts ascending and visits the candidates from the end, so
-    among equal scores the box with the **larger index** comes first. The reference's
-    ``sort`` is not stable (on CPU it is stable only for short inputs), so its tie order is
-    implementation-defined; we use a stable sort, which reproduces it wherever it is defined.
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(N, 4)`` boxes ``(x1, y1, x2, y2)``, areas without ``+1``.
-    scores : torch.Tensor
-        ``(N,)`` scores.
-    overlap : float, default 0.5
-        A box overlapping a kept box by more than this is removed.
-    top_k : int, default 200
-        Number of highest-scoring candidates (Python slice ``[-top_k:]``, so 0 means all).
-
-    Returns
-    -------
-    keep : torch.Tensor
-        ``(N,)`` int64, the kept indices by descending score in ``keep[:count]``, zeros after.
-    count : int
-        Number of kept boxes.
+    Equal scores: the larger index first (the reference visits an ascending sort from the end;
+    its unstable sort leaves ties undefined, our stable one reproduces it where defined).
+    ``top_k`` slices ``[-top_k:]`` (0: all). Returns ``(keep, count)``: ``(N,)`` int64 kept
+    indices by descending score in ``keep[:count]``, zeros after.
     """
     keep = torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device)
     if boxes.numel() == 0:  # the reference returns a bare tensor here; we keep the pair
@@ -346,36 +229,23 @@ def ssd_nms(boxes, scores, overlap=0.5, top_k=200):
 def batched_ssd_nms(boxes, scores, valid, overlap=0.5, top_k=200, chunk=256):
     """:func:`ssd_nms` on many independent groups at once (e.g. every image x class).
 
-    Group ``g`` gives the same boxes, in the same order, as ``ssd_nms(boxes[g][valid[g]],
-    scores[g][valid[g]], overlap, top_k)``: invalid entries are sorted below every valid
-    one (valid scores must be ``> -inf``) and a stable sort keeps the valid ones' order.
+    Group ``g`` keeps what ``ssd_nms(boxes[g][valid[g]], scores[g][valid[g]], overlap, top_k)``
+    keeps, in the same order (valid scores must be ``> -inf``).
 
     Parameters
     ----------
     boxes : torch.Tensor
-        ``(..., N, 4)`` boxes ``(x1, y1, x2, y2)``; leading dimensions broadcast to
-        ``scores``' (e.g. ``(B, 1, N, 4)`` decoded boxes shared by every class), without a
-        copy.
-    scores : torch.Tensor
-        ``(..., N)`` scores.
-    valid : torch.Tensor
-        ``(..., N)`` bool, which entries take part.
-    overlap : float, default 0.5
-        IoU above which a box is removed.
-    top_k : int, default 200
-        Candidates per group (Python slice ``[-top_k:]``: 0 means all).
+        ``(..., N, 4)``; leading dimensions broadcast to ``scores``' without a copy.
+    scores, valid : torch.Tensor
+        ``(..., N)`` scores and bool, which entries take part.
     chunk : int, default 256
         Groups resolved together (memory ``chunk * top_k**2`` floats).
 
     Returns
     -------
-    order : torch.Tensor
-        ``(..., K)`` int64 candidate indices into ``N`` by descending score,
-        ``K = min(top_k, N)``.
-    keep : torch.Tensor
-        ``(..., K)`` bool, which candidates survive.
-    cand_boxes : torch.Tensor
-        ``(..., K, 4)`` the candidates' boxes.
+    order, keep, cand_boxes : torch.Tensor
+        ``(..., K)`` int64 candidate indices by descending score (``K = min(top_k, N)``),
+        ``(..., K)`` bool survivors, ``(..., K, 4)`` the candidates' boxes.
     """
     masked = scores.masked_fill(~valid, float('-inf'))
     order = torch.sort(masked, dim=-1, stable=True)[1][..., -top_k:].flip(-1)
@@ -394,34 +264,13 @@ def batched_ssd_nms(boxes, scores, valid, overlap=0.5, top_k=200, chunk=256):
 
 def box_nms(data, overlap_thresh=0.5, valid_thresh=0.0, topk=-1, coord_start=2, score_index=1,
             id_index=-1, force_suppress=False, background_id=-1):
-    """MXNet's ``contrib.box_nms`` (corner boxes, CPU semantics of MXNet 1.x).
+    """MXNet's ``contrib.box_nms`` (corner boxes, CPU semantics of MXNet 1.x; docs/faithfulness.md,
+    "YOLOv3 network on PyTorch"): same shape and dtype as ``data`` ``(..., N, K)``, survivors
+    first and ``-1`` rows after; ``topk == 0`` returns the input unchanged.
 
-    Per batch entry: rows with ``score > valid_thresh`` (and, with ``id_index >= 0``, an id
-    other than ``background_id``) are sorted by descending score (stable: equal scores keep
-    their row order, as MXNet's ``std::stable_sort``); the first ``topk`` of them go through
-    greedy NMS (``IoU > overlap_thresh`` suppresses, only within a class unless
-    ``force_suppress`` or ``id_index < 0``; class ids compared as ``int``); the survivors are
-    written first, in that order, and every other row is ``-1``. ``topk == 0`` returns the
-    input unchanged, as MXNet does.
-
-    Parameters
-    ----------
-    data : torch.Tensor
-        ``(..., N, K)`` rows; leading dimensions are batch entries.
-    overlap_thresh, valid_thresh : float
-    topk : int, default -1
-        Candidates per batch entry (-1: all).
-    coord_start, score_index, id_index : int
-        Columns of ``x1`` (then ``y1, x2, y2``), of the score and of the class id (-1: none).
-    force_suppress : bool
-        Suppress across classes.
-    background_id : int, default -1
-        Rows of this id are dropped before NMS (with ``id_index >= 0``).
-
-    Returns
-    -------
-    torch.Tensor
-        Same shape and dtype as ``data``.
+    ``coord_start``, ``score_index``, ``id_index`` are the columns of ``x1`` (then ``y1, x2,
+    y2``), the score and the class id (-1: none); rows of ``background_id`` are dropped;
+    ``force_suppress`` suppresses across classes.
     """
     num_elem = data.shape[-2]
     k = num_elem if topk < 0 else min(num_elem, topk)

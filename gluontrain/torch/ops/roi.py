@@ -1,14 +1,11 @@
 """ROI feature extraction in plain torch: seamseg's ``roi_sampling``, maskrcnn-benchmark's
-(legacy) ``ROIAlign``, and FPN level assignment.
+(legacy) ``ROIAlign``, and FPN level assignment (docs/faithfulness.md, "Shared detection ops").
 
-Both ops take ``x`` ``(N, C, H, W)``, ``boxes`` ``(K, 4)`` and ``batch_idx`` ``(K,)`` (image
-of each box), and return ``(K, C, out_h, out_w)`` in ``x``'s dtype, with the sampling points
-and bilinear rules of the references' kernels. On the CPU each ROI is two small matrix
-products over a channels-last copy of the map (:mod:`.roi_cpu`, with its own backward); on
-other devices one ``grid_sample`` per image (``_sample``; autograd gives the backward). The
-boxes get no gradient (the references' kernels return none for them either); the features'
-gradient is the adjoint of the forward, as the references' CUDA backward (maskrcnn-benchmark
-has no CPU backward). With ``K = 0`` the result is an empty ``(0, C, out_h, out_w)`` tensor.
+Both ops take ``x`` ``(N, C, H, W)``, ``boxes`` ``(K, 4)`` and ``batch_idx`` ``(K,)`` (image of
+each box) and return ``(K, C, out_h, out_w)`` in ``x``'s dtype (empty for ``K = 0``). On the
+CPU each ROI is two small matrix products over a channels-last copy of the map
+(:mod:`.roi_cpu`, own backward); elsewhere one ``grid_sample`` per image. The boxes get no
+gradient, as in the references' kernels.
 """
 import numbers
 
@@ -40,11 +37,9 @@ def _check_batch_idx(x, batch_idx):
 def _sample(x, batch_idx, ys, xs, padding):
     """Bilinear samples ``out[k, :, a, b] = x[batch_idx[k], :, ys[k, a], xs[k, b]]``.
 
-    ``ys`` / ``xs`` are ``(K, S)`` continuous coordinates with pixel ``i`` covering
-    ``[i, i + 1)`` (centre at ``i + 0.5``), seamseg's convention. One ``grid_sample`` per image
-    (``align_corners=False``: the same pixel-centre convention): its bilinear weights are
-    seamseg's, ``'border'`` clamping the coordinate reads exactly the edge pixels seamseg's
-    clamped indices read, and its backward scatters to the same pixels.
+    ``ys`` / ``xs``: ``(K, S)`` coordinates, pixel ``i`` centred at ``i + 0.5`` (seamseg's
+    convention = ``grid_sample``'s ``align_corners=False``; ``'border'`` reads the edge pixels
+    seamseg's clamped indices read, and the backward scatters to the same pixels).
     """
     n_roi, sy, sx = ys.shape[0], ys.shape[1], xs.shape[1]
     if n_roi == 0:
@@ -77,30 +72,17 @@ def _cells(p0, p1, size):
 
 
 def roi_sampling(x, boxes, batch_idx, roi_size=(14, 14), padding='border'):
-    """seamseg's ``roi_sampling`` (bilinear, one sample per output cell).
-
-    Output cell ``(i, j)`` samples ``y = (i + 0.5) / out_h * (y1 - y0) + y0`` and likewise
-    ``x``; the sample is bilinear between pixel centres at integer + 0.5 (neighbours
-    ``floor(s - 0.5)`` and the next), as seamseg's ``include/roi_sampling.h``.
+    """seamseg's ``roi_sampling``: one bilinear sample per output cell, at
+    ``(i + 0.5) / out_h * (y1 - y0) + y0`` (and likewise ``x``).
 
     Parameters
     ----------
-    x : torch.Tensor
-        ``(N, C, H, W)`` features.
     boxes : torch.Tensor
-        ``(K, 4)`` boxes ``(y0, x0, y1, x1)`` (seamseg's layout) in ``x``'s pixel units;
-        coordinates are computed in ``boxes``' dtype (seamseg: float32).
-    batch_idx : torch.Tensor
-        ``(K,)`` integer image index of each box.
+        ``(K, 4)`` ``(y0, x0, y1, x1)`` in ``x``'s pixels; coordinates computed in its dtype.
     roi_size : (int, int), default (14, 14)
         ``(out_h, out_w)``.
     padding : {'border', 'zero'}, default 'border'
         Out-of-image neighbours read the nearest edge pixel (seamseg's default) or 0.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(K, C, out_h, out_w)``.
     """
     return _roi_sampling(x, boxes, batch_idx, roi_size, padding).contiguous()
 
@@ -143,11 +125,9 @@ def _seamseg_axis(p0, p1, cells, size, padding):
 
 
 def _align_axis(start, end, pooled, ratio, aligned, size):
-    """:func:`~.roi_cpu.axis_weights` of maskrcnn-benchmark's samples along one axis (its
-    ``pre_calc_for_bilinear_interpolate``): ``grid`` samples per bin (``ratio``, or per box
-    ``ceil(roi size / pooled)`` when ``ratio <= 0``), each worth ``1 / grid``; a sample
-    outside ``[-1, size]`` counts as 0, one at or below 0 reads pixel 0, one at or beyond
-    ``size - 1`` reads the last pixel only."""
+    """:func:`~.roi_cpu.axis_weights` of maskrcnn-benchmark's samples along one axis
+    (``pre_calc_for_bilinear_interpolate``): ``grid`` samples per bin, each worth ``1 / grid``;
+    outside ``[-1, size]`` 0, else clamped into the map."""
     grid, bin_size = _adaptive_axis(start, end, pooled, aligned)
     if ratio > 0:
         grid = torch.full_like(grid, ratio)
@@ -180,8 +160,7 @@ def _align_points(start, end, pooled, grid, aligned):
 
 
 def _check_ratio(sampling_ratio):
-    """``sampling_ratio`` must be an integer (the reference's C++ ``int``); a float such as 2.5
-    would otherwise silently sample a different grid."""
+    """``sampling_ratio`` must be an integer (the C++ ``int``): 2.5 would sample another grid."""
     if isinstance(sampling_ratio, bool) or not isinstance(sampling_ratio, numbers.Integral):
         raise ValueError('sampling_ratio={!r}: must be an integer (> 0: that many samples per bin '
                          'side; <= 0: adaptive, ceil(roi size / output size) as '
@@ -207,9 +186,8 @@ def _align_bins(x, boxes, batch_idx, output_size, grid_h, grid_w, aligned):
 
 
 def _adaptive_axis(start, end, pooled, aligned):
-    """Per box: the reference's adaptive grid ``ceil(roi_size / pooled)`` along one axis (in
-    the boxes' dtype as its kernel; legacy boxes are at least 1 pixel, an empty or inverted
-    aligned box gets 0) and the bin size."""
+    """Per box: the adaptive grid ``ceil(roi_size / pooled)`` along one axis (boxes' dtype;
+    legacy boxes at least 1 pixel, an empty aligned box 0) and the bin size."""
     length = end - start if aligned else torch.clamp(end - start, min=1.0)
     return torch.ceil(length / pooled).clamp(min=0).long(), length / pooled
 
@@ -223,9 +201,8 @@ def _adaptive_coords(start, bin_size, grid, roi, cell, sub):
 
 
 def _align_adaptive(x, boxes, batch_idx, output_size, aligned):
-    """Adaptive ratio: the real samples of every box (boxes have different grids) as one flat
-    list, one ``grid_sample`` per image, summed into their bins in the reference's order
-    (``iy`` then ``ix``) and divided by the box's ``grid_h * grid_w``."""
+    """Adaptive ratio: every box's samples as one flat list, one ``grid_sample`` per image,
+    summed into their bins in the reference's order and divided by ``grid_h * grid_w``."""
     _check_batch_idx(x, batch_idx)
     (out_h, out_w), (n_roi, chans) = output_size, (boxes.shape[0], x.shape[1])
     # boxes sorted by image (stable), so that each image's samples are contiguous
@@ -272,39 +249,20 @@ def _align_adaptive(x, boxes, batch_idx, output_size, aligned):
 
 def roi_align(x, boxes, batch_idx, output_size=(7, 7), spatial_scale=1.0, sampling_ratio=2,
               aligned=False):
-    """ROIAlign as maskrcnn-benchmark's ``ROIAlign_cpu.cpp`` (``aligned=False``, the legacy
-    one Scene-Graph-Benchmark uses) or torchvision's ``aligned=True``.
-
-    Each bin of a box ``(x1, y1, x2, y2) * spatial_scale`` (size ``max(x2 - x1, 1) / out_w``;
-    with ``aligned`` the box is shifted by -0.5 and not forced to 1 pixel) averages
-    ``grid_h x grid_w`` bilinear samples; a sample beyond ``[-1, H] x [-1, W]`` counts as 0,
-    others are clamped into the image as the reference does. ``grid_h = grid_w =
-    sampling_ratio`` when it is positive; otherwise (adaptive, maskrcnn-benchmark's and
-    Scene-Graph-Benchmark's config default 0) each box gets ``grid_h = ceil(roi_h / out_h)``,
-    ``grid_w = ceil(roi_w / out_w)`` from its own (scaled, legacy: at least 1 pixel) size;
-    with ``aligned`` an empty or inverted box has an empty grid and pools to 0 as torchvision.
+    """ROIAlign as maskrcnn-benchmark's ``ROIAlign_cpu.cpp`` (``aligned=False``, legacy, SGB's)
+    or torchvision's ``aligned=True`` (box shifted by -0.5, not forced to 1 pixel; an empty box
+    pools to 0).
 
     Parameters
     ----------
-    x : torch.Tensor
-        ``(N, C, H, W)`` features.
     boxes : torch.Tensor
-        ``(K, 4)`` boxes ``(x1, y1, x2, y2)`` in image pixels.
-    batch_idx : torch.Tensor
-        ``(K,)`` integer image index of each box.
+        ``(K, 4)`` ``(x1, y1, x2, y2)`` in image pixels.
     output_size : (int, int), default (7, 7)
         ``(out_h, out_w)``.
     spatial_scale : float, default 1.0
         Feature size / image size (1 / stride).
     sampling_ratio : int, default 2
-        Samples per bin along each axis; ``<= 0``: adaptive, per box as above.
-    aligned : bool, default False
-        torchvision's half-pixel correction.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(K, C, out_h, out_w)``.
+        Samples per bin side; ``<= 0``: adaptive, ``ceil(roi / bins)`` per box.
 
     Raises
     ------
@@ -338,30 +296,12 @@ def _roi_align(x, boxes, batch_idx, output_size, spatial_scale, sampling_ratio, 
 
 def fpn_levels(boxes, k_min, k_max, canonical_scale=224, canonical_level=4, eps=1e-6,
                plus_one=False):
-    """FPN level of each box, ``floor(canonical_level + log2(sqrt(area) / canonical_scale + eps))``
-    clamped to ``[k_min, k_max]``, returned as an index from ``k_min``.
+    """FPN level of each box as an int64 index from ``k_min``:
+    ``floor(canonical_level + log2(sqrt(area) / canonical_scale + eps))`` clamped to
+    ``[k_min, k_max]``.
 
-    - maskrcnn-benchmark's ``LevelMapper`` (scene-graph recipe):
-      ``fpn_levels(boxes, 2, 5, 224, 4, plus_one=True)`` (its ``BoxList.area`` adds 1);
-    - seamseg's ``DetectionAlgoFPN._target_level``: ``fpn_levels(boxes, 0, 3, 224, 2)``
-      (levels counted from its ``fpn_min_level`` 0 = stride 4).
-
-    Parameters
-    ----------
-    boxes : torch.Tensor
-        ``(K, 4)`` corner boxes (either layout).
-    k_min, k_max : int
-        Lowest and highest level.
-    canonical_scale : float, default 224
-    canonical_level : int, default 4
-    eps : float, default 1e-6
-    plus_one : bool, default False
-        Pixel-inclusive areas.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(K,)`` int64 in ``[0, k_max - k_min]``.
+    maskrcnn-benchmark's ``LevelMapper``: ``fpn_levels(boxes, 2, 5, 224, 4, plus_one=True)``;
+    seamseg's ``_target_level``: ``fpn_levels(boxes, 0, 3, 224, 2)`` (0 = stride 4).
     """
     area = box_area(boxes, plus_one)
     level = torch.floor(canonical_level + torch.log2(torch.sqrt(area) / canonical_scale + eps))
@@ -387,30 +327,11 @@ def multilevel_roi_sampling(feats, boxes, batch_idx, img_size, roi_size=(14, 14)
                             canonical_scale=224, canonical_level=2, min_level=0):
     """seamseg's FPN ROI features (``DetectionAlgoFPN._head`` / ``_rois``).
 
-    Each box goes to its level (:func:`fpn_levels` with seamseg's convention), is mapped to
-    that level's pixels as ``(p - 0.5) * stride + 0.5`` with ``stride = feat_size / img_size``
-    per axis, and sampled by :func:`roi_sampling`.
-
-    Parameters
-    ----------
-    feats : sequence of torch.Tensor
-        Levels ``(N, C, H_l, W_l)``, finest first (seamseg's P2..P5).
-    boxes : torch.Tensor
-        ``(K, 4)`` ``(y0, x0, y1, x1)`` in input-image pixels.
-    batch_idx : torch.Tensor
-        ``(K,)`` image index of each box.
-    img_size : (int, int)
-        Padded input size ``(H, W)``.
-    roi_size : (int, int), default (14, 14)
-    canonical_scale : float, default 224
-    canonical_level : int, default 2
-    min_level : int, default 0
-        seamseg's ``fpn_min_level``: the level number of ``feats[0]``.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(K, C, out_h, out_w)``.
+    Each box goes to its :func:`fpn_levels` level (seamseg's convention), is mapped to its pixels
+    as ``(p - 0.5) * stride + 0.5`` (``stride = feat_size / img_size`` per axis, ``img_size`` the
+    padded ``(H, W)``) and sampled by :func:`roi_sampling`. ``feats``: levels finest first;
+    ``boxes`` ``(y0, x0, y1, x1)`` in image pixels; ``min_level``: the level number of
+    ``feats[0]`` (seamseg's ``fpn_min_level``).
     """
     levels = fpn_levels(boxes, min_level, min_level + len(feats) - 1, canonical_scale,
                         canonical_level)
@@ -426,24 +347,9 @@ def multilevel_roi_align(feats, boxes, batch_idx, scales, output_size=(7, 7), sa
                          aligned=False):
     """maskrcnn-benchmark's ``Pooler``: :func:`roi_align` on each box's ``LevelMapper`` level.
 
-    Parameters
-    ----------
-    feats : sequence of torch.Tensor
-        Levels ``(N, C, H_l, W_l)``, finest first.
-    boxes : torch.Tensor
-        ``(K, 4)`` ``(x1, y1, x2, y2)`` in image pixels.
-    batch_idx : torch.Tensor
-        ``(K,)`` image index of each box.
-    scales : sequence of float
-        ``1 / stride`` of each level (e.g. ``(1/4, 1/8, 1/16, 1/32)``); levels
-        ``k = -log2(scale)``, canonical level 4 at scale 224, as the reference.
-    output_size, sampling_ratio, aligned
-        As :func:`roi_align` (``sampling_ratio <= 0``: adaptive per box, on its level's scale).
-
-    Returns
-    -------
-    torch.Tensor
-        ``(K, C, out_h, out_w)``.
+    ``scales``: ``1 / stride`` per level, finest first (level ``k = -log2(scale)``, canonical
+    level 4 at 224); ``boxes`` ``(x1, y1, x2, y2)`` in image pixels; other arguments as
+    :func:`roi_align`.
     """
     _check_ratio(sampling_ratio)  # refused even when there are no boxes to pool
     k_min = int(round(-torch.log2(torch.tensor(scales[0], dtype=torch.float32)).item()))

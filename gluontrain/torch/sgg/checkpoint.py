@@ -4,35 +4,13 @@ Same files and semantics: ``{OUTPUT_DIR}/{name}.pth`` (``model_{iter:07d}``, ``m
 a ``last_checkpoint`` text file naming the last one written, and ``load`` that prefers
 ``last_checkpoint`` over the file it is given (so a rerun of the same command resumes).
 A ``.pth`` is a ``torch.save`` dict with SGB's keys ``model``, ``optimizer``, ``scheduler``
-and the caller's extras (``iteration``), readable by SGB's own loader.
+and the caller's extras (``iteration``), readable by SGB's own loader; a ``.pkl`` is a
+Detectron Caffe2 body (:mod:`.modeling.c2_loading`).
 
-Differences (docs/faithfulness.md, "Scene-Graph-Benchmark"):
-
-- relation_train_net builds the checkpointer with ``custom_scheduler=True``, so SGB never
-  saves the scheduler: a resumed run restarts the warmup, forgets the plateau decays and
-  shifts the multi-step milestones. Here the scheduler is saved and restored
-  (``SOLVER.RESTORE_SCHEDULER``; False keeps SGB's loss).
-- SGB saves no RNG state; here ``gluontrain`` holds Python's, NumPy's and torch's generator
-  states and the hooks' state (meters, curves, pass position), pickled plain data read back
-  with the core's restricted unpickler, so a resumed run is bit-identical.
-- Files are staged and renamed (``core.checkpoint``): a crash never leaves a torn
-  ``.pth`` or ``last_checkpoint``. ``last_checkpoint`` holds the file name; a relative name is
-  looked up in the output folder (SGB writes ``OUTPUT_DIR/name.pth`` and resolves it from the
-  working directory, which breaks once the folder moves; its absolute paths are still read).
-- Files are read with ``torch.load(weights_only=True)`` (SGB unpickles anything).
-- Every load reports what it filled (:mod:`.modeling.load_mapping`: "loaded N of M tensors",
-  the keys left at their initial values grouped by prefix, one line per ``load_mapping``
-  entry) and refuses, in one line naming the file and the fix, what SGB loads silently or
-  dies on with a traceback: a seamseg / two-stage (``frcnn``) snapshot, a file that fills
-  nothing, a tensor of another shape, a ``PRETRAINED_DETECTOR_CKPT`` that fills nothing of
-  the frozen detector's ``backbone`` or ``roi_heads.box``, a resume (``last_checkpoint``)
-  that does not fill the whole model, an optimizer state of other parameter groups or
-  shapes, a scheduler state of another schedule. SGB's own files (``module.`` keys, no
-  ``gluontrain`` entry, torch ``_LRScheduler`` bookkeeping in the detector's scheduler)
-  load unchanged; their resume restarts the RNG streams and meters (logged).
-- A ``.pkl`` is a Detectron Caffe2 body, as SGB's ``DetectronCheckpointer._load_file``
-  (:mod:`.modeling.c2_loading`); ``catalog://`` and URLs are not resolved (no download).
-"""
+What differs (the scheduler, RNG and hooks' state saved, staged writes, ``last_checkpoint``
+relative to the output folder, ``weights_only`` loads): docs/faithfulness.md, "Scene-graph
+training", "Deliberate differences"; what loads, with its report, and what is refused in one
+line: docs/checkpoints.md, "Scene-Graph-Benchmark / maskrcnn-benchmark"."""
 import logging
 import os
 

@@ -5,26 +5,14 @@ that file) for every key the scene-graph recipe reads; the mask, keypoint, Retin
 and VGG nodes are left out (this recipe builds none of those models). Every module reads its
 settings by SGB's names, e.g. ``cfg.MODEL.ROI_RELATION_HEAD.USE_GT_BOX``.
 
-Keys that are ours (SGB has no counterpart) are marked "ours" below:
+Keys that are ours (SGB has no counterpart) are marked "ours" below and listed in
+docs/from_sgb.md, "Configuration (yacs)": ``DATASETS.DATA_DIR`` (SGB's hard-coded
+``DatasetCatalog.DATA_DIR``; the file names stay SGB's, ``paths_catalog.py:115-121``),
+``DATASETS.NUM_VAL_IM`` (SGB's ``VGDataset(num_val_im=5000)`` default),
+``TEST.RELATION.ZERO_SHOT_FILE`` ("": computed from the training split), ``SEED`` (-1 leaves
+RNGs unseeded) and ``SOLVER.RESTORE_SCHEDULER`` (False keeps SGB's lost decays).
 
-- ``DATASETS.DATA_DIR``: the folder holding the Visual Genome SGG files
-  (``VG-SGG-with-attri.h5``, ``VG-SGG-dicts-with-attri.json``, ``image_data.json``,
-  ``VG_100K/``), as ``scripts/make_synthetic_data.py vg`` writes them. SGB hard-codes it as
-  ``DatasetCatalog.DATA_DIR = "datasets"`` + ``"vg/..."`` in ``paths_catalog.py``; here the
-  folder is a key (and the ``--data-dir`` CLI option) and the file names are
-  SGB's (``paths_catalog.py:115-121``, :mod:`gluontrain.data.vg_checks`).
-- ``DATASETS.NUM_VAL_IM``: SGB's ``VGDataset(num_val_im=5000)`` constructor default (the
-  first images of the train split held out as val), a key so small data sets can set it.
-- ``TEST.RELATION.ZERO_SHOT_FILE``: SGB loads ``maskrcnn_benchmark/data/datasets/evaluation/
-  vg/zeroshot_triplet.pytorch`` from the package; "" means computed from the training split.
-- ``SEED``: SGB seeds nothing (fix, recorded in docs/faithfulness.md); -1 leaves RNGs unseeded.
-- ``SOLVER.RESTORE_SCHEDULER``: SGB's ``Checkpointer`` saves the scheduler but
-  relation_train_net loads it only when ``UPDATE_SCHEDULE_DURING_LOAD`` and rebuilds the
-  ReduceLROnPlateau bookkeeping from scratch, so decays are lost on resume (fix: True);
-  False keeps the reference behaviour.
-
-``MODEL.DEVICE`` keeps SGB's default ``"cuda"``; the shipped small configs set ``"cpu"``.
-"""
+``MODEL.DEVICE`` keeps SGB's default ``"cuda"``; the shipped small configs set ``"cpu"``."""
 import os
 import re
 

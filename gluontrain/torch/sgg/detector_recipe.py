@@ -9,7 +9,7 @@ validation).
 """
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, parse_args
 from .config_values import check_detector_classes
-from .recipe import get_dataloader, get_dataset, get_net, save_params, validate, _cfg, run
+from .recipe import get_dataloader, get_dataset, get_net, save_params, validate, config_of, run
 from .trainer import do_train
 
 __all__ = ['parse_args', 'get_dataset', 'get_dataloader', 'get_net', 'train', 'validate',
@@ -23,7 +23,7 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     -------
     TrainState
     """
-    cfg = _cfg(args)
+    cfg = config_of(args)
     return do_train(cfg, net, train_data, val_data, ctx[0], 'detector',
                     header=[str(args), cfg.dump()], plots=getattr(args, 'plots', True))
 

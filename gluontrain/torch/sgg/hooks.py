@@ -39,7 +39,9 @@ class SGBScheduleHook(ScheduleHook):
     (detector, ``before=True``). ``WarmupReduceLROnPlateau``: ``step(val_result,
     epoch=iteration)`` after every iteration, ``val_result`` the validation of this iteration
     (None without one); once ``stage_count >= MAX_DECAY_STEP`` the run stops (SGB's ``break``).
+    Sits after the validation (``slot``), whose score the plateau schedule reads.
     """
+    slot = 'after_validation'
 
     def __init__(self, scheduler, cfg, before=False, logger=None):
         self.plateau = cfg.SOLVER.SCHEDULE.TYPE == "WarmupReduceLROnPlateau"
@@ -72,7 +74,10 @@ class SGBCheckpointHook(Hook):
     schedule_hook : SGBScheduleHook, optional
     hooks : list of Hook
         The run's hooks, whose state goes into every checkpoint (set after the list is built).
+
+    Sits after the schedule (``slot``), so a checkpoint holds the schedule's step.
     """
+    slot = 'after_validation'
 
     def __init__(self, checkpointer, period, max_iter, schedule_hook=None):
         self.checkpointer, self.period, self.max_iter = checkpointer, period, max_iter

@@ -1,31 +1,13 @@
 """Scene-Graph-Benchmark's ``engine/inference.py``: predictions over a loader, gathered from
 every process, then the VG evaluation; and the tools' ``run_val`` / ``run_test``
-(:func:`run_val`, :func:`run_test`, :func:`test` building the test loaders,
-:func:`validation_metrics` for the loop's validation).
+(:func:`test` builds the test loaders, :func:`validation_metrics` serves the loop).
 
-The evaluation (:func:`.evaluation.vg_eval.do_vg_evaluation`, SGB's) writes into the output folder,
-in SGB's layout and through staged writes (a crash never leaves a torn file):
-
-- ``eval_results.pytorch``: ``{'groundtruths': [BoxList], 'predictions': [BoxList]}``, one
-  entry per image in dataset order; ground truth as ``get_groundtruth(i, evaluation=True)``
-  (``labels``, ``attributes``, ``relation``, ``relation_tuple``), predictions resized to the
-  image's original size with the relation head's fields (``pred_labels``, ``pred_scores``,
-  ``rel_pair_idxs``, ``pred_rel_scores``, ``pred_rel_labels``);
-- ``result_dict.pytorch`` (relations on): ``{'<mode>_recall': {20: [...], 50: [...], 100:
-  [...]}, ...}``, SGB's evaluators' containers.
-
-Differences (docs/faithfulness.md): no CUDA requirement (``torch.cuda`` calls only on CUDA),
-the gather is ``torch.distributed.all_gather_object`` (SGB pickles through byte tensors), the
-predictions are computed with the global RNGs left as they were (validation in the middle of a
-run must not change what training draws next: exact resume), and TEST.BBOX_AUG is refused
-(SGB's test-time augmentation is not ported). The cached ``eval_results.pytorch`` of
-``TEST.ALLOW_LOAD_FROM_CACHE`` is read with ``torch.load(weights_only=True)`` allowing only
-BoxList (SGB unpickles anything): SGB's own files, whose BoxList is
-``maskrcnn_benchmark.structures.bounding_box.BoxList``, read as this package's BoxList; a file
-of other objects, or of another dataset size, is refused in one line. The pickled class of the
-files written here is this package's BoxList (same attributes ``bbox``, ``size``, ``mode``,
-``extra_fields``, ``triplet_extra_fields``; SGB's tools read them with gluontrain importable).
-"""
+The evaluation writes ``eval_results.pytorch`` and ``result_dict.pytorch`` in SGB's layout
+through staged writes, and the ``TEST.ALLOW_LOAD_FROM_CACHE`` cache is read with tensors and
+BoxList only (docs/checkpoints.md, "Scene-Graph-Benchmark / maskrcnn-benchmark"). The pickled
+class written here is this package's BoxList (SGB's attributes; SGB's tools read it with
+gluontrain importable). What differs: docs/faithfulness.md, "Scene-graph training",
+"Deliberate differences"."""
 import logging
 import os
 import time
@@ -61,23 +43,9 @@ def iou_types_of(cfg):
 
 
 def compute_on_dataset(model, data_loader, device, timer=None):
-    """``{image index: BoxList}`` of this process's share of ``data_loader``.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Called as ``model(images, targets)`` in eval mode (relation models need the targets:
-        PredCls/SGCls use the ground-truth boxes).
-    data_loader : iterable
-        Batches ``(images, targets, image_ids)``.
-    device : torch.device
-    timer : list, optional
-        Receives the model's seconds per batch.
-
-    Returns
-    -------
-    dict
-    """
+    """``{image index: BoxList}`` of this process's share of ``data_loader`` (batches
+    ``(images, targets, image_ids)``), ``model(images, targets)`` in eval mode (PredCls/SGCls
+    need the targets); ``timer`` receives the model's seconds per batch."""
     model.eval()
     results = {}
     with preserved_rng():
@@ -96,16 +64,7 @@ def compute_on_dataset(model, data_loader, device, timer=None):
 
 
 def accumulate_predictions(predictions_per_process):
-    """Merge every process's dict and order it by image index (None on ranks other than 0).
-
-    Parameters
-    ----------
-    predictions_per_process : dict
-
-    Returns
-    -------
-    list or None
-    """
+    """Merge every process's dict, ordered by image index (None on ranks other than 0)."""
     comm = TorchComm()
     gathered = comm.allgather_object(predictions_per_process)
     if comm.rank != 0:
@@ -121,28 +80,12 @@ def accumulate_predictions(predictions_per_process):
 def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device="cpu",
               output_folder=None, logger=None, zeroshot_triplet=None):
     """SGB's ``inference``: predictions (or the cached ``eval_results.pytorch`` when
-    ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`.evaluation.vg_eval.do_vg_evaluation`.
+    ``TEST.ALLOW_LOAD_FROM_CACHE``), gathered, then :func:`.evaluation.vg_eval.do_vg_evaluation`
+    writing into ``output_folder``.
 
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-    model : torch.nn.Module
-    data_loader : DataLoader
-        Its ``dataset`` gives the ground truth (``get_groundtruth(i, evaluation=True)``).
-    dataset_name : str
-    iou_types : tuple of str
-    device : str or torch.device
-    output_folder : str, optional
-        Where the evaluation writes ``eval_results.pytorch`` / ``result_dict.pytorch``.
-    logger : logging.Logger, optional
-    zeroshot_triplet : str or ndarray, optional
-        Zero-shot triplets (file or array) for zR@K; None prints nan there.
-
-    Returns
-    -------
-    (float, dict)
-        SGB's return value (mean R@100 of the mode with relations on, mAP for boxes only;
-        -1.0 on ranks other than 0) and the evaluation's result dict (empty off rank 0).
+    ``data_loader.dataset`` gives the ground truth; ``zeroshot_triplet`` (file or array) the
+    zero-shot triplets for zR@K (None prints nan). Returns SGB's score (mean R@100 of the mode,
+    mAP for boxes only; -1.0 off rank 0) and the result dict (empty off rank 0).
     """
     if cfg.TEST.BBOX_AUG.ENABLED:
         raise ValueError('TEST.BBOX_AUG.ENABLED: test-time augmentation is not supported by '
@@ -173,23 +116,11 @@ def inference(cfg, model, data_loader, dataset_name, iou_types=("bbox",), device
 
 
 def load_cached_predictions(path, num_images=None):
-    """The ``predictions`` of an ``eval_results.pytorch`` (ours or SGB's), read safely.
+    """The ``predictions`` (list of BoxList) of an ``eval_results.pytorch``, ours or SGB's.
 
-    Parameters
-    ----------
-    path : str
-    num_images : int, optional
-        The dataset's size; a file of another size is refused.
-
-    Returns
-    -------
-    list of BoxList
-
-    Raises
-    ------
-    FileNotFoundError, WeightsLoadError
-        One line: unreadable, objects other than tensors and BoxList (a hostile pickle is
-        refused before it runs), not SGB's layout, or another number of images.
+    Raises ``FileNotFoundError`` or ``WeightsLoadError`` in one line: unreadable, objects other
+    than tensors and BoxList (refused before any runs), not SGB's layout, or another number of
+    images than ``num_images``.
     """
     what = 'TEST.ALLOW_LOAD_FROM_CACHE: cached predictions'
     fix = ('delete it to predict again, or set TEST.ALLOW_LOAD_FROM_CACHE False')
@@ -218,17 +149,9 @@ def _mean_over_ranks(score):
 
 
 def run_val(cfg, model, val_data_loaders, distributed=False, logger=None, zeroshot=None):
-    """SGB's ``run_val``: evaluate every ``DATASETS.VAL`` loader, return the validation score
-    (mean R@100 of the mode; box mAP for the detector), the same on every rank.
-
-    zeroshot : list, optional
-        Per dataset, the zero-shot triplets (array or file) for zR@K.
-
-    Returns
-    -------
-    (float, dict)
-        The score and rank 0's result dict of the last dataset.
-    """
+    """SGB's ``run_val``: evaluate every ``DATASETS.VAL`` loader; ``(score, result dict)``, the
+    score (mean R@100 of the mode; box mAP for the detector) the same on every rank, the dict
+    rank 0's of the last dataset. ``zeroshot``: per dataset, the zero-shot triplets."""
     results = _run_all(cfg, model, cfg.DATASETS.VAL, val_data_loaders, logger, zeroshot,
                        test_folders=False)
     score, result = results[-1] if results else (-1.0, {})
@@ -237,13 +160,7 @@ def run_val(cfg, model, val_data_loaders, distributed=False, logger=None, zerosh
 
 def run_test(cfg, model, test_data_loaders, distributed=False, logger=None, zeroshot=None):
     """SGB's ``run_test``: evaluate every ``DATASETS.TEST`` loader, writing into
-    ``OUTPUT_DIR/inference/<name>/`` (rank 0).
-
-    Returns
-    -------
-    list of (float, dict)
-        One ``(score, result_dict)`` per test dataset.
-    """
+    ``OUTPUT_DIR/inference/<name>/`` (rank 0); one ``(score, result_dict)`` per dataset."""
     return _run_all(cfg, model, cfg.DATASETS.TEST, test_data_loaders, logger, zeroshot,
                     test_folders=True)
 

@@ -19,15 +19,17 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from ..twostage.structures import BoxList
 from ..twostage.images import to_image_list
-from ..twostage.maskrcnn import SGGDetector, build_detector
+from ..twostage.maskrcnn import SGGDetector
 from .config_values import MODES, relation_mode
+from .modeling.detector import build_detector, detector_parts
 from .modeling.relation_head import build_roi_relation_head
 
 __all__ = ['RelationModel', 'build_relation_model', 'build_model', 'fix_eval_modules',
            'eval_modules', 'frozen_norm_eval', 'relation_mode', 'MODES']
 
 class RelationModel(SGGDetector):
-    """``backbone``, ``rpn``, ``roi_heads`` = {``box``, ``relation``} (SGB's names).
+    """``backbone``, ``rpn``, ``roi_heads`` = {``box``, ``relation``} (SGB's names); the box head
+    is :class:`~.modeling.relation_box_head.RelationBoxHead`.
 
     Parameters
     ----------
@@ -42,7 +44,8 @@ class RelationModel(SGGDetector):
     def __init__(self, cfg, relation_head, generator=None):
         if not cfg.MODEL.RELATION_ON:
             raise ValueError('RelationModel needs MODEL.RELATION_ON True')
-        super().__init__(cfg, generator)
+        super().__init__(*detector_parts(cfg, generator))
+        self.cfg = cfg.clone()
         self.mode = relation_mode(cfg)
         self.roi_heads['relation'] = relation_head
 

@@ -1,12 +1,10 @@
 """Scene-graph pictures: predicted triplets on a validation image next to the ground truth.
 
-Each image is one row of two panels. Left: the top-K predicted triplets (in the prediction's
-order, best first as SGB's post-processor sorts them): the subject and object boxes with
-their class, an arrow subject -> object and the predicate with its score a third of the
-way along it; green when the triplet hits a ground-truth triplet (SGB's matching: same classes and
+One row of two panels per image. Left: the top-K predicted triplets, best first (boxes with
+their class, an arrow subject -> object, the predicate and its score a third of the way along
+it), green when the triplet hits a ground-truth one (SGB's matching: same classes and
 predicate, both boxes IoU >= 0.5 with ``+1``), red otherwise. Right: the ground-truth graph
-on the same image (cyan). Drawn with the project's conventions (:mod:`gluontrain.core.plots`:
-Agg canvas, no pyplot, staged PNG writes).
+(cyan). Drawn as :mod:`gluontrain.core.plots` draws (Agg canvas, staged PNG writes).
 """
 import os
 import shutil
@@ -17,7 +15,7 @@ import numpy as np
 from ...core.checkpoint import atomic_save_file
 from ...core.loop import Hook
 from ...core.plots import class_name, new_figure, save_png
-from .evaluation.sgg_eval import _compute_pred_matches, _triplet, to_numpy as _np
+from .evaluation.sgg_eval import compute_pred_matches, triplet, to_numpy as _np
 from .inference import compute_on_dataset
 
 __all__ = ['GRAPH_CELL', 'GRAPH_DPI', 'predicted_triplets', 'ground_truth_triplets',
@@ -36,20 +34,9 @@ def _fit(boxlist, width, height):
 
 
 def predicted_triplets(prediction, top_k=10):
-    """The first ``top_k`` predicted relations of a prediction ``BoxList``.
-
-    Parameters
-    ----------
-    prediction : BoxList
-        ``rel_pair_idxs`` (best first), ``pred_rel_scores`` and, when present,
-        ``pred_rel_labels`` (else the best non-background predicate, as SGB's evaluation).
-    top_k : int
-
-    Returns
-    -------
-    list of (int, int, int, float)
-        ``(subject box, object box, predicate, predicate score)``.
-    """
+    """``(subject box, object box, predicate, score)`` of the first ``top_k`` relations of a
+    prediction ``BoxList`` (``pred_rel_labels``, else the best non-background predicate, as
+    SGB's evaluation)."""
     pairs = _np(prediction.get_field('rel_pair_idxs')).astype(np.int64).reshape(-1, 2)[:top_k]
     scores = _np(prediction.get_field('pred_rel_scores'))[:top_k]
     if prediction.has_field('pred_rel_labels'):
@@ -75,30 +62,20 @@ def _hits(groundtruth, prediction, triplets):
     """Whether each drawn predicted triplet matches a ground-truth triplet (the prediction's
     own boxes and ``pred_labels``: in PredCls they are the ground truth's, as SGB uses)."""
     gt_rels = np.asarray([t[:3] for t in ground_truth_triplets(groundtruth)], np.int64)
-    gt_t, gt_b = _triplet(gt_rels, _np(groundtruth.get_field('labels'), np.int64),
+    gt_t, gt_b = triplet(gt_rels, _np(groundtruth.get_field('labels'), np.int64),
                           _np(groundtruth.convert('xyxy').bbox))
-    pr_t, pr_b = _triplet(np.asarray([t[:3] for t in triplets], np.int64),
+    pr_t, pr_b = triplet(np.asarray([t[:3] for t in triplets], np.int64),
                           _np(prediction.get_field('pred_labels'), np.int64),
                           _np(prediction.convert('xyxy').bbox))
-    return [bool(m) for m in _compute_pred_matches(gt_t, pr_t, gt_b, pr_b, 0.5)]
+    return [bool(m) for m in compute_pred_matches(gt_t, pr_t, gt_b, pr_b, 0.5)]
 
 
 def draw_scene_graph(ax, image, boxes, labels, triplets, classes, predicates, colors):
     """Boxes, class names, arrows subject -> object and predicate texts on matplotlib axes.
 
-    Parameters
-    ----------
-    ax : matplotlib Axes
-    image : ndarray (H, W, 3)
-    boxes : ndarray (N, 4)
-        ``x0, y0, x1, y1`` in the image's pixels.
-    labels : ndarray (N,)
-        Class ids.
-    triplets : list of (int, int, int, float)
-        ``(subject, object, predicate, score)``; a score of 1.0 is not printed.
-    classes, predicates : list of str or None
-    colors : list of str
-        One matplotlib colour per triplet.
+    ``boxes`` ``(N, 4)`` ``x0, y0, x1, y1`` in the image's pixels, ``labels`` ``(N,)`` class
+    ids; ``triplets`` ``(subject, object, predicate, score)`` (a score of 1.0 is not printed),
+    each drawn in its entry of ``colors``.
     """
     from matplotlib.patches import Rectangle  # pylint: disable=import-outside-toplevel
     ax.imshow(image)
@@ -126,26 +103,13 @@ def draw_scene_graph(ax, image, boxes, labels, triplets, classes, predicates, co
 
 
 def draw_scene_graphs(samples, classes, predicates, path, top_k=10, title=None):
-    """One row per image: predicted top-K triplets | ground-truth graph, saved as a PNG of
-    ``(2 * GRAPH_CELL, GRAPH_CELL * len(samples)) * GRAPH_DPI`` pixels.
+    """One row per image, predicted top-K triplets | ground-truth graph, saved as the PNG
+    ``path`` (returned).
 
-    Parameters
-    ----------
-    samples : list of (image, groundtruth, prediction)
-        ``image`` HxWx3 RGB (uint8, or floats in [0, 1]); ``groundtruth`` a BoxList with
-        ``labels`` and ``relation_tuple`` (or ``relation``); ``prediction`` a BoxList with
-        SGB's fields. Both are resized to the image when their size differs.
-    classes, predicates : list of str or None
-        ``ind_to_classes`` / ``ind_to_predicates``.
-    path : str
-    top_k : int
-        Predicted triplets drawn per image.
-    title : str, optional
-
-    Returns
-    -------
-    str
-        ``path``.
+    ``samples``: ``(image, groundtruth, prediction)``, ``image`` HxWx3 RGB (uint8 or floats in
+    [0, 1]), ``groundtruth`` a BoxList with ``labels`` and ``relation_tuple`` (or
+    ``relation``), ``prediction`` one with SGB's fields; both resized to the image if needed.
+    ``classes`` / ``predicates``: ``ind_to_classes`` / ``ind_to_predicates``.
     """
     if not samples:
         raise ValueError('draw_scene_graphs: no sample to draw')
@@ -174,18 +138,9 @@ def draw_scene_graphs(samples, classes, predicates, path, top_k=10, title=None):
 
 
 def samples_from_dataset(dataset, predictions, indices=None, max_images=4):
-    """``(image, groundtruth, prediction)`` triples for :func:`draw_scene_graphs`.
-
-    Parameters
-    ----------
-    dataset : VGDataset-like
-        ``filenames[i]`` (the image files) and ``get_groundtruth(i, evaluation=True)``.
-    predictions : list or dict of BoxList
-        Indexed by dataset image (as evaluation receives them).
-    indices : list of int, optional
-        Images to draw; default the first ``max_images``.
-    max_images : int
-    """
+    """``(image, groundtruth, prediction)`` triples for :func:`draw_scene_graphs` of
+    ``indices`` (default the first ``max_images``) of a VGDataset-like ``dataset``
+    (``filenames``, ``get_groundtruth``); ``predictions`` indexed by dataset image."""
     from PIL import Image  # pylint: disable=import-outside-toplevel
     indices = range(min(max_images, len(predictions))) if indices is None else indices
     out = []
@@ -202,48 +157,21 @@ def validation_graphs_path(folder, iteration):
 
 
 def write_validation_graphs(folder, iteration, samples, classes, predicates, top_k=10):
-    """Draw one validation's scene graphs to :func:`validation_graphs_path` (staged write).
-
-    Parameters
-    ----------
-    folder : str
-        The run's output folder.
-    iteration : int
-    samples, classes, predicates, top_k
-        As :func:`draw_scene_graphs`.
-
-    Returns
-    -------
-    str
-        The PNG's path.
-    """
+    """Draw one validation's scene graphs to :func:`validation_graphs_path` under the run's
+    ``folder`` (staged write); returns the PNG's path. Other arguments as
+    :func:`draw_scene_graphs`."""
     return draw_scene_graphs(samples, classes, predicates,
                              validation_graphs_path(folder, iteration), top_k=top_k,
                              title='validation at iteration {}'.format(int(iteration)))
 
 
 def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=None):
-    """Run ``model`` in eval mode on dataset images, one at a time, as SGB's inference does.
+    """Run ``model`` in eval mode on dataset images one at a time, as SGB's inference does;
+    :func:`samples_from_dataset` of the predictions (mode and every RNG put back).
 
-    Parameters
-    ----------
-    model : torch.nn.Module
-        Called as ``model(images, targets)`` -> list of prediction BoxLists.
-    dataset : VGDataset-like
-        ``dataset[i] -> (image tensor, target, i)``, plus what :func:`samples_from_dataset`
-        reads.
-    indices : list of int
-    device : torch.device
-    size_divisible : int
-        ``DATALOADER.SIZE_DIVISIBILITY``.
-    batch_fn : callable, optional
-        ``batch_fn([tensor], size_divisible) -> images``; default
-        :func:`gluontrain.torch.twostage.images.to_image_list`.
-
-    Returns
-    -------
-    list of (image, groundtruth, prediction)
-        For :func:`draw_scene_graphs`; the model's mode and every RNG are put back.
+    ``dataset[i] -> (image tensor, target, i)``; ``size_divisible``:
+    ``DATALOADER.SIZE_DIVISIBILITY``; ``batch_fn([tensor], size_divisible) -> images``, default
+    :func:`gluontrain.torch.twostage.images.to_image_list`.
     """
     if batch_fn is None:
         from ..twostage.images import to_image_list  # pylint: disable=import-outside-toplevel
@@ -262,15 +190,8 @@ def predict_samples(model, dataset, indices, device, size_divisible=0, batch_fn=
 class SceneGraphSamplesHook(Hook):
     """After every validation (``state.val_iteration == state.iteration`` with a ``'val'``
     score, after a batch or an epoch, and at the end of training), call
-    ``draw_fn(iteration)``. A failing picture only warns: it must never end a training run.
-
-    Parameters
-    ----------
-    draw_fn : callable
-        ``draw_fn(iteration) -> path``.
-    errors : tuple of exception types
-        What ``draw_fn`` may raise that is turned into a warning.
-    """
+    ``draw_fn(iteration) -> path``; ``errors`` it raises only warn (a picture must never end
+    a run)."""
 
     def __init__(self, draw_fn, errors=(OSError, ValueError, IndexError, RuntimeError)):
         self.draw_fn, self.errors = draw_fn, tuple(errors)
@@ -295,29 +216,10 @@ class SceneGraphSamplesHook(Hook):
 
 def val_samples_hook(cfg, model, dataset, path, device, num_images=2, top_k=10,
                      batch_fn=None):
-    """The recipe's picture hook: at every validation, ``model`` on the first
-    ``num_images`` images of ``dataset``, drawn by :func:`draw_scene_graphs` to
-    ``<dir of path>/scene_graphs/iter_<iteration:07d>.png``, the latest also copied to
-    ``path``.
-
-    Parameters
-    ----------
-    cfg : yacs CfgNode
-        Reads ``DATALOADER.SIZE_DIVISIBILITY``.
-    model : torch.nn.Module
-    dataset : VGDataset-like or None
-        None: no hook.
-    path : str
-        The run's samples picture (``RunPaths.val_samples``).
-    device : torch.device
-    num_images, top_k : int
-    batch_fn : callable, optional
-        See :func:`predict_samples`.
-
-    Returns
-    -------
-    SceneGraphSamplesHook or None
-    """
+    """The recipe's picture hook (None without a ``dataset``): at every validation ``model``
+    on the first ``num_images`` images, drawn by :func:`draw_scene_graphs` to
+    ``<dir of path>/scene_graphs/iter_<iteration:07d>.png`` and the latest copied to ``path``
+    (``RunPaths.val_samples``). ``cfg``: reads ``DATALOADER.SIZE_DIVISIBILITY``."""
     if dataset is None or len(dataset) == 0:
         return None
     indices = list(range(min(num_images, len(dataset))))

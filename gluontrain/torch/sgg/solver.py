@@ -5,16 +5,12 @@
   ``lr / slow_ratio``, every rate times ``rl_factor``; relation_train_net passes
   ``rl_factor=float(IMS_PER_BATCH)`` and ``slow_ratio=10.0``, tools/relation_train_net.py:74).
 - :class:`WarmupMultiStepLR`, :class:`WarmupReduceLROnPlateau`: SGB ``solver/lr_scheduler.py``
-  with the same arithmetic, including the plateau scheduler's construction-time
-  ``step(0)`` (it counts a metric of 0.0 as the first best, uses up one cooldown and starts at
-  ``last_epoch = 1``).
+  with the same arithmetic (the plateau scheduler's construction-time ``step(0)`` included).
 - :func:`clip_grad_norm`: SGB ``utils/checkpoint.py:152-191`` (global norm, clip coefficient
   ``max_norm / (total + 1e-6)``, per-parameter norms logged largest first when ``verbose``).
 
-Fix (docs/faithfulness.md): SGB's plateau ``state_dict`` holds its logger and SGB never saves
-either scheduler (``custom_scheduler=True``), so a resumed run restarts the warmup and loses
-its decays; here both schedulers have a picklable ``state_dict`` that the recipe checkpoints.
-"""
+Both schedulers have a picklable ``state_dict`` that the recipe checkpoints (SGB saves
+neither): docs/faithfulness.md, "Scene-graph training", "Deliberate differences"."""
 import logging
 
 from ...core.lr_scheduler import PlateauDecay, Schedule, step_factor, warmup_factor
@@ -32,28 +28,12 @@ def _logger(logger):
 
 
 def make_optimizer(cfg, model, logger=None, slow_heads=None, slow_ratio=5.0, rl_factor=1.0):
-    """SGD with one param group per trainable parameter, as SGB's ``make_optimizer``.
+    """SGD with one param group per trainable parameter (group ``i`` the ``i``-th of
+    ``named_parameters()``; frozen ones left out), as SGB's ``make_optimizer``.
 
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-        Reads ``SOLVER.BASE_LR``, ``WEIGHT_DECAY``, ``BIAS_LR_FACTOR``, ``WEIGHT_DECAY_BIAS``,
-        ``MOMENTUM``.
-    model : torch.nn.Module
-        Parameters with ``requires_grad=False`` (the frozen detector) are left out.
-    logger : logging.Logger, optional
-    slow_heads : list of str, optional
-        A parameter whose name contains one of these has its rate divided by ``slow_ratio``
-        (IMP's box/union feature extractors in SGB).
-    slow_ratio : float
-        SGB's default 5.0; relation_train_net passes 10.0.
-    rl_factor : float
-        Every group's rate is multiplied by it (relation_train_net: ``IMS_PER_BATCH``).
-
-    Returns
-    -------
-    torch.optim.SGD
-        Group ``i`` holds the ``i``-th trainable parameter of ``named_parameters()``.
+    ``cfg``: reads ``SOLVER.BASE_LR``, ``WEIGHT_DECAY``, ``BIAS_LR_FACTOR``,
+    ``WEIGHT_DECAY_BIAS``, ``MOMENTUM``; ``slow_heads``: name parts whose rate is divided by
+    ``slow_ratio`` (IMP's feature extractors); ``rl_factor`` multiplies every rate.
     """
     log = _logger(logger)
     solver = cfg.SOLVER
@@ -81,20 +61,12 @@ def _check_method(warmup_method):
 
 class WarmupMultiStepLR(Schedule):
     """SGB's ``WarmupMultiStepLR``: ``base_lr * warmup * gamma ** bisect_right(milestones,
-    last_epoch)``, ``warmup`` linear from ``warmup_factor`` to 1 over ``warmup_iters``.
+    last_epoch)``, ``warmup`` linear from ``warmup_factor`` to 1 over ``warmup_iters`` (or
+    constant).
 
-    Construction applies ``last_epoch = 0``; each :meth:`step` (called once per iteration,
-    after ``optimizer.step()``) advances it by one, so iteration ``i`` (1-based) trains at the
-    rate of ``last_epoch = i - 1``. Its state is every attribute but the optimizer.
-
-    Parameters
-    ----------
-    optimizer : torch.optim.Optimizer
-    milestones : sequence of int
-        Increasing.
-    gamma, warmup_factor : float
-    warmup_iters : int
-    warmup_method : {'linear', 'constant'}
+    Construction applies ``last_epoch = 0``; each :meth:`step` (once per iteration, after
+    ``optimizer.step()``) advances it by one, so iteration ``i`` (1-based) trains at the rate
+    of ``last_epoch = i - 1``. Its state is every attribute but the optimizer.
     """
 
     _not_state = ('optimizer', 'logger')
@@ -119,24 +91,13 @@ class WarmupMultiStepLR(Schedule):
 
 class WarmupReduceLROnPlateau(Schedule, PlateauDecay):
     """SGB's ``WarmupReduceLROnPlateau``: the warmup of :class:`WarmupMultiStepLR` times
-    ``gamma ** stage_count`` (:class:`~gluontrain.core.lr_scheduler.PlateauDecay`).
+    ``gamma ** stage_count`` (:class:`~gluontrain.core.lr_scheduler.PlateauDecay`;
+    ``SOLVER.SCHEDULE.*``).
 
-    relation_train_net calls ``step(val_result, epoch=iteration)`` after every iteration,
-    ``val_result`` None except after a validation, and stops training once
-    ``stage_count >= MAX_DECAY_STEP``.
-
-    Parameters
-    ----------
-    optimizer : torch.optim.Optimizer
-    gamma : float
-        ``SOLVER.SCHEDULE.FACTOR``.
-    warmup_factor, warmup_iters, warmup_method
-        As :class:`WarmupMultiStepLR`.
-    last_epoch : int
-        -1 for a new run (SGB then calls ``step(0)``: see the module docstring).
-    patience, threshold, cooldown
-        ``SOLVER.SCHEDULE.*``.
-    logger : logging.Logger, optional
+    relation_train_net calls ``step(val_result, epoch=iteration)`` after every iteration
+    (``val_result`` None except after a validation) and stops once
+    ``stage_count >= MAX_DECAY_STEP``. ``last_epoch`` -1: a new run (SGB then calls
+    ``step(0)``).
     """
 
     _not_state = ('optimizer', 'logger')
@@ -160,15 +121,8 @@ class WarmupReduceLROnPlateau(Schedule, PlateauDecay):
                 self.decay())
 
     def step(self, metrics, epoch=None):  # pylint: disable=arguments-renamed
-        """Record one iteration (and a validation result when ``metrics`` is not None).
-
-        Parameters
-        ----------
-        metrics : float or None
-            The validation score (higher is better), None when no validation ran.
-        epoch : int, optional
-            The iteration; default ``last_epoch + 1``.
-        """
+        """Record one iteration ``epoch`` (default ``last_epoch + 1``) and, unless None, the
+        validation score ``metrics`` (higher is better)."""
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if metrics is not None and self.record(metrics):
             _logger(self.logger).info(
@@ -177,23 +131,8 @@ class WarmupReduceLROnPlateau(Schedule, PlateauDecay):
 
 
 def make_lr_scheduler(cfg, optimizer, logger=None):
-    """SGB's ``make_lr_scheduler``: ``SOLVER.SCHEDULE.TYPE`` picks the schedule.
-
-    Parameters
-    ----------
-    cfg : yacs.config.CfgNode
-    optimizer : torch.optim.Optimizer
-    logger : logging.Logger, optional
-
-    Returns
-    -------
-    WarmupMultiStepLR or WarmupReduceLROnPlateau
-
-    Raises
-    ------
-    ValueError
-        For another ``SOLVER.SCHEDULE.TYPE`` (the message lists the valid ones).
-    """
+    """SGB's ``make_lr_scheduler``: ``SOLVER.SCHEDULE.TYPE`` picks the schedule
+    (``ValueError`` listing the valid ones for another)."""
     s = cfg.SOLVER
     if s.SCHEDULE.TYPE == "WarmupMultiStepLR":
         return WarmupMultiStepLR(optimizer, s.STEPS, s.GAMMA, warmup_factor=s.WARMUP_FACTOR,
@@ -210,22 +149,9 @@ def make_lr_scheduler(cfg, optimizer, logger=None):
 
 def clip_grad_norm(named_parameters, max_norm, logger=None, clip=False, verbose=False):
     """SGB's ``clip_grad_norm`` (from neural-motifs): scale every gradient by
-    ``max_norm / (total_norm + 1e-6)`` when that is below 1 and ``clip``; with ``verbose``
-    log the total norm, the coefficient and each parameter's gradient norm, largest first.
-
-    Parameters
-    ----------
-    named_parameters : iterable of (str, torch.nn.Parameter)
-    max_norm : float
-    logger : logging.Logger, optional
-    clip : bool
-    verbose : bool
-
-    Returns
-    -------
-    torch.Tensor or float
-        The total norm before clipping (0 when no parameter has a gradient).
-    """
+    ``max_norm / (total_norm + 1e-6)`` when that is below 1 and ``clip``; with ``verbose`` log
+    the total norm, the coefficient and each gradient norm, largest first. Returns the total
+    norm before clipping (0 when no parameter has a gradient)."""
     named_parameters = [(n, p) for n, p in named_parameters if p.grad is not None]
     norms = [p.grad.norm(2) for _, p in named_parameters]
     total_norm = sum(norm ** 2 for norm in norms) ** (1. / 2)

@@ -1,19 +1,10 @@
-"""Scene-Graph-Benchmark's ``train()`` (``maskrcnn_benchmark/engine/trainer.py``'s
-``do_train`` as the tools ``relation_train_net.py`` and ``detector_pretrain_net.py`` write it)
-on gluontrain's loop: optimizer, schedule, checkpointer, the run's hooks, the load of the
-starting weights (or the resume), ``PRE_VAL``, then :func:`gluontrain.core.loop.run_loop`
-with :class:`.step.SGGStep` until ``SOLVER.MAX_ITER``.
-
-The engine adds progress, ``metrics.jsonl``, curves, the NaN guard and TensorBoard. Fixes
-(docs/faithfulness.md): RNGs are seeded and checkpointed, validation leaves every RNG where it
-was (:mod:`.inference`), the schedule is checkpointed (:mod:`.hooks`).
-"""
+"""Scene-Graph-Benchmark's ``train()`` (``relation_train_net.py``, ``detector_pretrain_net.py``)
+on gluontrain's loop (docs/faithfulness.md, "Scene-graph training")."""
 import logging
 import os
 
-from ...core.defaults import RunPaths, build_hooks
-from ...core.hooks import restore_hooks_state
-from ...core.loop import Period, TrainState, fit
+from ...core.defaults import Restored, RunPaths, build_hooks, fit
+from ...core.loop import Period, TrainState
 from ...core.meters import LossMeter
 from ...core.writers import tensorboard_available
 from ..distributed import get_rank, get_world_size, unwrap_model
@@ -33,24 +24,15 @@ __all__ = ['do_train', 'PREFIX']
 #: gluontrain's files in OUTPUT_DIR: ``sgg_metrics.jsonl``, ``sgg_curves.png``, ...
 PREFIX = 'sgg'
 
-_MAIN_ONLY = ('LogHook', 'MetricsJSONHook', 'CurvesHook', 'ProgressHook', 'TensorBoardHook')
 _LOG = logging.getLogger('gluontrain.sgg')
 
 
 def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=None,
              header=(), plots=True):
     """SGB's ``train()`` of relation_train_net (``mode='relation'``) or detector_pretrain_net
-    (``mode='detector'``) from the model on: optimizer, schedule, checkpointer (resume from
-    ``last_checkpoint``, else ``PRETRAINED_DETECTOR_CKPT`` with ``load_mapping`` /
-    ``MODEL.WEIGHT``), ``PRE_VAL``, then the loop until ``MAX_ITER``.
-
-    ``plots=False`` (``--no-plots``) draws no curves or samples picture.
-
-    Returns
-    -------
-    TrainState
-        ``scores['val']`` holds the last validation; ``stop_reason`` says why it ended.
-    """
+    (``mode='detector'``) from the model on: optimizer, schedule, checkpointer (resume or
+    starting weights), ``PRE_VAL``, then the loop until ``MAX_ITER``; ``plots=False`` draws no
+    pictures. Returns the final TrainState (``scores['val']``: the last validation)."""
     logger = logger or _LOG
     relation = mode == 'relation'
     model = unwrap_model(net)
@@ -67,25 +49,57 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     scheduler = make_lr_scheduler(cfg, optimizer, logger)
     checkpointer = Checkpointer(cfg, model, optimizer, scheduler, cfg.OUTPUT_DIR,
                                 save_to_disk=is_main, logger=logger)
-    paths = RunPaths(os.path.join(cfg.OUTPUT_DIR, PREFIX if relation else PREFIX + '_detector'))
-    if is_main:
-        paths.makedirs()
-    max_iter = cfg.SOLVER.MAX_ITER
-    schedule = SGBScheduleHook(scheduler, cfg, before=not relation, logger=logger)
-    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter, schedule)
+    run_validation = _validation(cfg, net, train_data, val_data, logger)
+    hooks = _hooks(cfg, model, optimizer, scheduler, checkpointer, train_data, val_data, device,
+                   mode, run_validation, header, plots, logger)
+    # every rank runs the loop (run_loop leaves the hooks that write to rank 0); rank 0
+    # alone speaks for the job (the CLI's final line)
+    state = TrainState(rank=get_rank(), world_size=get_world_size())
+    restored = _start(cfg, checkpointer, relation, state, logger)
+    if cfg.SOLVER.PRE_VAL:
+        # SGB: also on a resume and with TO_VAL off; its score feeds nothing
+        logger.info("Validate before training")
+        run_validation()
+    logger.info("Start training")
+    if restored is not None:
+        # the iteration-based sampler replays the draws before it and starts there
+        train_data.batch_sampler.start_iter = restored.state.iteration
+    # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
+    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16', argument='DTYPE "float16"')
+    step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
+                   norm_eval=norm_eval, autocast=autocast, scaler=scaler)
+    return fit(step, train_data, hooks, 0, None, state, max_iter=cfg.SOLVER.MAX_ITER,
+               restored=restored)
 
+
+def _validation(cfg, net, train_data, val_data, logger):
+    """``() -> (names, values)``: SGB's validation, its result logged."""
     zs = [zeroshot_triplets(cfg, train_data.dataset, val_data.dataset)]
 
     def run_validation():
         names, values = validation_metrics(cfg, net, val_data, zeroshot=zs, logger=logger)
         logger.info("Validation Result: %.4f", values[-1])
         return names, values
+    return run_validation
 
+
+def _hooks(cfg, model, optimizer, scheduler, checkpointer, train_data, val_data, device, mode,
+           run_validation, header, plots, logger):
+    """SGB's log line, schedule and periodic checkpoint among the default hooks."""
+    relation, is_main = mode == 'relation', get_rank() == 0
+    paths = RunPaths(os.path.join(cfg.OUTPUT_DIR, PREFIX if relation else PREFIX + '_detector'))
+    if is_main:
+        paths.makedirs()
+    max_iter = cfg.SOLVER.MAX_ITER
+    schedule = SGBScheduleHook(scheduler, cfg, before=not relation, logger=logger)
+    periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter, schedule)
     hooks = build_hooks(
         paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
         log_interval=0, num_batches=len(train_data), tensorboard_interval=20,
         plots=is_main and plots,
-        recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger)],
+        # the schedule and the periodic checkpoint after the validation (their slot)
+        recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger),
+                      schedule, periodic],
         validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
         val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
         samples_hook=val_samples_hook(cfg, model, getattr(val_data, 'dataset', None),
@@ -93,24 +107,21 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
         if is_main and plots and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
         tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '')
-    if not is_main:
-        hooks = [h for h in hooks if type(h).__name__ not in _MAIN_ONLY]
-    # after the validation (the plateau schedule reads it), before the periodic checkpoint
-    names = [type(h).__name__ for h in hooks]
-    at = names.index('ValidationHook' if 'ValidationHook' in names else 'SGBLogHook') + 1
-    hooks[at:at] = [schedule, periodic]
     periodic.hooks = hooks
+    return hooks
 
-    # every rank runs the loop; rank 0 alone speaks for the job (the CLI's final line)
-    state = TrainState(rank=get_rank(), world_size=get_world_size())
+
+def _start(cfg, checkpointer, relation, state, logger):
+    """SGB's start: the last checkpoint of ``OUTPUT_DIR`` (a :class:`Restored`), else the
+    starting weights loaded with a report (None)."""
     if checkpointer.has_checkpoint():
         extra = checkpointer.load(update_schedule=cfg.SOLVER.UPDATE_SCHEDULE_DURING_LOAD,
                                   restore_scheduler=cfg.SOLVER.RESTORE_SCHEDULER)
         state.iteration = int(extra.get('iteration', 0))
-        restore_hooks_state(hooks, {'extra': {'hooks': extra.get('hooks', {})}})
-        state.resumed_from = state.last_checkpoint = checkpointer.get_checkpoint_file()
-        logger.info('resumed from %s at iteration %d', state.resumed_from, state.iteration)
-    elif relation:
+        path = checkpointer.get_checkpoint_file()
+        logger.info('resumed from %s at iteration %d', path, state.iteration)
+        return Restored(path, {'extra': {'hooks': extra.get('hooks', {})}}, state)
+    if relation:
         # SGB loads partially (the relation head's own layers are in no detector file):
         # allowed and reported; the frozen detector must get something
         checkpointer.load(cfg.MODEL.PRETRAINED_DETECTOR_CKPT or None, with_optim=False,
@@ -119,19 +130,7 @@ def do_train(cfg, net, train_data, val_data, device, mode='relation', logger=Non
     else:
         checkpointer.load(cfg.MODEL.WEIGHT or None, with_optim=False, what='MODEL.WEIGHT',
                           fix=FIX_WEIGHT)
-    if cfg.SOLVER.PRE_VAL:
-        # SGB: also on a resume and with TO_VAL off; its score feeds nothing
-        logger.info("Validate before training")
-        run_validation()
-    logger.info("Start training")
-    if state.iteration:
-        # the iteration-based sampler replays the draws before it and starts there
-        train_data.batch_sampler.start_iter = state.resume_batch = state.iteration
-    # DTYPE "float16": apex AMP O1 in SGB (both tools), float16 autocast + GradScaler here
-    autocast, scaler = mixed_precision(device, cfg.DTYPE == 'float16', argument='DTYPE "float16"')
-    step = SGGStep(net, optimizer, cfg, device, eval_modules, clip=relation, logger=logger,
-                   norm_eval=norm_eval, autocast=autocast, scaler=scaler)
-    return fit(step, train_data, hooks, 0, None, state, max_iter=max_iter)
+    return None
 
 
 def _load_mapping(cfg):

@@ -3,21 +3,10 @@
 Every transform is called as ``t(img, boxes=None, labels=None) -> (img, boxes, labels)`` on an
 HWC BGR numpy image and ``[N, 4]`` boxes (x1, y1, x2, y2). Randomness comes from the global
 ``numpy.random`` exactly as in the reference (same calls, same order), so ``np.random.seed``
-reproduces the reference's draws.
-
-Fixed (crashes on NumPy >= 1.24): ``RandomSampleCrop`` drew its mode with
-``random.choice`` on a ragged tuple list; it now draws an index with ``random.randint(6)``,
-which is the very draw ``choice`` made, so seeded runs are unchanged.
-
-gluontrain addition: images without boxes (e.g. a VOC image whose objects are all
-``difficult``) pass through; the reference crashed on them (``overlap.min()`` of an empty
-array). ``RandomSampleCrop`` returns such an image uncropped.
-
-Kept as in the reference (documented, not fixed): ``RandomSampleCrop`` rejects a crop only
-when ``min IoU < min_iou and max IoU > max_iou``; with ``max_iou = inf`` that never happens,
-so the minimum-IoU modes act like free crops. ``RandomSampleCrop(fix_iou_constraint=True)``
-applies the intended SSD rule (reject when ``min IoU < min_iou or max IoU > max_iou``).
-"""
+reproduces the reference's draws. What is fixed (the mode draw on NumPy >= 1.24, images
+without boxes pass through uncropped) and what is kept (``RandomSampleCrop``'s IoU rule that
+never rejects; ``fix_iou_constraint=True`` applies the intended one): docs/faithfulness.md,
+"SSD300", "Deliberate differences"."""
 import cv2
 import numpy as np
 from numpy import random

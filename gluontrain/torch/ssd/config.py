@@ -1,12 +1,8 @@
 """SSD300 configurations of amdegroot/ssd.pytorch (``data/config.py``).
 
-Keys and values are the reference's, with one deliberate correction: COCO ``num_classes``.
-The reference sets it to 201, which matches neither COCO's 80 categories + background (81)
-nor anything else in that repository (its COCO label map has 80 entries); a 201-way
-classifier trains 120 classes that never appear as targets and wastes parameters. We use 81
-and keep the reference value as :data:`COCO_NUM_CLASSES_REFERENCE` for anyone who needs to
-load weights trained with the original setting.
-"""
+Keys and values are the reference's except COCO ``num_classes``: 81, not the reference's 201
+(docs/faithfulness.md, "SSD300", "Deliberate differences"), which is kept as
+:data:`COCO_NUM_CLASSES_REFERENCE` for weights trained with the original setting."""
 
 __all__ = ['MEANS', 'voc', 'coco', 'COCO_NUM_CLASSES_REFERENCE']
 

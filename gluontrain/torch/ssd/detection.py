@@ -1,21 +1,10 @@
 """SSD's test-time detection layer (``layers/functions/detection.py`` of ssd.pytorch).
 
-The reference ``Detect`` is a legacy ``torch.autograd.Function`` with an ``__init__`` and a
-non-static ``forward``, which modern PyTorch refuses to call; here it is a plain
-``nn.Module`` with the same constructor arguments (plus ``variance``, which the reference read
-from the VOC config) and the same output.
-
-The reference ends with a per-image "keep the top_k over all classes" step::
-
-    flt = output.contiguous().view(num, -1, 5)
-    _, idx = flt[:, :, 0].sort(1, descending=True)
-    _, rank = idx.sort(1)
-    flt[(rank < self.top_k).unsqueeze(-1).expand_as(flt)].fill_(0)
-
-It is a no-op: boolean-mask indexing returns a copy, so ``fill_`` never reaches ``output``
-(and the mask selects the best ``top_k``, the opposite of what it meant to clear). We return
-what the reference actually returns: up to ``top_k`` detections per class, not per image.
-"""
+The reference ``Detect`` is a legacy ``torch.autograd.Function`` that modern PyTorch refuses
+to call; here it is a plain ``nn.Module`` with the same constructor arguments (plus
+``variance``, which the reference read from the VOC config) and the same output: up to
+``top_k`` detections per class, as the reference's no-op final per-image top-k leaves them
+(docs/faithfulness.md, "SSD300", "Deliberate differences")."""
 import numpy as np
 import torch
 import torch.nn as nn

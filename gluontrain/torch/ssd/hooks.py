@@ -1,5 +1,5 @@
 """The hooks of the SSD300 recipe, by role: ssd.pytorch's LR steps
-(:class:`SSDScheduleHook`, the rate a pure function of the iteration: :func:`lr_at`), its
+(:class:`SSDScheduleHook`, the rate a pure function of the iteration), its
 ``iter N || Loss: x ||`` line (:class:`SSDLogHook`) and its periodic ``ssd300_*_N.pth``
 weights (:class:`SSDCheckpointHook`)."""
 from functools import partial
@@ -9,38 +9,13 @@ from ...core.loop import Hook
 from ...core.lr_scheduler import Schedule, ScheduleHook, step_factor
 from ..lr_scheduler import optimizer_setter
 
-__all__ = ['lr_at', 'SSDScheduleHook', 'SSDLogHook', 'SSDCheckpointHook']
-
-
-def lr_at(iteration, base_lr, gamma, lr_steps):
-    """ssd.pytorch's rate for the step with 0-based index ``iteration``.
-
-    The reference increments ``step_index`` when ``iteration in lr_steps`` *before* that
-    step, so the rate is ``base_lr * gamma ** #{s in lr_steps: s <= iteration}``
-    (:func:`~gluontrain.core.lr_scheduler.step_factor`). Computing it from the iteration
-    (instead of counting crossings) keeps it right after a resume, where the reference
-    restarts ``step_index`` at 0.
-
-    Parameters
-    ----------
-    iteration : int
-        0-based index of the step.
-    base_lr, gamma : float
-        ``--lr`` and ``--gamma``.
-    lr_steps : sequence of int
-        Iterations at which the rate is multiplied by ``gamma``.
-
-    Returns
-    -------
-    float
-    """
-    return base_lr * step_factor(iteration, lr_steps, gamma)
+__all__ = ['SSDScheduleHook', 'SSDLogHook', 'SSDCheckpointHook']
 
 
 class SSDScheduleHook(ScheduleHook):
-    """ssd.pytorch's LR steps (every rank): before step ``state.iteration`` every param group
-    gets :func:`lr_at` (the core's :class:`~gluontrain.core.lr_scheduler.ScheduleHook` over a
-    :class:`~gluontrain.core.lr_scheduler.Schedule` of base ``base_lr``).
+    """ssd.pytorch's LR steps (every rank): before step ``state.iteration`` (0-based) every
+    param group gets ``base_lr * gamma ** #{s in lr_steps: s <= iteration}``, which holds
+    after a resume (docs/faithfulness.md, "SSD300", "Deliberate differences").
 
     Parameters
     ----------

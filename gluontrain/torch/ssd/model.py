@@ -1,29 +1,10 @@
 """SSD300 (VGG16 base) as amdegroot/ssd.pytorch builds it, on plain modern PyTorch.
 
-The module tree mirrors ``ssd.py`` of the reference child for child, so ``state_dict()`` has
-the reference's 71 keys with the same shapes (26,285,486 parameters for 21 classes) and its
-checkpoints (``ssd300_mAP_77.43_v2.pth``) and base weights (``vgg16_reducedfc.pth``) load
-unchanged:
-
-- ``vgg``: ModuleList of the VGG16 layers (``vgg.0`` ... ``vgg.34``; convs at 0, 2, 5, 7, 10,
-  12, 14, 17, 19, 21, 24, 26, 28 and the dilated ``conv6`` at 31, ``conv7`` at 33),
-- ``L2Norm``: learnt per-channel scale (init 20) of the L2-normalised ``conv4_3`` output,
-- ``extras``: 8 convs (1x1 / 3x3 alternating, the 3x3 ones of the first two pairs stride 2),
-- ``loc`` / ``conf``: 3x3 heads on ``conv4_3``, ``conv7`` and every second extra layer,
-  ``[4, 6, 6, 6, 4, 4]`` boxes per location, 8732 priors in all.
-
-Fixed on the way (the reference no longer runs on modern PyTorch): no ``Variable(volatile)``
-and no legacy autograd ``Detect`` Function; the priors are a non-persistent buffer (they move
-with ``.to(device)`` but stay out of ``state_dict``); bad ``phase``/``size`` raise instead of
-printing and returning ``None``; ``load_weights`` does not accept every extension through
-``ext == '.pkl' or '.pth'``. Weights files load with a report of what loaded ("loaded 71 of
-71 tensors", missing / unexpected keys grouped, wrong shapes named): :func:`load_ssd_weights`
-(``--resume``), :func:`load_base_weights` (``--basenet``).
-
-gluontrain addition: ``width_mult`` scales every VGG / extra / head *input* channel count
-(never the box counts, the input size or the priors), so a CPU test or a bounded learnability
-run trains an SSD300 with the same keys and geometry at a fraction of the cost.
-"""
+The module tree mirrors the reference's ``ssd.py`` child for child (``vgg``, ``L2Norm``,
+``extras``, ``loc``, ``conf``), so ``state_dict()`` has its 71 keys (docs/faithfulness.md,
+"SSD300"). The priors are a non-persistent buffer; bad ``phase``/``size`` raise instead of
+printing and returning ``None``. ``width_mult`` (gluontrain's) scales every *input* channel
+count, never the box counts, the input size or the priors."""
 import contextlib
 import os
 
@@ -54,15 +35,8 @@ def _scaled(channels, width_mult):
 
 
 class L2Norm(nn.Module):
-    """Channel-wise L2 normalisation with a learnt per-channel scale (ParseNet).
-
-    Parameters
-    ----------
-    n_channels : int
-        Number of input channels (length of ``weight``).
-    scale : float
-        Initial value of every entry of ``weight`` (20 in SSD).
-    """
+    """Channel-wise L2 normalisation with a learnt per-channel scale (ParseNet), ``weight``
+    of ``n_channels`` initialised to ``scale`` (20 in SSD)."""
 
     def __init__(self, n_channels, scale):
         super().__init__()
@@ -77,56 +51,28 @@ class L2Norm(nn.Module):
         nn.init.constant_(self.weight, self.gamma)
 
     def forward(self, x):
-        """Normalise ``x`` [B, C, H, W] over C (eps added to the norm, as the reference)
-        and scale each channel by ``weight``."""
+        """Normalise ``x`` over C (eps added to the norm) and scale each channel."""
         norm = x.pow(2).sum(dim=1, keepdim=True).sqrt() + self.eps
         return self.weight.view(1, -1, 1, 1) * torch.div(x, norm)
 
 
 def conv4_3_end(base):
-    """Number of leading ``base`` layers that produce conv4_3's output (its ReLU included).
-
-    The reference hard-codes 23 (and ``vgg[21]`` for the conv); counting convs keeps the
-    index right when ``batch_norm`` adds a layer after every conv.
-
-    Parameters
-    ----------
-    base : sequence of nn.Module
-        Output of :func:`vgg_layers`.
-
-    Returns
-    -------
-    (int, nn.Conv2d)
-        The layer count and the conv4_3 conv itself.
-    """
+    """``(count, conv)``: the number of leading ``base`` layers that produce conv4_3's output
+    (its ReLU included) and the conv itself. Counted, not the reference's hard-coded 23, so
+    that ``batch_norm`` layers keep it right."""
     conv = [i for i, m in enumerate(base) if isinstance(m, nn.Conv2d)][_CONV4_3_INDEX]
     relu = next(i for i in range(conv + 1, len(base)) if isinstance(base[i], nn.ReLU))
     return relu + 1, base[conv]
 
 
 def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0, batch_norm=False):
-    """The reference's ``vgg(cfg, 3)``: VGG16 up to conv5_3, then pool5, conv6 (dilated
-    3x3, 1024 channels), ReLU, conv7 (1x1), ReLU.
+    """The reference's ``vgg(cfg, 3)``: VGG16 up to conv5_3, pool5, conv6 (dilated 3x3, 1024
+    channels), ReLU, conv7 (1x1), ReLU; 35 layers in the reference's order (48 with
+    ``batch_norm``), their indices the ``vgg.<i>`` keys.
 
-    Parameters
-    ----------
-    cfg : list
-        Channel counts and pool markers (``'M'``, ``'C'`` for ceil mode).
-    in_channels : int
-        Image channels.
-    width_mult : float
-        gluontrain addition: multiplies every channel count.
-    batch_norm : bool
-        The reference's ``vgg(cfg, i, batch_norm=True)``: a BatchNorm2d after each of the 13
-        VGG16 convs (not conv6/conv7). ssd.pytorch never builds it (its hard-coded conv4_3
-        index would be wrong); gluontrain uses it to train from scratch without ImageNet
-        weights.
-
-    Returns
-    -------
-    list of nn.Module
-        35 layers for :data:`BASE_CFG` (48 with ``batch_norm``), in the reference's order
-        (its indices are the ``vgg.<i>`` state_dict keys).
+    ``width_mult`` (gluontrain's) multiplies every channel count. ``batch_norm``: the
+    reference's ``vgg(..., batch_norm=True)``, a BatchNorm2d after each of the 13 VGG16 convs,
+    which ssd.pytorch never builds; gluontrain's for training from scratch.
     """
     layers = []
     for v in cfg:
@@ -152,24 +98,9 @@ def vgg_layers(cfg=BASE_CFG, in_channels=3, width_mult=1.0, batch_norm=False):
 
 
 def extra_layers(cfg=EXTRAS_CFG, in_channels=1024, width_mult=1.0):
-    """The reference's ``add_extras(cfg, 1024)``: kernels alternate 1x1 / 3x3; an ``'S'``
-    makes the following conv stride 2 with padding 1. No ReLUs here (``SSD.forward``
-    applies them).
-
-    Parameters
-    ----------
-    cfg : list
-        Channel counts and ``'S'`` markers.
-    in_channels : int
-        Channels of conv7 (already scaled by the caller).
-    width_mult : float
-        gluontrain addition: multiplies every channel count.
-
-    Returns
-    -------
-    list of nn.Conv2d
-        8 convs for :data:`EXTRAS_CFG`.
-    """
+    """The reference's ``add_extras(cfg, 1024)``: 8 convs alternating 1x1 / 3x3, ``'S'`` makes
+    the next one stride 2 with padding 1; no ReLUs (``SSD.forward`` applies them).
+    ``in_channels``: conv7's, already scaled."""
     layers, stride2 = [], False
     for v in cfg:
         if v == 'S':
@@ -184,24 +115,8 @@ def extra_layers(cfg=EXTRAS_CFG, in_channels=1024, width_mult=1.0):
 
 
 def multibox(vgg, extras, cfg=MBOX_CFG, num_classes=21):
-    """The ``loc`` and ``conf`` 3x3 heads on conv4_3 (vgg[21]), conv7 (vgg[-2]) and every
-    second extra layer.
-
-    Parameters
-    ----------
-    vgg, extras : list of nn.Module
-        Outputs of :func:`vgg_layers` and :func:`extra_layers`.
-    cfg : list of int
-        Boxes per location for each source.
-    num_classes : int
-        Classes including background.
-
-    Returns
-    -------
-    (list of nn.Conv2d, list of nn.Conv2d)
-        ``loc`` layers (``boxes * 4`` outputs) and ``conf`` layers
-        (``boxes * num_classes`` outputs).
-    """
+    """``(loc, conf)`` lists of 3x3 heads (``boxes * 4`` and ``boxes * num_classes`` outputs)
+    on conv4_3, conv7 and every second extra layer; ``cfg``: boxes per location per source."""
     sources = [conv4_3_end(vgg)[1].out_channels, vgg[-2].out_channels]
     sources += [layer.out_channels for layer in extras[1::2]]
     loc = [nn.Conv2d(c, boxes * 4, kernel_size=3, padding=1) for c, boxes in zip(sources, cfg)]
@@ -223,21 +138,9 @@ def _add_test_layers(model):
 class SSD(nn.Module):
     """Single Shot MultiBox Detector with a VGG16 base (use :func:`build_ssd`).
 
-    Parameters
-    ----------
-    phase : {'train', 'test'}
-        ``'train'`` returns raw head outputs; ``'test'`` runs softmax and ``Detect``.
-    size : int
-        Input side (300).
-    base, extras : list of nn.Module
-        VGG and extra layers.
-    head : (list, list)
-        ``loc`` and ``conf`` layers.
-    num_classes : int
-        Classes including background.
-    cfg : dict, optional
-        Prior configuration; default as the reference, ``config.voc`` when
-        ``num_classes == 21`` else ``config.coco``.
+    ``phase`` ``'train'`` returns raw head outputs, ``'test'`` runs softmax and ``Detect``;
+    ``cfg``: prior configuration, default the reference's (``config.voc`` when
+    ``num_classes == 21``, else ``config.coco``).
     """
 
     def __init__(self, phase, size, base, extras, head, num_classes, cfg=None):
@@ -264,20 +167,10 @@ class SSD(nn.Module):
             _add_test_layers(self)
 
     def forward(self, x):
-        """Run the network on a batch.
+        """Run the network on ``x`` ``[B, 3, 300, 300]`` (BGR, mean subtracted).
 
-        Parameters
-        ----------
-        x : torch.Tensor
-            Images [B, 3, 300, 300] (BGR order is what the released weights expect, after
-            mean subtraction).
-
-        Returns
-        -------
-        tuple or torch.Tensor
-            ``'train'``: ``(loc [B, P, 4], conf [B, P, num_classes], priors [P, 4])`` with
-            P = 8732 at 300 px. ``'test'``: ``Detect``'s ``[B, num_classes, 200, 5]``
-            (score, x1, y1, x2, y2) on the softmax of ``conf``.
+        Returns ``'train'``: ``(loc [B, P, 4], conf [B, P, num_classes], priors [P, 4])``,
+        P = 8732; ``'test'``: ``Detect``'s ``[B, num_classes, 200, 5]`` (score, x1, y1, x2, y2).
         """
         sources, loc, conf = [], [], []
         for k in range(self.conv4_3_end):
@@ -302,18 +195,8 @@ class SSD(nn.Module):
         return loc, conf, self.priors
 
     def load_weights(self, base_file):
-        """Load a full SSD state_dict (``.pth`` / ``.pkl``) onto the CPU, strictly, reporting
-        what loaded (:func:`load_ssd_weights`).
-
-        Parameters
-        ----------
-        base_file : str
-            Checkpoint path (e.g. ``ssd300_mAP_77.43_v2.pth``).
-
-        Returns
-        -------
-        gluontrain.core.load_report.LoadReport
-        """
+        """Load a full SSD state_dict (``.pth`` / ``.pkl``) strictly; the
+        :func:`load_ssd_weights` report."""
         ext = os.path.splitext(base_file)[1]
         # the reference's test `ext == '.pkl' or '.pth'` was always true
         if ext not in ('.pkl', '.pth'):
@@ -324,16 +207,8 @@ class SSD(nn.Module):
 @contextlib.contextmanager
 def test_phase(net):
     """Run ``net`` (an :class:`SSD`, or DDP/DataParallel around one) as ``build_ssd('test')``
-    builds it, in eval mode and without gradients, then restore its phase and mode.
-
-    A net built in 'train' phase gets its ``softmax`` and ``Detect`` here (they hold no
-    parameters): conf 0.01, NMS 0.45, top 200, as the reference's test phase.
-
-    Yields
-    ------
-    SSD
-        The unwrapped model; ``model(images)`` returns ``[B, num_classes, 200, 5]``.
-    """
+    builds it, in eval mode without gradients; yield the unwrapped model, then restore its
+    phase and mode. A 'train' net gets ``softmax`` and ``Detect`` here (no parameters)."""
     model = net.module if hasattr(net, 'module') else net
     if not hasattr(model, 'detect'):
         _add_test_layers(model)
@@ -349,29 +224,17 @@ def test_phase(net):
 
 
 def build_ssd(phase, size=300, num_classes=21, width_mult=1.0, cfg=None, batch_norm=False):
-    """Build the reference's SSD300.
+    """Build the reference's SSD300 (``size`` 300 only; ``num_classes`` with background).
 
     Parameters
     ----------
-    phase : {'train', 'test'}
-        Output mode of ``forward``.
-    size : int
-        Input side; only 300 is supported (as in the reference).
-    num_classes : int
-        Classes including background (21 for VOC, 81 for COCO).
     width_mult : float
-        gluontrain addition (default 1 = the reference): multiplies every VGG, extra and
-        head input channel count. Box counts, input size and priors are unchanged, so the
-        state_dict keys are the same (shapes are smaller).
+        gluontrain's (1 = the reference): multiplies every VGG, extra and head input channel
+        count; the state_dict keys stay the same.
     cfg : dict, optional
         Prior configuration (default: the reference's choice, see :class:`SSD`).
     batch_norm : bool
-        gluontrain addition (default False = the reference): VGG16 base with BatchNorm,
-        see :func:`vgg_layers`. The ``vgg.<i>`` keys then differ from ssd.pytorch's.
-
-    Returns
-    -------
-    SSD
+        gluontrain's (False = the reference): see :func:`vgg_layers`; ``vgg.<i>`` keys differ.
     """
     if phase not in ('train', 'test'):
         raise ValueError("phase must be 'train' or 'test', got {!r}".format(phase))
@@ -392,20 +255,9 @@ def _xavier_zero(m):
 
 
 def init_weights(net):
-    """train.py's ``weights_init`` on the layers new to SSD: Xavier-uniform weights and zero
-    biases of every conv in ``extras``, ``loc`` and ``conf`` (``vgg`` and ``L2Norm`` are
-    left alone: the base comes from :func:`load_base_weights`).
-
-    Parameters
-    ----------
-    net : SSD
-        The network, initialised in place (seed ``torch`` first for reproducibility).
-
-    Returns
-    -------
-    SSD
-        ``net``.
-    """
+    """train.py's ``weights_init``: Xavier-uniform weights and zero biases of every conv in
+    ``extras``, ``loc`` and ``conf``, in place (the base comes from :func:`load_base_weights`);
+    returns ``net``."""
     with torch.no_grad():
         for layers in (net.extras, net.loc, net.conf):
             layers.apply(_xavier_zero)
@@ -424,32 +276,20 @@ BASENET_FIX = ("pass ssd.pytorch's vgg16_reducedfc.pth (keys 0.weight ... 33.bia
 
 
 def load_ssd_weights(net, path, what='--resume', logger=None):
-    """Load a whole-SSD ``state_dict`` file strictly (every tensor, nothing else), as
-    ssd.pytorch's ``ssd_net.load_weights(args.resume)``, and report what loaded.
+    """Load a whole-SSD ``state_dict`` file strictly (ssd.pytorch's
+    ``ssd_net.load_weights(args.resume)``) and return the :class:`LoadReport`.
 
-    Parameters
-    ----------
-    net : SSD
-        DDP / DataParallel wrappers are unwrapped; a ``module.`` prefix in the file is
-        stripped.
-    path : str
-    what : str, default '--resume'
-        The argument the file came from, to start error messages.
-    logger : logging.Logger, optional
-        Receives the report (default: ``gluontrain.torch.weights``).
-
-    Returns
-    -------
-    gluontrain.core.load_report.LoadReport
+    ``net``'s DDP / DataParallel wrapper and a ``module.`` prefix in the file are stripped;
+    ``what`` starts error messages; ``logger`` receives the report (default
+    ``gluontrain.torch.weights``).
 
     Raises
     ------
     FileNotFoundError
         ``path`` does not exist.
     WeightsLoadError
-        Empty, truncated, hostile or non-torch file; a file of another network (nothing
-        loads: the message says what it looks like) or one that does not fill the net
-        exactly (missing, unexpected or wrong-shape tensors named). Nothing is loaded then.
+        Unreadable, hostile or foreign file, or one that does not fill the net exactly (the
+        message names what it looks like or the tensors); nothing is loaded then.
     """
     state = read_weights_file(path, what, RESUME_FIX)
     return load_state_dict_reported(net, state, path, what, RESUME_FIX, ignore=(),
@@ -457,31 +297,11 @@ def load_ssd_weights(net, path, what='--resume', logger=None):
 
 
 def load_base_weights(net, path, logger=None):
-    """Load ssd.pytorch's ``vgg16_reducedfc.pth`` (keys ``0.weight`` ... ``33.bias``) into
-    ``net.vgg``, strictly, as train.py does, and report what loaded.
+    """Load ssd.pytorch's ``vgg16_reducedfc.pth`` (``width_mult`` 1) into ``net.vgg``
+    strictly, as train.py; the report is appended to ``net.load_reports``; returns ``net``.
 
-    Parameters
-    ----------
-    net : SSD
-        Target network (``width_mult`` must be 1 for the published file).
-    path : str
-        The base weights file.
-    logger : logging.Logger, optional
-        Receives the report (default: ``gluontrain.torch.weights``).
-
-    Returns
-    -------
-    SSD
-        ``net``; the report is appended to ``net.load_reports`` (the recipe logs it at the
-        top of the training log).
-
-    Raises
-    ------
-    FileNotFoundError
-        When ``path`` does not exist (the message names it and where to get it).
-    WeightsLoadError
-        A file that does not fill ``net.vgg`` exactly (one line naming the file, what it
-        looks like or the first keys, and the fix); nothing is loaded then.
+    Raises ``FileNotFoundError`` (naming where to get it) or ``WeightsLoadError`` (a file
+    that does not fill ``net.vgg`` exactly; nothing is loaded), as :func:`load_ssd_weights`.
     """
     state = read_weights_file(path, '--basenet', BASENET_FIX)
     report = load_state_dict_reported(net.vgg, state, path, '--basenet', BASENET_FIX,

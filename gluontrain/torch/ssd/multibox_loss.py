@@ -1,26 +1,15 @@
 """SSD's MultiBox loss with hard negative mining (``layers/modules/multibox_loss.py``).
 
-Same arguments, defaults and numbers as amdegroot/ssd.pytorch, with these fixes:
-
-- ``loss_c[pos] = 0`` ran on the ``(B*P, 1)`` tensor before ``.view(B, P)`` and raises an
-  ``IndexError`` on modern PyTorch; we reshape first, which is what it meant.
-- The loss was divided by ``N`` = number of positives, inf/nan when a batch has none. We
-  divide by ``max(N, 1)``. With no positive in an image the reference formula mines
-  ``num_neg = 3 * 0 = 0`` negatives, which we keep: such an image contributes nothing to
-  either loss (no background supervision either), and a batch without positives gives two
-  zero losses (with zero gradients) instead of nan.
-- The reference raises on an image without ground truth; it gets all-background targets
-  (and so, by the rule above, no loss).
-- Ties in the negatives' ranking: the reference's unstable ``sort`` leaves them to the
-  implementation; we rank as a stable sort does (equal losses by prior index).
-- ``variance`` is an argument (the reference read the COCO config's, ``(0.1, 0.2)``, which
-  is the default) and ``use_gpu`` is accepted but unused: targets follow ``loc``'s device.
+Same arguments, defaults and numbers as amdegroot/ssd.pytorch; its fixes (reshape before
+``loss_c[pos] = 0``, division by ``max(N, 1)``, all-background targets for an image without
+ground truth, stable tie order): docs/faithfulness.md, "SSD300", "Deliberate differences".
+``variance`` is an argument (the reference read the COCO config's, ``(0.1, 0.2)``, the
+default) and ``use_gpu`` is accepted but unused: targets follow ``loc``'s device.
 
 The targets of the whole batch are matched at once by
 :func:`~gluontrain.torch.ssd.box_utils.match_batch` (bit-identical to per-image ``match``),
 and the mining's double argsort is replaced by a partial selection with the same result
-(see :func:`_first_ranked`).
-"""
+(see :func:`_first_ranked`)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

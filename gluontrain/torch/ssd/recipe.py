@@ -1,14 +1,5 @@
-"""The SSD300 recipe (ssd.pytorch's train.py and eval.py) on gluontrain's loop and hooks:
-``parse_args`` (:mod:`.args`), ``get_dataset``, ``get_dataloader``, ``get_net``, ``train``,
-``validate``, ``save_params`` and ``main``.
-
-ssd.pytorch trains by iterations: ``max_iter`` steps over a batch iterator, the LR divided by
-10 (``gamma``) when the iteration index reaches each of ``lr_steps``, weights saved every 5000
-iterations. Here the loop runs passes over the DataLoader (re-created each pass: the
-reference never re-creates its iterator and dies with StopIteration after one epoch) with
-the loop's own iteration budget (``run_loop(max_iter=...)``); :class:`.hooks.SSDScheduleHook`
-does the LR steps, :class:`.hooks.SSDLogHook` the reference's log line and
-:class:`.hooks.SSDCheckpointHook` its periodic saves.
+"""The SSD300 recipe (ssd.pytorch's train.py and eval.py) on gluontrain's loop and hooks
+(docs/recipes.md, "The recipes"; docs/faithfulness.md, "SSD300 (amdegroot/ssd.pytorch, ...)").
 """
 import os
 import warnings
@@ -17,10 +8,10 @@ import torch
 
 from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_input_file, check_output_dir
-from ...core.defaults import RunPaths, build_hooks
+from ...core.defaults import Restored, RunPaths, build_hooks, fit
 from ...core.distributed import RankStateHook, SetEpochHook
-from ...core.hooks import hooks_state_dict, restore_hooks_state
-from ...core.loop import Period, TrainState, fit
+from ...core.hooks import hooks_state_dict
+from ...core.loop import Period, TrainState
 from ...core.meters import LossMeter
 from ...core.voc_eval import VOCEvaluator
 from ...core.writers import save_best_and_interval
@@ -28,8 +19,8 @@ from ...data import checks
 from ..batchify import Pad, Stack, Tuple
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           save_weights, set_torch_rng_states)
-from ..distributed import (ShardSampler, TorchComm, cleanup, convert_sync_batchnorm, get_rank,
-                           get_world_size, init_distributed, wrap_ddp)
+from ..distributed import (process_group, ShardSampler, TorchComm, convert_sync_batchnorm,
+                           get_rank, get_world_size, wrap_ddp)
 from ..optim import SGD
 from ..parallel import get_devices
 from ..passes import PassPositionHook, distributed_shuffled_loader, preserved_rng, shuffled_loader
@@ -53,13 +44,8 @@ COCO_DEFAULT_ROOT = os.path.join('~', 'data', 'coco')
 
 
 def get_dataset(dataset, args):
-    """Training dataset (SSDAugmentation), validation dataset and metric.
-
-    VOC: VOC2007+2012 trainval for training, VOC2007 test with VOC07 11-point mAP (eval.py's
-    protocol); COCO: train2017, and no validation (ssd.pytorch has no COCO evaluation).
-    Writes nothing into ``args`` (the config dict is ``args.cfg``, derived from
-    ``--dataset``).
-    """
+    """Training dataset (SSDAugmentation), validation dataset and metric: VOC2007+2012
+    trainval and VOC2007 test (VOC07 mAP); COCO train2017 without validation."""
     from .augmentations import BaseTransform, SSDAugmentation  # noqa: E501  pylint: disable=import-outside-toplevel
     from ..data import COCODetection, VOCDetection, VOCEvalDataset  # noqa: E501  pylint: disable=import-outside-toplevel
     if dataset == 'VOC':
@@ -83,26 +69,9 @@ def get_dataset(dataset, args):
 
 
 def get_dataloader(net, train_dataset, val_dataset, data_shape, batch_size, num_workers, args):
-    """Shuffled training loader (:func:`gluontrain.torch.passes.shuffled_loader`: the same
-    draws and batches as ``shuffle=True``, resumable inside a pass) with gluontrain's ``Tuple(Stack(), Pad(pad_val=-1))``
-    collation (ssd.pytorch's ``detection_collate`` is in :mod:`.data`), and the eval loader.
-
-    ``net`` and ``data_shape`` are ignored (the contract allows it): the transforms were
-    fixed to 300 x 300 by :func:`get_dataset` and need no network. The loaders' public
-    ``dataset`` attributes are what :func:`train` reads. Batches go to pinned memory
-    when training on CUDA (``pin_memory=True`` as the reference; the step copies them with
-    ``non_blocking``), and with ``--persistent_workers true`` and ``num_workers > 0`` the
-    worker processes live across passes.
-
-    Under ``torchrun`` (more than one process) ``batch_size`` stays the global batch, as
-    ssd.pytorch's ``DataParallel`` splits ``--batch_size`` over its GPUs (and GluonCV's
-    ``--horovod`` over its ranks): each process loads ``batch_size / WORLD_SIZE`` images a
-    step (a batch size that does not divide is refused). The training loader deals each pass
-    out in disjoint shards (:func:`~gluontrain.torch.passes.distributed_shuffled_loader`,
-    seeded by ``--seed``, default 0) and the evaluation loader gives each rank every
-    ``WORLD_SIZE``-th image (:class:`~gluontrain.torch.distributed.ShardSampler`; the
-    detections are gathered for the mAP).
-    """
+    """The shuffled training loader (resumable inside a pass; sharded under ``torchrun``,
+    ``batch_size`` the global batch) and the eval loader; ``net`` and ``data_shape`` are
+    ignored (docs/recipes.md; docs/distributed.md, "SSD300 (ssd.pytorch) with torchrun")."""
     options = dict(num_workers=num_workers, pin_memory=loader_pins(args),
                    persistent_workers=bool(getattr(args, 'persistent_workers', False)) and
                    num_workers > 0)
@@ -136,13 +105,8 @@ def loader_pins(args):
 
 
 def get_net(args, ctx):
-    """SSD300 in train phase: the VGG base from ``--basenet`` (in ``--save_folder``, as the
-    reference looks for it), or with ``--basenet ''`` a VGG base initialised Kaiming-normal
-    (fan_out, zero bias, as torchvision's VGG); Xavier-uniform extras and heads.
-    ``--batch_norm true`` (from scratch only) puts a BatchNorm after every VGG16 conv.
-
-    Returns ``(net, net)``: the contract's ``(net, async_net)`` pair (no SyncBN split here).
-    """
+    """SSD300 in train phase, the VGG base from ``--save_folder``/``--basenet`` (``''``: from
+    scratch, docs/faithfulness.md "SSD300"); returns ``(net, net)``."""
     from .model import build_ssd, init_weights, load_base_weights  # noqa: E501  pylint: disable=import-outside-toplevel
     net = build_ssd('train', args.cfg['min_dim'], args.cfg['num_classes'],
                     width_mult=args.width_mult, batch_norm=args.batch_norm)
@@ -164,12 +128,8 @@ def get_net(args, ctx):
 
 
 def get_contexts(args):
-    """``[cuda:LOCAL_RANK]`` when ``--cuda`` (``cuda:0`` alone; refusing clearly when there is
-    no CUDA device), else CPU.
-
-    On CUDA sets ``torch.backends.cudnn.benchmark = True`` as ssd.pytorch's train.py does
-    (fixed 300 x 300 inputs: cuDNN's autotuned kernels pay off).
-    """
+    """``[cuda:LOCAL_RANK]`` when ``--cuda`` (with ``cudnn.benchmark``, as the reference), else
+    CPU."""
     if args.cuda:
         if not torch.cuda.is_available():
             raise ValueError('--cuda true but torch sees no CUDA device; pass --cuda false to '
@@ -180,9 +140,8 @@ def get_contexts(args):
 
 
 def check_syncbn(args, device):
-    """Refuse ``--syncbn`` where it cannot work, before any data is read: without
-    ``--batch_norm true`` there is no BatchNorm to synchronise, and on the CPU torch's
-    SyncBatchNorm does not run."""
+    """Refuse ``--syncbn`` without ``--batch_norm true`` or on the CPU, before any data is read.
+    """
     if not getattr(args, 'syncbn', False):
         return
     if not args.batch_norm:
@@ -195,13 +154,8 @@ def check_syncbn(args, device):
 
 
 def check_args(args):
-    """Refuse, before anything is read or built, an output folder that cannot be made and a
-    ``--start_iter`` past the iteration budget (the reference trains nothing and exits 0).
-
-    Raises
-    ------
-    ValueError
-    """
+    """Refuse (``ValueError``), before anything is read or built, an output folder that cannot
+    be made and a ``--start_iter`` past the iteration budget."""
     check_output_dir(args.save_folder, '--save_folder')
     if args.resume:
         check_input_file(args.resume, '--resume', 'pass the ssd300_{}_last.ckpt a run wrote in '
@@ -222,39 +176,26 @@ def check_args(args):
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):
-    """GluonCV-style weights files for the common interface: ``{prefix}_best.pth`` when the
-    score beats ``best_map[0]`` (appending to ``{prefix}_best_map.log``) and
-    ``{prefix}_{epoch:04d}_{map:.4f}.pth`` every ``save_interval`` (here: iterations)."""
+    """GluonCV's ``save_params`` with ``.pth`` files, indexed by iteration (docs/recipes.md)."""
     save_best_and_interval(lambda path: save_weights(path, net), best_map, current_map,
                            epoch, save_interval, prefix, '.pth')
 
 
 def validate(net, val_data, ctx, eval_metric, comm=None, detections_of=None):
-    """VOC07 11-point mAP as ssd.pytorch's eval.py computes it.
-
-    The net runs in test phase (softmax + Detect: conf 0.01, NMS 0.45, top 200); every
-    detection with a positive score is scaled to its image's pixel size, shifted by +1 and
-    rounded as eval.py's results file holds it (:func:`.detection.results_file_values`), and
-    matched against the annotation's boxes; ``eval_metric`` ranks each class as eval.py
-    (``VOCEvaluator(score_sort='numpy')``, :func:`get_dataset`'s).
+    """VOC07 11-point mAP as ssd.pytorch's eval.py computes it (docs/faithfulness.md, "SSD300":
+    evaluation as ``eval.py``).
 
     Parameters
     ----------
     val_data : iterable
-        Batches ``(images, gts, sizes)`` from :class:`.recipe.VOCEvalDataset` via the loader:
-        ``gts`` padded ``[B, M, 6]`` (x1, y1, x2, y2 as in the XML, label, difficult; -1 rows
-        are padding), ``sizes`` ``[B, 2]`` (height, width).
+        Batches ``(images, gts [B, M, 6] padded with -1, sizes [B, 2] (height, width))``.
     ctx : list of torch.device
     eval_metric : gluontrain.core.voc_eval.VOCEvaluator
     comm : gluontrain.core.distributed.Comm, optional
-        In a distributed run each rank scores its share of the split (``val_data``'s sampler
-        lists the dataset indices, a :class:`~gluontrain.torch.distributed.ShardSampler`);
-        the per-image detections are gathered, put back in dataset order and scored on rank
-        0, and every rank returns rank 0's result: the whole split's mAP, as one process.
+        Each rank scores its ``ShardSampler`` share; rank 0 scores all in dataset order.
     detections_of : dict, optional
-        ``{dataset index: None}``: filled with ``(labels, scores, boxes)`` of those images
-        (pixels, 0-based, as :func:`.plots.detect` returns them) where this process scored
-        them, ``None`` elsewhere; the samples picture draws them instead of a second forward.
+        ``{dataset index: None}``, filled with those images' pixel ``(labels, scores, boxes)``
+        where this process scored them (the samples picture draws them).
 
     Returns
     -------
@@ -315,40 +256,26 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     Parameters
     ----------
     net : SSD
-        From :func:`.model.build_ssd` in 'train' phase (weights initialised or loaded).
+        In 'train' phase (weights initialised or loaded).
     train_data : DataLoader
         Batches ``(images [B,3,300,300], targets [B,M,5] padded with -1)``.
     val_data : DataLoader or None
-        See :func:`validate`; ``None`` skips validation (COCO: ssd.pytorch has no COCO eval).
+        See :func:`validate`; ``None`` skips validation (COCO).
     eval_metric : VOCEvaluator or None
     ctx : list of torch.device
-        Training runs on ``ctx[0]``: one device per process (alone on CUDA with several
-        visible GPUs: ``DataParallel`` over all of them, as ssd.pytorch). Under ``torchrun``
-        the net is wrapped in ``DistributedDataParallel`` (``--syncbn``: SyncBatchNorm
-        first); rank 0 logs and writes every file, every rank validates its share of the
-        split.
+        Training runs on ``ctx[0]`` (DDP under ``torchrun``, else ``DataParallel`` over
+        several visible GPUs).
     args : argparse.Namespace
-        From :func:`.args.parse_args`; ``args.cfg`` holds the config dict.
+        ``args.cfg`` holds the config dict.
 
     Returns
     -------
     TrainState
     """
     from .multibox_loss import MultiBoxLoss  # pylint: disable=import-outside-toplevel
-    from .plots import SAMPLE_IMAGES, val_samples_hook  # pylint: disable=import-outside-toplevel
     cfg, device = args.cfg, ctx[0]
     comm = TorchComm()
-    net.to(device)
-    net.train()
-    if getattr(args, 'syncbn', False):
-        net = convert_sync_batchnorm(net, device=device)
-    # the step trains the DDP wrapper (gradients averaged over ranks); validation, pictures
-    # and files use the bare net
-    train_net = wrap_ddp(net, device)
-    if comm.world_size == 1 and device.type == 'cuda' and torch.cuda.device_count() > 1:
-        # ssd.pytorch's train.py: one process, DataParallel over every visible GPU (the
-        # loss keeps the first P of the priors DataParallel concatenates)
-        train_net = torch.nn.DataParallel(net)
+    net, train_net = _train_net(net, device, args, comm)
     optimizer = SGD(net.parameters(), lr=args.lr, momentum=args.momentum,
                     weight_decay=args.weight_decay)
     criterion = MultiBoxLoss(cfg['num_classes'], 0.5, True, 0, True, 3, 0.5, False,
@@ -356,9 +283,6 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
     if comm.is_main:
         os.makedirs(args.save_folder, exist_ok=True)
     paths = RunPaths(os.path.join(args.save_folder, 'ssd300_{}'.format(args.dataset)))
-    meter = LossMeter(LOSS_NAMES)
-    max_iter = args.max_iter or cfg['max_iter']
-    lr_steps = [int(s) for s in args.lr_steps.split(',')] if args.lr_steps else cfg['lr_steps']
 
     def save_full(st, hooks_state):
         # at the end of a pass, or of the run (possibly inside a pass: PassPositionHook's
@@ -367,7 +291,45 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
                                st.iteration, st.best, args,
                                extra={'hooks': hooks_state, 'world_size': comm.world_size})
 
+    hooks = _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths,
+                   save_full, comm)
+    restored = _restore(args, net, optimizer, comm)
+    state = fit(SSDStep(train_net, criterion, optimizer, device, getattr(args, 'amp', False)),
+                train_data, hooks, args.start_iter // max(len(train_data), 1), None,
+                TrainState(iteration=args.start_iter), max_iter=args.max_iter or cfg['max_iter'],
+                comm=comm, restored=restored)
+    for hook in hooks:
+        if isinstance(hook, RankStateHook):
+            hook.collect()  # every rank's state at the end, for rank 0's last checkpoint
+    if comm.is_main:
+        # the reference's final file: save_folder + dataset + '.pth'
+        save_weights(os.path.join(args.save_folder, args.dataset + '.pth'), net)
+        state.last_checkpoint = save_full(state, hooks_state_dict(hooks))
+    comm.barrier()
+    return state
+
+
+def _train_net(net, device, args, comm):
+    """``(net, train_net)``: the bare net (validation, pictures, files) and what the step
+    trains: DDP, or alone on several GPUs ``DataParallel`` (the loss keeps the first P of the
+    priors it concatenates)."""
+    net.to(device)
+    net.train()
+    if getattr(args, 'syncbn', False):
+        net = convert_sync_batchnorm(net, device=device)
+    train_net = wrap_ddp(net, device)
+    if comm.world_size == 1 and device.type == 'cuda' and torch.cuda.device_count() > 1:
+        train_net = torch.nn.DataParallel(net)
+    return net, train_net
+
+
+def _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths, save_full,
+           comm):
+    """SSD's hooks (pass position, schedule, log line, periodic file) and the default ones."""
+    from .plots import SAMPLE_IMAGES, val_samples_hook  # pylint: disable=import-outside-toplevel
     batch_sampler = getattr(train_data, 'batch_sampler', None)
+    lr_steps = [int(s) for s in args.lr_steps.split(',')] if args.lr_steps \
+        else args.cfg['lr_steps']
     recipe_hooks = [PassPositionHook(batch_sampler)]
     if comm.world_size > 1:
         recipe_hooks.append(SetEpochHook(batch_sampler))
@@ -379,18 +341,17 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             '{}_{}.pth'.format(paths.prefix, index), net))]
     # what the weights files filled, at the top of the log: --basenet (get_net) and a
     # weights-only --resume, loaded here before the hooks copy the header (it draws no
-    # random numbers; a checkpoint is restored after the hooks are built, as before)
+    # random numbers; a checkpoint is restored after the hooks are built)
     header = [str(args)] + [r.format() for r in getattr(net, 'load_reports', ())]
-    resume_kind = ckpt_io.file_kind(args.resume) if args.resume else None
-    if resume_kind == ckpt_io.TORCH_WEIGHTS:
+    if args.resume and ckpt_io.file_kind(args.resume) == ckpt_io.TORCH_WEIGHTS:
         header.append(load_ssd_weights(net, args.resume).format())
     # the samples picture's images: validation keeps their detections for it (an args
     # namespace built by hand, without --plots, draws them as the default does)
     plots = getattr(args, 'plots', True)
     pictured = dict.fromkeys(range(SAMPLE_IMAGES)) if plots else None
-    hooks = build_hooks(
-        paths, meter, header=header, batch_size=args.batch_size, log_interval=0,
-        num_batches=len(train_data), recipe_hooks=recipe_hooks,
+    return build_hooks(
+        paths, LossMeter(LOSS_NAMES), header=header, batch_size=args.batch_size,
+        log_interval=0, num_batches=len(train_data), recipe_hooks=recipe_hooks,
         validate_fn=None if val_data is None else (
             lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric, comm, pictured)),
         val_period=Period(iterations=args.val_interval, at_max_iter=True),
@@ -398,13 +359,20 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
             net, best, current, index, interval, paths.prefix),
         best_after='validation', checkpoint_fn=save_full,
         samples_hook=val_samples_hook(net, getattr(val_data, 'dataset', None),
-                                      paths.val_samples, device, SAMPLE_IMAGES,
+                                      paths.val_samples, ctx[0], SAMPLE_IMAGES,
                                       detections=pictured) if plots else None,
         plots=plots,
         curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
         tensorboard=args.tensorboard, tensorboard_interval=args.log_interval,
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
-    state = TrainState(iteration=args.start_iter)
+
+
+def _restore(args, net, optimizer, comm):
+    """``--resume``'s checkpoint restored after its checks (the same number of processes,
+    :data:`RESUME_MUST_MATCH`); None without one or for a weights file (:func:`_hooks` loads it).
+    """
+    if not args.resume or ckpt_io.file_kind(args.resume) == ckpt_io.TORCH_WEIGHTS:
+        return None
     changes = []
 
     def check(payload, path):
@@ -417,47 +385,18 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
         changes.extend(ckpt_io.resume_changes(payload['args'], args, RESUME_MUST_MATCH, path,
                                               ignored=RESUME_IGNORED))
 
-    if args.resume and resume_kind != ckpt_io.TORCH_WEIGHTS:
-        # a checkpoint (torch weights were loaded above; MXNet's are refused here)
-        _, (payload, state) = ckpt_io.resume_or_load(
-            args.resume, lambda p: restore_checkpoint(
-                p, net, optimizer, check=lambda payload: check(payload, p)),
-            None, ckpt_io.TORCH_WEIGHTS)
-        # every rank takes its own generators and data position (RankStateHook)
-        restore_hooks_state(hooks, payload)
-        # optimizer.load_state_dict brought back the checkpoint's hyper-parameters: the
-        # ones typed now win (the LR is set per step from the arguments anyway)
-        for group in optimizer.param_groups:
-            group['momentum'], group['weight_decay'] = args.momentum, args.weight_decay
-        # until this run writes its own, the resumed checkpoint is the last good one
-        state.resumed_from = state.last_checkpoint = args.resume
-        state.resume_changes = changes
-    # a resumed run continues the pass it stopped in (its epoch index counts passes), from
-    # the batch it stopped at (PassPositionHook replays the pass's order)
-    start = state.iteration // max(len(train_data), 1)
-    if state.resumed_from:
-        state.resume_batch = state.iteration - start * len(train_data)
-    state = fit(SSDStep(train_net, criterion, optimizer, device, getattr(args, 'amp', False)),
-                train_data, hooks, start, None, state, max_iter=max_iter, comm=comm)
-    for hook in hooks:
-        if isinstance(hook, RankStateHook):
-            hook.collect()  # every rank's state at the end, for rank 0's last checkpoint
-    if comm.is_main:
-        # the reference's final file: save_folder + dataset + '.pth'
-        save_weights(os.path.join(args.save_folder, args.dataset + '.pth'), net)
-        state.last_checkpoint = save_full(state, hooks_state_dict(hooks))
-    comm.barrier()
-    return state
+    _, (payload, state) = ckpt_io.resume_or_load(
+        args.resume, lambda p: restore_checkpoint(
+            p, net, optimizer, check=lambda payload: check(payload, p),
+            hyper={'momentum': args.momentum, 'weight_decay': args.weight_decay}),
+        None, ckpt_io.TORCH_WEIGHTS)
+    state.resume_changes = changes
+    return Restored(args.resume, payload, state)
 
 
 def main(argv=None):
-    """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState.
-
-    Under ``torchrun`` (``WORLD_SIZE > 1``) every process joins the process group (gloo on the
-    CPU, nccl with ``--cuda true``, one GPU per process: ``LOCAL_RANK``), seeds its generators
-    with ``--seed + rank`` (each rank draws its own augmentations; the weights are rank 0's,
-    broadcast by DistributedDataParallel) and leaves the group at the end.
-    """
+    """ssd.pytorch's ``train.py`` as a function: parse, build, train; returns the TrainState
+    (under ``torchrun``: docs/distributed.md, "SSD300 (ssd.pytorch) with torchrun")."""
     args = parse_args(argv)
     check_args(args)
     if args.visdom:
@@ -468,9 +407,7 @@ def main(argv=None):
     ctx = get_contexts(args)
     mixed_precision(ctx[0], args.amp)  # refuses --amp on the CPU before any data is read
     check_syncbn(args, ctx[0])
-    started = get_world_size() == 1 and init_distributed(
-        use_cuda=ctx[0].type == 'cuda').world_size > 1
-    try:
+    with process_group(use_cuda=ctx[0].type == 'cuda', final_barrier=False):
         if args.seed is not None:
             seed_all(args.seed + get_rank())
         train_dataset, val_dataset, metric = get_dataset(args.dataset, args)
@@ -479,6 +416,3 @@ def main(argv=None):
                                               args.cfg['min_dim'], args.batch_size,
                                               args.num_workers, args)
         return train(net, train_data, val_data, metric, ctx, args)
-    finally:
-        if started:
-            cleanup()

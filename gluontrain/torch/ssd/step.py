@@ -1,5 +1,4 @@
-"""The backend step of the SSD300 recipe: ssd.pytorch's loop body (forward, MultiBoxLoss,
-backward, SGD update), called by :func:`gluontrain.core.loop.run_loop` once per batch."""
+"""The SSD300 recipe's step: ssd.pytorch's loop body as a ``LossDictStep``."""
 import torch
 
 from ..step import LossDictStep, mixed_precision, to_device
@@ -10,14 +9,9 @@ LOSS_NAMES = ('loc_loss', 'conf_loss')
 
 
 class SSDStep(LossDictStep):
-    """One SSD step: forward, MultiBoxLoss, backward, SGD update (ssd.pytorch's loop body):
-    a :class:`gluontrain.torch.step.LossDictStep` over :meth:`forward`.
-
-    Returns ``{'losses': {'loc_loss': [(l, 1)], 'conf_loss': [(c, 1)]}, 'lr', 'batch_size'}``:
-    one value per step, so the meters average per-iteration losses as ssd.pytorch's
-    ``loc_loss += loss_l`` counters do. ``amp`` (``--amp``): float16 autocast + GradScaler
-    on CUDA; on the CPU refused unless ``cpu_bf16`` (see :func:`..step.mixed_precision`).
-    """
+    """One SSD step (forward, MultiBoxLoss, backward, SGD update): a
+    :class:`gluontrain.torch.step.LossDictStep` over :meth:`forward`, one value per loss and
+    step (as ssd.pytorch's counters); ``amp``: :func:`gluontrain.torch.step.mixed_precision`."""
 
     def __init__(self, net, criterion, optimizer, device, amp=False, cpu_bf16=False):
         self.net, self.criterion, self.device = net, criterion, device

@@ -10,13 +10,15 @@ set of parts:
   ``BoxList``; :mod:`.norm` -- seamseg's norm + activation layers;
 - anchors and matching from :mod:`gluontrain.torch.ops` (``layout`` / ``plus_one`` flags).
 
-The flavours keep their reference's parameter names (``naming='seamseg'`` or
-``'maskrcnn'``, as the shared body :mod:`gluontrain.torch.backbone`) and numbers:
+The flavours keep their reference's parameter names (data: :mod:`.flavours`, as the shared
+body's :data:`gluontrain.torch.backbone.resnet.LAYOUTS`) and numbers (behaviour arguments of
+the constructors):
 
 - :mod:`.seamseg` -- seamseg's ``DetectionNet`` with :mod:`.algos` (used by the ``frcnn``
   recipe);
 - :mod:`.maskrcnn` -- maskrcnn-benchmark's ``GeneralizedRCNN`` as Scene-Graph-Benchmark
-  configures it (used by the ``sgg`` recipes).
+  configures it (used by the ``sgg`` recipes, which read their config into it in
+  :mod:`gluontrain.torch.sgg.modeling.detector`).
 
 Import the module you need; this package imports nothing at load time.
 """

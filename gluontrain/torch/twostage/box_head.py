@@ -1,8 +1,9 @@
-"""The ROI box head of both two-stage flavours (:class:`ROIBoxHead`): seamseg's FPN ROI head
-(``seamseg/modules/heads/fpn.py``, :meth:`ROIBoxHead.seamseg`; its algorithms are in
-:mod:`.algos`) and maskrcnn-benchmark's FPN box head as Scene-Graph-Benchmark uses it (SGB
-``modeling/poolers.py``, ``roi_heads/box_head/{roi_box_feature_extractors, roi_box_predictors,
-sampling, loss, box_head}.py``).
+"""The ROI box heads of the two-stage flavours: seamseg's FPN ROI head (:class:`FPNROIHead`,
+``seamseg/modules/heads/fpn.py``; its algorithms are in :mod:`.algos`) and maskrcnn-benchmark's
+FPN box head as Scene-Graph-Benchmark uses it (:class:`ROIBoxHead`; SGB ``modeling/poolers.py``,
+``roi_heads/box_head/{roi_box_feature_extractors, roi_box_predictors, sampling, loss,
+box_head}.py``). Every part takes plain arguments (the scene-graph recipe reads them from its
+config in :mod:`gluontrain.torch.sgg.modeling.detector`).
 
 - :class:`Pooler` -- ROIAlign on each box's ``LevelMapper`` level, or on all levels
   concatenated and reduced by a 3x3 conv (``cat_all_levels``, the union features);
@@ -11,8 +12,8 @@ sampling, loss, box_head}.py``).
 - :class:`BoxSampler` -- ``Matcher`` + ``BalancedPositiveNegativeSampler`` (detector
   training) and ``assign_label_to_proposals`` (SGDet);
 - :func:`box_loss` -- ``FastRCNNLossComputation``;
-- :class:`ROIBoxHead` -- the detector's box head and its relation mode (PredCls / SGCls / SGDet
-  from ``USE_GT_BOX`` / ``USE_GT_OBJECT_LABEL``).
+- :class:`ROIBoxHead` -- the detector's box head (its relation mode is the scene-graph
+  recipe's, :mod:`gluontrain.torch.sgg.modeling.relation_box_head`).
 """
 from collections import OrderedDict
 
@@ -22,13 +23,13 @@ import torch.nn.functional as F
 
 from ..ops import (VOID, balanced_sample, fast_rcnn_loss, match_by_iou, multilevel_roi_align,
                    roi_align)
-from .box_inference import BoxCoder, BoxPostProcessor
+from .box_inference import BoxCoder
 from .fpn import norm_act_gain
 from .norm import NORM_LAYERS, BatchNormAct
 from .structures import boxlist_iou
 
 __all__ = ['Pooler', 'make_fc', 'FPN2MLPFeatureExtractor', 'FPNPredictor', 'BoxSampler',
-           'box_loss', 'ROIBoxHead', 'add_predict_logits']
+           'box_loss', 'ROIBoxHead', 'FPNROIHead', 'add_predict_logits']
 
 
 def make_fc(dim_in, hidden_dim):
@@ -104,23 +105,27 @@ class FPN2MLPFeatureExtractor(nn.Module):
 
     Parameters
     ----------
-    cfg : yacs.config.CfgNode
-        Reads ``MODEL.ROI_BOX_HEAD.{POOLER_RESOLUTION, POOLER_SCALES, POOLER_SAMPLING_RATIO,
-        MLP_HEAD_DIM}``.
     in_channels : int
+    resolution : int
+        Pooled size (SGB's ``POOLER_RESOLUTION``).
+    scales : sequence of float
+        ``POOLER_SCALES``.
+    sampling_ratio : int
+        ``POOLER_SAMPLING_RATIO``.
+    rep : int
+        ``fc6`` width (``MLP_HEAD_DIM``).
     half_out : bool
-        ``fc7`` outputs ``MLP_HEAD_DIM // 2`` (attribute mode).
+        ``fc7`` outputs ``int(rep / 2)`` (attribute mode).
     cat_all_levels : bool
     """
 
-    def __init__(self, cfg, in_channels, half_out=False, cat_all_levels=False):
+    def __init__(self, in_channels, resolution, scales, sampling_ratio, rep, half_out=False,
+                 cat_all_levels=False):
         super().__init__()
-        head = cfg.MODEL.ROI_BOX_HEAD
-        res = head.POOLER_RESOLUTION
-        self.pooler = Pooler((res, res), head.POOLER_SCALES, head.POOLER_SAMPLING_RATIO,
-                             in_channels=in_channels, cat_all_levels=cat_all_levels)
+        res = resolution
+        self.pooler = Pooler((res, res), scales, sampling_ratio, in_channels=in_channels,
+                             cat_all_levels=cat_all_levels)
         input_size = in_channels * res ** 2
-        rep = head.MLP_HEAD_DIM
         self.fc6 = make_fc(input_size, rep)
         out_dim = int(rep / 2) if half_out else rep
         self.fc7 = make_fc(rep, out_dim)
@@ -139,18 +144,20 @@ class FPN2MLPFeatureExtractor(nn.Module):
 
 class FPNPredictor(nn.Module):
     """maskrcnn-benchmark's ``FPNPredictor``: ``cls_score`` (std 0.01) and ``bbox_pred``
-    (``NUM_CLASSES x 4``, or 2 x 4 with ``CLS_AGNOSTIC_BBOX_REG``; std 0.001), zero biases.
+    (``num_classes x 4``, or 2 x 4 class-agnostic; std 0.001), zero biases.
 
     Parameters
     ----------
-    cfg : yacs.config.CfgNode
     in_channels : int
+    num_classes : int
+        With the background.
+    cls_agnostic : bool
+        ``CLS_AGNOSTIC_BBOX_REG``.
     """
 
-    def __init__(self, cfg, in_channels):
+    def __init__(self, in_channels, num_classes, cls_agnostic=False):
         super().__init__()
-        num_classes = cfg.MODEL.ROI_BOX_HEAD.NUM_CLASSES
-        reg = 2 if cfg.MODEL.CLS_AGNOSTIC_BBOX_REG else num_classes
+        reg = 2 if cls_agnostic else num_classes
         self.cls_score = nn.Linear(in_channels, num_classes)
         self.bbox_pred = nn.Linear(in_channels, reg * 4)
         nn.init.normal_(self.cls_score.weight, std=0.01)
@@ -165,22 +172,27 @@ class FPNPredictor(nn.Module):
 
 
 class BoxSampler:
-    """SGB's ``FastRCNNSampling`` (``Matcher(FG_IOU_THRESHOLD, BG_IOU_THRESHOLD)`` +
-    ``BalancedPositiveNegativeSampler(BATCH_SIZE_PER_IMAGE, POSITIVE_FRACTION)`` +
-    ``BoxCoder(BBOX_REG_WEIGHTS)``).
+    """SGB's ``FastRCNNSampling`` (``Matcher(fg_iou, bg_iou)`` +
+    ``BalancedPositiveNegativeSampler(batch_size, pos_fraction)`` + ``BoxCoder(weights)``).
 
     Parameters
     ----------
-    cfg : yacs.config.CfgNode
+    fg_iou, bg_iou : float
+        ``FG_IOU_THRESHOLD``, ``BG_IOU_THRESHOLD``.
+    batch_size : int
+        ``BATCH_SIZE_PER_IMAGE``.
+    pos_fraction : float
+        ``POSITIVE_FRACTION``.
+    weights : sequence of 4 float
+        ``BBOX_REG_WEIGHTS``.
     generator : torch.Generator, optional
         Source of the sampling permutations (torch's global RNG when None, as SGB).
     """
 
-    def __init__(self, cfg, generator=None):
-        heads = cfg.MODEL.ROI_HEADS
-        self.fg_iou, self.bg_iou = heads.FG_IOU_THRESHOLD, heads.BG_IOU_THRESHOLD
-        self.batch_size, self.pos_fraction = heads.BATCH_SIZE_PER_IMAGE, heads.POSITIVE_FRACTION
-        self.box_coder = BoxCoder(heads.BBOX_REG_WEIGHTS)
+    def __init__(self, fg_iou, bg_iou, batch_size, pos_fraction, weights, generator=None):
+        self.fg_iou, self.bg_iou = fg_iou, bg_iou
+        self.batch_size, self.pos_fraction = batch_size, pos_fraction
+        self.box_coder = BoxCoder(weights)
         self.generator = generator
 
     def _label(self, proposal, target, void=True):
@@ -272,63 +284,64 @@ def add_predict_logits(proposals, class_logits):
 
 
 class ROIBoxHead(nn.Module):
-    """The ROI box head: two fully-connected layers, class scores and per-class box deltas.
-
-    Built by :meth:`seamseg`, seamseg's ``FPNROIHead`` (``fc.fc1`` / ``bn1`` / ``fc2`` /
-    ``bn2``, ``roi_cls``, ``roi_bbx``): ``forward(x)`` maps pooled ROI features to logits.
-
-    Built by the constructor, SGB's ``ROIBoxHead``: ``feature_extractor``, ``predictor``,
-    ``post_processor``. Detector mode (``MODEL.RELATION_ON`` False): training subsamples the
-    proposals and returns ``loss_classifier`` / ``loss_box_reg``; evaluation post-processes into
-    detections. Relation mode: with ``USE_GT_BOX`` the ground-truth boxes (``labels``,
-    ``attributes``) are the proposals, SGCls adds the (frozen) predictor's
-    ``predict_logits``; SGDet labels the proposals with the matched ground truth (training,
-    or evaluation without ``TEST.CUSTUM_EVAL``), adds ``predict_logits`` and runs the
-    post-processor in relation mode.
+    """maskrcnn-benchmark's FPN box head (SGB's ``ROIBoxHead``, detector mode):
+    ``feature_extractor``, ``predictor``, ``post_processor``. Training subsamples the
+    proposals and returns ``loss_classifier`` / ``loss_box_reg``; evaluation post-processes
+    into detections.
 
     Parameters
     ----------
-    cfg : yacs.config.CfgNode
-    in_channels : int
-    generator : torch.Generator, optional
-        For the proposal subsampling.
+    feature_extractor : FPN2MLPFeatureExtractor
+    predictor : FPNPredictor
+    post_processor : BoxPostProcessor
+    sampler : BoxSampler
+    cls_agnostic : bool
+        Class-agnostic box regression (the loss).
     """
 
-    naming = 'maskrcnn'
-
-    def __init__(self, cfg, in_channels, generator=None):
+    def __init__(self, feature_extractor, predictor, post_processor, sampler,
+                 cls_agnostic=False):
         super().__init__()
-        self.cfg = cfg.clone()
-        self.feature_extractor = FPN2MLPFeatureExtractor(cfg, in_channels,
-                                                         half_out=cfg.MODEL.ATTRIBUTE_ON)
-        self.predictor = FPNPredictor(cfg, self.feature_extractor.out_channels)
-        self.post_processor = BoxPostProcessor.from_config(cfg)
-        self.samp_processor = BoxSampler(cfg, generator)
+        self.feature_extractor = feature_extractor
+        self.predictor = predictor
+        self.post_processor = post_processor
+        self.samp_processor = sampler
+        self.cls_agnostic = cls_agnostic
 
-    @classmethod
-    def seamseg(cls, in_channels, classes, roi_size, hidden_channels=1024,
-                norm_act=BatchNormAct):
-        """seamseg's FPN ROI head: ROI features ``(S, C, h, w)`` -> 2x2 average pool ->
-        ``fc1`` + norm-act -> ``fc2`` + norm-act -> ``roi_cls`` (thing + 1) and ``roi_bbx``
-        (thing x 4); Xavier-normal (the norm's gain, 0.01 for ``roi_cls``, 0.001 for
-        ``roi_bbx``), norm scale 1, zero biases.
+    def forward(self, features, proposals=None, targets=None):
+        """-> ``(x, proposals_or_detections, losses)`` as SGB's ``ROIBoxHead.forward``."""
+        if self.training:
+            with torch.no_grad():
+                proposals = self.samp_processor.subsample(proposals, targets)
+        x = self.feature_extractor(features, proposals)
+        class_logits, box_regression = self.predictor(x)
+        if not self.training:
+            x, result = self.post_processor((x, class_logits, box_regression), proposals)
+            return x, result, {}
+        loss_cls, loss_reg = box_loss(class_logits, box_regression, proposals,
+                                      self.cls_agnostic)
+        return x, proposals, {'loss_classifier': loss_cls, 'loss_box_reg': loss_reg}
 
-        Parameters
-        ----------
-        in_channels : int
-        classes : dict
-            ``{'total', 'stuff', 'thing'}`` counts.
-        roi_size : (int, int)
-        hidden_channels : int
-        norm_act : callable
 
-        Returns
-        -------
-        ROIBoxHead
-        """
-        self = cls.__new__(cls)
-        nn.Module.__init__(self)
-        self.naming = 'seamseg'
+class FPNROIHead(nn.Module):
+    """seamseg's FPN ROI head (``FPNROIHead``): ROI features ``(S, C, h, w)`` -> 2x2 average
+    pool -> ``fc.fc1`` + norm-act -> ``fc.fc2`` + norm-act -> ``roi_cls`` (thing + 1) and
+    ``roi_bbx`` (thing x 4); Xavier-normal (the norm's gain, 0.01 for ``roi_cls``, 0.001 for
+    ``roi_bbx``), norm scale 1, zero biases.
+
+    Parameters
+    ----------
+    in_channels : int
+    classes : dict
+        ``{'total', 'stuff', 'thing'}`` counts.
+    roi_size : (int, int)
+    hidden_channels : int
+    norm_act : callable
+    """
+
+    def __init__(self, in_channels, classes, roi_size, hidden_channels=1024,
+                 norm_act=BatchNormAct):
+        super().__init__()
         self.fc = nn.Sequential(OrderedDict([
             ('fc1', nn.Linear(int(roi_size[0] * roi_size[1] * in_channels / 4),
                               hidden_channels, bias=False)),
@@ -338,12 +351,9 @@ class ROIBoxHead(nn.Module):
         self.roi_cls = nn.Linear(hidden_channels, classes['thing'] + 1)
         self.roi_bbx = nn.Linear(hidden_channels, classes['thing'] * 4)
         self.reset_parameters()
-        return self
 
     def reset_parameters(self):
-        """seamseg's ROI head initialisation (maskrcnn-benchmark's is done when built)."""
-        if self.naming != 'seamseg':
-            return
+        """seamseg's ROI head initialisation."""
         gain = norm_act_gain(self.fc.bn1)
         for name, mod in self.named_modules():
             if isinstance(mod, nn.Linear):
@@ -354,51 +364,8 @@ class ROIBoxHead(nn.Module):
             if getattr(mod, 'bias', None) is not None:
                 nn.init.constant_(mod.bias, 0.)
 
-    def forward(self, features, proposals=None, targets=None):
-        """seamseg: pooled ROI features -> ``cls_logits (S, thing + 1)``, ``bbx_logits (S,
-        thing, 4)``. maskrcnn-benchmark: -> ``(x, proposals_or_detections, losses)`` as
-        SGB's ``ROIBoxHead.forward``."""
-        if self.naming == 'seamseg':
-            x = F.avg_pool2d(features, 2)
-            x = self.fc(x.reshape(x.size(0), -1))
-            return self.roi_cls(x), self.roi_bbx(x).view(x.size(0), -1, 4)
-        cfg = self.cfg.MODEL
-        if cfg.RELATION_ON:
-            return self._relation_forward(features, proposals, targets)
-        if self.training:
-            with torch.no_grad():
-                proposals = self.samp_processor.subsample(proposals, targets)
-        x = self.feature_extractor(features, proposals)
-        class_logits, box_regression = self.predictor(x)
-        if not self.training:
-            x, result = self.post_processor((x, class_logits, box_regression), proposals)
-            return x, result, {}
-        loss_cls, loss_reg = box_loss(class_logits, box_regression, proposals,
-                                      cfg.CLS_AGNOSTIC_BBOX_REG)
-        return x, proposals, {'loss_classifier': loss_cls, 'loss_box_reg': loss_reg}
-
-    def _relation_forward(self, features, proposals, targets):
-        rel = self.cfg.MODEL.ROI_RELATION_HEAD
-        if rel.USE_GT_BOX:
-            if targets is None:
-                raise ValueError('USE_GT_BOX (PredCls/SGCls) needs the targets in evaluation '
-                                 'too: pass the ground-truth BoxList of each image')
-            proposals = [t.copy_with_fields(['labels', 'attributes'], skip_missing=True)
-                         for t in targets]
-            x = self.feature_extractor(features, proposals)
-            if rel.USE_GT_OBJECT_LABEL:
-                return x, proposals, {}
-            class_logits, _ = self.predictor(x)
-            return x, add_predict_logits(proposals, class_logits), {}
-        if self.training or not self.cfg.TEST.CUSTUM_EVAL:
-            if targets is None:
-                raise ValueError('SGDet labels the detections with the matched ground truth '
-                                 '(SGB): pass the targets, or set TEST.CUSTUM_EVAL True for '
-                                 'images without annotations')
-            proposals = self.samp_processor.assign_label_to_proposals(proposals, targets)
-        x = self.feature_extractor(features, proposals)
-        class_logits, box_regression = self.predictor(x)
-        proposals = add_predict_logits(proposals, class_logits)
-        x, result = self.post_processor((x, class_logits, box_regression), proposals,
-                                        relation_mode=True)
-        return x, result, {}
+    def forward(self, features):
+        """Pooled ROI features -> ``cls_logits (S, thing + 1)``, ``bbx_logits (S, thing, 4)``."""
+        x = F.avg_pool2d(features, 2)
+        x = self.fc(x.reshape(x.size(0), -1))
+        return self.roi_cls(x), self.roi_bbx(x).view(x.size(0), -1, 4)

@@ -88,16 +88,6 @@ class BoxPostProcessor(nn.Module):
         self.cls_agnostic_bbox_reg = cls_agnostic_bbox_reg
         self.custum_eval = custum_eval
 
-    @classmethod
-    def from_config(cls, cfg):
-        """SGB's ``make_roi_box_post_processor``: ``MODEL.ROI_HEADS.{SCORE_THRESH, NMS,
-        POST_NMS_PER_CLS_TOPN, NMS_FILTER_DUPLICATES, DETECTIONS_PER_IMG, BBOX_REG_WEIGHTS}``,
-        ``MODEL.CLS_AGNOSTIC_BBOX_REG``, ``TEST.CUSTUM_EVAL``."""
-        h = cfg.MODEL.ROI_HEADS
-        return cls(h.SCORE_THRESH, h.NMS, h.POST_NMS_PER_CLS_TOPN, h.NMS_FILTER_DUPLICATES,
-                   h.DETECTIONS_PER_IMG, BoxCoder(h.BBOX_REG_WEIGHTS),
-                   cfg.MODEL.CLS_AGNOSTIC_BBOX_REG, cfg.TEST.CUSTUM_EVAL)
-
     def forward(self, x, boxes, relation_mode=False):
         """``x = (features, class_logits, box_regression)``; ``boxes`` the proposals.
 

@@ -1,5 +1,5 @@
 """The RPN of both two-stage flavours: the shared :class:`RPNHead` (seamseg's
-``modules/heads/rpn.py`` or maskrcnn-benchmark's ``RPNHead``, by ``naming``), the flattening
+``modules/heads/rpn.py`` or maskrcnn-benchmark's ``RPNHead``, by its arguments), the flattening
 of its outputs, and maskrcnn-benchmark's FPN RPN as Scene-Graph-Benchmark configures it (SGB
 ``modeling/rpn/{anchor_generator, rpn, loss, inference}.py``, :class:`RPNModule`).
 
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from ..ops import (VOID, balanced_sample, generate_anchors, grid_anchors, maskrcnn_nms_options,
                    match_by_iou, proposal_nms, smooth_l1)
 from .box_inference import BoxCoder
+from .flavours import RPN_HEAD_NAMES, add_module_at, flavour_names
 from .fpn import norm_act_gain
 from .norm import BatchNormAct
 from .structures import BoxList, boxlist_iou, cat_boxlist
@@ -49,9 +50,10 @@ class AnchorGenerator(nn.Module):
 class RPNHead(nn.Module):
     """3x3 conv + activation, then 1x1 objectness (A channels) and box (4A) convs.
 
-    ``'seamseg'``: ``conv1`` (no bias) + ``bn1`` norm-act, ``conv_obj``, ``conv_bbx``;
-    Xavier-normal (the activation's gain, 0.01 for the two outputs), zero biases.
-    ``'maskrcnn'``: ``conv`` + ReLU, ``cls_logits``, ``bbox_pred``; N(0, 0.01), zero biases.
+    seamseg: ``norm_act`` after a conv without bias, ``init='xavier'`` (the activation's
+    gain, 0.01 for the two outputs), zero biases. maskrcnn-benchmark: ``norm_act=None`` (conv
+    with bias + ReLU), ``init='normal'`` (N(0, 0.01)), zero biases. The module names are the
+    ``naming``'s (:data:`.flavours.RPN_HEAD_NAMES`).
 
     Parameters
     ----------
@@ -59,37 +61,47 @@ class RPNHead(nn.Module):
     num_anchors : int
     stride : int
     hidden_channels : int
-    norm_act : callable
-        seamseg's norm-act factory (``'seamseg'`` only).
-    naming : {'seamseg', 'maskrcnn'}
+    norm_act : callable or None
+        seamseg's norm-act factory; None: ReLU.
+    naming : str
+        A key of :data:`.flavours.RPN_HEAD_NAMES` (module names only).
+    init : {'xavier', 'normal'}
     """
 
     def __init__(self, in_channels, num_anchors, stride=1, hidden_channels=255,
-                 norm_act=BatchNormAct, naming='seamseg'):
+                 norm_act=BatchNormAct, naming='seamseg', init='xavier'):
         super().__init__()
-        self.naming = naming
-        if naming == 'maskrcnn':
-            self.conv = nn.Conv2d(in_channels, hidden_channels, 3, padding=1)
-            self.cls_logits = nn.Conv2d(hidden_channels, num_anchors, 1)
-            self.bbox_pred = nn.Conv2d(hidden_channels, num_anchors * 4, 1)
-            for layer in (self.conv, self.cls_logits, self.bbox_pred):
+        if init not in ('xavier', 'normal'):
+            raise ValueError("RPNHead: init must be 'xavier' or 'normal', got {!r}".format(init))
+        self.naming, self.init = naming, init
+        self.names = names = flavour_names(RPN_HEAD_NAMES, naming, 'RPNHead')
+        add_module_at(self, names['conv'], nn.Conv2d(in_channels, hidden_channels, 3, padding=1,
+                                                     stride=stride, bias=norm_act is None))
+        self.has_norm = norm_act is not None
+        if self.has_norm:
+            add_module_at(self, names['norm'], norm_act(hidden_channels))
+        add_module_at(self, names['obj'], nn.Conv2d(hidden_channels, num_anchors, 1))
+        add_module_at(self, names['bbx'], nn.Conv2d(hidden_channels, num_anchors * 4, 1))
+        self.reset_parameters()
+
+    def _part(self, part):
+        return self.get_submodule(self.names[part])
+
+    def reset_parameters(self):
+        """seamseg's (``'xavier'``) or maskrcnn-benchmark's (``'normal'``) initialisation."""
+        conv, outputs = self._part('conv'), (self._part('obj'), self._part('bbx'))
+        if self.init == 'normal':
+            for layer in (conv,) + outputs:
                 nn.init.normal_(layer.weight, std=0.01)
                 nn.init.constant_(layer.bias, 0)
             return
-        self.conv1 = nn.Conv2d(in_channels, hidden_channels, 3, padding=1, stride=stride,
-                               bias=False)
-        self.bn1 = norm_act(hidden_channels)
-        self.conv_obj = nn.Conv2d(hidden_channels, num_anchors, 1)
-        self.conv_bbx = nn.Conv2d(hidden_channels, num_anchors * 4, 1)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        """seamseg's RPN head initialisation (maskrcnn-benchmark's is done when built)."""
-        if self.naming != 'seamseg':
-            return
-        nn.init.xavier_normal_(self.conv1.weight, norm_act_gain(self.bn1))
-        self.bn1.reset_parameters()
-        for m in (self.conv_obj, self.conv_bbx):
+        norm = self._part('norm') if self.has_norm else None
+        nn.init.xavier_normal_(conv.weight, norm_act_gain(norm) if norm is not None else 1.)
+        if conv.bias is not None:
+            nn.init.constant_(conv.bias, 0)
+        if norm is not None:
+            norm.reset_parameters()
+        for m in outputs:
             nn.init.xavier_normal_(m.weight, .01)
             nn.init.constant_(m.bias, 0)
 
@@ -99,11 +111,9 @@ class RPNHead(nn.Module):
         if isinstance(x, (list, tuple)):
             objs, bbxs = zip(*[self(level) for level in x])
             return list(objs), list(bbxs)
-        if self.naming == 'maskrcnn':
-            x = F.relu(self.conv(x))
-            return self.cls_logits(x), self.bbox_pred(x)
-        x = self.bn1(self.conv1(x))
-        return self.conv_obj(x), self.conv_bbx(x)
+        x = self._part('conv')(x)
+        x = self._part('norm')(x) if self.has_norm else F.relu(x)
+        return self._part('obj')(x), self._part('bbx')(x)
 
 
 def _flatten(layer, channels):
@@ -141,40 +151,55 @@ def flatten_rpn_outputs(head, features):
 
 
 class RPNModule(nn.Module):
-    """SGB's ``RPNModule`` for FPN (``MODEL.RPN.USE_FPN``).
+    """SGB's ``RPNModule`` for FPN (``MODEL.RPN.USE_FPN``); the arguments are SGB's
+    ``MODEL.RPN`` keys (:func:`gluontrain.torch.sgg.modeling.detector.build_rpn` reads them).
 
     Parameters
     ----------
-    cfg : yacs.config.CfgNode
-        ``MODEL.RPN.{ANCHOR_SIZES, ANCHOR_STRIDE, ASPECT_RATIOS, STRADDLE_THRESH,
-        RPN_MID_CHANNEL, FG_IOU_THRESHOLD, BG_IOU_THRESHOLD, BATCH_SIZE_PER_IMAGE,
-        POSITIVE_FRACTION, PRE_NMS_TOP_N_TRAIN/TEST, POST_NMS_TOP_N_TRAIN/TEST, NMS_THRESH,
-        MIN_SIZE, FPN_POST_NMS_TOP_N_TRAIN/TEST, FPN_POST_NMS_PER_BATCH}``,
-        ``MODEL.ROI_RELATION_HEAD.ADD_GTBOX_TO_PROPOSAL_IN_TRAIN``.
     in_channels : int
+    strides, sizes : sequence
+        ``ANCHOR_STRIDE``, ``ANCHOR_SIZES``: one per FPN level.
+    aspect_ratios : sequence of float
+    hidden_channels : int
+        ``RPN_MID_CHANNEL``.
+    straddle_thresh : float
+    fg_iou, bg_iou : float
+        ``FG_IOU_THRESHOLD``, ``BG_IOU_THRESHOLD``.
+    batch_size : int
+        ``BATCH_SIZE_PER_IMAGE``.
+    pos_fraction : float
+    pre_nms, post_nms, fpn_post_nms : (int, int)
+        ``{PRE_NMS, POST_NMS, FPN_POST_NMS}_TOP_N_{TRAIN, TEST}``.
+    fpn_post_nms_per_batch : bool
+    nms_thresh, min_size : float
+    add_gt : bool
+        Append the ground-truth boxes to the training proposals (SGB's
+        ``ADD_GTBOX_TO_PROPOSAL_IN_TRAIN``).
     generator : torch.Generator, optional
         Source of the anchor sampling permutations (torch's global RNG when None).
     """
 
-    def __init__(self, cfg, in_channels, generator=None):
+    def __init__(self, in_channels, strides, sizes, aspect_ratios, hidden_channels,
+                 straddle_thresh, fg_iou, bg_iou, batch_size, pos_fraction, pre_nms, post_nms,
+                 fpn_post_nms, fpn_post_nms_per_batch, nms_thresh, min_size, add_gt=False,
+                 generator=None):
         super().__init__()
-        r = cfg.MODEL.RPN
-        if len(r.ANCHOR_STRIDE) != len(r.ANCHOR_SIZES):
+        if len(strides) != len(sizes):
             raise ValueError('MODEL.RPN.ANCHOR_STRIDE {} and ANCHOR_SIZES {} must have one '
-                             'entry per FPN level'.format(r.ANCHOR_STRIDE, r.ANCHOR_SIZES))
-        self.strides = tuple(int(s) for s in r.ANCHOR_STRIDE)
-        self.anchor_generator = AnchorGenerator(self.strides, r.ANCHOR_SIZES, r.ASPECT_RATIOS)
-        self.head = RPNHead(in_channels, len(r.ASPECT_RATIOS),
-                            hidden_channels=r.RPN_MID_CHANNEL, naming='maskrcnn')
-        self.straddle_thresh = r.STRADDLE_THRESH
-        self.fg_iou, self.bg_iou = r.FG_IOU_THRESHOLD, r.BG_IOU_THRESHOLD
-        self.batch_size, self.pos_fraction = r.BATCH_SIZE_PER_IMAGE, r.POSITIVE_FRACTION
-        self.pre_nms = {True: r.PRE_NMS_TOP_N_TRAIN, False: r.PRE_NMS_TOP_N_TEST}
-        self.post_nms = {True: r.POST_NMS_TOP_N_TRAIN, False: r.POST_NMS_TOP_N_TEST}
-        self.fpn_post_nms = {True: r.FPN_POST_NMS_TOP_N_TRAIN, False: r.FPN_POST_NMS_TOP_N_TEST}
-        self.fpn_post_nms_per_batch = r.FPN_POST_NMS_PER_BATCH
-        self.nms_thresh, self.min_size = r.NMS_THRESH, r.MIN_SIZE
-        self.add_gt = cfg.MODEL.ROI_RELATION_HEAD.ADD_GTBOX_TO_PROPOSAL_IN_TRAIN
+                             'entry per FPN level'.format(strides, sizes))
+        self.strides = tuple(int(s) for s in strides)
+        self.anchor_generator = AnchorGenerator(self.strides, sizes, aspect_ratios)
+        self.head = RPNHead(in_channels, len(aspect_ratios), hidden_channels=hidden_channels,
+                            norm_act=None, naming='maskrcnn', init='normal')
+        self.straddle_thresh = straddle_thresh
+        self.fg_iou, self.bg_iou = fg_iou, bg_iou
+        self.batch_size, self.pos_fraction = batch_size, pos_fraction
+        self.pre_nms = {True: pre_nms[0], False: pre_nms[1]}
+        self.post_nms = {True: post_nms[0], False: post_nms[1]}
+        self.fpn_post_nms = {True: fpn_post_nms[0], False: fpn_post_nms[1]}
+        self.fpn_post_nms_per_batch = fpn_post_nms_per_batch
+        self.nms_thresh, self.min_size = nms_thresh, min_size
+        self.add_gt = add_gt
         self.box_coder = BoxCoder((1., 1., 1., 1.))
         self.generator = generator
 

@@ -3,7 +3,7 @@
 
 ``DetectionNet`` holds seamseg's three snapshot modules, ``body`` (:class:`~.fpn.FPNBody`:
 ResNet + FPN), ``rpn_head`` (:class:`~.rpn.RPNHead`) and ``roi_head``
-(:meth:`~.box_head.ROIBoxHead.seamseg`). :meth:`DetectionNet.forward` is seamseg's
+(:class:`~.box_head.FPNROIHead`). :meth:`DetectionNet.forward` is seamseg's
 ``DetectionNet.forward`` (losses and predictions, :mod:`.algos`);
 :meth:`DetectionNet.head_outputs` runs the network up to the raw head outputs.
 """
@@ -60,8 +60,7 @@ class DetectionNet(nn.Module):
     ----------
     body : FPNBody
     rpn_head : RPNHead
-    roi_head : ROIBoxHead
-        :meth:`ROIBoxHead.seamseg`.
+    roi_head : FPNROIHead
     classes : dict
         ``{'total', 'stuff', 'thing'}``.
     rpn_levels : (int, int)

@@ -2,17 +2,10 @@
 
 The modules mirror gluoncv's ``model_zoo/yolo`` (``darknet.py``, ``yolo3.py``) and
 ``model_zoo/mobilenet.py`` block for block, so that a state_dict key is gluoncv's
-``save_parameters`` name with BatchNorm's ``gamma`` / ``beta`` spelled ``weight`` / ``bias``
-(:mod:`.weights`): ``stages.0.2.body.1.0.weight``, ``yolo_outputs.0.anchors``... The
-ImageNet bases are cut into three stages where gluoncv cuts them (darknet53
-``features[:15] / [15:24] / [24:]``, mobilenet ``[:33] / [33:69] / [69:-2]``).
-
-BatchNorm is Gluon's: ``epsilon=1e-5``, ``momentum=0.9`` (Gluon's ``running = m * running +
-(1 - m) * batch``, which is PyTorch's ``momentum=0.1``). Inference decodes each head as
-``YOLOOutputV3`` does and runs MXNet's ``box_nms`` (:func:`gluontrain.torch.ops.box_nms`)
-with the network's ``nms_thresh`` / ``nms_topk`` / ``post_nms``, ``valid_thresh=0.01``,
-per class.
-"""
+``save_parameters`` name (:mod:`.weights`): ``stages.0.2.body.1.0.weight``,
+``yolo_outputs.0.anchors``... The stage cuts, Gluon's BatchNorm, the decoding and MXNet's
+``box_nms`` (:func:`gluontrain.torch.ops.box_nms`, per class, ``valid_thresh=0.01``):
+docs/faithfulness.md, "YOLOv3 network on PyTorch", "Same as the reference"."""
 import collections
 import contextlib
 
@@ -153,16 +146,10 @@ class YOLOOutputV3(nn.Module):
         self.prediction = nn.Conv2d(in_channels, self.num_pred * self.num_anchors, 1)
 
     def decode(self, pred):
-        """GluonCV's decoding of one head's prediction map ``(B, A * (5 + C), H, W)``.
-
-        Returns
-        -------
-        dict
-            ``bbox`` ``(B, H*W, A, 4)`` corner boxes in input pixels, ``raw_centers``,
-            ``raw_scales`` ``(B, H*W, A, 2)``, ``objness`` ``(B, H*W, A, 1)``,
-            ``class_pred`` ``(B, H*W, A, C)`` (logits), ``class_score`` (sigmoid(class) x
-            sigmoid(objectness)), ``offsets`` ``(1, H*W, 1, 2)``.
-        """
+        """GluonCV's decoding of one head's map ``(B, A * (5 + C), H, W)``: a dict of ``bbox``
+        ``(B, H*W, A, 4)`` corners in input pixels, ``raw_centers``, ``raw_scales``,
+        ``objness``, ``class_pred`` (logits), ``class_score`` (sigmoid(class) x
+        sigmoid(objectness)) and ``offsets`` ``(1, H*W, 1, 2)``."""
         b, _, h, w = pred.shape
         pred = pred.reshape(b, self.num_pred * self.num_anchors, h * w).transpose(1, 2)
         pred = pred.reshape(b, h * w, self.num_anchors, self.num_pred)
@@ -227,21 +214,9 @@ def _upsample(x, stride=2):
 class YOLOV3(nn.Module):
     """GluonCV's ``YOLOV3``: staged base, detection blocks, transitions, outputs.
 
-    Parameters
-    ----------
-    stages : list of nn.Module
-        The base network cut in three (shallow to deep).
-    stage_channels : list of int
-        Output channels of each stage.
-    channels : sequence of int
-        Detection block widths, deep first (GluonCV's ``[512, 256, 128]``).
-    anchors : sequence
-        Anchors of each scale, shallow first (reversed, as in GluonCV).
-    strides : sequence of int
-        Shallow first.
-    classes : sequence of str
-    nms_thresh, nms_topk, post_nms
-        As GluonCV's ``set_nms`` (defaults 0.45, 400, 100).
+    ``stages``: the base cut in three, shallow to deep, with ``stage_channels`` outputs;
+    ``channels``: detection block widths, deep first (``[512, 256, 128]``); ``anchors`` and
+    ``strides`` shallow first; ``nms_thresh``, ``nms_topk``, ``post_nms`` as ``set_nms``.
     """
 
     def __init__(self, stages, stage_channels, channels, anchors, strides, classes,
@@ -272,23 +247,12 @@ class YOLOV3(nn.Module):
 
     def reset_class(self, classes, reuse_weights=None, keep_box_rows=False):
         """GluonCV's ``YOLOV3.reset_class``: new ``classes``, every output's prediction
-        convolution rebuilt for them.
+        convolution rebuilt; returns the resolved ``{new index: old index}`` or None.
 
-        Parameters
-        ----------
-        classes : sequence of str
-        reuse_weights : dict or list, optional
-            ``{new: old}`` (indices or names) or a list of names in both lists: those class
-            rows start from the old ones, with their anchors' box and objectness rows
-            (:func:`gluontrain.yolo3.transfer.resolve_reuse`; GluonCV's errors and warnings).
-        keep_box_rows : bool
-            Also keep the box and objectness rows without a mapping (GluonCV re-initialises
-            them: docs/faithfulness.md, "reset_class").
-
-        Returns
-        -------
-        dict or None
-            The resolved ``{new index: old index}``.
+        ``reuse_weights``: ``{new: old}`` (indices or names) or names in both lists, whose rows
+        start from the old ones (:func:`gluontrain.yolo3.transfer.resolve_reuse`);
+        ``keep_box_rows``: also keep unmapped box and objectness rows (docs/faithfulness.md,
+        "reset_class").
         """
         mapping = resolve_reuse(self.classes, list(classes), reuse_weights)
         for output in self.yolo_outputs:
@@ -362,21 +326,11 @@ class YOLOV3(nn.Module):
 
 
 def build_yolov3(network, classes, anchors=None, **kwargs):
-    """GluonCV's ``yolo3_<network>_*`` for ``classes`` (random initialisation of PyTorch).
+    """GluonCV's ``yolo3_<network>_*`` for ``classes`` (PyTorch's random initialisation).
 
-    Parameters
-    ----------
-    network : {'darknet53', 'mobilenet1.0', 'mobilenet0.25'}
-    classes : sequence of str
-    anchors : str or sequence, optional
-        ``--anchors`` text or GluonCV's nesting (three scales of three ``w, h`` pairs, shallow
-        first); default GluonCV's :data:`ANCHORS`.
-    **kwargs
-        ``nms_thresh``, ``nms_topk``, ``post_nms``.
-
-    Returns
-    -------
-    YOLOV3
+    ``network``: ``'darknet53'``, ``'mobilenet1.0'`` or ``'mobilenet0.25'``; ``anchors``:
+    ``--anchors`` text or GluonCV's nesting (shallow first), default :data:`ANCHORS`;
+    ``kwargs``: ``nms_thresh``, ``nms_topk``, ``post_nms``.
     """
     if network not in NETWORKS:
         raise ValueError('unknown YOLOv3 network {!r}; choose one of {}'.format(
@@ -395,20 +349,9 @@ def build_yolov3(network, classes, anchors=None, **kwargs):
 
 def get_yolov3(name, classes=None, **kwargs):
     """A zoo name (``'yolo3_darknet53_voc'``, ``'yolo3_mobilenet0.25_custom'``...) as
-    ``gluoncv.model_zoo.get_model(name, pretrained=False, pretrained_base=False)`` builds it.
-
-    Parameters
-    ----------
-    name : str
-    classes : sequence of str, optional
-        Required for ``_custom``; default VOC's / COCO's for ``_voc`` / ``_coco``.
-    **kwargs
-        ``anchors`` (:func:`build_yolov3`), ``nms_thresh``, ``nms_topk``, ``post_nms``.
-
-    Returns
-    -------
-    YOLOV3
-    """
+    ``gluoncv.model_zoo.get_model(name, pretrained=False, pretrained_base=False)`` builds it;
+    ``classes`` required for ``_custom`` (default VOC's / COCO's); ``kwargs`` as
+    :func:`build_yolov3`."""
     parts = name.split('_')
     if len(parts) != 3 or parts[0] != 'yolo3':
         raise ValueError('{!r} is not a YOLOv3 zoo name (yolo3_<network>_<voc|custom>)'

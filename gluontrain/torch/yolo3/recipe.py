@@ -1,13 +1,5 @@
-"""GluonCV's ``train_yolo3.py`` on PyTorch: ``get_net / train / validate / save_params / main``.
-
-The same command line as the MXNet recipe (:mod:`gluontrain.yolo3.args`, ``--backend
-torch``), the same data and batch order (:mod:`.data`), GluonCV's loss, dynamic targets,
-SGD and BatchNorm statistics (:mod:`.step`), its LR schedule
-(:mod:`gluontrain.core.lr_scheduler` through
-:class:`~gluontrain.torch.lr_scheduler.GluonLRScheduler`) and ``.params`` files in and out
-(:mod:`.weights`), on the backend-neutral loop and hooks. docs/faithfulness.md ("YOLOv3 on
-PyTorch") lists the measured differences and what is refused.
-"""
+"""GluonCV's ``train_yolo3.py`` on PyTorch: ``get_net / train / validate / save_params / main``
+(docs/faithfulness.md, "YOLOv3 on PyTorch: the training recipe")."""
 import copy
 import os
 import random
@@ -17,12 +9,11 @@ import numpy as np
 import torch
 
 from ...core import checkpoint as ckpt_io, writers
-from ...core.defaults import RunPaths
-from ...core.hooks import restore_hooks_state
-from ...core.loop import TrainState, fit
+from ...core.defaults import Restored, RunPaths, fit
+from ...core.loop import TrainState
 from ...core.lr_scheduler import LRScheduler, LRSequential
 from ...core.meters import LossMeter
-from ...core.yolo3_layout import find_pretrained_base
+from ...yolo3.layout import find_pretrained_base
 from ...yolo3.anchors import anchors_line, file_anchors
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_position,
                            check_weight_files, lr_schedule, net_name, parse_args, saved_args,
@@ -33,9 +24,8 @@ from ...yolo3.transfer import (ZOO_CLASSES, reuse_spec, reuse_summary, transfer_
                                 transfer_source)
 from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpoint,
                           set_torch_rng_states)
-from ..distributed import (TorchComm, cleanup, convert_sync_batchnorm, get_rank,
-                           get_world_size, init_distributed, launch_local, unwrap_model,
-                           wrap_ddp)
+from ..distributed import (process_group, TorchComm, convert_sync_batchnorm, get_rank,
+                           get_world_size, launch_local, unwrap_model, wrap_ddp)
 from ..lr_scheduler import GluonLRScheduler
 from ..parallel import get_devices
 from ..step import mixed_precision
@@ -80,17 +70,9 @@ def gluon_init(net):
 
 
 def get_net(args, ctx, reports=None):
-    """The PyTorch YOLOv3 of ``--network`` / ``--dataset``, initialised as Gluon does, on
-    ``ctx[0]``. Returns ``(net, net)`` (the contract's ``(net, async_net)``; SyncBatchNorm is
-    applied by :func:`train`).
-
-    GluonCV's ``pretrained_base=True`` unless ``--no-pretrained-base``: the model store's
-    ImageNet ``--network`` file (``$MXNET_HOME/models``, else downloaded, as the MXNet backend
-    finds it) fills the stages after :func:`gluon_init` (so the heads hold the draws of a run
-    without the base), and its report lines go to ``reports``. Not read when ``--load-weights``
-    or ``--resume`` give weights, which replace every stage tensor anyway (GluonCV would still
-    download it).
-    """
+    """The PyTorch YOLOv3 of ``--network`` / ``--dataset``, initialised as Gluon does, with the
+    ImageNet base unless weights are given (its report lines into ``reports``), on ``ctx[0]``;
+    returns ``(net, net)`` (docs/faithfulness.md, "YOLOv3 on PyTorch: the training recipe")."""
     resume = getattr(args, 'resume', '').strip()
     transfer = getattr(args, 'transfer', '').strip() and not resume
     weights_given = getattr(args, 'load_weights', '').strip() or resume or transfer
@@ -132,18 +114,16 @@ def transferred_net(args, classes=None):
 
 
 def save_params(net, best_map, current_map, epoch, save_interval, prefix):
-    """GluonCV's ``save_params``: ``{prefix}_best.params`` when the score improves (and
-    ``{prefix}_best_map.log``), ``{prefix}_{epoch:04d}_{map:.4f}.params`` every
-    ``save_interval`` epochs, in MXNet's ``.params`` format (GluonCV loads them)."""
+    """GluonCV's ``save_params``, in MXNet's ``.params`` format (docs/recipes.md, the contract).
+    """
     writers.save_best_and_interval(lambda path: write_params(net, path), best_map, current_map,
                                    epoch, save_interval, prefix, '.params')
 
 
 @torch.no_grad()
 def validate(net, val_data, ctx, eval_metric, comm=None):
-    """The score (VOC07 mAP, COCO AP) of ``net`` on ``val_data`` as GluonCV's ``validate``: NMS 0.45 / top
-    400, boxes clipped to the input, padding rows dropped. Returns ``(names, values)``.
-    Under torchrun each rank runs its share and rank 0 scores them in dataset order."""
+    """GluonCV's ``validate`` (NMS 0.45 / top 400, boxes clipped): ``(names, values)``; under
+    torchrun each rank runs its share and rank 0 scores them in dataset order."""
     records = []
     with eval_mode(unwrap_model(net)) as model:
         model.set_nms(nms_thresh=0.45, nms_topk=400)
@@ -192,9 +172,8 @@ def param_groups(net, no_wd):
 
 
 def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=()):
-    """GluonCV's training pipeline on PyTorch (see :func:`gluontrain.mx.yolo3.recipe.train`: same
-    arguments, files and log; the weights files are MXNet ``.params``, the full checkpoint
-    ``{prefix}_last.ckpt`` is a PyTorch one). Returns the final :class:`TrainState`."""
+    """:func:`gluontrain.mx.yolo3.recipe.train` on PyTorch (same arguments, files and log; the
+    checkpoint is a PyTorch one). Returns the final :class:`TrainState`."""
     comm = comm or TorchComm()
     device = ctx[0]
     net.to(device).train()
@@ -213,21 +192,42 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
     begin = 0 if resuming else args.start_epoch * num_batches
     scheduler = GluonLRScheduler(optimizer, get_lr_scheduler(args, num_batches),
                                  begin_update=begin)
-    header = [str(args)] + list(reports)
-    if resuming:
-        changes = []
-        restored = restore_checkpoint(resume, net, optimizer, scheduler, check=lambda p: (
-            ckpt_io.refuse_other_writer(p, resume, 'torch'),
-            check_resume_position(p['epoch'] + 1, args, resume),
-            changes.extend(ckpt_io.resume_changes(saved_args(p['args']), args,
-                                                  RESUME_MUST_MATCH, resume))))
-        restored[1].resume_changes = changes
-        for group in optimizer.param_groups:
-            group['momentum'], group['weight_decay'] = args.momentum, args.wd
-        header.append('resumed from {}'.format(resume))
-    paths = RunPaths(args.save_prefix)
+    restored = _restore(resume, net, optimizer, scheduler, args) if resuming else None
+    header = [str(args)] + list(reports) + ['resumed from {}'.format(resume)] * resuming
     autocast, scaler = mixed_precision(device, args.amp)
-    hooks = gluoncv_hooks(
+    hooks = _hooks(net, optimizer, scheduler, train_data, val_data, eval_metric, ctx, args,
+                   header, comm)
+    # one process without AMP: each weight updated as soon as its gradient is ready (the same
+    # numbers; at most one gradient alive, 40 MiB less at the README job's peak)
+    step = YOLOv3Step(train_net, optimizer, device, unwrap_model(net).num_class,
+                      args.label_smooth, autocast, scaler,
+                      update_in_backward=scaler is None and train_net is net)
+    try:
+        return fit(step, train_data, hooks, args.start_epoch, args.epochs,
+                   TrainState(iteration=begin), comm=comm, restored=restored)
+    finally:
+        step.close()
+
+
+def _restore(resume, net, optimizer, scheduler, args):
+    """The checkpoint ``resume`` restored into the run, after the checks every YOLOv3 resume
+    makes (this backend's file, the position, the arguments that must match)."""
+    changes = []
+    payload, state = restore_checkpoint(
+        resume, net, optimizer, scheduler, hyper={'momentum': args.momentum,
+                                                  'weight_decay': args.wd},
+        check=lambda p: (ckpt_io.refuse_other_writer(p, resume, 'torch'),
+                         check_resume_position(p['epoch'] + 1, args, resume),
+                         changes.extend(ckpt_io.resume_changes(
+                             saved_args(p['args']), args, RESUME_MUST_MATCH, resume))))
+    state.resume_changes = changes
+    return Restored(resume, payload, state)
+
+
+def _hooks(net, optimizer, scheduler, train_data, val_data, eval_metric, ctx, args, header,
+           comm):
+    paths = RunPaths(args.save_prefix)
+    return gluoncv_hooks(
         args, paths, LossMeter(LOSS_NAMES), header, len(train_data),
         recipe_hooks(train_data, args, scheduler),
         lambda: validate(net, val_data, ctx, eval_metric, comm),
@@ -235,23 +235,8 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
         lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, net, optimizer, scheduler, st.epoch, st.iteration, st.best,
             args, extra={'hooks': hooks_state}),
-        _samples_hook(net, val_data, device, args, paths),
+        _samples_hook(net, val_data, ctx[0], args, paths),
         comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
-    start_epoch, state = args.start_epoch, TrainState(iteration=begin)
-    if resuming:
-        payload, state = restored
-        restore_hooks_state(hooks, payload)
-        start_epoch = payload['epoch'] + 1
-        state.resumed_from = state.last_checkpoint = resume
-    # one process without AMP: each weight updated as soon as its gradient is ready (the same
-    # numbers; at most one gradient alive, 40 MiB less at the README job's peak)
-    step = YOLOv3Step(train_net, optimizer, device, unwrap_model(net).num_class,
-                      args.label_smooth, autocast, scaler,
-                      update_in_backward=scaler is None and train_net is net)
-    try:
-        return fit(step, train_data, hooks, start_epoch, args.epochs, state, comm=comm)
-    finally:
-        step.close()
 
 
 def _samples_hook(net, val_data, device, args, paths):
@@ -263,9 +248,8 @@ def _samples_hook(net, val_data, device, args, paths):
 
 
 def get_contexts(args):
-    """``[cuda:LOCAL_RANK]`` for ``--gpus`` ids (one process per GPU), ``[cpu]`` for
-    ``--gpus ''`` or ``--cpus N`` (one CPU process per context). Several devices in one
-    process cannot be: :func:`main` starts one process per device first."""
+    """``[cuda:LOCAL_RANK]`` for ``--gpus`` ids, ``[cpu]`` for ``--gpus ''`` or ``--cpus N``:
+    one device per process (:func:`main` starts them)."""
     devices = [torch.device('cpu')] if args.cpus else get_devices(args.gpus)
     world = get_world_size()
     if len(devices) > 1 and world == 1:
@@ -279,9 +263,8 @@ def get_contexts(args):
 
 
 def processes_to_start(args):
-    """How many processes a plain run of ``args`` starts (1: none, it trains itself): one per
-    GPU of ``--gpus``, or ``--cpus N`` CPU processes (gloo), as GluonCV's one process splits
-    its batch over as many contexts. Under torchrun (``WORLD_SIZE`` set) always 1."""
+    """How many processes a plain run of ``args`` starts: one per GPU of ``--gpus``, or
+    ``--cpus N``; 1 (it trains itself) alone or under torchrun."""
     if os.environ.get('WORLD_SIZE'):
         world = int(os.environ['WORLD_SIZE'])
         if args.cpus > 1 and args.cpus != world:
@@ -316,8 +299,7 @@ def main(argv=None):
         if code:
             raise SystemExit(code)  # the ranks said why (rank 0 where a Ctrl-C stopped them)
         return TrainState()
-    started = get_world_size() == 1 and init_distributed(use_cuda=use_cuda).world_size > 1
-    try:
+    with process_group(use_cuda=use_cuda, final_barrier=False):
         ctx = get_contexts(args)
         comm = TorchComm()
         check_common(args, ctx[0].type == 'cpu', 1, comm.world_size, 'PyTorch')
@@ -337,6 +319,3 @@ def main(argv=None):
                                               args.data_shape, args.batch_size,
                                               args.num_workers, args)
         return train(net, train_data, val_data, eval_metric, ctx, args, comm, reports)
-    finally:
-        if started:
-            cleanup()

@@ -1,20 +1,7 @@
-"""One YOLOv3 training step on PyTorch, as GluonCV's: the dynamic targets, ``YOLOV3Loss``,
-backward, and MXNet's SGD update.
-
-* :func:`merge_targets` is ``YOLOV3TargetMerger``: the prefetched targets where an anchor was
-  assigned a box, elsewhere objectness -1 (ignored) where the predicted box overlaps a
-  ground truth by more than ``ignore_iou_thresh`` (0.7; ``BBoxBatchIOU``, offset 0,
-  ``eps`` 1e-15) and 0 otherwise; label smoothing as GluonCV's.
-* :func:`yolov3_loss` is ``YOLOV3Loss``: sigmoid cross-entropy (objectness, centres,
-  classes) and L1 (scales), each ``mean`` over all but the batch axis times the number of
-  elements GluonCV multiplies by; one value per image.
-* :class:`GluonSGD` is MXNet's ``sgd`` with momentum: ``mom = momentum * mom - lr * wd *
-  w - lr * rescale * grad; w += mom`` (PyTorch's SGD scales the momentum buffer by the
-  current lr instead, which differs whenever the lr changes: warm-up, decay), with
-  ``rescale = 1 / batch_size`` (``trainer.step(batch_size)``) and per-group ``wd_mult``.
-* :func:`gluon_batchnorm` makes BatchNorm's running variance Gluon's: the biased batch
-  variance (PyTorch keeps the unbiased one).
-"""
+"""One YOLOv3 training step on PyTorch, as GluonCV's: ``YOLOV3TargetMerger``
+(:func:`merge_targets`), ``YOLOV3Loss`` (:func:`yolov3_loss`), MXNet's SGD (:class:`GluonSGD`)
+and Gluon's BatchNorm variance (:func:`gluon_batchnorm`) (docs/faithfulness.md, "YOLOv3 on
+PyTorch: the training recipe")."""
 import logging
 from collections import OrderedDict
 
@@ -46,22 +33,9 @@ def batch_iou(a, b, eps=1e-15):
 
 def merge_targets(box_preds, gt_boxes, obj_t, center_t, scale_t, weight_t, class_t,
                   num_class, label_smooth=False, ignore_iou_thresh=IGNORE_IOU_THRESH):
-    """``YOLOV3TargetMerger``: the six loss targets from the prefetched ones (no gradient).
-
-    Parameters
-    ----------
-    box_preds : Tensor (B, N, 4)
-        Predicted corner boxes of every anchor (deep head first).
-    gt_boxes : Tensor (B, M, 4)
-        Ground truth, padded with -1.
-    obj_t, center_t, scale_t, weight_t, class_t : Tensor
-        The transform's targets ``(B, N, 1)``, ``(B, N, 2)`` x3, ``(B, N, C)``.
-
-    Returns
-    -------
-    list of Tensor
-        ``objectness, center, scale, weights, class targets, class mask``.
-    """
+    """``YOLOV3TargetMerger``: ``[objectness, center, scale, weights, classes, class_mask]``
+    from the predicted corner boxes ``(B, N, 4)``, the ground truth ``(B, M, 4)`` (-1 padded)
+    and the transform's targets; objectness -1 (ignored) above ``ignore_iou_thresh``."""
     with torch.no_grad():
         ious = batch_iou(box_preds.detach(), gt_boxes)
         dyn_obj = (ious.max(dim=-1, keepdim=True)[0] > ignore_iou_thresh).to(obj_t.dtype) * -1
@@ -89,11 +63,8 @@ def _sigmoid_bce(pred, label, weight):
 
 def yolov3_loss(objness, centers, scales, cls_preds, obj_t, center_t, scale_t, weight_t,
                 class_t, class_mask):
-    """``YOLOV3Loss``: ``(obj, center, scale, class)`` losses, each ``(B,)``.
-
-    Parameters are the network's raw outputs ``(B, N, 1)``, ``(B, N, 2)``, ``(B, N, 2)``,
-    ``(B, N, C)`` and the merged targets of :func:`merge_targets`.
-    """
+    """``YOLOV3Loss``: ``(obj, center, scale, class)`` losses, each ``(B,)``, from the raw
+    outputs and :func:`merge_targets`' targets."""
     denorm = float(obj_t.shape[1:].numel())
     weight_t = weight_t * obj_t
     hard_obj = torch.where(obj_t > 0, torch.ones_like(obj_t), obj_t)
@@ -108,20 +79,9 @@ def yolov3_loss(objness, centers, scales, cls_preds, obj_t, center_t, scale_t, w
 
 
 class GluonSGD(torch.optim.Optimizer):
-    """MXNet's SGD with momentum (see the module docstring).
-
-    A ``torch.optim.Optimizer`` whose ``add_param_group``, ``zero_grad``, ``state_dict`` and
-    ``load_state_dict`` are the base class's own, called without the ``torch._dynamo`` guard
-    that would import the compiler on first use.
-
-    Parameters
-    ----------
-    params : iterable
-        Parameters or groups; a group's ``wd_mult`` (default 1) scales ``weight_decay``.
-    lr, momentum, weight_decay : float
-    rescale_grad : float
-        Gradients are multiplied by it (``1 / batch_size``, Gluon's ``trainer.step``).
-    """
+    """MXNet's SGD with momentum: ``mom = momentum * mom - lr * wd * w - lr * rescale_grad *
+    grad; w += mom``, with a group's ``wd_mult`` (default 1) scaling ``weight_decay``. The base
+    class's methods run without the ``torch._dynamo`` guard (it would import the compiler)."""
 
     add_param_group = without_compiler(torch.optim.Optimizer.add_param_group)
     zero_grad = without_compiler(torch.optim.Optimizer.zero_grad)
@@ -153,20 +113,9 @@ class GluonSGD(torch.optim.Optimizer):
         p.add_(buf)
 
     def update_in_backward(self):
-        """From now on update each parameter as soon as backward has accumulated its
-        gradient, and drop that gradient (``step`` then has nothing left to do).
-
-        Each update reads only its own parameter, gradient and momentum, so the weights are
-        those of ``backward(); step()`` bit for bit; but no more than one gradient is alive at
-        a time instead of all of them (24 MiB for mobilenet0.25, 235 MiB for darknet53), and
-        the heap is not fragmented by a model-sized block freed every step. Not for a step
-        that needs every gradient first (AMP's overflow check, DDP's all-reduce).
-
-        Returns
-        -------
-        list
-            The hook handles (``handle.remove()`` goes back to ``step``).
-        """
+        """From now on update each parameter as soon as backward has accumulated its gradient,
+        and drop it: the same weights, one gradient alive at a time (docs/performance.md;
+        not with AMP or DDP). Returns the hook handles (``remove()`` goes back to ``step``)."""
         handles = []
         for group in self.param_groups:
             for p in group['params']:
@@ -223,8 +172,7 @@ class YOLOv3Step:
     Parameters
     ----------
     net : torch.nn.Module
-        The YOLOv3 in training mode (or its DDP wrapper); returns
-        :class:`~.model.TrainOutputs`.
+        The YOLOv3 in training mode (or its DDP wrapper).
     optimizer : GluonSGD
     device : torch.device
     num_class : int
@@ -232,20 +180,14 @@ class YOLOv3Step:
     autocast : callable, optional
         ``--amp``: a context manager factory around the forward.
     scaler : torch.amp.GradScaler, optional
-        Dynamic loss scaling as MXNet AMP's ``LossScaler`` (both start at 2**16, halve and skip
-        the update on an overflow, double after 2000 clean steps); each change is logged as
-        MXNet logs it (``AMP: decreasing loss scale to 32768.000000``).
+        MXNet AMP's ``LossScaler`` in PyTorch's terms; each scale change is logged.
     update_in_backward : bool
-        Update each parameter during backward, as soon as its gradient is ready
-        (:meth:`GluonSGD.update_in_backward`: the same weights, one gradient alive at a time);
-        refused with ``scaler`` or a DDP-wrapped ``net``, which need all gradients first.
-        :meth:`close` takes the hooks off the parameters again.
+        :meth:`GluonSGD.update_in_backward` (refused with ``scaler`` or DDP); see :meth:`close`.
 
     Returns (from ``__call__``)
     ---------------------------
     dict
-        ``losses``: name -> ``[(sum over the batch, batch size)]`` (``mx.metric.Loss``'s
-        arithmetic, averaged over ranks under DDP); ``lr``; ``batch_size``.
+        ``losses``: name -> ``[(sum over the batch, batch size)]``; ``lr``; ``batch_size``.
     """
 
     def __init__(self, net, optimizer, device, num_class, label_smooth=False, autocast=None,
@@ -262,9 +204,8 @@ class YOLOv3Step:
             self._hooks = optimizer.update_in_backward()
 
     def close(self):
-        """Take the update-during-backward hooks off the parameters: a later step or
-        ``train()`` on the same network (a notebook's second run) must not apply this
-        optimizer's update too."""
+        """Take the update-during-backward hooks off the parameters (a notebook's second
+        ``train()`` on the same network must not apply this optimizer's update too)."""
         for handle in self._hooks:
             handle.remove()
         self._hooks = []

@@ -1,19 +1,12 @@
-"""GluonCV ``.params`` into and out of the PyTorch YOLOv3, without MXNet, with a report.
+"""GluonCV ``.params`` into and out of the PyTorch YOLOv3, without MXNet, with a report
+(docs/checkpoints.md, "GluonCV YOLOv3").
 
-Names: the torch model's state_dict keys are gluoncv's ``save_parameters`` names except for
-BatchNorm, whose ``gamma`` / ``beta`` are PyTorch's ``weight`` / ``bias`` (``running_mean``,
-``running_var`` are the same; ``num_batches_tracked`` has no Gluon counterpart and is never
-expected in a file). :func:`gluon_names` gives the mapping of a model, :func:`to_gluon_key` /
-:func:`to_torch_key` map one key.
-
-:func:`load_params` reads the file with :mod:`gluontrain.core.mxparams` and fills the model
-through :func:`gluontrain.torch.weights.load_state_dict_reported` ("loaded N of M tensors",
-missing / unexpected keys by prefix, wrong shapes named); a file that does not fit is one
-:class:`~gluontrain.core.load_report.WeightsLoadError` line saying what it looks like.
-:func:`save_params` writes what ``net.save_parameters`` would, so that
-``gluoncv.model_zoo.get_model(name, pretrained=False, pretrained_base=False).load_parameters``
-accepts it. :func:`load_base` fills the stages from GluonCV's ImageNet classifier
-(``darknet53-*.params``...: ``features.N.*``), as ``pretrained_base=True`` does, with a report.
+The state_dict keys are gluoncv's ``save_parameters`` names except BatchNorm's ``gamma`` /
+``beta`` (PyTorch's ``weight`` / ``bias``); ``num_batches_tracked`` is never expected in a file.
+:func:`save_params` writes what ``net.save_parameters`` would, so gluoncv's ``load_parameters``
+accepts it. Loaders return a :class:`~gluontrain.core.load_report.LoadReport` and raise
+``FileNotFoundError`` or a one-line ``WeightsLoadError``; ``what`` / ``fix`` start and end
+their error lines.
 """
 import collections
 import os
@@ -25,7 +18,7 @@ from ...core import checkpoint as ckpt_io
 from ...core import mxparams
 from ...core.load_report import WeightsLoadError, check, compare, group_keys, warn_nonfinite
 from ...yolo3.anchors import check_anchors, file_anchors
-from ...core.yolo3_layout import (base_mapping, check_same_network, find_pretrained_base,
+from ...yolo3.layout import (base_mapping, check_same_network, find_pretrained_base,
                                   pretrained_base_lines)
 from ..distributed import unwrap_model
 from ..weights import apply_report, compare_state_dict
@@ -49,14 +42,8 @@ def _split(key):
 
 
 def to_gluon_key(key, norm_prefixes):
-    """The ``save_parameters`` name of state_dict key ``key`` (None: not in a Gluon file).
-
-    Parameters
-    ----------
-    key : str
-    norm_prefixes : set of str
-        ``'<module path>.'`` of every BatchNorm of the model (:func:`gluon_names` finds them).
-    """
+    """The ``save_parameters`` name of state_dict key ``key`` (None: not in a Gluon file);
+    ``norm_prefixes``: ``'<module path>.'`` of every BatchNorm (:func:`gluon_names`)."""
     head, leaf = _split(key)
     if head in norm_prefixes:
         if leaf in NOT_IN_FILE:
@@ -121,31 +108,17 @@ def _read(path, what, fix):
 
 def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_missing=False,
                 ignore_extra=False, logger=None, anchors='file'):
-    """Fill ``model`` from ``{save_parameters name: array}`` and report what loaded.
+    """Fill ``model`` from ``arrays`` ``{save_parameters name: array}`` read from ``source``.
 
     Parameters
     ----------
-    model : YOLOV3
-    arrays : dict
-        Gluon names to numpy arrays (:func:`gluontrain.core.mxparams.read_params`).
-    source : str
-        Where they came from, for the report.
-    what, fix : str
-        Start and end of error lines.
     allow_missing, ignore_extra : bool
         Gluon's ``load_parameters`` flags: accept tensors the file lacks / file tensors the
         model lacks (both reported). A wrong shape is refused either way.
-    logger : logging.Logger, optional
     anchors : {'file', 'same', 'network'}
         A file whose ``yolo_outputs.N.anchors`` are not the model's: ``'file'`` loads them
-        (Gluon's ``load_parameters``; inference takes the anchors from the file), ``'same'``
-        refuses it in one line naming both (training: the targets use the model's),
-        ``'network'`` keeps the model's (``--transfer`` with ``--anchors``);
-        :func:`gluontrain.yolo3.anchors.check_anchors`.
-
-    Returns
-    -------
-    gluontrain.core.load_report.LoadReport
+        (Gluon's ``load_parameters``), ``'same'`` refuses it (training), ``'network'`` keeps the
+        model's (``--transfer`` with ``--anchors``); :func:`gluontrain.yolo3.anchors.check_anchors`.
     """
     if not isinstance(arrays, dict):
         raise WeightsLoadError('{} {} holds an unnamed list of {} arrays (nd.save of a list), '
@@ -183,71 +156,25 @@ def load_arrays(model, arrays, source, what='--params', fix=_DEFAULT_FIX, allow_
 def load_params(model, path, what='--params', fix=_DEFAULT_FIX, allow_missing=False,
                 ignore_extra=False, logger=None, anchors='file'):
     """Load a GluonCV ``.params`` file (or a gluontrain MXNet checkpoint's weights) into the
-    PyTorch YOLOv3 ``model``, with a report.
-
-    Parameters
-    ----------
-    model : YOLOV3
-    path : str
-    what, fix, allow_missing, ignore_extra, logger, anchors
-        As :func:`load_arrays`.
-
-    Returns
-    -------
-    gluontrain.core.load_report.LoadReport
-
-    Raises
-    ------
-    FileNotFoundError
-    WeightsLoadError
-        One line: not a ``.params`` file (a PyTorch file, truncated, ...), another network,
-        missing / unexpected / wrong-shape tensors the flags do not allow.
-    """
+    PyTorch YOLOv3 ``model``; arguments as :func:`load_arrays`."""
     return load_arrays(model, _read(path, what, fix), os.fspath(path), what, fix,
                        allow_missing, ignore_extra, logger, anchors)
 
 
 def save_params(model, path):
     """Write ``model``'s weights as ``net.save_parameters`` does (Gluon names and order,
-    float32 as held), atomically.
-
-    Parameters
-    ----------
-    model : YOLOV3 (DDP-wrapped or not)
-    path : str
-    """
+    float32 as held), atomically."""
     mxparams.write_params(path, gluon_arrays(model))
 
 
 def load_base(model, path, what='the pretrained base', fix=_BASE_FIX, logger=None):
-    """Load GluonCV's ImageNet classifier weights (``darknet53-*.params``...) into the stages
-    of the PyTorch YOLOv3 ``model``, with a report.
+    """Load GluonCV's ImageNet classifier (``darknet53-*.params``...) into the stages of
+    ``model``, as ``get_model(name, pretrained_base=True)`` does.
 
-    What ``get_model(name, pretrained_base=True)`` does through its base network: every stage
-    tensor must be in the file under its ``features.N`` name
-    (:func:`gluontrain.core.yolo3_layout.base_mapping`) with its shape, as Gluon's strict load;
-    the classifier (``output.*``) is reported as not used by the detector; any other extra
-    key is refused. The rest of the model is left as it is.
-
-    Parameters
-    ----------
-    model : YOLOV3 (DDP-wrapped or not)
-    path : str
-    what, fix : str
-        Start and end of error lines.
-    logger : logging.Logger, optional
-
-    Returns
-    -------
-    gluontrain.core.load_report.LoadReport
-        Its ``total`` counts the stage tensors (``num_batches_tracked`` aside).
-
-    Raises
-    ------
-    FileNotFoundError
-    WeightsLoadError
-        One line naming the file: not a ``.params`` file, nothing of it fits (a YOLOv3
-        detector, another base), stage tensors missing or of another shape, extra keys.
+    Every stage tensor must be in the file under its ``features.N`` name
+    (:func:`gluontrain.yolo3.layout.base_mapping`) with its shape; the classifier
+    (``output.*``) is reported as unused, any other extra key refused. The report's ``total``
+    counts the stage tensors.
     """
     path = os.fspath(path)
     arrays = _read(path, what, fix)
@@ -281,20 +208,11 @@ def load_base(model, path, what='the pretrained base', fix=_BASE_FIX, logger=Non
 
 def load_pretrained_base(model, network):
     """The MXNet backend's ``load_pretrained_base``: the model store's ImageNet ``network``
-    file (found under ``$MXNET_HOME/models`` or downloaded, as gluoncv does) into ``model``'s
-    stages.
+    file (under ``$MXNET_HOME/models`` or downloaded, as gluoncv) into ``model``'s stages.
 
-    Returns
-    -------
-    list of str
-        ``pretrained base: `` and the report (and a note when the file is not the store's
-        release), for the training log.
-
-    Raises
-    ------
-    ValueError
-        One line: no file and no download, or a file that does not fit (naming it, where the
-        store expects it and ``--no-pretrained-base``).
+    Returns the training log's lines: ``pretrained base: `` and the report (a note when the file
+    is not the store's release). Raises ``ValueError`` in one line: no file and no download, or
+    a file that does not fit (naming where the store expects it and ``--no-pretrained-base``).
     """
     path, what, fix = find_pretrained_base(network)
     return pretrained_base_lines(load_base(model, path, what, fix), path, network)

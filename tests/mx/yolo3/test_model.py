@@ -8,7 +8,7 @@ import pytest
 from mxnet import gluon
 
 from gluontrain.mx.yolo3 import get_net, net_name, parse_args
-from gluontrain.mx.yolo3.model import pretrained_base_path
+from gluontrain.mx.yolo3.model import model_store_path
 from gluontrain.mx._gluoncv import gluoncv
 
 get_model = gluoncv.model_zoo.get_model
@@ -33,7 +33,7 @@ def test_missing_pretrained_base_is_fetched_or_says_where_to_put_it(tmp_path, mo
     monkeypatch.setenv('MXNET_HOME', str(tmp_path))
     monkeypatch.setenv('MXNET_GLUON_REPO', 'http://127.0.0.1:9/')
     args = parse_args(['--network', 'mobilenet0.25'])
-    path = pretrained_base_path('mobilenet0.25')
+    path = model_store_path('mobilenet0.25')
     assert path.startswith(str(tmp_path / 'models' / 'mobilenet0.25-')) and path.endswith('.params')
     with pytest.raises(ValueError) as e:
         get_net(args, [mx.cpu()])
@@ -75,7 +75,7 @@ def _store_base(tmp_path, monkeypatch, network, seed=3):
     base = gluoncv.model_zoo.get_model(network, pretrained=False)
     base.initialize()
     base(mx.nd.zeros((1, 3, 64, 64)))
-    path = pretrained_base_path(network)
+    path = model_store_path(network)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     base.save_parameters(path)
     return path

@@ -38,7 +38,7 @@ from gluontrain.torch.backbone import (FrozenBatchNorm2d, ResidualBlock, freeze_
 from gluontrain.torch.frcnn.body import make_body
 from gluontrain.torch.twostage.norm import BatchNormAct, make_norm_act
 from gluontrain.torch.sgg.config import get_cfg
-from gluontrain.torch.twostage.maskrcnn import build_backbone
+from gluontrain.torch.sgg.modeling.detector import build_backbone
 
 BEFORE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bodies',
                       'bodies_c3d9745.npz')

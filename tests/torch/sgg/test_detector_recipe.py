@@ -87,7 +87,7 @@ def test_detector_head_of_another_size_than_the_data_is_refused(tmp_path):
         detector_recipe.main(['--config-file', os.path.join(CONFIGS_DIR, 'detector_cpu.yaml'),
                               '--data-dir', root, 'OUTPUT_DIR', str(tmp_path / 'det'),
                               'MODEL.ROI_BOX_HEAD.NUM_CLASSES', '151'] + TINY)
-    n = len(detector_recipe.get_dataset(root, detector_recipe._cfg(  # noqa: SLF001
+    n = len(detector_recipe.get_dataset(root, detector_recipe.config_of(
         detector_recipe.parse_args(['--config-file', os.path.join(CONFIGS_DIR,
                                                                   'detector_cpu.yaml')]
                                    + TINY)))[0].ind_to_classes)

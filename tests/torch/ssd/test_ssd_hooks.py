@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from gluontrain.core.loop import TrainState
-from gluontrain.torch.ssd.hooks import SSDCheckpointHook, SSDLogHook, SSDScheduleHook, lr_at
+from gluontrain.torch.ssd.hooks import SSDCheckpointHook, SSDLogHook, SSDScheduleHook
 
 
 def _reference_lrs(n, base, gamma, lr_steps):
@@ -18,12 +18,24 @@ def _reference_lrs(n, base, gamma, lr_steps):
     return lrs
 
 
+def _hook_lrs(iterations, base, gamma, lr_steps, groups=1):
+    """The rate of each param group that SSDScheduleHook sets before each step."""
+    params = [torch.nn.Parameter(torch.zeros(1)) for _ in range(groups)]
+    opt = torch.optim.SGD([{'params': [p]} for p in params], lr=1.0)
+    hook, state, lrs = SSDScheduleHook(opt, base, gamma, lr_steps), TrainState(), []
+    for it in iterations:
+        state.iteration = it
+        hook.before_batch(state)
+        lrs.append([g['lr'] for g in opt.param_groups])
+    return lrs
+
+
 def test_lr_follows_the_reference_counter():
     steps = (3, 5, 9)
-    assert [lr_at(i, 1e-3, 0.1, steps) for i in range(12)] == _reference_lrs(12, 1e-3, 0.1,
-                                                                             steps)
+    got = [lr for (lr,) in _hook_lrs(range(12), 1e-3, 0.1, steps)]
+    assert got == pytest.approx(_reference_lrs(12, 1e-3, 0.1, steps), rel=1e-12)
     # resuming at iteration 6: the reference restarts step_index at 0 (lr 1e-3); we do not
-    assert lr_at(6, 1e-3, 0.1, steps) == pytest.approx(1e-5)
+    assert _hook_lrs([6], 1e-3, 0.1, steps) == [[pytest.approx(1e-5)]]
 
 
 def _steps(hook, n, losses=(1.0, 0.25)):
@@ -56,12 +68,8 @@ def test_checkpoint_hook_saves_at_the_reference_s_indices_but_not_the_first():
     assert saved == []
 
 
-def test_schedule_hook_sets_every_group_to_lr_at_before_each_step():
-    params = [torch.nn.Parameter(torch.zeros(1)) for _ in range(2)]
-    opt = torch.optim.SGD([{'params': [params[0]]}, {'params': [params[1]]}], lr=1.0)
-    hook = SSDScheduleHook(opt, 1e-3, 0.1, (3, 5))
-    state = TrainState()
-    for it in (0, 2, 3, 4, 5, 6):
-        state.iteration = it
-        hook.before_batch(state)
-        assert [g['lr'] for g in opt.param_groups] == [lr_at(it, 1e-3, 0.1, (3, 5))] * 2
+def test_schedule_hook_sets_every_group_before_each_step():
+    iterations = (0, 2, 3, 4, 5, 6)
+    want = _reference_lrs(7, 1e-3, 0.1, (3, 5))
+    for it, lrs in zip(iterations, _hook_lrs(iterations, 1e-3, 0.1, (3, 5), groups=2)):
+        assert lrs == [pytest.approx(want[it], rel=1e-12)] * 2

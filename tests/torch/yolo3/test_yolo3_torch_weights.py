@@ -15,7 +15,7 @@ from fixtures.recorded import assert_close_to_recording
 from fixtures.reference_fill import read_npz
 from gluontrain.core import model_store, mxparams
 from gluontrain.core.load_report import WeightsLoadError
-from gluontrain.core.yolo3_layout import base_mapping
+from gluontrain.yolo3.layout import base_mapping
 from gluontrain.torch.yolo3 import get_net, get_yolov3, load_params, parse_args, to_gluon_key, \
     to_torch_key
 from gluontrain.torch.yolo3.weights import (gluon_arrays, gluon_names, load_arrays, load_base,

@@ -1,7 +1,7 @@
 """The fixture weights of make_yolo3_torch_fixtures.py for a torch YOLOv3, and its ImageNet
 bases' weights files (shared by the model, weights and recipe tests)."""
 from fixtures.make_yolo3_torch_fixtures import base_weights_for, weights_for
-from gluontrain.core.yolo3_layout import base_mapping
+from gluontrain.yolo3.layout import base_mapping
 from gluontrain.torch.yolo3.model import get_yolov3
 from gluontrain.torch.yolo3.weights import gluon_names
 

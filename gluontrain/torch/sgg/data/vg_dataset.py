@@ -3,14 +3,9 @@
 Same arguments, defaults, splits, filters and random draws as
 ``maskrcnn_benchmark/data/datasets/visual_genome.py``; the h5 is read by
 :func:`gluontrain.data.vg.load_graphs` after :func:`gluontrain.data.vg_checks.check_vg_files`
-validated the three files. Fixed (see docs/faithfulness.md, "Scene-graph data"):
-
-- h5 rows and ``image_data.json`` entries are paired by position and checked to align (SGB
-  skipped missing jpgs, shifting every later image, then asserted ``len == 108073``);
-- a randomly flipped training image gets flipped training targets (SGB passed ``flip_img`` as
-  ``evaluation``: unflipped boxes, evaluation fields);
-- ``np.float``/``np.bool`` (removed from NumPy) are plain ``float``/``bool``.
-"""
+validated the three files. What is fixed (rows and images paired by position, flipped
+targets for flipped images, no ``np.float``/``np.bool``): docs/faithfulness.md,
+"Scene-graph data", "Deliberate differences"."""
 import json
 import os
 import random

@@ -22,7 +22,7 @@ from ...ops import box_iou
 __all__ = ['SceneGraphEvaluation', 'SGRecall', 'SGNoGraphConstraintRecall', 'SGZeroShotRecall',
            'SGNGZeroShotRecall', 'SGPairAccuracy', 'SGMeanRecall', 'SGNGMeanRecall',
            'SGAccumulateRecall', 'TOP_KS', 'intersect_2d', 'argsort_desc', 'bbox_overlaps',
-           'matched_gt', 'ratio_or_nan']
+           'matched_gt', 'ratio_or_nan', 'mean_or_nan', 'triplet', 'compute_pred_matches']
 
 TOP_KS = (20, 50, 100)
 
@@ -88,12 +88,12 @@ def ratio_or_nan(num, den):
     return float(num) / float(den) if den else float('nan')
 
 
-def _mean(values):
+def mean_or_nan(values):
     # np.mean([]) is nan with a RuntimeWarning in SGB; same value, no warning
     return float(np.mean(values)) if len(values) else float('nan')
 
 
-def _triplet(relations, classes, boxes):
+def triplet(relations, classes, boxes):
     """Relations ``(sub_id, ob_id, pred_label)`` as class triplets and box pairs (SGB's
     ``_triplet`` without its scores, which no recall reads).
 
@@ -121,7 +121,7 @@ def _union_box(pairs):
     return np.concatenate((pairs.min(1)[:, :2], pairs.max(1)[:, 2:]), 1)
 
 
-def _compute_pred_matches(gt_triplets, pred_triplets, gt_boxes, pred_boxes, iou_thres,
+def compute_pred_matches(gt_triplets, pred_triplets, gt_boxes, pred_boxes, iou_thres,
                           phrdet=False):
     """For each prediction, the list of ground-truth triplets it hits.
 
@@ -174,7 +174,7 @@ class SceneGraphEvaluation:
         """SGB's one-line summary (``'SGG eval: ...\\n'``)."""
         raise NotImplementedError
 
-    def _line(self, key, fmt, mode, kind, value=_mean):
+    def _line(self, key, fmt, mode, kind, value=mean_or_nan):
         text = 'SGG eval: '
         for k, v in self.result_dict[mode + key].items():
             text += fmt % (k, value(v))
@@ -187,11 +187,11 @@ class SceneGraphEvaluation:
         Returns
         -------
         list of list of int
-            ``pred_to_gt`` (:func:`_compute_pred_matches`).
+            ``pred_to_gt`` (:func:`compute_pred_matches`).
         """
-        triplets, boxes = _triplet(rels, local_container['pred_classes'],
+        triplets, boxes = triplet(rels, local_container['pred_classes'],
                                    local_container['pred_boxes'])
-        pred_to_gt = _compute_pred_matches(local_container['gt_triplets'], triplets,
+        pred_to_gt = compute_pred_matches(local_container['gt_triplets'], triplets,
                                            local_container['gt_triplet_boxes'], boxes,
                                            global_container['iou_thres'], phrdet=mode == 'phrdet')
         num_gt = float(local_container['gt_rels'].shape[0])
@@ -218,7 +218,7 @@ class SGRecall(SceneGraphEvaluation):
         rel_scores = local_container['rel_scores']
         pred_rels = np.column_stack((local_container['pred_rel_inds'],
                                      1 + rel_scores[:, 1:].argmax(1))).reshape(-1, 3)
-        gt_triplets, gt_triplet_boxes = _triplet(
+        gt_triplets, gt_triplet_boxes = triplet(
             local_container['gt_rels'], local_container['gt_classes'], local_container['gt_boxes'])
         local_container['gt_triplets'] = gt_triplets
         local_container['gt_triplet_boxes'] = gt_triplet_boxes
@@ -310,7 +310,7 @@ class SGPairAccuracy(SceneGraphEvaluation):
         text = 'SGG eval: '
         for k, v in self.result_dict[mode + '_accuracy_hit'].items():
             text += '    A @ %d: %.4f; ' % (k, ratio_or_nan(
-                _mean(v), _mean(self.result_dict[mode + '_accuracy_count'][k])))
+                mean_or_nan(v), mean_or_nan(self.result_dict[mode + '_accuracy_count'][k])))
         return text + ' for mode=%s, type=TopK Accuracy.\n' % mode
 
     def prepare_gtpair(self, local_container):

@@ -14,8 +14,6 @@ ground-truth box unmatchable; ``coco_ids_from_zero=True`` restores that); no det
 all gives mAP 0.0 (SGB's ``loadRes`` fails on it); the caller's ``predictions`` list is not
 overwritten with the resized boxes.
 """
-import contextlib
-import io
 import json
 import logging
 import os
@@ -23,13 +21,14 @@ import os
 import numpy as np
 
 from ....core.checkpoint import atomic_write
+from ....core.coco_eval import coco_ground_truth, run_coco_eval
 from ...checkpoint import save_file
 from ..config_values import relation_mode
 from .sgg_eval import (SGMeanRecall, SGNGMeanRecall, SGNGZeroShotRecall, SGNoGraphConstraintRecall,
-                       SGPairAccuracy, SGRecall, SGZeroShotRecall, TOP_KS, _mean, to_numpy as _np)
+                       SGPairAccuracy, SGRecall, SGZeroShotRecall, TOP_KS, mean_or_nan, to_numpy as _np)
 from .zeroshot import load_zeroshot_triplets
 
-__all__ = ['MODES', 'eval_mode', 'do_vg_evaluation', 'evaluate_detection', 'build_evaluators',
+__all__ = ['MODES', 'do_vg_evaluation', 'evaluate_detection', 'build_evaluators',
            'evaluate_relations', 'evaluate_relation_of_one_image', 'save_output',
            'relation_metrics']
 
@@ -60,8 +59,6 @@ def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
     (float, str)
         ``coco_eval.stats[1]`` and pycocotools' summary table.
     """
-    from pycocotools.coco import COCO  # pylint: disable=import-outside-toplevel
-    from pycocotools.cocoeval import COCOeval  # pylint: disable=import-outside-toplevel
     anns = []
     for image_id, gt in enumerate(groundtruths):
         for cls, box in zip(_np(gt.get_field('labels')).tolist(),
@@ -70,16 +67,13 @@ def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
             anns.append({'area': w * h, 'bbox': [box[0], box[1], w, h], 'category_id': cls,
                          'id': len(anns) + (0 if coco_ids_from_zero else 1),
                          'image_id': image_id, 'iscrowd': 0})
-    fauxcoco = COCO()
-    fauxcoco.dataset = {
+    fauxcoco = coco_ground_truth({
         'info': {'description': 'use coco script for vg detection evaluation'},
         'images': [{'id': i} for i in range(len(groundtruths))],
         'categories': [{'supercategory': 'person', 'id': i, 'name': name}
                        for i, name in enumerate(ind_to_classes) if name != '__background__'],
         'annotations': anns,
-    }
-    with contextlib.redirect_stdout(io.StringIO()):
-        fauxcoco.createIndex()
+    })
     rows = []
     for image_id, pred in enumerate(predictions):
         box = _np(pred.convert('xywh').bbox)
@@ -96,15 +90,8 @@ def evaluate_detection(groundtruths, predictions, ind_to_classes, mode,
     rows = np.concatenate(rows, 0) if rows else np.zeros((0, 7))
     if len(rows) == 0:
         return 0.0, 'no detections: mAP 0.0\n'
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        res = fauxcoco.loadRes(rows)
-        coco_eval = COCOeval(fauxcoco, res, 'bbox')
-        coco_eval.params.imgIds = list(range(len(groundtruths)))
-        coco_eval.evaluate()
-        coco_eval.accumulate()
-        coco_eval.summarize()
-    return float(coco_eval.stats[1]), out.getvalue()
+    coco_eval, printed = run_coco_eval(fauxcoco, rows, img_ids=range(len(groundtruths)))
+    return float(coco_eval.stats[1]), printed
 
 
 def build_evaluators(result_dict, mode, num_rel_category, ind_to_predicates):
@@ -243,8 +230,8 @@ def relation_metrics(result_dict, mode):
     'A@20', ...}`` of a ``result_dict`` (means over images; ``nan`` where nothing counted),
     for metric logs."""
     out = {'{}@{}'.format(name, k): value(result_dict[mode + key][k]) for name, key, value in (
-        ('R', '_recall', _mean), ('ngR', '_recall_nogc', _mean), ('zR', '_zeroshot_recall', _mean),
-        ('ng-zR', '_ng_zeroshot_recall', _mean), ('mR', '_mean_recall', float),
+        ('R', '_recall', mean_or_nan), ('ngR', '_recall_nogc', mean_or_nan), ('zR', '_zeroshot_recall', mean_or_nan),
+        ('ng-zR', '_ng_zeroshot_recall', mean_or_nan), ('mR', '_mean_recall', float),
         ('ng-mR', '_ng_mean_recall', float)) for k in TOP_KS}
     for k in TOP_KS:
         hit, count = result_dict[mode + '_accuracy_hit'][k], \
@@ -349,7 +336,7 @@ def do_vg_evaluation(cfg, dataset, predictions, output_folder, logger, iou_types
     if result_dict is not None:
         if output_folder:
             save_file(os.path.join(output_folder, 'result_dict.pytorch'), result_dict)
-        score = _mean(result_dict[mode + '_recall'][100])
+        score = mean_or_nan(result_dict[mode + '_recall'][100])
     elif m_ap is not None:
         score = float(m_ap)
     else:

@@ -13,7 +13,8 @@ import torch
 import torch.nn as nn
 
 from ...twostage.structures import boxlist_union
-from ...twostage.box_head import FPN2MLPFeatureExtractor, make_fc
+from ...twostage.box_head import make_fc
+from .detector import box_feature_extractor
 
 __all__ = ['RelationFeatureExtractor', 'rect_masks']
 
@@ -53,7 +54,7 @@ class RelationFeatureExtractor(nn.Module):
     Parameters
     ----------
     cfg : yacs.config.CfgNode
-        ``MODEL.ROI_BOX_HEAD.*`` (its own :class:`FPN2MLPFeatureExtractor` named
+        ``MODEL.ROI_BOX_HEAD.*`` (its own ``FPN2MLPFeatureExtractor`` named
         ``feature_extractor``), ``MODEL.ROI_RELATION_HEAD.{POOLING_ALL_LEVELS,
         CAUSAL.SEPARATE_SPATIAL}``.
     in_channels : int
@@ -65,7 +66,7 @@ class RelationFeatureExtractor(nn.Module):
             raise ValueError('MODEL.ATTRIBUTE_ON is not supported by the scene-graph recipe')
         rel = cfg.MODEL.ROI_RELATION_HEAD
         resolution = cfg.MODEL.ROI_BOX_HEAD.POOLER_RESOLUTION
-        self.feature_extractor = FPN2MLPFeatureExtractor(
+        self.feature_extractor = box_feature_extractor(
             cfg, in_channels, cat_all_levels=rel.POOLING_ALL_LEVELS)
         self.out_channels = self.feature_extractor.out_channels
         self.separate_spatial = rel.CAUSAL.SEPARATE_SPATIAL

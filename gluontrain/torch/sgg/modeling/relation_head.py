@@ -6,7 +6,7 @@ post-processed predictions.
 import torch
 import torch.nn as nn
 
-from ...twostage.box_head import FPN2MLPFeatureExtractor
+from .detector import box_feature_extractor
 from .inference import make_roi_relation_post_processor
 from .loss import make_roi_relation_loss_evaluator
 from .relation_features import RelationFeatureExtractor
@@ -20,7 +20,7 @@ class ROIRelationHead(nn.Module):
 
     Sub-modules (SGB's names, for ``load_mapping``): ``union_feature_extractor``
     (:class:`RelationFeatureExtractor`, its own ``feature_extractor`` inside),
-    ``box_feature_extractor`` (:class:`FPN2MLPFeatureExtractor`), ``predictor``.
+    ``box_feature_extractor`` (``FPN2MLPFeatureExtractor``), ``predictor``.
 
     Parameters
     ----------
@@ -40,7 +40,7 @@ class ROIRelationHead(nn.Module):
         super().__init__()
         self.cfg = cfg.clone()
         self.union_feature_extractor = RelationFeatureExtractor(cfg, in_channels)
-        self.box_feature_extractor = FPN2MLPFeatureExtractor(cfg, in_channels)
+        self.box_feature_extractor = box_feature_extractor(cfg, in_channels)
         self.predictor = predictor
         self.post_processor = make_roi_relation_post_processor(cfg)
         self.loss_evaluator = make_roi_relation_loss_evaluator(cfg)

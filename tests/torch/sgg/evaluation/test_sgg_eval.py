@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gluontrain.torch.sgg.evaluation.sgg_eval import (SGAccumulateRecall, SGRecall,
-                                                      _compute_pred_matches, bbox_overlaps,
+                                                      compute_pred_matches, bbox_overlaps,
                                                       intersect_2d, matched_gt)
 from gluontrain.torch.sgg.evaluation.vg_eval import evaluate_relations, relation_metrics
 from sgg_eval_support import PREDICATES, FakeVG, make_prediction
@@ -121,12 +121,12 @@ def test_iou_exactly_half_with_plus_one_is_a_hit():
     trip = np.array([[1, 3, 4], [1, 3, 4]])
     gt_box = np.array([[0, 0, 9, 9, 20, 0, 29, 9]], dtype=np.float32)
     boxes = np.array([[0, 0, 8, 4, 20, 0, 29, 9], [0, 0, 9, 4, 20, 0, 29, 9]], np.float32)
-    assert _compute_pred_matches(trip[:1], trip, gt_box, boxes, 0.5) == [[], [0]]
-    assert _compute_pred_matches(trip[:1], trip, gt_box, boxes, 0.5001) == [[], []]
+    assert compute_pred_matches(trip[:1], trip, gt_box, boxes, 0.5) == [[], [0]]
+    assert compute_pred_matches(trip[:1], trip, gt_box, boxes, 0.5001) == [[], []]
     # phrase detection: the union boxes [0,0,29,9] of both pairs equal the GT's
-    assert _compute_pred_matches(trip[:1], trip, gt_box, boxes, 0.5, phrdet=True) == [[0], [0]]
+    assert compute_pred_matches(trip[:1], trip, gt_box, boxes, 0.5, phrdet=True) == [[0], [0]]
     # a wrong class never matches, whatever the boxes
-    assert _compute_pred_matches(trip[:1], np.array([[1, 3, 2]] * 2), gt_box, boxes, 0.5) == \
+    assert compute_pred_matches(trip[:1], np.array([[1, 3, 2]] * 2), gt_box, boxes, 0.5) == \
         [[], []]
 
 

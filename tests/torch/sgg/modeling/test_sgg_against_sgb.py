@@ -27,14 +27,14 @@ from sgb_modeling_support import (box_post_inputs, box_sampler_inputs, boxes, bo
                                   compact, detect_inputs, gtbox_inputs, load_sgb,
                                   relation_inputs, same, same_as)
 from sgg_model_helpers import tiny_cfg
-from gluontrain.torch.twostage.box_head import BoxSampler, box_loss
+from gluontrain.torch.twostage.box_head import box_loss
 from gluontrain.torch.twostage.box_inference import BoxCoder, BoxPostProcessor
+from gluontrain.torch.sgg.modeling.detector import box_sampler, build_rpn
 from gluontrain.torch.sgg.modeling.inference import PostProcessor
 from gluontrain.torch.sgg.modeling.load_mapping import (RELATION_LOAD_MAPPING,
                                                         align_and_update_state_dicts)
 from gluontrain.torch.sgg.modeling.loss import RelationLossComputation
 from gluontrain.torch.ops import generate_anchors
-from gluontrain.torch.twostage.rpn import RPNModule
 from gluontrain.torch.sgg.modeling.sampling import RelationSampling
 from gluontrain.torch.twostage.structures import BoxList
 
@@ -245,7 +245,7 @@ def test_box_sampler_and_loss(source):
     cfg.MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE = 16
     ta = boxlist(BoxList, tb, SIZE, labels=tl, attributes=torch.zeros(4, 2, dtype=torch.long))
     torch.manual_seed(5)
-    got = BoxSampler(cfg).subsample([boxlist(BoxList, pb, SIZE)], [ta])
+    got = box_sampler(cfg).subsample([boxlist(BoxList, pb, SIZE)], [ta])
     same(ref['bbox'], got[0].bbox)
     logits = torch.randn(len(got[0]), 6, generator=g)
     reg = torch.randn(len(got[0]), 24, generator=g)
@@ -263,7 +263,7 @@ def _rpn_inputs():
     g = torch.Generator().manual_seed(4)
     cfg = tiny_cfg('sgdet', relation_on=False)
     torch.manual_seed(4)
-    rpn = RPNModule(cfg, 16)
+    rpn = build_rpn(cfg, 16)
     feats = [torch.randn(2, 16, 128 // s, 128 // s, generator=g) for s in (4, 8, 16, 32, 64)]
     obj, reg = rpn.head(feats)
     anchors = rpn.anchors([(128, 128), (100, 120)], feats)

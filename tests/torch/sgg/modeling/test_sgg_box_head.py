@@ -5,7 +5,8 @@ import torch
 
 from sgg_model_helpers import make_batch, tiny_cfg
 from gluontrain.torch.ops import match_by_iou as match, roi_align
-from gluontrain.torch.twostage.box_head import BoxSampler, Pooler, ROIBoxHead, box_loss
+from gluontrain.torch.sgg.modeling.detector import box_sampler, build_box_head
+from gluontrain.torch.twostage.box_head import Pooler, box_loss
 from gluontrain.torch.twostage.structures import BoxList
 
 
@@ -41,7 +42,7 @@ def test_sampler_counts_and_labels():
     cfg.MODEL.ROI_HEADS.BATCH_SIZE_PER_IMAGE = 4
     cfg.MODEL.ROI_HEADS.POSITIVE_FRACTION = 0.5
     cfg.MODEL.ROI_HEADS.BG_IOU_THRESHOLD = 0.3
-    s = BoxSampler(cfg, torch.Generator().manual_seed(0))
+    s = box_sampler(cfg, torch.Generator().manual_seed(0))
     gt = BoxList(torch.tensor([[0., 0., 9., 9.]]), (100, 100))
     gt.add_field('labels', torch.tensor([3]))
     # 3 positives (IoU 1, .9, .8), 1 ignored (IoU .4), 4 negatives
@@ -71,14 +72,14 @@ def test_relation_modes_of_the_box_head():
     images, targets = make_batch()
     feats = [torch.randn(2, 16, 128 // s, 128 // s) for s in (4, 8, 16, 32, 64)]
     for mode in ('predcls', 'sgcls'):
-        head = ROIBoxHead(tiny_cfg(mode), 16).eval()
+        head = build_box_head(tiny_cfg(mode), 16).eval()
         x, props, losses = head(feats, None, targets)
         assert losses == {} and x.shape == (7, 32)
         assert [len(p) for p in props] == [3, 4]
         assert torch.equal(props[1].bbox, targets[1].bbox)
         assert props[0].has_field('predict_logits') == (mode == 'sgcls')
         assert not props[0].has_field('relation')
-    head = ROIBoxHead(tiny_cfg('sgdet'), 16).eval()
+    head = build_box_head(tiny_cfg('sgdet'), 16).eval()
     proposals = [t.copy() for t in targets]
     _, dets, _ = head(feats, proposals, targets)
     for d in dets:

@@ -22,7 +22,7 @@ from gluontrain.torch.sgg.config import get_cfg
 from gluontrain.torch.sgg.modeling.c2_loading import (C2_CONV_BODIES, c2_body_state_dict,
                                                       c2_to_maskrcnn_names, group_c2_names,
                                                       is_c2_file, load_c2_file)
-from gluontrain.torch.twostage.maskrcnn import build_body
+from gluontrain.torch.sgg.modeling.detector import build_body
 from gluontrain.torch.weights import load_state_dict_reported
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures')

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from sgg_model_helpers import make_batch, tiny_cfg
-from gluontrain.torch.twostage.maskrcnn import build_backbone, build_detector
+from gluontrain.torch.sgg.modeling.detector import build_backbone, build_detector
 
 
 def test_backbone_levels():

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from gluontrain.torch.sgg.config import get_cfg, load_cfg
-from gluontrain.torch.twostage.maskrcnn import build_detector
+from gluontrain.torch.sgg.modeling.detector import build_detector
 from gluontrain.torch.sgg.model import build_relation_model
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'references')
@@ -203,7 +203,7 @@ def test_backbone_outputs_equal_sgbs(arch, opts):
     """Body (C2..C5) and FPN (P2..P6) outputs equal those SGB's own ``build_backbone`` gave
     with the same name-seeded weights (``fill_tensor``) on the same input."""
     from fixtures.reference_fill import fill_tensor, fixed_input
-    from gluontrain.torch.twostage.maskrcnn import build_backbone
+    from gluontrain.torch.sgg.modeling.detector import build_backbone
     with np.load(os.path.join(FIXTURES, 'sgb_backbone_outputs_{}.npz'.format(arch))) as f:
         want = dict(f)
     backbone = build_backbone(_cfg(opts)).eval()

@@ -2,7 +2,7 @@
 import torch
 
 from sgg_model_helpers import tiny_cfg
-from gluontrain.torch.twostage.rpn import RPNModule
+from gluontrain.torch.sgg.modeling.detector import build_rpn
 from gluontrain.torch.twostage.structures import BoxList
 
 
@@ -10,7 +10,7 @@ def _rpn(**kw):
     cfg = tiny_cfg('sgdet', relation_on=False)
     for k, v in kw.items():
         setattr(cfg.MODEL.RPN, k, v)
-    return RPNModule(cfg, 16, torch.Generator().manual_seed(0))
+    return build_rpn(cfg, 16, torch.Generator().manual_seed(0))
 
 
 def test_labels_visibility_and_low_quality_match():

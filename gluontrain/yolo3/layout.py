@@ -6,8 +6,8 @@ Names are ``save_parameters``' (``stages.0.0.weight``, ``yolo_outputs.0.predicti
 Also shared: where a YOLOv3's stages sit in its ImageNet base (:func:`base_mapping`) and how
 the base file is found and reported (:func:`find_pretrained_base`, :func:`pretrained_base_lines`).
 """
-from . import model_store
-from .load_report import WeightsLoadError
+from ..core import model_store
+from ..core.load_report import WeightsLoadError
 
 __all__ = ['MOBILENET_WIDTHS', 'ZOO_DATASETS', 'describe', 'describe_text',
            'check_same_network', 'base_mapping', 'find_pretrained_base',
