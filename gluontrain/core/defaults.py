@@ -1,9 +1,10 @@
 """What every recipe's ``train()`` assembles the same way: :class:`RunPaths`, the default
-hook list (:func:`build_hooks`) and the run (:func:`fit`) (docs/recipes.md, "The engine API").
+hook list (:class:`HookSpec`, :func:`build_hooks`) and the run (:func:`fit`) (docs/recipes.md,
+"The engine API").
 """
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional, Sequence
 
 from .hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook, MetricsJSONHook,
                     NaNGuardHook, ProgressHook, TensorBoardHook, ValidationHook,
@@ -54,44 +55,79 @@ class RunPaths:
 SLOTS = ('recipe', 'after_validation', 'after_best')
 
 
-def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_batches=None,
-                recipe_hooks=(), validate_fn=None, val_period=None, save_params_fn=None,
-                save_interval=0, best_after='epoch', checkpoint_fn=None, samples_hook=None,
-                curves_title=None, tensorboard='', tensorboard_interval=None, plots=True,
-                comm=None, rank_state=(None, None)):
+@dataclass(frozen=True)
+class HookSpec:
+    """What the default hooks of :func:`build_hooks` need from a recipe; only ``paths`` and
+    ``meter`` are required (the defaults: no validation, best weights, checkpoint, samples or
+    TensorBoard).
+
+    Attributes
+    ----------
+    paths : RunPaths
+        The run's files.
+    meter : LossMeter
+        The loss meter the log, metrics, curves and TensorBoard hooks read.
+    header : list of str
+        First log lines (GluonCV logs the args Namespace).
+    batch_size : int
+        For the log's Speed figure and the progress bar.
+    num_batches : int, optional
+        Batches per pass, for the progress bar.
+    log_interval : int
+        Batches between the log's batch lines (0: none).
+    validate : callable, optional
+        ``() -> (names, values)``; None: no validation.
+    period : Period, optional
+        When to validate (default every epoch).
+    best_after : {'epoch', 'validation'}
+        When :class:`~gluontrain.core.hooks.BestCheckpointHook` reads the score.
+    save_params : callable, optional
+        ``(best_map, current, index, save_interval)``: the recipe's bound ``save_params``.
+    save_interval : int
+        Passed to ``save_params`` (GluonCV's interval files).
+    checkpoint : callable, optional
+        ``(state, hooks_state) -> path``: the full checkpoint, ``hooks_state`` in its ``extra``.
+    samples_hook : Hook, optional
+        The recipe's :class:`~gluontrain.core.plots.SamplesHook`.
+    curves_title : str, optional
+        The curves picture's title.
+    tensorboard : str
+        TensorBoard log folder; '' for none.
+    tensorboard_interval : int, optional
+        Steps between TensorBoard scalar points (default ``log_interval``).
+    plots : bool
+        Draw the curves and samples pictures.
+    """
+    paths: RunPaths
+    meter: Any
+    header: Sequence[str] = ()
+    batch_size: int = 1
+    num_batches: Optional[int] = None
+    log_interval: int = 0
+    validate: Optional[Callable] = None
+    period: Optional[Period] = None
+    best_after: str = 'epoch'
+    save_params: Optional[Callable] = None
+    save_interval: int = 0
+    checkpoint: Optional[Callable] = None
+    samples_hook: Any = None
+    curves_title: Optional[str] = None
+    tensorboard: str = ''
+    tensorboard_interval: Optional[int] = None
+    plots: bool = True
+
+
+def build_hooks(spec, recipe_hooks=(), comm=None, rank_state=(None, None)):
     """The default hook list of a recipe, in dependency order (the order and why:
     docs/recipes.md, "The engine API", ``build_hooks``; with several ranks: "Several
     processes").
 
     Parameters
     ----------
-    paths : RunPaths
-    meter : LossMeter
-    header : list of str
-        First log lines (GluonCV logs the args Namespace).
-    batch_size, log_interval, num_batches : int
-        For the log's Speed figure, batch lines (0: none) and the progress bar.
+    spec : HookSpec
+        What the default hooks need (files, meter, validation, saving, display).
     recipe_hooks : list of Hook
         Placed by their ``slot`` (:data:`SLOTS`), in list order within a slot.
-    validate_fn : callable, optional
-        ``() -> (names, values)``; None: no validation.
-    val_period : Period, optional
-        When to validate (default every epoch).
-    save_params_fn : callable, optional
-        ``(best_map, current, index, save_interval)``: the recipe's bound ``save_params``.
-    save_interval : int
-    best_after : {'epoch', 'validation'}
-    checkpoint_fn : callable, optional
-        ``(state, hooks_state) -> path``: the full checkpoint, ``hooks_state`` in its ``extra``.
-    samples_hook : Hook, optional
-        The recipe's :class:`~gluontrain.core.plots.SamplesHook`.
-    curves_title : str, optional
-    tensorboard : str
-        Log folder; '' for none.
-    tensorboard_interval : int, optional
-        Steps between scalar points (default ``log_interval``).
-    plots : bool
-        Curves and samples pictures.
     comm : gluontrain.core.distributed.Comm, optional
         The run's communicator (None or a world of one: a single-process list).
     rank_state : (collect_fn, restore_fn)
@@ -104,32 +140,36 @@ def build_hooks(paths, meter, *, header=(), batch_size=1, log_interval=0, num_ba
     unknown = [h for h in recipe_hooks if h.slot not in SLOTS]
     if unknown:
         raise ValueError('hook slot {!r} is not one of {}'.format(unknown[0].slot, SLOTS))
+    paths, meter, checkpoint_fn = spec.paths, spec.meter, spec.checkpoint
     hooks = [NaNGuardHook(), LossMeterHook(meter)]
     hooks += [h for h in recipe_hooks if h.slot == 'recipe']
-    hooks.append(LogHook(meter, log_file=paths.train_log, log_interval=log_interval,
-                         batch_size=batch_size, header=list(header)))
-    if validate_fn is not None:
-        hooks.append(ValidationHook(validate_fn, period=val_period or Period(epochs=1)))
+    hooks.append(LogHook(meter, log_file=paths.train_log, log_interval=spec.log_interval,
+                         batch_size=spec.batch_size, header=list(spec.header)))
+    if spec.validate is not None:
+        hooks.append(ValidationHook(spec.validate, period=spec.period or Period(epochs=1)))
     hooks += [h for h in recipe_hooks if h.slot == 'after_validation']
-    if save_params_fn is not None:
-        hooks.append(BestCheckpointHook(save_params_fn, save_interval, after=best_after,
-                                        log_path=paths.best_map_log))
+    if spec.save_params is not None:
+        hooks.append(BestCheckpointHook(spec.save_params, spec.save_interval,
+                                        after=spec.best_after, log_path=paths.best_map_log))
     hooks += [h for h in recipe_hooks if h.slot == 'after_best']
     hooks.append(MetricsJSONHook(paths.metrics, meter))
-    if plots:
-        hooks.append(CurvesHook(paths.curves, meter, history=paths.metrics, title=curves_title))
-        if samples_hook is not None:
-            hooks.append(samples_hook)
+    if spec.plots:
+        hooks.append(CurvesHook(paths.curves, meter, history=paths.metrics,
+                                title=spec.curves_title))
+        if spec.samples_hook is not None:
+            hooks.append(spec.samples_hook)
     distributed = comm is not None and comm.world_size > 1
     if checkpoint_fn is not None:
         if distributed:
             hooks.append(RankStateHook(comm, hooks, *rank_state))
         # the list is complete when the hook fires, so every hook's state is saved
         hooks.append(CheckpointHook(lambda state: checkpoint_fn(state, hooks_state_dict(hooks))))
-    hooks.append(ProgressHook(num_batches=num_batches, batch_size=batch_size, meter=meter))
-    if tensorboard:
-        hooks.append(TensorBoardHook(tensorboard, meter, log_interval if tensorboard_interval
-                                     is None else tensorboard_interval))
+    hooks.append(ProgressHook(num_batches=spec.num_batches, batch_size=spec.batch_size,
+                              meter=meter))
+    if spec.tensorboard:
+        hooks.append(TensorBoardHook(spec.tensorboard, meter, spec.log_interval
+                                     if spec.tensorboard_interval is None
+                                     else spec.tensorboard_interval))
     hooks.append(ReleaseMemoryHook())
     if distributed:
         hooks.append(BarrierHook(comm))

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ..core.defaults import build_hooks
+from ..core.defaults import HookSpec, build_hooks
 from ..core.loop import Hook, Period
 
 __all__ = ['GluonCVMixupHook', 'RolloverLeftoversHook', 'gluoncv_hooks']
@@ -83,13 +83,13 @@ def gluoncv_hooks(args, paths, meter, header, num_batches, recipe_hooks, validat
     -------
     list of Hook
     """
-    return build_hooks(
+    spec = HookSpec(
         paths, meter, header=header, batch_size=args.batch_size,
-        log_interval=args.log_interval, num_batches=num_batches, recipe_hooks=recipe_hooks,
-        validate_fn=validate, val_period=Period(epochs=args.val_interval),
-        save_params_fn=lambda best, current, epoch, interval: save_params(
+        log_interval=args.log_interval, num_batches=num_batches,
+        validate=validate, period=Period(epochs=args.val_interval),
+        save_params=lambda best, current, epoch, interval: save_params(
             best, current, epoch, interval, paths.prefix),
-        save_interval=args.save_interval, checkpoint_fn=checkpoint_fn,
+        save_interval=args.save_interval, checkpoint=checkpoint_fn,
         samples_hook=samples_hook, curves_title=os.path.basename(paths.prefix),
-        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True),
-        comm=comm, rank_state=rank_state)
+        tensorboard=getattr(args, 'tensorboard', ''), plots=getattr(args, 'plots', True))
+    return build_hooks(spec, recipe_hooks, comm=comm, rank_state=rank_state)

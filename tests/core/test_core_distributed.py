@@ -6,11 +6,10 @@ import random
 import numpy as np
 import pytest
 
-from gluontrain.core.defaults import RunPaths, build_hooks
+from gluontrain.core.defaults import HookSpec, RunPaths, build_hooks
 from gluontrain.core.distributed import (BarrierHook, Comm, LocalComm, RankStateHook,
                                          SetEpochHook)
-from gluontrain.core.hooks import (CheckpointHook, LogHook, LossMeterHook, hooks_state_dict,
-                                   load_hooks_state_dict)
+from gluontrain.core.hooks import LogHook, hooks_state_dict, load_hooks_state_dict
 from gluontrain.core.loop import Hook, Period, TrainState, run_loop
 from gluontrain.core.meters import LossMeter
 
@@ -66,12 +65,11 @@ def _default_hooks(tmp_path, comm, validated, saved):
     def validate():
         validated.append(comm.rank)
         return ['mAP'], [0.25]
-    return build_hooks(RunPaths(str(tmp_path / 'run' / 'p')), LossMeter(), header=['hdr'],
-                       validate_fn=validate,
-                       save_params_fn=lambda best, cur, index, interval: saved.append(index)
-                       or best.__setitem__(0, max(best[0], cur)),
-                       checkpoint_fn=lambda st, hs: saved.append(('ckpt', sorted(hs))) or 'c',
-                       comm=comm)
+    return build_hooks(HookSpec(
+        RunPaths(str(tmp_path / 'run' / 'p')), LossMeter(), header=['hdr'], validate=validate,
+        save_params=lambda best, cur, index, interval: saved.append(index)
+        or best.__setitem__(0, max(best[0], cur)),
+        checkpoint=lambda st, hs: saved.append(('ckpt', sorted(hs))) or 'c'), comm=comm)
 
 
 def test_rank_one_runs_no_sink_hook_but_validates(tmp_path):
@@ -96,14 +94,14 @@ def test_rank_one_runs_no_sink_hook_but_validates(tmp_path):
 
 
 def test_build_hooks_adds_rank_state_and_barrier_only_when_distributed(tmp_path):
-    kw = dict(validate_fn=lambda: (['m'], [1.0]), checkpoint_fn=lambda st, hs: 'x')
-    names = [type(h).__name__ for h in build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(),
-                                                   comm=FakeComm(0, 2), **kw)]
+    kw = dict(validate=lambda: (['m'], [1.0]), checkpoint=lambda st, hs: 'x')
+    names = [type(h).__name__ for h in build_hooks(
+        HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter(), **kw), comm=FakeComm(0, 2))]
     assert names.index('RankStateHook') == names.index('CheckpointHook') - 1
     assert names[-2:] == ['ReleaseMemoryHook', 'BarrierHook']
     for comm in (None, LocalComm()):
-        alone = [type(h).__name__ for h in build_hooks(RunPaths(str(tmp_path / 'p')),
-                                                       LossMeter(), comm=comm, **kw)]
+        alone = [type(h).__name__ for h in build_hooks(
+            HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter(), **kw), comm=comm)]
         assert 'RankStateHook' not in alone and 'BarrierHook' not in alone
 
 

@@ -1,18 +1,20 @@
 """core.defaults: RunPaths file names, build_hooks order and slots, fit (the resume, the NaN
 stop as an error), and a budget ending on a pass boundary closing that pass through the whole
 default hook set."""
+import dataclasses
 import json
 
 import pytest
 
-from gluontrain.core.defaults import Restored, RunPaths, build_hooks, fit
+from gluontrain.core.defaults import HookSpec, Restored, RunPaths, build_hooks, fit
 from gluontrain.core.hooks import (BestCheckpointHook, CheckpointHook, LogHook, LossMeterHook,
                                    MetricsJSONHook, NaNGuardHook, ProgressHook, ValidationHook,
                                    load_hooks_state_dict)
 from gluontrain.core.loop import Hook, Period, TrainState, run_loop
 from gluontrain.core.memory import ReleaseMemoryHook
 from gluontrain.core.meters import LossMeter
-from gluontrain.core.plots import CurvesHook
+from gluontrain.core.plots import CurvesHook, SamplesHook
+from gluontrain.core.writers import TensorBoardHook
 
 
 def _step(batch, state):
@@ -33,16 +35,41 @@ def test_run_paths_name_every_file():
 def test_build_hooks_order(tmp_path):
     class _Recipe(Hook):
         pass
-    hooks = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), recipe_hooks=[_Recipe()],
-                        validate_fn=lambda: (['mAP'], [0.5]),
-                        save_params_fn=lambda *a: None, checkpoint_fn=lambda st, h: 'x')
+    hooks = build_hooks(HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter(),
+                                 validate=lambda: (['mAP'], [0.5]),
+                                 save_params=lambda *a: None, checkpoint=lambda st, h: 'x'),
+                        recipe_hooks=[_Recipe()])
     assert [type(h) for h in hooks] == [NaNGuardHook, LossMeterHook, _Recipe, LogHook,
                                         ValidationHook, BestCheckpointHook, MetricsJSONHook,
                                         CurvesHook, CheckpointHook, ProgressHook,
                                         ReleaseMemoryHook]
-    bare = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), plots=False)
+    bare = build_hooks(HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter(), plots=False))
     assert [type(h) for h in bare] == [NaNGuardHook, LossMeterHook, LogHook, MetricsJSONHook,
                                        ProgressHook, ReleaseMemoryHook]
+
+
+def test_a_full_hook_spec_gives_the_keyword_call_hook_list(tmp_path):
+    """Issue 43: every value the 20 keywords of the former ``build_hooks`` took, given as one
+    HookSpec, gives the hooks (types, order, arguments) that call gave."""
+    class _Recipe(Hook):
+        pass
+    samples, period = SamplesHook(lambda title: None), Period(iterations=3)
+    spec = HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter(), header=['args'], batch_size=4,
+                    num_batches=7, log_interval=2, validate=lambda: (['mAP'], [0.5]),
+                    period=period, best_after='validation', save_params=lambda *a: None,
+                    save_interval=5, checkpoint=lambda st, h: 'x', samples_hook=samples,
+                    curves_title='t', tensorboard=str(tmp_path / 'tb'), plots=True)
+    hooks = build_hooks(spec, [_Recipe()])
+    assert [type(h) for h in hooks] == [NaNGuardHook, LossMeterHook, _Recipe, LogHook,
+                                        ValidationHook, BestCheckpointHook, MetricsJSONHook,
+                                        CurvesHook, SamplesHook, CheckpointHook, ProgressHook,
+                                        TensorBoardHook, ReleaseMemoryHook]
+    assert hooks[8] is samples and hooks[4].period is period
+    assert (hooks[5].save_interval, hooks[5].after) == (5, 'validation')
+    assert (hooks[11].logdir, hooks[11].log_interval) == (str(tmp_path / 'tb'), 2)
+    assert hooks[10].num_batches == 7
+    interval = build_hooks(dataclasses.replace(spec, tensorboard_interval=9))
+    assert interval[-2].log_interval == 9
 
 
 def test_budget_on_a_pass_boundary_closes_the_pass(tmp_path):
@@ -53,10 +80,10 @@ def test_budget_on_a_pass_boundary_closes_the_pass(tmp_path):
     def checkpoint(state, hooks_state):
         saved.append((state.epoch, state.iteration, hooks_state))
         return paths.last_checkpoint
-    hooks = build_hooks(paths, meter, validate_fn=lambda: (['mAP'], [0.5]),
-                        val_period=Period(iterations=6, at_max_iter=True),
-                        save_params_fn=lambda best, cur, i, n: best.__setitem__(0, cur),
-                        best_after='validation', checkpoint_fn=checkpoint, plots=True)
+    hooks = build_hooks(HookSpec(paths, meter, validate=lambda: (['mAP'], [0.5]),
+                                 period=Period(iterations=6, at_max_iter=True),
+                                 save_params=lambda best, cur, i, n: best.__setitem__(0, cur),
+                                 best_after='validation', checkpoint=checkpoint, plots=True))
     state = run_loop(_step, range(3), hooks, 0, None, max_iter=6)
     assert state.iteration == 6 and state.stop_reason == 'max_iter 6 reached'
     assert state.last_checkpoint == paths.last_checkpoint and state.best == 0.5
@@ -74,8 +101,8 @@ def test_budget_on_a_pass_boundary_closes_the_pass(tmp_path):
     assert hooks_state['LossMeterHook']['meter'] == meter.state_dict()
     # ... which a fresh hook set takes back
     fresh_meter = LossMeter(['Loss'])
-    fresh = build_hooks(RunPaths(str(tmp_path / 'again')), fresh_meter,
-                        save_params_fn=lambda *a: None)
+    fresh = build_hooks(HookSpec(RunPaths(str(tmp_path / 'again')), fresh_meter,
+                                 save_params=lambda *a: None))
     load_hooks_state_dict(fresh, hooks_state)
     assert fresh_meter.running() == meter.running()
     assert fresh[3].best_map == [0.5]
@@ -104,16 +131,17 @@ def test_recipe_hooks_take_their_slot(tmp_path):
         return made
     late, sched, snap, early = (hook('after_best'), hook('after_validation'),
                                 hook('after_best'), hook('recipe'))
-    hooks = build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(),
-                        recipe_hooks=[late, sched, snap, early],
-                        validate_fn=lambda: (['mAP'], [0.5]), save_params_fn=lambda *a: None,
-                        plots=False)
+    hooks = build_hooks(HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter(),
+                                 validate=lambda: (['mAP'], [0.5]), save_params=lambda *a: None,
+                                 plots=False),
+                        recipe_hooks=[late, sched, snap, early])
     kinds = [type(h) for h in hooks]
     assert hooks[2] is early and kinds[3] is LogHook
     assert kinds[4] is ValidationHook and hooks[5] is sched
     assert kinds[6] is BestCheckpointHook and hooks[7:9] == [late, snap]
     with pytest.raises(ValueError, match="hook slot 'nowhere'"):
-        build_hooks(RunPaths(str(tmp_path / 'p')), LossMeter(), recipe_hooks=[hook('nowhere')])
+        build_hooks(HookSpec(RunPaths(str(tmp_path / 'p')), LossMeter()),
+                    recipe_hooks=[hook('nowhere')])
 
 
 class _Counter(Hook):

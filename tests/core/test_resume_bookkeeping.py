@@ -9,7 +9,7 @@ import pytest
 
 from gluontrain.core import checkpoint as ckpt
 from gluontrain.core import writers
-from gluontrain.core.defaults import RunPaths, build_hooks
+from gluontrain.core.defaults import HookSpec, RunPaths, build_hooks
 from gluontrain.core.hooks import restore_hooks_state, truncate_best_map_log, truncate_metrics
 from gluontrain.core.loop import Hook, Period, TrainState, run_loop
 from gluontrain.core.meters import LossMeter
@@ -60,9 +60,9 @@ class _Run:
             return ckpt.save_checkpoint(paths.last_checkpoint, pickle.dumps(self.model), b'',
                                         state.epoch, state.iteration, state.best, {},
                                         extra={'hooks': hooks_state})
-        return build_hooks(paths, LossMeter(['Loss']), validate_fn=self.validate,
-                           val_period=Period(epochs=1), save_params_fn=save_params,
-                           checkpoint_fn=checkpoint, plots=False)
+        return build_hooks(HookSpec(paths, LossMeter(['Loss']), validate=self.validate,
+                                    period=Period(epochs=1), save_params=save_params,
+                                    checkpoint=checkpoint, plots=False))
 
     def start(self, interrupt=None, resume=True):
         """Train (resuming from the checkpoint when there is one); returns True when the run

@@ -162,6 +162,8 @@ CASES = {
         garbage(c.tmp / 'b_file'), 'sub'))],
     'tensorboard folder is a file': lambda c: [c.arg('--tensorboard', garbage(c.tmp / 'tb'))
                                                and str(c.tmp / 'tb')],
+    # a reference argument gluontrain cannot honour: refused, not ignored
+    'visdom true': lambda c: [c.arg('--visdom', 'true') and '--visdom'],
 }
 
 

@@ -6,7 +6,7 @@ import torch
 
 from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_input_file, check_output_dir, path_problem
-from ...core.defaults import Restored, RunPaths, build_hooks, fit
+from ...core.defaults import HookSpec, Restored, RunPaths, build_hooks, fit
 from ...core.loop import Period, TrainState
 from ...core.meters import LossMeter
 from ...core.writers import save_best_and_interval, tensorboard_available
@@ -158,22 +158,23 @@ def _hooks(net, optimizer, scheduler, batch_update, epochs, train_data, val_data
 
     recipe_hooks = [schedule_hook, log_hook, SeamsegCheckpointHook(
         args.log_dir, net, optimizer, config_to_string(config), log_hook)]
-    return build_hooks(
+    spec = HookSpec(
         paths, LossMeter(LOSS_NAMES), header=[str(args), config_to_string(config)],
         batch_size=train_data.batch_sampler.batch_size, log_interval=0,
-        num_batches=len(train_data), recipe_hooks=recipe_hooks, validate_fn=run_validation,
-        val_period=Period(epochs=gen.getint('val_interval')),
-        save_params_fn=(lambda best, current, index, interval: save_params(
+        num_batches=len(train_data), validate=run_validation,
+        period=Period(epochs=gen.getint('val_interval')),
+        save_params=(lambda best, current, index, interval: save_params(
             net, best, current, index, interval, paths.prefix)),
-        checkpoint_fn=lambda st, hooks_state: save_checkpoint(
+        checkpoint=lambda st, hooks_state: save_checkpoint(
             paths.last_checkpoint, model, optimizer, None, st.epoch, st.iteration, st.best,
             vars(args), extra={'hooks': hooks_state}),
         samples_hook=val_samples_hook(model, val_data.dataset, paths.val_samples, ctx[0]),
         plots=getattr(args, 'plots', True),
         curves_title='frcnn (seamseg) {}'.format(os.path.basename(args.config)),
         tensorboard=_summary(args),
-        tensorboard_interval=gen.getint('log_interval'),
-        comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
+        tensorboard_interval=gen.getint('log_interval'))
+    return build_hooks(spec, recipe_hooks, comm=comm,
+                       rank_state=(get_torch_rng_states, set_torch_rng_states))
 
 
 def get_contexts(args):

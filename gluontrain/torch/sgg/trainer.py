@@ -3,7 +3,7 @@ on gluontrain's loop (docs/faithfulness.md, "Scene-graph training")."""
 import logging
 import os
 
-from ...core.defaults import Restored, RunPaths, build_hooks, fit
+from ...core.defaults import HookSpec, Restored, RunPaths, build_hooks, fit
 from ...core.loop import Period, TrainState
 from ...core.meters import LossMeter
 from ...core.writers import tensorboard_available
@@ -93,20 +93,20 @@ def _hooks(cfg, model, optimizer, scheduler, checkpointer, train_data, val_data,
     max_iter = cfg.SOLVER.MAX_ITER
     schedule = SGBScheduleHook(scheduler, cfg, before=not relation, logger=logger)
     periodic = SGBCheckpointHook(checkpointer, cfg.SOLVER.CHECKPOINT_PERIOD, max_iter, schedule)
-    hooks = build_hooks(
+    spec = HookSpec(
         paths, LossMeter(['loss']), header=list(header), batch_size=cfg.SOLVER.IMS_PER_BATCH,
         log_interval=0, num_batches=len(train_data), tensorboard_interval=20,
         plots=is_main and plots,
-        # the schedule and the periodic checkpoint after the validation (their slot)
-        recipe_hooks=[SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger),
-                      schedule, periodic],
-        validate_fn=run_validation if cfg.SOLVER.TO_VAL else None,
-        val_period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
+        validate=run_validation if cfg.SOLVER.TO_VAL else None,
+        period=Period(iterations=cfg.SOLVER.VAL_PERIOD),
         samples_hook=val_samples_hook(cfg, model, getattr(val_data, 'dataset', None),
                                       paths.val_samples, device)
         if is_main and plots and cfg.MODEL.RELATION_ON else None,
         curves_title='sgg {} ({})'.format(mode, os.path.basename(cfg.OUTPUT_DIR) or '.'),
         tensorboard=cfg.OUTPUT_DIR if is_main and tensorboard_available() else '')
+    # the schedule and the periodic checkpoint after the validation (their slot)
+    hooks = build_hooks(spec, [SGBLogHook(optimizer, max_iter, -1 if relation else 0, logger),
+                               schedule, periodic])
     periodic.hooks = hooks
     return hooks
 

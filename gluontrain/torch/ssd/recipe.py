@@ -8,7 +8,7 @@ import torch
 
 from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_input_file, check_output_dir
-from ...core.defaults import Restored, RunPaths, build_hooks, fit
+from ...core.defaults import HookSpec, Restored, RunPaths, build_hooks, fit
 from ...core.distributed import RankStateHook, SetEpochHook
 from ...core.hooks import hooks_state_dict
 from ...core.loop import Period, TrainState
@@ -156,6 +156,11 @@ def check_syncbn(args, device):
 def check_args(args):
     """Refuse (``ValueError``), before anything is read or built, an output folder that cannot
     be made and a ``--start_iter`` past the iteration budget."""
+    if args.visdom:
+        # an argument is honoured or refused, never ignored (docs/faithfulness.md, "SSD300")
+        raise ValueError('--visdom true: gluontrain draws no visdom plots; drop --visdom (or '
+                         'give --visdom false) and use --tensorboard DIR or the '
+                         '{prefix}_curves.png picture the run writes')
     check_output_dir(args.save_folder, '--save_folder')
     if args.resume:
         check_input_file(args.resume, '--resume', 'pass the ssd300_{}_last.ckpt a run wrote in '
@@ -349,22 +354,23 @@ def _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths, 
     # namespace built by hand, without --plots, draws them as the default does)
     plots = getattr(args, 'plots', True)
     pictured = dict.fromkeys(range(SAMPLE_IMAGES)) if plots else None
-    return build_hooks(
+    spec = HookSpec(
         paths, LossMeter(LOSS_NAMES), header=header, batch_size=args.batch_size,
-        log_interval=0, num_batches=len(train_data), recipe_hooks=recipe_hooks,
-        validate_fn=None if val_data is None else (
+        log_interval=0, num_batches=len(train_data),
+        validate=None if val_data is None else (
             lambda: _validate_keeping_rng(net, val_data, ctx, eval_metric, comm, pictured)),
-        val_period=Period(iterations=args.val_interval, at_max_iter=True),
-        save_params_fn=lambda best, current, index, interval: save_params(
+        period=Period(iterations=args.val_interval, at_max_iter=True),
+        save_params=lambda best, current, index, interval: save_params(
             net, best, current, index, interval, paths.prefix),
-        best_after='validation', checkpoint_fn=save_full,
+        best_after='validation', checkpoint=save_full,
         samples_hook=val_samples_hook(net, getattr(val_data, 'dataset', None),
                                       paths.val_samples, ctx[0], SAMPLE_IMAGES,
                                       detections=pictured) if plots else None,
         plots=plots,
         curves_title='ssd300 {} (x = passes over the data)'.format(args.dataset),
-        tensorboard=args.tensorboard, tensorboard_interval=args.log_interval,
-        comm=comm, rank_state=(get_torch_rng_states, set_torch_rng_states))
+        tensorboard=args.tensorboard, tensorboard_interval=args.log_interval)
+    return build_hooks(spec, recipe_hooks, comm=comm,
+                       rank_state=(get_torch_rng_states, set_torch_rng_states))
 
 
 def _restore(args, net, optimizer, comm):
@@ -399,11 +405,6 @@ def main(argv=None):
     (under ``torchrun``: docs/distributed.md, "SSD300 (ssd.pytorch) with torchrun")."""
     args = parse_args(argv)
     check_args(args)
-    if args.visdom:
-        # reference command lines keep working; the curves come from --tensorboard and
-        # {prefix}_curves.png instead (docs/faithfulness.md)
-        warnings.warn('--visdom true is ignored: gluontrain has no visdom plots; use '
-                      '--tensorboard DIR or the {prefix}_curves.png picture')
     ctx = get_contexts(args)
     mixed_precision(ctx[0], args.amp)  # refuses --amp on the CPU before any data is read
     check_syncbn(args, ctx[0])

@@ -8,6 +8,7 @@ process, which is all that scripts/train_relation.py and scripts/pretrain_detect
 python starts of 3.3-6.3 s CPU each, now 0.0-0.2 s each; the file (-m "not slow") 90.6 -> 30.0
 s CPU on 2 loaded cores.
 """
+import dataclasses
 import os
 from types import SimpleNamespace
 
@@ -59,8 +60,8 @@ def _without_pictures(monkeypatch):
     of a tiny run's time). They read the model and the meters only; what a resume restores is
     the same with or without them, and test_sgg_plots.py draws them."""
     real = trainer.build_hooks
-    monkeypatch.setattr(trainer, 'build_hooks',
-                        lambda *args, **kw: real(*args, **dict(kw, plots=False)))
+    monkeypatch.setattr(trainer, 'build_hooks', lambda spec, *args, **kw: real(
+        dataclasses.replace(spec, plots=False), *args, **kw))
 
 
 def test_exact_resume_after_crash(vg_root, tmp_path, monkeypatch):
