@@ -72,8 +72,8 @@ def build_parser():
       help='Weight decay for SGD')
     a('--gamma', default=0.1, type=finite_non_negative_float, help='Gamma update for SGD')
     a('--visdom', default=False, type=str2bool,
-      help='Use visdom for loss visualization (not supported: true is refused; use '
-           '--tensorboard)')
+      help='Use visdom for loss visualization (true is refused: gluontrain draws no visdom '
+           'plots; use --tensorboard)')
     a('--save_folder', default='weights/', help='Directory for saving checkpoint models')
     # gluontrain additions
     a('--max_iter', default=None, type=positive_int, help="Override the config's max_iter")
