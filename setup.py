@@ -67,6 +67,9 @@ setup(
         # augmentations, matplotlib for the curves); with the mxnet extra, NUMPY1 bounds them
         'torch': ['torch==2.13.0', 'pycocotools', 'yacs', 'matplotlib',
                   'opencv-python-headless'],
+        # optional: torchvision's compiled NMS / ROIAlign where they give the reference's
+        # output (gluontrain.torch.ops.compiled); the release built for the torch pin above
+        'torchvision': ['torchvision==0.28.0'],
         'test': ['pytest>=7', 'pytest-timeout', 'pytest-xdist>=3.5', 'nbclient', 'nbformat', 'ipykernel', 'tensorboardX'],
         'tensorboard': ['tensorboardX'],
         # torch.onnx.export (2.13) refuses to run without onnx; onnxruntime runs the exported

@@ -3,6 +3,7 @@
 Usage (from the repository root)::
 
     GLUONTRAIN_REFERENCES=DIR python bench/compiled_ops.py [--build BUILD_DIR] [--repeats 9]
+    python bench/compiled_ops.py --torchvision [--repeats 9]
 
 The references' C++ CPU ops are compiled beforehand by ``tests/fixtures/build_reference_ops.py``
 into ``BUILD_DIR`` (default ``$GLUONTRAIN_REFERENCES/_build``); without them this prints that
@@ -31,6 +32,11 @@ through the reference's own Python entry point:
   ``ProposalMatcher`` (2000 proposals), maskrcnn-benchmark's ``boxlist_iou`` + ``Matcher``
   (RPN: 0.7 / 0.3 with low-quality matches on the anchors; box head: 0.5 / 0.5 on the
   proposals).
+
+``--torchvision`` instead times our plain-torch ops against torchvision's kernels through
+``gluontrain.torch.ops``' dispatch (``GLUONTRAIN_TORCH_OPS=torchvision``; no reference
+checkouts needed): seamseg's NMS rows and SGB's pooler, forward and forward + backward. The
+reference rows time ours under ``GLUONTRAIN_TORCH_OPS=torch`` unless the variable is set.
 
 Every pair is checked first: NMS keeps the same indices in the same order, matches are equal
 (same seeds for the random subsampling), features within 3e-4 and gradients within 1e-3 of
@@ -63,6 +69,7 @@ from timing import median_seconds  # noqa: E402  (bench/timing.py)
 from gluontrain.torch.ops import (box_iou, match_anchors, match_by_iou,  # noqa: E402
                                   match_proposals, multilevel_roi_align,
                                   multilevel_roi_sampling, nms, subsample_anchors)
+from gluontrain.torch.ops.compiled import ENV, torchvision_version  # noqa: E402
 
 BUILD_COMMAND = ('GLUONTRAIN_REFERENCES=DIR python tests/fixtures/build_reference_ops.py '
                  '[--out BUILD_DIR]')
@@ -353,13 +360,83 @@ def matching_cases(ref, gen):
     ]
 
 
+def torchvision_rows(gen, repeats):
+    """Ours (plain torch) against torchvision's kernels through the dispatch, on the inputs of
+    the seamseg NMS rows and SGB's pooler; checked first, then timed alternately."""
+    def under(value, fn):
+        def run():
+            os.environ[ENV] = value
+            return fn()
+        return run
+    gt, rows = scene(gen), []
+    for num, thr, n_max, label in ((2000, 0.7, 2000, 'RPN 0.7'), (2000, 0.3, 0, 'detection 0.3'),
+                                   (12000, 0.7, 2000, 'RPN train 12000 -> 2000')):
+        boxes, scores = proposals_around(gt, num, gen)
+        name = 'nms (seamseg, IoU >=), %d boxes, %s' % (num, label)
+        fn = (lambda bb=yx(boxes), ss=scores, thr=thr, n_max=n_max: nms(
+            bb, ss, thr, suppress_equal=True, reference='seamseg', max_output=n_max or None))
+        tv_fn, ours_fn = under('torchvision', fn), under('torch', fn)
+        assert_equal(name, tv_fn(), ours_fn())
+        rows.append((name, 0.0) + timed_pair(tv_fn, ours_fn, repeats))
+    feats = fpn_maps(gen)
+    boxes, idx = roi_boxes(gen)
+
+    def pool(f):
+        return multilevel_roi_align(f, boxes, idx, SGB_SCALES, (7, 7), 2)
+    name = 'SGB pooler (multilevel_roi_align), 512 ROIs, 7x7 sr 2'
+    with torch.no_grad():
+        tv_fn = under('torchvision', lambda: pool(feats))
+        ours_fn = under('torch', lambda: pool(feats))
+        err = assert_close(name, tv_fn(), ours_fn())
+        rows.append((name + ', fwd', err) + timed_pair(tv_fn, ours_fn, repeats))
+    grad = torch.randn(512, 256, 7, 7, generator=gen)
+    run = fwd_bwd(pool, [f.requires_grad_() for f in feats], grad)
+    tv_fn, ours_fn = under('torchvision', run), under('torch', run)
+    (a, ga), (b, gb) = tv_fn(), ours_fn()
+    err = max([assert_close(name, a, b)] + [assert_close(name + ' grad', x, y, 1e-3)
+                                            for x, y in zip(ga, gb)])
+    rows.append((name + ', fwd+bwd', err) + timed_pair(tv_fn, ours_fn, repeats))
+    return rows
+
+
+def print_rows(rows, first):
+    """The table: ``first`` is the compared side's name."""
+    print('| op | max abs diff | %s ms | ours ms | %s/ours |' % (first, first))
+    print('|---|---|---|---|---|')
+    for name, err, t_ref, t_ours in rows:
+        if t_ref is None:
+            print('| %s | | | %.1f | |' % (name, t_ours * 1e3))
+        else:
+            print('| %s | %s | %.1f | %.1f | %.2fx |' % (name, '%.1e' % err if err else '0',
+                                                      t_ref * 1e3, t_ours * 1e3, t_ref / t_ours))
+
+
 def main(argv=None):
     """Command-line entry point."""
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--build', help='compiled ops folder (default $GLUONTRAIN_REFERENCES/_build)')
     p.add_argument('--repeats', type=int, default=9)
     p.add_argument('--threads', type=int, default=1)
+    p.add_argument('--torchvision', action='store_true',
+                   help='ours against torchvision\'s kernels (no references needed)')
     args = p.parse_args(argv)
+    if args.torchvision:
+        if torchvision_version() is None:
+            print('skipped: torchvision does not load here')
+            return 0
+        torch.set_num_threads(args.threads)
+        previous = os.environ.get(ENV)
+        try:
+            rows = torchvision_rows(torch.Generator().manual_seed(0), args.repeats)
+        finally:  # each timed call sets the variable
+            os.environ.pop(ENV, None)
+            if previous is not None:
+                os.environ[ENV] = previous
+        print('torch %s, torchvision %s, %d thread(s), median of %d alternating runs; outputs '
+              'checked first\n' % (torch.__version__, torchvision_version(), args.threads,
+                                    args.repeats))
+        print_rows(rows, 'torchvision')
+        return 0
     refs = os.environ.get('GLUONTRAIN_REFERENCES', '')
     build = args.build or (os.path.join(refs, '_build') if refs else '')
     paths = compiled_paths(build) if build else {}
@@ -371,6 +448,7 @@ def main(argv=None):
                  BUILD_COMMAND))
         return 0
     torch.set_num_threads(args.threads)
+    os.environ.setdefault(ENV, 'torch')  # "ours": the plain-torch ops, unless asked otherwise
     ref = import_references(paths)
     gen = torch.Generator().manual_seed(0)
     rows = []
@@ -385,14 +463,7 @@ def main(argv=None):
     print('torch %s, %d thread(s), median of %d alternating runs; outputs checked first (NMS: '
           'same indices, same order; matches equal; features: max abs diff)\n'
           % (torch.__version__, args.threads, args.repeats))
-    print('| op | max abs diff | reference ms | ours ms | reference/ours |')
-    print('|---|---|---|---|---|')
-    for name, err, t_ref, t_ours in rows:
-        if t_ref is None:
-            print('| %s | | | %.1f | |' % (name, t_ours * 1e3))
-        else:
-            print('| %s | %s | %.1f | %.1f | %.2fx |' % (name, '%.1e' % err if err else '0',
-                                                      t_ref * 1e3, t_ours * 1e3, t_ref / t_ours))
+    print_rows(rows, 'reference')
     return 0
 
 

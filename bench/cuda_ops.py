@@ -4,10 +4,14 @@ two-stage detector runs them: 2000 proposals per FPN level, 5 levels, 512 ROIs p
 
 Each pair is first compared (kept indices equal, or the largest absolute difference and why),
 then timed: median of ``repeats`` calls, ``torch.cuda.synchronize`` around each on CUDA.
-Used by ``bench/cuda_recipes.py`` (section ``ops``); alone:
-``python bench/cuda_ops.py [--device cuda] [--quick]``.
+"Ours" is the plain-torch path (``GLUONTRAIN_TORCH_OPS=torch`` while the rows run; the
+torchvision side calls ``torchvision.ops`` directly), except the rows marked "dispatch", which
+call ``gluontrain.torch.ops`` under ``GLUONTRAIN_TORCH_OPS=torchvision`` (what the recipes run
+on its kernels: seamseg's ``>=`` NMS, SGB's pooler). Used by ``bench/cuda_recipes.py`` (section
+``ops``); alone: ``python bench/cuda_ops.py [--device cuda] [--quick]``.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -19,9 +23,24 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from gluontrain.torch import ops  # noqa: E402
+from gluontrain.torch.ops.compiled import ENV  # noqa: E402
 
 IMAGE = (800, 1216)
 STRIDES = (4, 8, 16, 32, 64)
+
+
+@contextlib.contextmanager
+def ops_backend(name):
+    """``GLUONTRAIN_TORCH_OPS=name`` inside the block (read by every op call), restored after."""
+    previous = os.environ.get(ENV)
+    os.environ[ENV] = name
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[ENV]
+        else:
+            os.environ[ENV] = previous
 
 
 def _sync(device):
@@ -104,6 +123,11 @@ class _StandIn:
 
 def run(device='cuda', quick=False, log=print):
     """All comparisons on ``device``; returns a list of result rows (dicts)."""
+    with ops_backend('torch'):
+        return _run(device, quick, log)
+
+
+def _run(device, quick, log):
     try:
         import torchvision  # pylint: disable=import-outside-toplevel
         from torchvision import ops as tv  # pylint: disable=import-outside-toplevel
@@ -128,6 +152,19 @@ def run(device='cuda', quick=False, log=print):
                      timed(lambda: ops.nms(boxes, scores, 0.7), device, repeats),
                      timed(lambda: tv.nms(boxes, scores, 0.7), device, repeats)))
     log('  {}'.format(rows[-1]))
+
+    if tv is not _StandIn:  # frcnn's rule through the dispatch (threshold and boxes adjusted)
+        def seamseg():
+            return ops.nms(boxes, scores, 0.7, suppress_equal=True, reference='seamseg')
+
+        def dispatched():
+            with ops_backend('torchvision'):
+                return seamseg()
+        rows.append(_row('nms {} boxes, IoU >= 0.7 (seamseg), dispatch'.format(props),
+                         _kept(seamseg(), dispatched()), timed(seamseg, device, repeats),
+                         timed(dispatched, device, repeats),
+                         'torchvision side: gluontrain.torch.ops.nms on its kernel'))
+        log('  {}'.format(rows[-1]))
 
     n = props * len(STRIDES) * 2
     bb = random_boxes(n, IMAGE, gen, device)
@@ -216,6 +253,20 @@ def run(device='cuda', quick=False, log=print):
         timed(tv_pooler, device, repeats),
         'torchvision side: its roi_align per level with the same level assignment'))
     log('  {}'.format(rows[-1]))
+
+    if tv is not _StandIn:  # SGB's pooler in training through the dispatch (forced: on the CPU
+        # the default keeps ours where the maps need a gradient)
+        def dispatched_fb():
+            with ops_backend('torchvision'):
+                return fb(lambda: ops.multilevel_roi_align(
+                    [x] + feats[1:4], rois, idx, scales, (7, 7), 2, False))()
+        ours_fb = fb(lambda: ops.multilevel_roi_align([x] + feats[1:4], rois, idx, scales,
+                                                      (7, 7), 2, False))
+        rows.append(_row('multilevel_roi_align forward+backward, dispatch', _close(
+            ours_fb(), dispatched_fb()), timed(ours_fb, device, repeats),
+            timed(dispatched_fb, device, repeats),
+            'check: stride-4 map gradients; torchvision side: gluontrain.torch.ops on its kernel'))
+        log('  {}'.format(rows[-1]))
     if tv is _StandIn:
         for row in rows:
             row['note'] = 'torchvision ' + tv_version

@@ -8,12 +8,19 @@ Sections (each in its own try/except, skipped once the wall-clock ``--budget`` i
   ``gluontrain train <recipe> ...`` (the CLI's ``main``, what the scripts call) in a child
   process per run: ``ssd`` (fp32, ``--amp``), ``frcnn`` (no AMP switch in seamseg),
   ``sgg-detector`` and ``sgg`` PredCls (``DTYPE float32`` and ``"float16"``, SGB's apex O1),
-  each ending with one validation pass. The child times every ``DataLoader`` ``__next__``
+  ``yolo3 --backend torch`` (fp32, ``--amp``, ``--amp --amp-dtype bfloat16``, each step's
+  synchronizing CUDA calls counted under ``torch.cuda.set_sync_debug_mode('warn')``: they
+  should come only at the log's batch lines and each pass's end), each ending with one
+  validation pass. The child times every ``DataLoader`` ``__next__``
   (a wrapper on the iterator's class; the recipes are not touched): the training loader is the
   one that gives the most batches; after ``--warmup`` iterations, an iteration is the time
   between two consecutive batches of one pass (step, hooks and the next fetch), images/s =
   images / those times, data fraction = time inside ``__next__`` / those times. Peak GPU
   memory: ``torch.cuda.max_memory_allocated`` while training, and over the whole run.
+  The two-stage runs in fp32 (``frcnn``, ``sgg-detector``, ``sgg``) run once per
+  ``--ops-backends`` value (``GLUONTRAIN_TORCH_OPS``: plain torch, then torchvision's NMS and
+  ROIAlign where they give the reference's output; the torchvision run writes to its own
+  folder, the PredCls one starts from the first detector); the AMP runs take the default.
 - ``ops``: ``bench/cuda_ops.py`` (ours vs ``torchvision.ops``: equal outputs, then medians).
 - ``tests``: pytest on the test files whose code takes a CUDA branch when a GPU is present.
 
@@ -22,7 +29,8 @@ Results: ``results.json`` and ``results.md`` in ``--out`` (default ``$OUT``, els
 --quick --out DIR`` (tiny shipped CPU configs, a few iterations, no AMP).
 
 Usage: python bench/cuda_recipes.py [--device cuda] [--quick] [--budget 360] [--workers 12]
-           [--sections recipes,ops,tests] [--out DIR]
+           [--sections recipes,ops,tests] [--recipes frcnn,sgg-detector,sgg]
+           [--ops-backends torch,torchvision] [--out DIR]
 """
 import argparse
 import json
@@ -40,6 +48,10 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 import recipe_runs  # noqa: E402  (the command lines and the analysis of the timings)
+from gluontrain.torch.ops import compiled  # noqa: E402
+
+# the recipes whose NMS / ROIAlign may run on torchvision's kernels, and each one's output flag
+TWO_STAGE = {'frcnn': '--log_dir', 'sgg-detector': 'OUTPUT_DIR', 'sgg': 'OUTPUT_DIR'}
 
 START = time.time()
 
@@ -82,7 +94,14 @@ def section_recipes(args, results):
     results['data'] = {'seconds': time.time() - tic, 'sizes': recipe_runs.data_sizes(args.quick)}
     log('data ready ({:.1f}s)'.format(time.time() - tic))
     results['recipes'] = []
-    for run in recipe_runs.plan(roots, data, args.device, args.quick, args.workers):
+    runs = recipe_runs.plan(roots, data, args.device, args.quick, args.workers)
+    if args.recipes:
+        runs = [r for r in runs if r['recipe'] in args.recipes.split(',')]
+    for run in with_ops_backends(runs, [b for b in args.ops_backends.split(',') if b]):
+        if run.get('skipped'):
+            log('SKIP {} ({})'.format(run['name'], run['skipped']))
+            results['recipes'].append(run)
+            continue
         if left(args.budget) < run['min_seconds']:
             log('SKIP {} (budget: {:.0f}s left)'.format(run['name'], left(args.budget)))
             results['recipes'].append({'name': run['name'], 'skipped': 'budget'})
@@ -101,14 +120,62 @@ def section_recipes(args, results):
         write(results, args.out)
 
 
+def with_ops_backends(runs, backends):
+    """Each fp32 two-stage run once per ops backend, named after it, with its
+    ``GLUONTRAIN_TORCH_OPS``; after the first, each writes to its own folder. A torchvision run
+    where torchvision does not load comes back as skipped (its reason)."""
+    version = compiled.torchvision_version()
+    out = []
+    for run in runs:
+        if run['recipe'] not in TWO_STAGE or run['amp'] or not backends:
+            out.append(run)
+            continue
+        for k, name in enumerate(backends):
+            twin = dict(run, name='{} · ops {}'.format(run['name'], name),
+                        env={compiled.ENV: name})
+            if k:
+                flag = TWO_STAGE[run['recipe']]
+                for key in ('argv', 'argv_without'):
+                    if key in twin:
+                        argv = list(twin[key])
+                        argv[argv.index(flag) + 1] += '_' + name
+                        twin[key] = argv
+            if name == 'torchvision' and version is None:
+                twin = {'name': twin['name'], 'skipped': 'torchvision does not load here'}
+            out.append(twin)
+    return out
+
+
+def ops_backend_lines(results):
+    """images/s of each two-stage run per ops backend, and the ratio to the first backend."""
+    rows = {}
+    for r in results.get('recipes', []):
+        if ' · ops ' in r['name']:
+            base, name = r['name'].split(' · ops ')
+            rows.setdefault(base, []).append((name, r.get('images_per_s')))
+    if not rows:
+        return ''
+    lines = ['', '| run | ' + ' | '.join('images/s ops {}'.format(n) for n, _ in
+                                         next(iter(rows.values()))) + ' | ratio |',
+             '|---|' + '---|' * (len(next(iter(rows.values()))) + 1)]
+    for base, values in rows.items():
+        speeds = [v for _, v in values]
+        ratio = ('{:.2f}x'.format(speeds[-1] / speeds[0]) if len(speeds) > 1 and
+                 all(speeds) else '-')
+        lines.append('| {} | {} | {} |'.format(base, ' | '.join(
+            '-' if v is None else '{:.1f}'.format(v) for v in speeds), ratio))
+    return '\n'.join(lines) + '\n'
+
+
 def child(run, args):
     """Run one recipe in a child process (timed DataLoader), return its analysed figures."""
     with tempfile.NamedTemporaryFile(suffix='.json', delete=False) as f:
         events = f.name
     cmd = [sys.executable, os.path.join(HERE, 'recipe_runs.py'), '--events', events,
-           '--device', args.device, run['recipe']] + run['argv']
+           '--device', args.device] + run.get('child', []) + [run['recipe']] + run['argv']
     env = dict(os.environ, MPLBACKEND='Agg', PYTHONPATH=os.pathsep.join(
-        [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]))
+        [ROOT] + [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]),
+        **run.get('env', {}))
     timeout = max(10., min(run['timeout'], left(args.budget)))
     tic = time.time()
     try:
@@ -163,7 +230,8 @@ def write(results, out):
     os.makedirs(out, exist_ok=True)
     results['elapsed_s'] = time.time() - START
     for name, text in (('results.json', json.dumps(results, indent=1, default=str)),
-                       ('results.md', recipe_runs.markdown(results))):
+                       ('results.md', recipe_runs.markdown(results)
+                        + ops_backend_lines(results))):
         tmp = os.path.join(out, '.' + name + '.tmp')
         with open(tmp, 'w') as f:
             f.write(text)
@@ -181,6 +249,11 @@ def main(argv=None):
     p.add_argument('--workers', type=int, default=None,
                    help='DataLoader workers per run (default: 12 on cuda, 1 with --quick)')
     p.add_argument('--sections', default='ops,recipes,tests')
+    p.add_argument('--recipes', default='',
+                   help='only these recipes (comma-separated, e.g. frcnn,sgg-detector,sgg)')
+    p.add_argument('--ops-backends', default='torch,torchvision',
+                   help='GLUONTRAIN_TORCH_OPS values the fp32 two-stage runs are repeated '
+                        'with (empty: once, the default backend)')
     p.add_argument('--out', default=os.environ.get('OUT') or 'bench_out')
     args = p.parse_args(argv)
     if args.workers is None:
@@ -209,7 +282,7 @@ def main(argv=None):
         write(results, args.out)
     write(results, args.out)
     log('done; results in {}'.format(os.path.abspath(args.out)))
-    print(recipe_runs.markdown(results), flush=True)
+    print(recipe_runs.markdown(results) + ops_backend_lines(results), flush=True)
     return 0
 
 

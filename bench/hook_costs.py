@@ -21,9 +21,10 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README_JOB = ['--network', 'mobilenet0.25', '--dataset', 'synthetic', '--gpus', '',
-              '--no-pretrained-base', '--batch-size', '8', '-j', '0', '--data-shape', '64',
-              '--no-random-shape', '--lr', '0.004', '--warmup-epochs', '3',
+README_JOB = ['--network', 'mobilenet0.25', '--dataset', 'synthetic', '--classes', 'car,dog',
+              '--gpus', '', '--no-pretrained-base', '--batch-size', '8', '-j', '0',
+              '--data-shape', '64', '--no-random-shape', '--lr', '0.004', '--wd', '5e-5',
+              '--warmup-epochs', '3',
               '--lr-decay-epoch', '25', '--log-interval', '0', '--val-interval', '5',
               '--save-interval', '0']
 PER_ITERATION = ('before_batch', 'after_batch')

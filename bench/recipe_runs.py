@@ -1,9 +1,11 @@
 """The recipe runs of ``bench/cuda_recipes.py``: data, command lines, the timed child process
 and the analysis of its timings.
 
-As a child: ``python bench/recipe_runs.py --events FILE --device cuda RECIPE ARGS...`` runs
-``gluontrain train RECIPE ARGS...`` (the CLI's ``main``) with every ``DataLoader`` iterator's
-``__next__`` timed, and writes the timings, the peak GPU memory and the exit status to FILE.
+As a child: ``python bench/recipe_runs.py --events FILE --device cuda [--sync-debug] RECIPE
+ARGS...`` runs ``gluontrain train RECIPE ARGS...`` (the CLI's ``main``) with every
+``DataLoader`` iterator's ``__next__`` timed, and writes the timings, the peak GPU memory and
+the exit status to FILE; ``--sync-debug`` (CUDA) also counts, per training step, the
+synchronizing CUDA calls ``torch.cuda.set_sync_debug_mode('warn')`` reports.
 """
 import argparse
 import configparser
@@ -150,9 +152,10 @@ def plan(roots, folder, device, quick, workers):
                      'argv_without': argv, 'needs': detector, 'amp': on, 'warmup': warmup,
                      'timeout': 150, 'min_seconds': 20 if quick else 40})
     # GluonCV's zoo run on one device (docs/zoo.md): darknet53, random shapes 320-608, COCO
-    # data, 16 images per step (what each of 4 GPUs loads of the zoo's global batch 64)
-    for on in amp:
-        out = os.path.join(folder, 'yolo3' + ('_amp' if on else ''))
+    # data, 16 images per step (what each of 4 GPUs loads of the zoo's global batch 64);
+    # fp32, --amp (float16) and --amp --amp-dtype bfloat16, each step's syncs counted
+    for on in amp + (['bfloat16'] if device == 'cuda' else []):
+        out = os.path.join(folder, 'yolo3' + ('_amp' if on is True else '_bf16' if on else ''))
         argv = ['--backend', 'torch', '--dataset', 'coco', '--dataset-root', roots['coco'],
                 '--no-pretrained-base', '--gpus', '' if device == 'cpu' else '0',
                 '-j', str(workers), '--log-interval', '10', '--save-interval', '0',
@@ -162,9 +165,13 @@ def plan(roots, folder, device, quick, workers):
                  ['--network', 'darknet53', '--batch-size', '16', '--epochs', '3'])
         if on:
             argv.append('--amp')
-        runs.append({'name': 'yolo3-torch {} {}'.format(argv[argv.index('--network') + 1],
-                                                         'amp (--amp)' if on else 'fp32'),
-                     'recipe': 'yolo3', 'argv': argv, 'amp': on, 'warmup': 2 if quick else 6,
+        if on == 'bfloat16':
+            argv += ['--amp-dtype', 'bfloat16']
+        kind = ('amp bfloat16 (--amp --amp-dtype bfloat16)' if on == 'bfloat16' else
+                'amp (--amp)' if on else 'fp32')
+        runs.append({'name': 'yolo3-torch {} {}'.format(argv[argv.index('--network') + 1], kind),
+                     'recipe': 'yolo3', 'argv': argv, 'amp': bool(on),
+                     'child': ['--sync-debug'], 'warmup': 2 if quick else 6,
                      'timeout': 200, 'min_seconds': 10 if quick else 40})
     return runs
 
@@ -207,19 +214,48 @@ def instrument(record):
     base.__next__ = timed_next
 
 
+def watch_syncs(steps):
+    """``torch.cuda.set_sync_debug_mode('warn')``, and for every training step (from its
+    ``before_batch`` hooks to the end of its ``after_batch`` hooks: the step and the per-step
+    hooks, not the loader) ``(epoch, batch, synchronizing calls)`` appended to ``steps``."""
+    import warnings  # pylint: disable=import-outside-toplevel
+    import torch  # pylint: disable=import-outside-toplevel
+    from gluontrain.core import loop  # pylint: disable=import-outside-toplevel
+    torch.cuda.set_sync_debug_mode('warn')
+    real_fire, open_ = loop._fire, []  # pylint: disable=protected-access
+
+    def fire(hooks, event, state):
+        if event == 'before_batch':
+            catcher = warnings.catch_warnings(record=True)
+            open_.append((catcher, catcher.__enter__()))
+            warnings.simplefilter('always')
+        try:
+            return real_fire(hooks, event, state)
+        finally:
+            if event == 'after_batch' and open_:
+                catcher, caught = open_.pop()
+                catcher.__exit__(None, None, None)
+                steps.append((state.epoch, state.batch, sum(
+                    'synchroniz' in str(w.message) for w in caught)))
+    loop._fire = fire  # pylint: disable=protected-access
+
+
 def child_main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument('--events', required=True)
     p.add_argument('--device', default='cuda')
+    p.add_argument('--sync-debug', action='store_true')
     p.add_argument('recipe')
     p.add_argument('args', nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
     sys.path.insert(0, ROOT)
     import torch  # pylint: disable=import-outside-toplevel
     from gluontrain.__main__ import main  # pylint: disable=import-outside-toplevel
-    record = {}
+    record, sync_steps = {}, []
     instrument(record)
     cuda = a.device == 'cuda' and torch.cuda.is_available()
+    if a.sync_debug and cuda:
+        watch_syncs(sync_steps)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     tic = time.perf_counter()
@@ -233,6 +269,7 @@ def child_main(argv=None):
         import traceback  # pylint: disable=import-outside-toplevel
         traceback.print_exc()
     out = {'rc': rc, 'error': error, 'seconds': time.perf_counter() - tic, 'events': record,
+           'sync_steps': sync_steps if a.sync_debug and cuda else None,
            'peak_mem_run': torch.cuda.max_memory_allocated() if cuda else None,
            'peak_reserved_run': torch.cuda.max_memory_reserved() if cuda else None}
     with open(a.events + '.tmp', 'w') as f:
@@ -251,6 +288,11 @@ def analyse(child, warmup):
     if child.get('peak_mem_run'):
         res['peak_mem_run_mib'] = child['peak_mem_run'] / mib
         res['peak_reserved_run_mib'] = child['peak_reserved_run'] / mib
+    if child.get('sync_steps') is not None:
+        synced = [(e, b, n) for e, b, n in child['sync_steps'] if n]
+        res['syncs'] = {'steps': len(child['sync_steps']), 'steps_with_syncs': len(synced),
+                        'calls': sum(n for _, _, n in synced),
+                        'batches': sorted({b for _, b, _ in synced})}
     if not events:
         return res
     total = {k: sum(len(v) for v in its.values()) for k, its in events.items()}
@@ -289,13 +331,19 @@ def _fmt(v, f='{:.1f}'):
     return '-' if v is None else f.format(v)
 
 
+def _syncs(row):
+    s = row.get('syncs')
+    return '' if not s else 'synchronizing CUDA calls in {} of {} steps ({} calls; batches {})'\
+        .format(s['steps_with_syncs'], s['steps'], s['calls'], s['batches'])
+
+
 def summary(row):
     if 'error' in row:
         return 'ERROR ' + row['error']
-    return 'rc {} {} img/s, data {}, peak {} MiB, val {} img/s, {:.0f}s'.format(
+    return 'rc {} {} img/s, data {}, peak {} MiB, val {} img/s, {:.0f}s {}'.format(
         row.get('rc'), _fmt(row.get('images_per_s')),
         _fmt(row.get('data_wait_fraction'), '{:.1%}'), _fmt(row.get('peak_mem_run_mib'), '{:.0f}'),
-        _fmt(row.get('val_images_per_s')), row.get('wall_s', 0))
+        _fmt(row.get('val_images_per_s')), row.get('wall_s', 0), _syncs(row))
 
 
 def markdown(results):
@@ -324,6 +372,12 @@ def markdown(results):
             _fmt(r.get('peak_mem_train_mib'), '{:.0f}'), _fmt(r.get('peak_mem_run_mib'), '{:.0f}'),
             _fmt(r.get('val_images_per_s')), r.get('rc', r.get('error', '-')),
             _fmt(r.get('wall_s'), '{:.0f}')))
+    synced = ['- {}: {}'.format(r['name'], _syncs(r)) for r in results.get('recipes', [])
+              if _syncs(r)]
+    if synced:
+        lines += ['', "`torch.cuda.set_sync_debug_mode('warn')`, per training step (the "
+                  'step and its hooks; the log reads the device at its batch lines and at '
+                  "each pass's end):"] + synced
     ops = results.get('ops') or []
     if ops:
         lines += ['', '| op | ours ms | torchvision ms | torchvision / ours | same output | note |',

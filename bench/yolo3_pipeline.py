@@ -42,7 +42,6 @@ from gluontrain.mx.yolo3.data import YOLO3DefaultTrainTransform  # noqa: E402
 from gluontrain.mx.yolo3.fast_transform import FastYOLO3TrainTransform  # noqa: E402
 from gluontrain.mx.yolo3.recipe import save_checkpoint  # noqa: E402
 from gluontrain.mx.yolo3.step import LOSS_NAMES, YOLOv3Step  # noqa: E402
-from gluontrain.yolo3.targets import FastYOLOV3TargetGenerator  # noqa: E402
 
 
 def _args(root, network, shape, batch, prefix, epochs=1):
@@ -204,8 +203,10 @@ _STAGES = (('decode (cv2)', 'gluontrain.mx.yolo3.data', 'imread_rgb'),
            ('batchify', 'gluontrain.mx.yolo3.batchify', 'TrainBatchify.__call__'))
 
 
-def loader_stages(root, a):
-    """CPU ms per image of each stage of the default loader at -j 0 (random shapes)."""
+def stage_times(make_loader, images):
+    """CPU seconds of each of ``_STAGES`` over whole passes of ``make_loader()`` (built after
+    the timers are in place) until ``images`` have passed; returns (spent by stage name, the
+    loader's whole CPU seconds, images)."""
     import importlib  # pylint: disable=import-outside-toplevel
     spent, restore = {}, []
 
@@ -226,21 +227,49 @@ def loader_stages(root, a):
         restore.append((owner, attr, owner.__dict__[attr]))
         setattr(owner, attr, timed(name, owner.__dict__[attr]))
     try:
-        loader = _loader(root, a.data_shape, a.batch_size, 0, False)
+        loader = make_loader()
         tic, count = time.process_time(), 0
-        while count < a.batch_size * a.loader_batches:
+        while count < images:
             count += sum(b[0].shape[0] for b in loader)
         total = time.process_time() - tic
     finally:
         for owner, attr, fn in restore:
             setattr(owner, attr, fn)
+    return {name: spent.get(name, 0.0) for name, _, _ in _STAGES}, total, count
+
+
+def loader_stages(root, a):
+    """CPU ms per image of each stage of the default loader at -j 0 (random shapes)."""
+    spent, total, count = stage_times(
+        lambda: _loader(root, a.data_shape, a.batch_size, 0, False),
+        a.batch_size * a.loader_batches)
     print('\n| default loader, -j 0, {} images: stage | CPU ms per image |\n|---|---|'.format(
         count))
     for name, _, _ in _STAGES:
-        print('| {} | {:.2f} |'.format(name, spent.get(name, 0.0) / count * 1e3))
+        print('| {} | {:.2f} |'.format(name, spent[name] / count * 1e3))
     print('| the rest (sampler, bookkeeping, box operations, flip) | {:.2f} |'.format(
         (total - sum(spent.values())) / count * 1e3))
     print('| whole loader | {:.2f} |'.format(total / count * 1e3))
+
+
+def time_gluon_fetches(record):
+    """Time every batch fetch of Gluon's DataLoader and GluonCV's random-shape loader into
+    ``record``, in ``bench/recipe_runs.py``'s event format (``bench/zoo_scale.py``'s step)."""
+    from gluoncv.data.dataloader import RandomTransformDataLoader  # noqa: E501  pylint: disable=import-outside-toplevel
+    for cls in (mx.gluon.data.DataLoader, RandomTransformDataLoader):
+        def timed_iter(self, original=cls.__iter__):
+            events = record.setdefault('gluon@{}'.format(id(self)), {}).setdefault(
+                str(time.perf_counter()), [])
+            it = original(self)
+            while True:
+                tic = time.perf_counter()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    return
+                events.append((tic, time.perf_counter(), int(batch[0].shape[0]), 0))
+                yield batch
+        cls.__iter__ = timed_iter
 
 
 def loader_table(root, a):

@@ -2,12 +2,14 @@
 GluonCV's log lines (docs/recipes.md, "The engine API")."""
 import json
 import logging
+import math
+import numbers
 import os
 import sys
 import time
 
 from .loop import Hook, Period, resuming
-from .meters import LossMeter, all_finite
+from .meters import LossMeter
 from .writers import (EventFile, LogFileHandler,  # noqa: F401  (public here too)
                       TensorBoardHook, append_lines, filter_lines, jsonable as _jsonable)
 
@@ -23,6 +25,22 @@ def get_logger():
 
 def _fmt_losses(means):
     return ', '.join('{}={:.3f}'.format(k, v) for k, v in means.items())
+
+
+def batch_logged(state, log_interval):
+    """True after a step GluonCV's log writes a batch line for: ``(batch + 1) %
+    log_interval == 0`` (``log_interval`` 0: never)."""
+    return bool(log_interval) and not (state.batch + 1) % log_interval
+
+
+def read_due(state, log_interval, num_batches=None):
+    """True after a step at which the numbers a step left on its device are read: a batch
+    log line (:func:`batch_logged`), the last batch of a pass of ``num_batches``, the
+    ``max_iter`` budget's last step. Between two such steps nothing waits for the device
+    (docs/performance.md, "The step on the GPU")."""
+    return (batch_logged(state, log_interval)
+            or (num_batches is not None and state.batch + 1 >= num_batches)
+            or (state.max_iter is not None and state.iteration >= state.max_iter))
 
 
 class LossMeterHook(Hook):
@@ -98,7 +116,7 @@ class LogHook(Hook):
         self._tic = self._btic = time.time()
 
     def after_batch(self, state):
-        if self.log_interval and not (state.batch + 1) % self.log_interval:
+        if batch_logged(state, self.log_interval):
             speed = self.batch_size / max(time.time() - self._btic, 1e-12)
             self.logger.info('[Epoch {}][Batch {}], LR: {:.2E}, Speed: {:.3f} samples/sec, {}'
                              .format(state.epoch, state.batch, state.outputs.get('lr', 0.0),
@@ -191,6 +209,8 @@ class BestCheckpointHook(Hook):
             self._save(state, state.iteration)
 
     def after_epoch(self, state):
+        if state.nonfinite:
+            return  # the NaN guard's epoch-end check failed: no weights from this state
         if self.after == 'epoch':
             self._save(state, state.epoch)
         elif state.val_iteration == state.iteration != self._saved_at:
@@ -213,6 +233,8 @@ class CheckpointHook(Hook):
         self.save_fn = save_fn
 
     def after_epoch(self, state):
+        if state.nonfinite:
+            return  # the NaN guard's epoch-end check failed: no checkpoint of this state
         state.last_checkpoint = self.save_fn(state)
 
 
@@ -338,20 +360,73 @@ def truncate_metrics(path, iteration, start_epoch):
     return filter_lines(path, keep)
 
 
+def device_values(losses):
+    """The sums in a step's losses (``name -> [(sum, count)]``) that are values left on a
+    device (not numbers): what :class:`DeviceNaNGuardHook` reads, :class:`NaNGuardHook` never."""
+    return [total for parts in losses.values() for total, _ in parts
+            if not isinstance(total, numbers.Real)]
+
+
+def _stop_nonfinite(state, where=''):
+    values = {k: [float(t) for t, _ in parts]
+              for k, parts in state.outputs.get('losses', {}).items()}
+    state.nonfinite = True
+    state.stop('non-finite loss at epoch {} batch {} (iteration {}{}): {}; last good '
+               'checkpoint: {}'.format(state.epoch, state.batch, state.iteration, where, values,
+                                       state.last_checkpoint or 'none yet'))
+    get_logger().error(state.stop_reason)
+
+
 class NaNGuardHook(Hook):
     """Stops at the first NaN/infinite loss, naming the position, the values and the last good
-    checkpoint, and sets ``state.nonfinite`` (:func:`~gluontrain.core.defaults.fit` raises)."""
+    checkpoint, and sets ``state.nonfinite`` (:func:`~gluontrain.core.defaults.fit` raises).
+    Checks the losses a step returns as numbers; those it leaves on its device are
+    :class:`DeviceNaNGuardHook`'s (never read here: no wait for the device)."""
 
     def after_batch(self, state):
         losses = state.outputs.get('losses', {})
-        if all_finite(losses):
-            return
-        values = {k: [t for t, _ in parts] for k, parts in losses.items()}
-        state.nonfinite = True
-        state.stop('non-finite loss at epoch {} batch {} (iteration {}): {}; last good '
-                   'checkpoint: {}'.format(state.epoch, state.batch, state.iteration, values,
-                                           state.last_checkpoint or 'none yet'))
-        get_logger().error(state.stop_reason)
+        if not all(math.isfinite(total) for parts in losses.values() for total, _ in parts
+                   if isinstance(total, numbers.Real)):
+            _stop_nonfinite(state)
+
+
+class DeviceNaNGuardHook(Hook):
+    """The NaN guard of a step that leaves its losses on the device (docs/performance.md,
+    "The step on the GPU"): their sum is kept there and read at :func:`read_due` steps (a
+    batch log line every ``log_interval``, the last of a pass of ``num_batches``) and at the
+    end of each epoch and of the run. A NaN is seen at most ``log_interval`` steps late, and
+    always before the epoch's checkpoint and best weights, which are not written from a
+    state whose check failed. A recipe hook (its ``'recipe'`` slot comes before them)."""
+
+    def __init__(self, log_interval, num_batches=None):
+        self.log_interval, self.num_batches = log_interval, num_batches
+        self._sum = None    # the device-side sum of the losses since the last read
+        self._since = None  # the iteration of the first step in it
+
+    def after_batch(self, state):
+        for total in device_values(state.outputs.get('losses', {})):
+            if self._sum is None:
+                self._sum, self._since = total, state.iteration
+            else:
+                self._sum = self._sum + total
+        if read_due(state, self.log_interval, self.num_batches):
+            self._check(state)
+
+    def after_epoch(self, state):
+        self._check(state)
+
+    def after_train(self, state):
+        if not state.nonfinite:
+            self._check(state)
+
+    def _check(self, state):
+        total, since = self._sum, self._since
+        self._sum = self._since = None
+        # a sum of losses is finite only when each is (inf - inf is NaN)
+        if total is not None and not math.isfinite(float(total)):
+            _stop_nonfinite(state, '; read every {} steps and at the end of each pass: '
+                                   'non-finite at this step or one of the steps since '
+                                   'iteration {}'.format(self.log_interval or '(no)', since))
 
 
 def progress_enabled():
@@ -388,7 +463,8 @@ class ProgressHook(Hook):
         if self._bar is None:
             return
         self._bar.update(state.outputs.get('batch_size', self.batch_size))
-        if self.meter is not None:
+        # losses left on a device are shown once the log has read them (never a wait here)
+        if self.meter is not None and not getattr(self.meter, 'pending', False):
             self._bar.set_postfix(self.meter.running(), refresh=False)
 
     def after_epoch(self, state):

@@ -252,7 +252,9 @@ def default_voc_root(root=None, **kwargs):
     ----------
     root : str, optional
         Dataset folder; default ``$GLUONTRAIN_DATA`` if set, else
-        ``~/.gluontrain/datasets/synthetic_voc``.
+        ``~/.gluontrain/datasets/synthetic_voc``, with ``_<class>_<class>...`` appended when
+        ``classes`` overrides the default five (so that the default set and a variant are
+        both kept instead of each regenerating the other).
     **kwargs
         Overrides of :data:`DEFAULT_VOC_PARAMS` (any :func:`write_voc` argument). The dataset
         is regenerated when they differ from the cached one's (recorded in
@@ -270,6 +272,9 @@ def default_voc_root(root=None, **kwargs):
     if root is None:
         root = os.environ.get('GLUONTRAIN_DATA') or os.path.join(
             '~', '.gluontrain', 'datasets', 'synthetic_voc')
+        drawn = _voc_classes(kwargs.get('classes', DEFAULT_VOC_CLASSES))
+        if drawn != DEFAULT_VOC_CLASSES:
+            root = os.path.normpath(os.path.expanduser(root)) + '_' + '_'.join(drawn)
     root = os.path.abspath(os.path.expanduser(root))
     params = dict(DEFAULT_VOC_PARAMS, **kwargs)
     wanted = _marker(_voc_params(**params))

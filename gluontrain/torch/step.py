@@ -30,19 +30,31 @@ def to_device(obj, device, non_blocking=False):
     return obj
 
 
-def mixed_precision(device, enabled, cpu_bf16=False, argument='--amp'):
+def mixed_precision(device, enabled, cpu_bf16=False, argument='--amp', dtype='float16'):
     """The ``(autocast, scaler)`` pair of :class:`LossDictStep` for a recipe's AMP switch
     ``argument``: ``(None, None)`` when not ``enabled``; CUDA: float16 + ``GradScaler('cuda')``;
     CPU with ``cpu_bf16``: bfloat16, no scaler (bf16 has fp32's exponent range).
+    ``dtype='bfloat16'`` (YOLOv3's ``--amp-dtype``): bfloat16 autocast on CUDA or the CPU, no
+    scaler: with float32's exponent range a loss or gradient that fits float32 does not
+    overflow, so there is nothing to scale (and no update to skip).
 
     Raises
     ------
     ValueError
-        On a CPU without ``cpu_bf16``, or another device type.
+        On a CPU without ``cpu_bf16`` (float16), another device type, a GPU without
+        bfloat16, or a ``dtype`` other than ``'float16'`` and ``'bfloat16'``.
     """
     if not enabled:
         return None, None
     device = torch.device(device)
+    if dtype not in ('float16', 'bfloat16'):
+        raise ValueError('{} dtype {!r}: choose float16 or bfloat16'.format(argument, dtype))
+    if dtype == 'bfloat16':
+        if device.type == 'cuda' and not torch.cuda.is_bf16_supported():
+            raise ValueError('{} with bfloat16 needs a GPU with bfloat16 arithmetic (compute '
+                             'capability 8.0 or later); use float16'.format(argument))
+        if device.type in ('cuda', 'cpu'):
+            return lambda: torch.autocast(device.type, dtype=torch.bfloat16), None
     if device.type == 'cuda':
         return (lambda: torch.autocast('cuda', dtype=torch.float16),
                 torch.amp.GradScaler('cuda'))

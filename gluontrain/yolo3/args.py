@@ -5,9 +5,10 @@ Every argument of the reference keeps its name and default. Added: ``--backend``
 (``mxnet``, the default, or ``torch``), ``--dataset-root``, ``--classes``,
 ``--no-pretrained-base``, ``--cpus``, ``--load-weights``, ``--model-dir``,
 ``--reference-mixup``, ``--reference-transform``, ``--reference-metric``, ``--tensorboard``,
-``--no-plots``, ``--preset``, ``--anchors``. Numpy only: the MXNet recipe
-(:mod:`gluontrain.mx.yolo3`) and the PyTorch one (:mod:`gluontrain.torch.yolo3`) both import
-it.
+``--no-plots``, ``--preset``, ``--anchors``, ``--amp-dtype``, and for ``--backend torch``
+only (refused on MXNet in one line) ``--channels-last``, ``--cudnn-benchmark``, ``--amp-dtype
+bfloat16``. Numpy only: the MXNet recipe (:mod:`gluontrain.mx.yolo3`) and the PyTorch one
+(:mod:`gluontrain.torch.yolo3`) both import it.
 """
 import argparse
 import os
@@ -97,6 +98,7 @@ def build_parser():
       help='coco-json: your COCO-format validation annotations (scored with COCO AP).')
     a('--classes', type=str, default='',
       help='custom dataset: comma-separated class names (default: read from the annotations); '
+           'synthetic: the VOC class names to draw (default: its five); '
            'rec / lst: the names of class ids 0, 1, ... (required); coco-json: the json\'s '
            'categories in its order (default: read from it).')
     a('--num-workers', '-j', dest='num_workers', type=non_negative_int, default=4,
@@ -180,6 +182,17 @@ def build_parser():
            '(same values, about 5x slower).')
     a('--label-smooth', action='store_true', help='Use label smoothing.')
     a('--amp', action='store_true', help='Use MXNet AMP for mixed precision training (GPU).')
+    a('--amp-dtype', type=str, default='float16', choices=('float16', 'bfloat16'),
+      help="With --amp: float16 (GluonCV's AMP: float16 with dynamic loss scaling, on GPUs) "
+           'or bfloat16 (--backend torch: no loss scaling, bfloat16 has float32\'s exponent '
+           'range; GPUs of compute capability 8.0+, and the CPU).')
+    a('--channels-last', action='store_true',
+      help='--backend torch: the network and its input in channels_last (NHWC) memory '
+           'format, the layout Tensor Cores prefer (same numbers within float32 rounding).')
+    a('--cudnn-benchmark', action='store_true',
+      help='--backend torch on GPUs: cuDNN times its convolution algorithms once for each '
+           'input shape and keeps the fastest (torch.backends.cudnn.benchmark; random shapes: '
+           'one tuning per shape, 10 for 320-608). MXNet does this by default.')
     a('--horovod', action='store_true',
       help='Use MXNet Horovod for distributed training, one process per device, launched '
            "with horovodrun (docs/distributed.md). Each process trains on GPU local_rank, or "
@@ -243,7 +256,9 @@ def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
     ------
     ValueError
         ``--syncbn`` on several CPU contexts (MXNet's SyncBatchNorm deadlocks at the first
-        backward), ``--amp`` on CPU (no FP16 GEMM; bf16 breaks YOLOv3's Concat), ``--network``
+        backward), ``--amp`` on CPU (MXNet: no FP16 GEMM, bf16 breaks YOLOv3's Concat; PyTorch:
+        float16 only; ``--amp-dtype bfloat16`` runs there), a torch-only switch on MXNet,
+        ``--amp-dtype bfloat16`` without ``--amp``, ``--cudnn-benchmark`` on the CPU, ``--network``
         not a YOLOv3 base, batch sizes that cannot be split (over the contexts, or over the
         ``comm.world_size`` Horovod processes), a ``--start-epoch`` that trains nothing, a
         ``--num-samples`` of 0, a ``--save-prefix`` / ``--model-dir`` under an existing file.
@@ -255,10 +270,13 @@ def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
         raise ValueError('--syncbn with {} CPU contexts: MXNet SyncBatchNorm deadlocks across CPU '
                          'contexts at the first backward pass. Drop --syncbn (plain BatchNorm per '
                          'context) or train on GPUs with --gpus 0,1,...'.format(num_devices))
-    if args.amp and cpu:
-        raise ValueError('--amp needs GPUs: {} has no FP16 GEMM on CPU and bf16 breaks '
-                         "YOLOv3's Concat. Drop --amp for CPU training.".format(
-                             'MXNet AMP' if backend == 'MXNet' else 'PyTorch autocast'))
+    _check_torch_switches(args, cpu, backend)
+    if args.amp and cpu and not (backend != 'MXNet'
+                                 and getattr(args, 'amp_dtype', 'float16') == 'bfloat16'):
+        raise ValueError("--amp needs GPUs: MXNet AMP has no FP16 GEMM on CPU and bf16 breaks "
+                         "YOLOv3's Concat. Drop --amp for CPU training." if backend == 'MXNet'
+                         else '--amp needs GPUs for float16 (autocast with loss scaling on '
+                         'CUDA); on the CPU add --amp-dtype bfloat16 or drop --amp')
     if world_size > 1 and args.batch_size % world_size:
         raise ValueError('--batch-size {} is the global batch of {} {} processes and must '
                          'be a multiple of it (each process trains batch_size // {})'.format(
@@ -291,6 +309,33 @@ def check_common(args, cpu, num_devices, world_size=1, backend='MXNet'):
     if args.batch_size < num_devices:
         raise ValueError('--batch-size {} is smaller than the {} contexts it is split across'
                          .format(args.batch_size, num_devices))
+
+
+#: the switches only ``--backend torch`` honours: (attribute, the value that asks for it, the
+#: flag, the rest of MXNet's one-line refusal)
+TORCH_ONLY = (
+    ('amp_dtype', 'bfloat16', '--amp-dtype bfloat16',
+     "MXNet AMP here is GluonCV's float16 (amp.init())"),
+    ('channels_last', True, '--channels-last', 'the Gluon convolutions here are NCHW only'),
+    ('cudnn_benchmark', True, '--cudnn-benchmark',
+     "MXNet already times cuDNN's algorithms for each shape (MXNET_CUDNN_AUTOTUNE_DEFAULT=1)"),
+)
+
+
+def _check_torch_switches(args, cpu, backend):
+    """Refuse a torch-only switch on MXNet, ``--amp-dtype bfloat16`` without ``--amp`` and
+    ``--cudnn-benchmark`` on the CPU, each in one line (an argument is honoured or refused)."""
+    if backend == 'MXNet':
+        for name, value, flag, why in TORCH_ONLY:
+            if getattr(args, name, None) == value:
+                raise ValueError('{} is a --backend torch switch: {}; drop it or add --backend '
+                                 'torch'.format(flag, why))
+    if getattr(args, 'amp_dtype', 'float16') == 'bfloat16' and not args.amp:
+        raise ValueError('--amp-dtype bfloat16 chooses the type of --amp, which is off: add '
+                         '--amp or drop --amp-dtype')
+    if getattr(args, 'cudnn_benchmark', False) and cpu:
+        raise ValueError('--cudnn-benchmark tunes cuDNN, which only GPUs have: drop it for CPU '
+                         'training')
 
 
 def lr_decay_epochs(args):

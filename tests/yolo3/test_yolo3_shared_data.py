@@ -1,4 +1,5 @@
 """gluontrain.yolo3.data: GluonCV's batch order (rollover, random shapes) and VOC labels."""
+import pytest
 import numpy as np
 
 from gluontrain.data import synthetic
@@ -81,3 +82,31 @@ def test_mixup_off_adds_a_weight_column_of_ones(tmp_path):
     np.random.seed(0)
     img, label = mix[0]
     assert np.isclose(label[0, -1], lambd) and label.shape[0] > 0
+
+
+def test_synthetic_with_classes_draws_those_classes_in_its_own_folder(tmp_path, monkeypatch):
+    """``--dataset synthetic --classes car,dog`` generates the embedded set with those classes
+    only (README command (a)), beside the default five-class set, which stays as it is."""
+    import argparse
+    import glob
+    import xml.etree.ElementTree as ET
+    from gluontrain.yolo3.data import voc_folders
+    monkeypatch.setenv('GLUONTRAIN_DATA', str(tmp_path / 'sv'))
+    monkeypatch.setattr(synthetic, 'DEFAULT_VOC_PARAMS',
+                        dict(synthetic.DEFAULT_VOC_PARAMS, num_train=6, num_val=6))
+
+    def names(devkit):
+        return {o.find('name').text for f in glob.glob(devkit + '/VOC*/Annotations/*.xml')
+                for o in ET.parse(f).findall('object')}
+
+    two = argparse.Namespace(dataset_root=None, classes='dog,car')
+    root, _, _, classes = voc_folders('synthetic', two)
+    assert classes == ['dog', 'car'] and two.classes == 'dog,car'
+    assert root == str(tmp_path / 'sv_car_dog' / 'VOCdevkit') and names(root) == {'car', 'dog'}
+    five = argparse.Namespace(dataset_root=None, classes='')
+    root5, _, _, classes5 = voc_folders('synthetic', five)
+    assert root5 == str(tmp_path / 'sv' / 'VOCdevkit')
+    assert tuple(classes5) == synthetic.DEFAULT_VOC_CLASSES == tuple(sorted(names(root5)))
+    assert voc_folders('synthetic', two)[0] == root and names(root) == {'car', 'dog'}
+    with pytest.raises(ValueError, match='--classes zebra: the synthetic dataset draws VOC'):
+        voc_folders('synthetic', argparse.Namespace(dataset_root=None, classes='car,zebra'))

@@ -3,22 +3,23 @@ pad_val=-1))`` for the numpy samples of :class:`~.fast_transform.FastYOLO3TrainT
 
 :class:`TrainBatchify` writes the seven fields once, into one float32 buffer, and wraps it
 without a copy (``mx.nd.from_numpy``); the fields are NDArray views of it, on ``cpu(0)``.
-In a loader worker process the buffer is an anonymous shared-memory file (``memfd_create``):
-one file descriptor per batch, mapped by the main process with no copy (no ``/dev/shm``
-space either); without ``memfd_create`` it is plain memory and MXNet's reducer sends it as one
-shared NDArray. Why and what it saved: docs/performance.md, "The YOLOv3 train loader (CPU)".
-The values, shapes and dtypes are GluonCV's (``tests/mx/yolo3/test_yolo3_batchify.py``);
-samples of another kind (not float32 numpy arrays, no boxes at all) go through GluonCV's own
-functions."""
-import mmap
+In a loader worker process the buffer is an anonymous shared-memory file (``memfd_create``,
+:class:`gluontrain.yolo3.data.SharedBuffers`), reused once the main process has released the
+batch it carried: one file descriptor per batch, mapped by the main process with no copy (no
+``/dev/shm`` space either); without ``memfd_create`` it is plain memory and MXNet's reducer
+sends it as one shared NDArray. Why and what it saved: docs/performance.md, "The YOLOv3 train
+loader (CPU)". The values, shapes and dtypes are GluonCV's
+(``tests/mx/yolo3/test_yolo3_batchify.py``); samples of another kind (not float32 numpy
+arrays, no boxes at all) go through GluonCV's own functions."""
 import multiprocessing
 import multiprocessing.reduction
-import os
 
 import numpy as np
 import mxnet as mx
 
 from gluoncv.data.batchify import Pad, Stack, Tuple
+
+from ...yolo3.data import SharedBuffers, map_shared
 
 __all__ = ['Batch', 'TrainBatchify', 'reference_train_batchify']
 
@@ -53,52 +54,38 @@ def _views(flat, shapes):
     return out
 
 
-def _shared_buffer(size):
-    """A float32 numpy array of ``size`` in a new memfd, and the memfd (None without one)."""
-    try:
-        fd = os.memfd_create('gluontrain-batch', os.MFD_CLOEXEC)
-    except (AttributeError, OSError):  # not Linux, or a kernel / sandbox without it
-        return np.empty(size, np.float32), None
-    try:
-        os.ftruncate(fd, max(size, 1) * 4)
-        return np.frombuffer(mmap.mmap(fd, max(size, 1) * 4), np.float32, size), fd
-    except BaseException:
-        os.close(fd)
-        raise
+#: this process's batch buffers when it is a loader worker
+_BUFFERS = SharedBuffers()
 
 
 def _mapped(dup_fd, size, shapes):
-    """The main process's side of a batch a worker sent: its memfd mapped, the same pages."""
-    fd = dup_fd.detach()
-    try:
-        flat = np.frombuffer(mmap.mmap(fd, max(size, 1) * 4), np.float32, size)
-    finally:
-        os.close(fd)  # the mapping keeps the memory
-    return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes)
+    """The main process's side of a batch a worker sent: its buffer mapped, the same pages
+    (given back to the worker when the batch's arrays are gone)."""
+    return Batch(mx.nd.from_numpy(map_shared(dup_fd.detach(), size), zero_copy=True), shapes)
 
 
 class Batch(tuple):
     """The seven batch NDArrays, views of one flat NDArray.
 
-    Pickled (by a loader worker) it travels as its memfd when it has one, else as the flat
-    NDArray (MXNet's reducer: one shared-memory copy).
+    Pickled (by a loader worker, once) it travels as its shared buffer's descriptor when it
+    has one, else as the flat NDArray (MXNet's reducer: one shared-memory copy).
     """
 
-    def __new__(cls, flat, shapes, fd=None):
+    def __new__(cls, flat, shapes, shared=None):
         batch = super().__new__(cls, _views(flat, shapes))
-        batch.flat, batch.shapes, batch.fd = flat, shapes, fd
+        batch.flat, batch.shapes, batch.shared = flat, shapes, shared
         return batch
 
+    @property
+    def fd(self):
+        """The shared buffer's file descriptor (None: not in shared memory)."""
+        return None if self.shared is None else self.shared.fd
+
     def __reduce__(self):
-        if self.fd is not None:
-            return _mapped, (multiprocessing.reduction.DupFd(self.fd), self.flat.size,
+        if self.shared is not None:
+            return _mapped, (multiprocessing.reduction.DupFd(self.shared.fd), self.flat.size,
                              self.shapes)
         return Batch, (self.flat, self.shapes)
-
-    def __del__(self):
-        if getattr(self, 'fd', None) is not None:
-            os.close(self.fd)
-            self.fd = None
 
 
 class TrainBatchify:
@@ -124,7 +111,7 @@ class TrainBatchify:
         shapes.append((n, longest) + samples[0][6].shape[1:])
         size = sum(int(np.prod(s)) for s in shapes)
         # a loader worker's batch is pickled to the main process: build it in shared memory
-        flat, fd = _shared_buffer(size) if multiprocessing.parent_process() is not None \
+        flat, shared = _BUFFERS.get(size) if multiprocessing.parent_process() is not None \
             else (np.empty(size, np.float32), None)
         fields = _views(flat, shapes)
         for k in range(6):
@@ -134,7 +121,7 @@ class TrainBatchify:
         boxes.fill(PAD_VALUE)
         for i, sample in enumerate(samples):
             boxes[i, :sample[6].shape[0]] = sample[6]
-        return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes, fd)
+        return Batch(mx.nd.from_numpy(flat, zero_copy=True), shapes, shared)
 
     def __getstate__(self):
         return {'_reference': None}  # sent to the loader workers with every batch: keep it small

@@ -18,6 +18,7 @@ from ...core.coco_eval import COCOEvaluator
 from ...core.sharding import ShardedSampler, contiguous_shard
 from ...yolo3.coco import COCO_DEFAULT_ROOT, coco_datasets, coco_json_datasets
 from ...yolo3.formats import FORMATS, record_datasets
+from ...yolo3.data import MixupDetection as NumpyMixupDetection
 from ...yolo3.data import VOC_DEFAULT_ROOT, mixup_switch, set_mixup_switch, voc_folders
 from ..image import imread_rgb
 from .batchify import TrainBatchify, reference_train_batchify
@@ -105,9 +106,18 @@ class NDArrayImages(gluon.data.Dataset):
 def opencv_decoded(dataset):
     """The numpy-image view of ``dataset`` for the fast transform: a GluonCV VOC dataset
     without a transform as :class:`OpenCVDecoded`, :class:`NDArrayImages` as the numpy
-    dataset it wraps; else unchanged (a mixup wrapper blends NDArrays)."""
+    dataset it wraps, a :class:`SharedMixupDetection` of either as the same blend of their
+    numpy images (:class:`gluontrain.yolo3.data.MixupDetection`, reading the same switch:
+    the same draws and bytes); else unchanged (GluonCV's own mixup blends NDArrays)."""
     if isinstance(dataset, NDArrayImages):
         return dataset.dataset
+    if type(dataset) is SharedMixupDetection:  # pylint: disable=unidiomatic-typecheck
+        images = opencv_decoded(dataset._dataset)
+        if images is dataset._dataset:
+            return dataset
+        mixed = NumpyMixupDetection(images)
+        mixed._shared = dataset._shared  # the recipe's set_mixup switches this one
+        return mixed
     plain = type(dataset) is gdata.VOCDetection or \
         isinstance(dataset, gdata.CustomVOCDetectionBase)
     return OpenCVDecoded(dataset) if plain and dataset._transform is None else dataset

@@ -14,6 +14,7 @@ from ..checkpoint import (get_torch_rng_states, restore_checkpoint, save_checkpo
                           save_weights, set_torch_rng_states)
 from ..distributed import (process_group, TorchComm, get_rank, get_world_size, unwrap_model,
                            wrap_ddp)
+from ..ops import describe as describe_ops
 from ..step import seed_all
 from . import log as logging
 from .args import parse_args
@@ -159,7 +160,7 @@ def _hooks(net, optimizer, scheduler, batch_update, epochs, train_data, val_data
     recipe_hooks = [schedule_hook, log_hook, SeamsegCheckpointHook(
         args.log_dir, net, optimizer, config_to_string(config), log_hook)]
     spec = HookSpec(
-        paths, LossMeter(LOSS_NAMES), header=[str(args), config_to_string(config)],
+        paths, LossMeter(LOSS_NAMES), header=[str(args), config_to_string(config), describe_ops()],
         batch_size=train_data.batch_sampler.batch_size, log_interval=0,
         num_batches=len(train_data), validate=run_validation,
         period=Period(epochs=gen.getint('val_interval')),

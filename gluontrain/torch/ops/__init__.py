@@ -1,4 +1,5 @@
-"""Detection ops in plain PyTorch (no compiled extensions), used by two or more recipes.
+"""Detection ops in plain PyTorch, used by two or more recipes; NMS and ROIAlign run on
+torchvision's compiled kernels where it loads and they give the reference's output.
 
 Who uses what (``frcnn`` through the seamseg flavour of :mod:`gluontrain.torch.twostage`,
 ``sgg`` / ``sgg-detector`` through its maskrcnn-benchmark flavour); where the two-stage
@@ -31,10 +32,14 @@ references differ, one op carries a flag (``plus_one``, ``layout``, ``reference`
   from :func:`balanced_sample`).
 - :mod:`.losses` -- :func:`smooth_l1` (sigma form) and :func:`fast_rcnn_loss` (the box
   head's), frcnn and sgg.
+- :mod:`.compiled` -- which NMS / ROIAlign calls go to torchvision (``ROUTES``, one row per
+  call site), :func:`backend` (``'torchvision'`` or ``'torch'``), :func:`describe` (the
+  recipes' log line); ``GLUONTRAIN_TORCH_OPS=torch|torchvision`` forces one.
 """
 from .anchors import base_anchors, fpn_anchors, generate_anchors, grid_anchors
 from .boxes import (ENCODE_EPS, SCALE_CLIP, box_area, box_intersection, box_ioa, box_iou,
                     center_to_corners, clip_boxes, corners_to_center, decode, encode)
+from .compiled import backend, describe
 from .losses import fast_rcnn_loss, smooth_l1
 from .matching import (NEGATIVE, VOID, balanced_sample, match_anchors, match_by_iou,
                        match_proposals, sample_proposals, subsample_anchors)
@@ -50,4 +55,5 @@ __all__ = ['ENCODE_EPS', 'SCALE_CLIP', 'box_area', 'box_intersection', 'box_ioa'
            'multilevel_roi_sampling', 'multilevel_roi_align',
            'base_anchors', 'generate_anchors', 'grid_anchors', 'fpn_anchors',
            'VOID', 'NEGATIVE', 'match_anchors', 'subsample_anchors', 'match_proposals',
-           'sample_proposals', 'match_by_iou', 'balanced_sample', 'smooth_l1', 'fast_rcnn_loss']
+           'sample_proposals', 'match_by_iou', 'balanced_sample', 'smooth_l1', 'fast_rcnn_loss',
+           'backend', 'describe']

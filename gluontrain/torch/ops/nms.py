@@ -23,9 +23,13 @@ resolve as there (docs/faithfulness.md, "Shared detection ops", "YOLOv3 network 
 
 :func:`batched_nms` equals a per-group loop of :func:`nms` (pairs of different groups never
 suppress each other; stable sort) without the rounding risk of the offset trick.
+
+Where torchvision loads, the ``'seamseg'`` and ``'mxnet'`` rules without ``plus_one`` run on its
+kernel with the same kept indices (:mod:`.compiled`; ``GLUONTRAIN_TORCH_OPS`` switches).
 """
 import torch
 
+from . import compiled
 from .boxes import box_area, box_intersection, clip_boxes
 
 __all__ = ['nms', 'batched_nms', 'classwise_nms', 'proposal_nms', 'ssd_nms', 'batched_ssd_nms',
@@ -166,8 +170,12 @@ def batched_nms(boxes, scores, groups, iou_threshold, suppress_equal=False, plus
     if scores.numel() == 0:
         return torch.zeros(0, dtype=torch.long, device=scores.device)
     order = torch.sort(scores, descending=True, stable=True)[1][:top_k]
-    kept = _greedy_ordered(boxes, order, iou_threshold, suppress_equal, plus_one, block_size,
-                           reference, None if groups is None else groups.long(), max_output)
+    groups = None if groups is None else groups.long()
+    if compiled.use_torchvision('nms', reference + ('+1' if plus_one else ''), boxes):
+        kept = compiled.nms(boxes, order, groups, iou_threshold, suppress_equal, max_output)
+    else:
+        kept = _greedy_ordered(boxes, order, iou_threshold, suppress_equal, plus_one,
+                               block_size, reference, groups, max_output)
     return kept[:max_output]
 
 

@@ -5,13 +5,16 @@ Both ops take ``x`` ``(N, C, H, W)``, ``boxes`` ``(K, 4)`` and ``batch_idx`` ``(
 each box) and return ``(K, C, out_h, out_w)`` in ``x``'s dtype (empty for ``K = 0``). On the
 CPU each ROI is two small matrix products over a channels-last copy of the map
 (:mod:`.roi_cpu`, own backward); elsewhere one ``grid_sample`` per image. The boxes get no
-gradient, as in the references' kernels.
+gradient, as in the references' kernels. Where torchvision loads, :func:`roi_align` runs on its
+kernel on CUDA, and on the CPU where no gradient is needed (:mod:`.compiled`;
+``GLUONTRAIN_TORCH_OPS`` switches).
 """
 import numbers
 
 import torch
 import torch.nn.functional as F
 
+from . import compiled
 from .boxes import box_area
 from .roi_cpu import axis_weights, separable_sample
 
@@ -277,6 +280,11 @@ def _roi_align(x, boxes, batch_idx, output_size, spatial_scale, sampling_ratio, 
     """:func:`roi_align` in whichever layout the path produces (channels-last on the CPU)."""
     g = _check_ratio(sampling_ratio)
     output_size = tuple(output_size)
+    if compiled.use_torchvision('roi_align', 'aligned' if aligned else 'legacy', x):
+        if boxes.shape[0] == 0:
+            return x.new_zeros((0, x.shape[1]) + output_size)
+        _check_batch_idx(x, batch_idx)
+        return compiled.roi_align(x, boxes, batch_idx, output_size, spatial_scale, g, aligned)
     boxes = boxes.detach() * spatial_scale
     if aligned:
         boxes = boxes - 0.5

@@ -8,6 +8,7 @@ from ...core import checkpoint as ckpt_io
 from ...core.argtypes import check_output_dir
 from ...core.writers import save_best_and_interval
 from ..distributed import (process_group, get_rank, get_world_size, unwrap_model, wrap_ddp)
+from ..ops import describe as describe_ops
 from ..step import seed_all
 from .args import OUTPUT_ARGUMENT, RESUME_ADVICE, config_from_args, parse_args
 from .config import check_world_size
@@ -109,6 +110,7 @@ def run(argv=None, mode='relation'):
             os.makedirs(cfg.OUTPUT_DIR, exist_ok=True)
         logger = setup_logger(cfg.OUTPUT_DIR, rank)
         logger.info("Using %d processes", get_world_size())
+        logger.info("%s", describe_ops())  # which NMS / ROIAlign kernels, and the switch
         logger.info(args)
         logger.info("Running with config:\n%s", cfg)
         if cfg.SOLVER.MAX_ITER == 0:

@@ -296,9 +296,11 @@ def train(net, train_data, val_data, eval_metric, ctx, args):
                                st.iteration, st.best, args,
                                extra={'hooks': hooks_state, 'world_size': comm.world_size})
 
+    # a weights-only --resume is loaded by _hooks, a checkpoint restored by _restore
+    weights_only = bool(args.resume) and ckpt_io.file_kind(args.resume) == ckpt_io.TORCH_WEIGHTS
     hooks = _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths,
-                   save_full, comm)
-    restored = _restore(args, net, optimizer, comm)
+                   save_full, comm, weights_only)
+    restored = None if weights_only else _restore(args, net, optimizer, comm)
     state = fit(SSDStep(train_net, criterion, optimizer, device, getattr(args, 'amp', False)),
                 train_data, hooks, args.start_iter // max(len(train_data), 1), None,
                 TrainState(iteration=args.start_iter), max_iter=args.max_iter or cfg['max_iter'],
@@ -329,7 +331,7 @@ def _train_net(net, device, args, comm):
 
 
 def _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths, save_full,
-           comm):
+           comm, weights_only):
     """SSD's hooks (pass position, schedule, log line, periodic file) and the default ones."""
     from .plots import SAMPLE_IMAGES, val_samples_hook  # pylint: disable=import-outside-toplevel
     batch_sampler = getattr(train_data, 'batch_sampler', None)
@@ -348,7 +350,7 @@ def _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths, 
     # weights-only --resume, loaded here before the hooks copy the header (it draws no
     # random numbers; a checkpoint is restored after the hooks are built)
     header = [str(args)] + [r.format() for r in getattr(net, 'load_reports', ())]
-    if args.resume and ckpt_io.file_kind(args.resume) == ckpt_io.TORCH_WEIGHTS:
+    if weights_only:
         header.append(load_ssd_weights(net, args.resume).format())
     # the samples picture's images: validation keeps their detections for it (an args
     # namespace built by hand, without --plots, draws them as the default does)
@@ -375,9 +377,9 @@ def _hooks(net, optimizer, train_data, val_data, eval_metric, ctx, args, paths, 
 
 def _restore(args, net, optimizer, comm):
     """``--resume``'s checkpoint restored after its checks (the same number of processes,
-    :data:`RESUME_MUST_MATCH`); None without one or for a weights file (:func:`_hooks` loads it).
+    :data:`RESUME_MUST_MATCH`); None without one (a weights file is :func:`_hooks`' to load).
     """
-    if not args.resume or ckpt_io.file_kind(args.resume) == ckpt_io.TORCH_WEIGHTS:
+    if not args.resume:
         return None
     changes = []
 

@@ -7,6 +7,8 @@ The items, labels, mixup, transforms and batch order are those of :mod:`gluontra
 ``torch.utils.data.DataLoader``s with GluonCV's batchify (:mod:`gluontrain.torch.batchify`).
 """
 
+import multiprocessing.reduction
+
 import numpy as np
 import torch
 
@@ -15,8 +17,8 @@ from ...core.voc_eval import VOCEvaluator
 from ...data.classes import VOC_CLASSES
 from ...yolo3.coco import coco_datasets, coco_json_datasets
 from ...yolo3.formats import FORMATS, record_datasets
-from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSampler, VOCDetection,
-                           voc_folders)
+from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSampler, SharedBuffers,
+                           VOCDetection, map_shared, voc_folders)
 from ...yolo3.transform import TrainTransform, ValTransform
 from ..batchify import Pad, Stack, Tuple
 from ..distributed import ShardSampler, get_rank, get_world_size
@@ -91,8 +93,79 @@ class _ShapeDataset(torch.utils.data.Dataset):
 
 
 def train_collate():
-    """Stack the image and the five targets, pad the ground-truth boxes with -1."""
+    """Stack the image and the five targets, pad the ground-truth boxes with -1 (GluonCV's
+    ``Tuple(Stack() x 6, Pad(axis=0, pad_val=-1))``, as :class:`TrainCollate`)."""
+    return TrainCollate()
+
+
+def _reference_collate():
     return Tuple(*([Stack() for _ in range(6)] + [Pad(axis=0, pad_val=-1)]))
+
+
+#: this process's batch buffers when it is a loader worker
+_BUFFERS = SharedBuffers()
+
+
+def _fields(flat, shapes):
+    out, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[start:start + size].reshape(shape))
+        start += size
+    return out
+
+
+def _mapped(dup_fd, size, shapes):
+    """The main process's side of a worker's batch: the same pages, as seven tensors (the
+    buffer goes back to the worker when they are all gone)."""
+    return tuple(torch.from_numpy(f) for f in _fields(map_shared(dup_fd.detach(), size), shapes))
+
+
+class _SharedBatch(tuple):
+    """A worker's seven tensors in one :class:`~gluontrain.yolo3.data.SharedBuffers` buffer;
+    sent (once) to the main process as that buffer's descriptor."""
+
+    def __reduce__(self):
+        return _mapped, (multiprocessing.reduction.DupFd(self.shared.fd), self.size,
+                         self.shapes)
+
+
+class TrainCollate:
+    """:func:`train_collate`'s arrays written once, into one float32 buffer: in a loader worker
+    a shared-memory one that the main process maps (no copy on either side; reused once the
+    main process has let go of the batch), else plain memory. The same tensors (values,
+    shapes, float32) as GluonCV's ``Tuple(Stack() x 6, Pad(axis=0, pad_val=-1))``, where
+    torch's worker path copied the batch three times (stack, ``float32`` cast, into shared
+    memory); samples that are not seven float32 numpy arrays with some box go through those
+    functions."""
+
+    def __init__(self):
+        self._reference = _reference_collate()
+
+    def __call__(self, samples):
+        if not all(len(s) == 7 and all(isinstance(a, np.ndarray) and a.dtype == np.float32
+                                       for a in s) for s in samples) or \
+                max(s[6].shape[0] for s in samples) == 0:
+            return self._reference(samples)
+        n = len(samples)
+        shapes = [(n,) + a.shape for a in samples[0][:6]]
+        shapes.append((n, max(s[6].shape[0] for s in samples)) + samples[0][6].shape[1:])
+        size = sum(int(np.prod(s)) for s in shapes)
+        worker = torch.utils.data.get_worker_info() is not None
+        flat, shared = _BUFFERS.get(size) if worker else (np.empty(size, np.float32), None)
+        fields = _fields(flat, shapes)
+        for k in range(6):
+            for i, sample in enumerate(samples):
+                fields[k][i] = sample[k]  # a shape that differs raises, as Stack's
+        fields[6].fill(-1)
+        for i, sample in enumerate(samples):
+            fields[6][i, :sample[6].shape[0]] = sample[6]
+        tensors = tuple(torch.from_numpy(f) for f in fields)
+        if shared is None:
+            return tensors
+        batch = _SharedBatch(tensors)
+        batch.shared, batch.size, batch.shapes = shared, size, shapes
+        return batch
 
 
 def val_collate():

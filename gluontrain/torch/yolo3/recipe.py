@@ -12,7 +12,6 @@ from ...core import checkpoint as ckpt_io, writers
 from ...core.defaults import Restored, RunPaths, fit
 from ...core.loop import TrainState
 from ...core.lr_scheduler import LRScheduler, LRSequential
-from ...core.meters import LossMeter
 from ...yolo3.layout import find_pretrained_base
 from ...yolo3.anchors import anchors_line, file_anchors
 from ...yolo3.args import (RESUME_MUST_MATCH, check_common, check_resume_position,
@@ -30,9 +29,9 @@ from ..lr_scheduler import GluonLRScheduler
 from ..parallel import get_devices
 from ..step import mixed_precision
 from .data import get_dataloader, get_dataset
-from .hooks import recipe_hooks
+from .hooks import DeviceLossMeter, recipe_hooks
 from .model import eval_mode, get_yolov3
-from .step import LOSS_NAMES, GluonSGD, YOLOv3Step, gluon_batchnorm
+from .step import LOSS_NAMES, GluonSGD, YOLOv3Step, gluon_batchnorm, to_channels_last
 from .weights import load_params, load_pretrained_base, save_params as write_params
 
 __all__ = ['get_net', 'train', 'validate', 'save_params', 'main', 'get_lr_scheduler',
@@ -177,6 +176,9 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
     comm = comm or TorchComm()
     device = ctx[0]
     net.to(device).train()
+    channels_last = getattr(args, 'channels_last', False)
+    if channels_last:
+        to_channels_last(net)  # in place, before SGD holds the parameters
     if args.syncbn and comm.world_size > 1:
         net = convert_sync_batchnorm(net, device=device)
     gluon_batchnorm(net)
@@ -194,18 +196,24 @@ def train(net, train_data, val_data, eval_metric, ctx, args, comm=None, reports=
                                  begin_update=begin)
     restored = _restore(resume, net, optimizer, scheduler, args) if resuming else None
     header = [str(args)] + list(reports) + ['resumed from {}'.format(resume)] * resuming
-    autocast, scaler = mixed_precision(device, args.amp)
-    hooks = _hooks(net, optimizer, scheduler, train_data, val_data, eval_metric, ctx, args,
-                   header, comm)
+    autocast, scaler = mixed_precision(device, args.amp,
+                                       dtype=getattr(args, 'amp_dtype', 'float16'))
     # one process without AMP: each weight updated as soon as its gradient is ready (the same
     # numbers; at most one gradient alive, 40 MiB less at the README job's peak)
     step = YOLOv3Step(train_net, optimizer, device, unwrap_model(net).num_class,
                       args.label_smooth, autocast, scaler,
-                      update_in_backward=scaler is None and train_net is net)
+                      update_in_backward=scaler is None and train_net is net,
+                      channels_last=channels_last)
+    hooks = _hooks(net, optimizer, scheduler, train_data, val_data, eval_metric, ctx, args,
+                   header, comm, step)
+    benchmark = torch.backends.cudnn.benchmark
+    # --cudnn-benchmark: cuDNN times its algorithms once per input shape (docs/performance.md)
+    torch.backends.cudnn.benchmark = benchmark or getattr(args, 'cudnn_benchmark', False)
     try:
         return fit(step, train_data, hooks, args.start_epoch, args.epochs,
                    TrainState(iteration=begin), comm=comm, restored=restored)
     finally:
+        torch.backends.cudnn.benchmark = benchmark
         step.close()
 
 
@@ -225,11 +233,11 @@ def _restore(resume, net, optimizer, scheduler, args):
 
 
 def _hooks(net, optimizer, scheduler, train_data, val_data, eval_metric, ctx, args, header,
-           comm):
+           comm, step=None):
     paths = RunPaths(args.save_prefix)
     return gluoncv_hooks(
-        args, paths, LossMeter(LOSS_NAMES), header, len(train_data),
-        recipe_hooks(train_data, args, scheduler),
+        args, paths, DeviceLossMeter(LOSS_NAMES), header, len(train_data),
+        recipe_hooks(train_data, args, scheduler, step),
         lambda: validate(net, val_data, ctx, eval_metric, comm),
         lambda *a: save_params(net, *a),
         lambda st, hooks_state: save_checkpoint(

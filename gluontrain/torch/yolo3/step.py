@@ -1,18 +1,20 @@
 """One YOLOv3 training step on PyTorch, as GluonCV's: ``YOLOV3TargetMerger``
 (:func:`merge_targets`), ``YOLOV3Loss`` (:func:`yolov3_loss`), MXNet's SGD (:class:`GluonSGD`)
 and Gluon's BatchNorm variance (:func:`gluon_batchnorm`) (docs/faithfulness.md, "YOLOv3 on
-PyTorch: the training recipe")."""
+PyTorch: the training recipe"). The step never waits for the device: its losses and loss
+scale stay there until the log reads them (docs/performance.md, "The step on the GPU")."""
 import logging
 from collections import OrderedDict
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
-from ..distributed import all_reduce_mean, unwrap_model
+from ..distributed import is_distributed, unwrap_model
 from ..optim import without_compiler
 
 __all__ = ['LOSS_NAMES', 'IGNORE_IOU_THRESH', 'batch_iou', 'merge_targets', 'yolov3_loss',
-           'GluonSGD', 'gluon_batchnorm', 'YOLOv3Step']
+           'GluonSGD', 'gluon_batchnorm', 'loss_sums', 'to_channels_last', 'YOLOv3Step']
 
 LOSS_NAMES = ('ObjLoss', 'BoxCenterLoss', 'BoxScaleLoss', 'ClassLoss')
 #: GluonCV's ``ignore_iou_thresh`` of every YOLOv3 in its zoo
@@ -81,7 +83,14 @@ def yolov3_loss(objness, centers, scales, cls_preds, obj_t, center_t, scale_t, w
 class GluonSGD(torch.optim.Optimizer):
     """MXNet's SGD with momentum: ``mom = momentum * mom - lr * wd * w - lr * rescale_grad *
     grad; w += mom``, with a group's ``wd_mult`` (default 1) scaling ``weight_decay``. The base
-    class's methods run without the ``torch._dynamo`` guard (it would import the compiler)."""
+    class's methods run without the ``torch._dynamo`` guard (it would import the compiler).
+
+    Under a ``GradScaler`` it skips an overflowed update on the device (weights and momentum
+    kept, selected by the scaler's ``found_inf``), where the scaler would read ``found_inf`` on
+    the host: the same weights without a wait for the device."""
+
+    #: ``GradScaler.step`` hands ``found_inf`` (and ``grad_scale``) over instead of reading it
+    _step_supports_amp_scaling = True
 
     add_param_group = without_compiler(torch.optim.Optimizer.add_param_group)
     zero_grad = without_compiler(torch.optim.Optimizer.zero_grad)
@@ -94,23 +103,36 @@ class GluonSGD(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):  # pylint: disable=arguments-differ
-        """One update of every parameter with a gradient."""
+        """One update of every parameter with a gradient; under ``GradScaler.step`` none
+        where its ``found_inf`` is set (decided on the device)."""
+        found_inf = getattr(self, 'found_inf', None)
+        keep = None if found_inf is None else found_inf > 0
+        scale = getattr(self, 'grad_scale', None)  # set when no unscale_ came first
+        inv = None if scale is None else scale.double().reciprocal().float()  # as unscale_'s
         for group in self.param_groups:
             for p in group['params']:
                 if p.grad is not None:
-                    self.update(p, group)
+                    if inv is not None:
+                        p.grad.mul_(inv)
+                    self.update(p, group, keep)
 
     @torch.no_grad()
-    def update(self, p, group):
-        """MXNet's update of one parameter ``p`` of ``group`` from its ``grad``."""
+    def update(self, p, group, keep=None):
+        """MXNet's update of one parameter ``p`` of ``group`` from its ``grad``; where the 0-d
+        bool tensor ``keep`` is true, weight and momentum stay as they were."""
         lr, mom = group['lr'], group['momentum']
         wd = group['weight_decay'] * group['wd_mult']
         state = self.state[p]
         if 'momentum_buffer' not in state:
             state['momentum_buffer'] = torch.zeros_like(p)
         buf = state['momentum_buffer']
-        buf.mul_(mom).add_(p, alpha=-lr * wd).add_(p.grad, alpha=-lr * group['rescale_grad'])
-        p.add_(buf)
+        if keep is None:
+            buf.mul_(mom).add_(p, alpha=-lr * wd).add_(p.grad, alpha=-lr * group['rescale_grad'])
+            p.add_(buf)
+            return
+        new = buf.mul(mom).add_(p, alpha=-lr * wd).add_(p.grad, alpha=-lr * group['rescale_grad'])
+        p.copy_(torch.where(keep, p, p + new))
+        buf.copy_(torch.where(keep, buf, new))
 
     def update_in_backward(self):
         """From now on update each parameter as soon as backward has accumulated its gradient,
@@ -124,6 +146,16 @@ class GluonSGD(torch.optim.Optimizer):
                     param.grad = None
                 handles.append(p.register_post_accumulate_grad_hook(hook))
         return handles
+
+
+def to_channels_last(net):
+    """``--channels-last``: every convolution weight of ``net`` in ``torch.channels_last``
+    (NHWC) memory format, in place (the 5-d anchors and offsets stay as they are); returns
+    ``net``. The inputs follow in :class:`YOLOv3Step`."""
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.Conv2d):
+            mod.to(memory_format=torch.channels_last)
+    return net
 
 
 def _bn_pre(module, inputs):
@@ -166,6 +198,21 @@ def _log_loss_scale(before, after):
                                              if after < before else 'increasing', after)
 
 
+def loss_sums(losses):
+    """The sums over the batch of the four per-image losses as one float64 tensor ``(4,)`` on
+    their device, averaged over the torchrun ranks there (one all-reduce, no wait for the
+    host): each is ``float(loss.sum())`` of the float32 loss, as the log adds them."""
+    sums = torch.stack([loss.detach().sum() for loss in losses]).double()
+    if is_distributed():
+        # nccl reduces CUDA tensors only (gloo: the CPU's), as all_reduce_mean packs them
+        device = torch.device('cuda', torch.cuda.current_device()) \
+            if dist.get_backend() == 'nccl' else torch.device('cpu')
+        packed = sums.to(device)
+        dist.all_reduce(packed, op=dist.ReduceOp.SUM)
+        sums = (packed / dist.get_world_size()).to(sums.device)
+    return sums
+
+
 class YOLOv3Step:
     """Callable ``step(batch, state) -> outputs`` for :func:`gluontrain.core.loop.run_loop`.
 
@@ -180,22 +227,33 @@ class YOLOv3Step:
     autocast : callable, optional
         ``--amp``: a context manager factory around the forward.
     scaler : torch.amp.GradScaler, optional
-        MXNet AMP's ``LossScaler`` in PyTorch's terms; each scale change is logged.
+        MXNet AMP's ``LossScaler`` in PyTorch's terms; each scale change is logged by
+        :meth:`flush`.
     update_in_backward : bool
         :meth:`GluonSGD.update_in_backward` (refused with ``scaler`` or DDP); see :meth:`close`.
+    channels_last : bool
+        ``--channels-last``: the images in ``torch.channels_last`` (the network's too: the
+        recipe converts it).
 
     Returns (from ``__call__``)
     ---------------------------
     dict
-        ``losses``: name -> ``[(sum over the batch, batch size)]``; ``lr``; ``batch_size``.
+        ``losses``: name -> ``[(sum over the batch, batch size)]``, the sum a 0-d float64
+        tensor on the device (:func:`loss_sums`; read at the log interval); ``lr``;
+        ``batch_size``.
     """
 
     def __init__(self, net, optimizer, device, num_class, label_smooth=False, autocast=None,
-                 scaler=None, update_in_backward=False):
+                 scaler=None, update_in_backward=False, channels_last=False):
         self.net, self.optimizer, self.device = net, optimizer, device
         self.num_class, self.label_smooth = num_class, label_smooth
         self.autocast, self.scaler = autocast, scaler
         self.update_in_backward = update_in_backward
+        self.channels_last = channels_last
+        # the loss scale after each step since the last flush (on the device), and the last
+        # one logged (the scaler's initial scale: no read of the device)
+        self._scales = []
+        self._logged_scale = scaler.get_scale() if scaler is not None else None
         self._hooks = []
         if update_in_backward:
             if scaler is not None or unwrap_model(net) is not net:
@@ -210,12 +268,25 @@ class YOLOv3Step:
             handle.remove()
         self._hooks = []
 
+    def flush(self):
+        """Log the loss-scale changes of the steps since the last flush, in order, as MXNet
+        logs each (one read of the device; the recipe's hook calls it where the log reads the
+        losses, so the lines stand where they stood)."""
+        if not self._scales:
+            return
+        scales, self._scales = torch.stack(self._scales).tolist(), []
+        for scale in scales:
+            _log_loss_scale(self._logged_scale, scale)
+            self._logged_scale = scale
+
     def losses(self, batch):
         """The four per-image losses ``(B,)`` of a batch
         ``(image, obj, center, scale, weight, class targets, gt boxes)``."""
         # in the network's float type (float64 runs measure float32's rounding)
         dtype = next(unwrap_model(self.net).parameters()).dtype
         data, *targets, gt_boxes = [t.to(self.device, dtype, non_blocking=True) for t in batch]
+        if self.channels_last:
+            data = data.contiguous(memory_format=torch.channels_last)
         if self.autocast is not None:
             with self.autocast():
                 out = self.net(data)
@@ -233,17 +304,19 @@ class YOLOv3Step:
         self.optimizer.zero_grad(set_to_none=True)
         total = (losses[0] + losses[1] + losses[2] + losses[3]).sum()
         if self.scaler is not None:
-            before = self.scaler.get_scale()
             self.scaler.scale(total).backward()
-            self.scaler.step(self.optimizer)  # skips the update when a gradient overflowed
+            self.scaler.unscale_(self.optimizer)
+            # GluonSGD skips the update on the device when a gradient overflowed
+            self.scaler.step(self.optimizer)
             self.scaler.update()
-            _log_loss_scale(before, self.scaler.get_scale())
+            # a copy of the scale tensor (get_scale() would read it; update() moves it in place)
+            scale = self.scaler._get_scale_async()  # pylint: disable=protected-access
+            self._scales.append(scale.clone())
         else:
             total.backward()
             if not self.update_in_backward:
                 self.optimizer.step()
         size = int(batch[0].shape[0])
-        sums = all_reduce_mean({name: float(loss.detach().sum())
-                                for name, loss in zip(LOSS_NAMES, losses)})
-        out = OrderedDict((name, [(sums[name], size)]) for name in LOSS_NAMES)
+        sums = loss_sums(losses)
+        out = OrderedDict((name, [(sums[i], size)]) for i, name in enumerate(LOSS_NAMES))
         return {'losses': out, 'lr': self.optimizer.param_groups[0]['lr'], 'batch_size': size}

@@ -51,6 +51,26 @@ def test_amp_on_cpu_and_network_are_refused():
         _check(['--batch-size', '1'], [mx.cpu(0), mx.cpu(1)])
 
 
+@pytest.mark.parametrize('argv, words', [
+    (['--channels-last'], '--channels-last is a --backend torch switch: the Gluon convolutions'),
+    (['--cudnn-benchmark'], 'MXNET_CUDNN_AUTOTUNE_DEFAULT=1'),
+    (['--amp', '--amp-dtype', 'bfloat16'], "--amp-dtype bfloat16 is a --backend torch switch: "
+                                           "MXNet AMP here is GluonCV's float16"),
+])
+def test_torch_only_switches_are_one_error_line_on_mxnet(argv, words, capsys):
+    """Issue 44: the shared parser has switches only the torch backend honours; the MXNet
+    recipe refuses each before anything is built (on a GPU context too: the backend, not the
+    device, lacks them), and the CLI says so in one ``error:`` line."""
+    with pytest.raises(ValueError, match='drop it or add --backend torch'):
+        _check(argv, [mx.gpu(0)])
+    from gluontrain.__main__ import main as cli  # pylint: disable=import-outside-toplevel
+    assert cli(['train', 'yolo3', '--gpus', ''] + argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith('error: ') and words in err[0], err
+    # float16, the default, is MXNet AMP's own type: accepted on GPUs
+    _check(['--amp', '--amp-dtype', 'float16'], [mx.gpu(0)])
+
+
 def test_horovod_global_batch_must_split_over_the_processes():
     from gluontrain.core.distributed import LocalComm
     comm = LocalComm()

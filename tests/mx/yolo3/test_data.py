@@ -136,6 +136,28 @@ def test_fast_loader_gives_the_reference_loaders_batches(voc_root):
         assert o[7] == mx.cpu() and r[7] == mx.Context('cpu_shared', 0)
 
 
+@pytest.mark.parametrize('dataset', ['voc', 'coco'])
+def test_fast_loader_blends_mixup_in_numpy_with_the_reference_loaders_batches(
+        voc_root, coco_root, dataset):
+    """--mixup on the fast path: the numpy blend of the numpy images (the same draws and
+    bytes as GluonCV's NDArray blend), switched by the recipe's SharedMixupDetection."""
+    from gluontrain.mx.yolo3.data import opencv_decoded  # noqa: E501  pylint: disable=import-outside-toplevel
+    from gluontrain.yolo3.data import MixupDetection as NumpyMixup  # noqa: E501  pylint: disable=import-outside-toplevel
+    root = voc_root if dataset == 'voc' else coco_root
+    args, train_ds, val_ds, _, net = _setup(root, '--dataset', dataset, '--mixup')
+    ref_args = _setup(root, '--dataset', dataset, '--mixup', '--reference-transform',
+                      '--reference-mixup')[0]
+    assert isinstance(opencv_decoded(train_ds), NumpyMixup)
+    train_ds.set_mixup(np.random.beta, 1.5, 1.5)  # reaches the numpy blend (shared switch)
+    ours = _seeded_batches(args, train_ds, val_ds, net, 0, 3)
+    ref = _seeded_batches(ref_args, train_ds, val_ds, net, 0, 3)
+    mixed = 0
+    for o, r in zip(ours, ref):
+        assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(o[:7], r[:7]))
+        mixed += int(((o[1] > 0) & (o[1] < 0.999)).sum())
+    assert mixed > 0  # some boxes carry a mixup weight
+
+
 def test_fast_loader_workers_send_shared_batches(voc_root):
     import mxnet as mx  # pylint: disable=import-outside-toplevel
     args, train_ds, val_ds, _, net = _setup(voc_root)

@@ -1,4 +1,5 @@
 """TrainBatchify: GluonCV's YOLOv3 train batches, in one buffer that travels as one array."""
+import gc
 import multiprocessing
 import multiprocessing.reduction
 import os
@@ -10,7 +11,9 @@ import pytest
 import gluontrain.mx  # noqa: F401  (imports gluoncv through the shim)
 import mxnet as mx
 
+from gluontrain.mx.yolo3 import batchify
 from gluontrain.mx.yolo3.batchify import Batch, TrainBatchify, reference_train_batchify
+from gluontrain.yolo3.data import SharedBuffers
 
 SHARED = mx.Context('cpu_shared', 0)
 
@@ -75,12 +78,24 @@ def _sent(batch, monkeypatch):
     return pickle.loads(data), sent
 
 
-def test_a_workers_batch_travels_as_one_memfd_and_is_mapped(monkeypatch):
+@pytest.fixture(name='buffers')
+def fresh_buffers(monkeypatch):
+    """This process's worker buffers, empty (as in a new loader worker)."""
+    buffers = SharedBuffers()
+    monkeypatch.setattr(batchify, '_BUFFERS', buffers)
+    return buffers
+
+
+def _worker_batch(samples, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(multiprocessing, 'parent_process', lambda: 'a loader worker')
+        return TrainBatchify()(samples)
+
+
+def test_a_workers_batch_travels_as_one_memfd_and_is_mapped(monkeypatch, buffers):
     rng = np.random.RandomState(3)
     samples = _samples(rng)
-    monkeypatch.setattr(multiprocessing, 'parent_process', lambda: 'a loader worker')
-    batch = TrainBatchify()(samples)
-    monkeypatch.undo()
+    batch = _worker_batch(samples, monkeypatch)
     assert batch.fd is not None
     got, sent = _sent(batch, monkeypatch)
     assert sent == [batch.fd]  # one file descriptor for the seven arrays (GluonCV's: seven)
@@ -91,10 +106,45 @@ def test_a_workers_batch_travels_as_one_memfd_and_is_mapped(monkeypatch):
     batch.flat[:1] = 7
     mx.nd.waitall()
     assert got[0].asnumpy().flat[0] == 7
-    fd = batch.fd
-    del batch
-    with pytest.raises(OSError):
-        os.fstat(fd)  # closed with the worker's batch
+
+
+def test_a_workers_buffer_is_reused_only_once_the_main_process_let_go(monkeypatch, buffers):
+    """The worker's next batch goes into a new buffer while the main process still holds
+    any array of the last one, and into the same pages once it has released them all."""
+    rng = np.random.RandomState(7)
+    first = _worker_batch(_samples(rng), monkeypatch)
+    got, _ = _sent(first, monkeypatch)
+    fd = first.fd
+    del first
+    view = got[2]  # one field kept: the buffer stays the main process's
+    del got
+    mx.nd.waitall()
+    gc.collect()
+    second_samples = _samples(rng)
+    second = _worker_batch(second_samples, monkeypatch)
+    assert second.fd != fd
+    got2, _ = _sent(second, monkeypatch)
+    del second
+    before = view.asnumpy().copy()
+    del view
+    mx.nd.waitall()
+    gc.collect()
+    third_samples = _samples(rng)
+    third = _worker_batch(third_samples, monkeypatch)
+    assert third.fd == fd  # released: the same buffer, no new pages
+    assert len(buffers.buffers) == 2
+    got3, _ = _sent(third, monkeypatch)
+    _same_as_reference(got3, reference_train_batchify()(third_samples))
+    _same_as_reference(got2, reference_train_batchify()(second_samples))  # untouched
+    assert not np.array_equal(before, got3[2].asnumpy())
+
+
+def test_a_forked_worker_does_not_reuse_its_parents_buffers(monkeypatch, buffers):
+    _, parents = buffers.get(16)
+    monkeypatch.setattr(buffers, 'pid', -1)  # as a process forked from this one sees it
+    parents.mapping[0] = 0  # released in the parent's main process
+    _, own = buffers.get(16)
+    assert own is not parents and buffers.buffers == [own]
 
 
 def test_a_main_process_batch_pickles_as_one_shared_ndarray(monkeypatch):
@@ -114,7 +164,7 @@ def test_small_when_sent_to_the_workers():
     assert len(pickle.dumps(batchify)) < 200
 
 
-def test_a_worker_without_memfd_sends_one_shared_ndarray(monkeypatch):
+def test_a_worker_without_memfd_sends_one_shared_ndarray(monkeypatch, buffers):
     rng = np.random.RandomState(6)
     samples = _samples(rng)
     monkeypatch.setattr(multiprocessing, 'parent_process', lambda: 'a loader worker')

@@ -13,6 +13,12 @@ from gluontrain.torch.ops.roi_cpu import axis_weights, separable_sample
 roi = importlib.import_module('gluontrain.torch.ops.roi')
 
 
+@pytest.fixture(autouse=True)
+def plain_torch(monkeypatch):
+    """The plain-torch paths, never torchvision's kernel (that is test_compiled.py's)."""
+    monkeypatch.setenv('GLUONTRAIN_TORCH_OPS', 'torch')
+
+
 def _boxes(gen, n, size, lo=-6.0, dtype=torch.float64):
     """Corner boxes, some across the border or beyond it, some thinner than a pixel."""
     start = torch.rand(n, 2, generator=gen, dtype=dtype) * (size + 8) + lo

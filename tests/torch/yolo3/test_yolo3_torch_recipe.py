@@ -11,7 +11,7 @@ import torch
 from gluontrain.__main__ import main as cli
 from gluontrain.data import synthetic
 from gluontrain.registry import get_recipe, route
-from gluontrain.torch.yolo3 import get_yolov3, load_params, main
+from gluontrain.torch.yolo3 import get_yolov3, load_params, main, recipe
 from gluontrain.torch.yolo3.infer import eval_main
 
 
@@ -106,7 +106,9 @@ def test_backend_route_and_registry():
 
 
 @pytest.mark.parametrize('extra, words', [
-    (['--amp'], '--amp needs GPUs'),
+    (['--amp'], '--amp needs GPUs for float16'),
+    (['--amp-dtype', 'bfloat16'], 'chooses the type of --amp, which is off: add --amp'),
+    (['--cudnn-benchmark'], '--cudnn-benchmark tunes cuDNN, which only GPUs have'),
     (['--horovod'], 'torchrun'),
     (['--cpus', '3', '--batch-size', '2'], 'must be a multiple'),
     (['--reference-metric'], 'MXNet'),
@@ -117,6 +119,36 @@ def test_what_torch_cannot_honour_is_one_line(tiny_voc, tmp_path, capsys, extra,
     assert cli(['train', 'yolo3'] + argv) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+def test_a_nan_left_on_the_device_is_read_before_any_file_is_written(tiny_voc, tmp_path):
+    """Issue 44: the losses stay on the device between log lines. With ``--log-interval 0``
+    the NaN of ``--lr 1e12`` (from the second step on) is read at the pass's last batch: the
+    run stops there, before the epoch's hooks, so no checkpoint, weights or validation."""
+    out = str(tmp_path / 'nan')
+    with pytest.raises(FloatingPointError, match=r'non-finite loss at epoch 0 batch 2 '
+                       r'\(iteration 3; read every \(no\) steps and at the end of each pass: '
+                       r'non-finite at this step or one of the steps since iteration 1\)'):
+        main(_argv(tiny_voc, out, '--epochs', '2', '--lr', '1e12', '--log-interval', '0'))
+    assert not [f for f in os.listdir(out) if f.endswith(('.ckpt', '.params'))]
+    log = open(os.path.join(out, 'yolo3_mobilenet0.25_voc_train.log')).read()
+    assert 'Training stopped: non-finite loss' in log and 'Validation' not in log
+
+
+def test_cudnn_benchmark_is_on_for_the_run_and_restored_after(tiny_voc, tmp_path,
+                                                              monkeypatch):
+    """``--cudnn-benchmark`` (GPUs; refused on the CPU above) sets
+    ``torch.backends.cudnn.benchmark`` for the run and puts it back after: checked here with
+    the CPU refusal lifted (``cpu=False``, as on a GPU) and the loop replaced."""
+    from gluontrain.core.loop import TrainState  # pylint: disable=import-outside-toplevel
+    real_check, seen = recipe.check_common, []
+    monkeypatch.setattr(recipe, 'check_common', lambda args, cpu, *a: real_check(args, False, *a))
+    monkeypatch.setattr(recipe, 'fit', lambda *a, **k: seen.append(
+        torch.backends.cudnn.benchmark) or TrainState())
+    before = torch.backends.cudnn.benchmark
+    main(_argv(tiny_voc, str(tmp_path), '--epochs', '1', '--no-plots', '--cudnn-benchmark'))
+    main(_argv(tiny_voc, str(tmp_path), '--epochs', '1', '--no-plots'))
+    assert seen == [True, before] and torch.backends.cudnn.benchmark is before
 
 
 def test_pretrained_base_is_loaded_and_reported_in_the_log(tiny_voc, tmp_path, monkeypatch):

@@ -87,8 +87,10 @@ def _run_torch(tmp_path, monkeypatch):
 
     def recording(self, batch, state=None):
         out = original(self, batch, state)
+        # (the sums stay on the device: read here, as the log reads them at its interval)
         batches.append({'lr': out['lr'], 'losses': {
-            n: sum(s for s, _ in p) / sum(c for _, c in p) for n, p in out['losses'].items()}})
+            n: sum(float(s) for s, _ in p) / sum(c for _, c in p)
+            for n, p in out['losses'].items()}})
         return out
 
     monkeypatch.setattr(torch_step.YOLOv3Step, '__call__', recording)
