@@ -51,6 +51,47 @@ def _args(root, network, shape, batch, prefix, epochs=1):
                        '--log-interval', '0', '--save-prefix', prefix, '--save-interval', '0'])
 
 
+def _mx_outputs(args, queue):
+    """In a forked child (MXNet's CPU memory pool keeps every activation size it has
+    allocated: ten sizes of darknet53 are gigabytes): the classes and the train-mode outputs
+    GluonCV's transform reads (anchors, offsets, feature maps) at every size 320-608."""
+    net, out = get_net(args, [mx.cpu()])[1], {}
+    with mx.autograd.train_mode():
+        for side in range(320, 609, 32):
+            got = net(mx.nd.zeros((1, 3, side, side)))
+            out[side, side] = [[a.asnumpy() for a in got[k]] for k in (1, 2, 3)]
+    queue.put((list(net.classes), out))
+
+
+class LayoutOnce:
+    """The MXNet network as GluonCV's train transform reads it: ``classes``, parameters on
+    the CPU, the outputs on zeros (computed once per size, in a child process), for building
+    many loaders of one network (``bench/zoo_scale.py``)."""
+
+    class Params(dict):
+        def reset_ctx(self, ctx):
+            pass
+
+    def __init__(self, args):
+        import multiprocessing  # pylint: disable=import-outside-toplevel
+        queue = multiprocessing.get_context('fork').SimpleQueue()
+        child = multiprocessing.get_context('fork').Process(target=_mx_outputs,
+                                                            args=(args, queue))
+        child.start()
+        self.classes, outputs = queue.get()
+        child.join()
+        self.outputs = {k: [None] + [[mx.nd.array(a, dtype=a.dtype) for a in v] for v in vs] +
+                        [None] * 4 for k, vs in outputs.items()}
+        param = type('Param', (), {'list_ctx': lambda self: [mx.cpu()]})()
+        self.params = self.Params(p=param)
+
+    def collect_params(self):
+        return self.params
+
+    def __call__(self, x):
+        return self.outputs[x.shape[2:]]
+
+
 def time_transform(root, shape, n):
     args = _args(root, 'mobilenet0.25', shape, 1, os.path.join(tempfile.mkdtemp(), ''))
     train_ds, _, _ = get_dataset('voc', args)

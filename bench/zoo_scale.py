@@ -4,17 +4,15 @@ Data: the project's generators at one real size, VOC-like 500 x 375 (VOC format)
 COCO-like 640 x 480 (COCO format), 2-8 objects an image (both draws fixed here). Sections:
 
 * ``loader``: per configuration (dataset; random shapes 320-608 every 10 batches or fixed
-  416 / 608; mixup; network) the MXNet recipe's and the PyTorch recipe's train loaders
-  against GluonCV's own (its readers, ``MixupDetection``, ``YOLO3DefaultTrainTransform``,
-  batchify: ``train_yolo3.py``'s loader, the MXNet recipe's ``--reference-transform``).
-  First the identity at ``-j 0``, same seeds: every array of the first K batches
-  ``np.array_equal`` to GluonCV's (PyTorch: all but the images, within OpenCV's resize
-  rounding: the largest difference printed). Then ``--repeats`` passes of each loader per
-  ``-j``, the sides alternating, seeded alike: medians of images/s (first batch excluded)
-  and of the CPU ms per image of the main process and of the workers (/proc, and
-  ``RUSAGE_CHILDREN`` for joined workers). Images/s per worker = 1000 / the workers' CPU ms
-  per image (``-j 0``: the main process's). The transforms are built from one run of each
-  network on zeros per size (darknet53: seconds each here); the per-image work is unchanged.
+  416 / 608; mixup; network) the MXNet and PyTorch recipes' train loaders against GluonCV's
+  own (``train_yolo3.py``'s: the MXNet recipe's ``--reference-transform``). First the
+  identity at ``-j 0``, same seeds: every array of the first K batches ``np.array_equal``
+  (PyTorch: all but the images, within OpenCV's resize rounding). Then ``--repeats`` passes
+  of each loader per ``-j``, alternating, seeded alike: medians of images/s (first batch
+  excluded) and of the CPU ms per image of the main process and of the workers (/proc,
+  ``RUSAGE_CHILDREN``). Images/s per worker = 1000 / the workers' CPU ms per image (``-j 0``:
+  the main process's). Each network's outputs on zeros are computed once per size
+  (``yolo3_pipeline.LayoutOnce``); the per-image work is unchanged.
 * ``stages``: CPU ms per image of each stage of the MXNet recipe's loader, 416 px, -j 0.
 * ``step``: ``gluontrain train yolo3`` as a user runs it, one child process per run, every
   batch fetch timed (``bench/recipe_runs.py``'s analysis): training images/s, the share of
@@ -111,49 +109,6 @@ def recipe_args(name, root, network, shape, batch, workers, mixup, reference=Fal
     return parse_args(argv + (['--reference-transform', '--reference-mixup'] if reference else []))
 
 
-def _mx_outputs(args, queue):
-    """In a forked child (MXNet's CPU memory pool keeps every activation size it has
-    allocated: ten sizes of darknet53 are gigabytes): the classes and the train-mode outputs
-    GluonCV's transform reads (anchors, offsets, feature maps) at every size 320-608."""
-    import mxnet as mx  # pylint: disable=import-outside-toplevel
-    from gluontrain.mx.yolo3 import get_net  # pylint: disable=import-outside-toplevel
-    net, out = get_net(args, [mx.cpu()])[1], {}
-    with mx.autograd.train_mode():
-        for side in range(320, 609, 32):
-            got = net(mx.nd.zeros((1, 3, side, side)))
-            out[side, side] = [[a.asnumpy() for a in got[k]] for k in (1, 2, 3)]
-    queue.put((list(net.classes), out))
-
-
-class LayoutOnce:
-    """The MXNet network as GluonCV's train transform reads it: ``classes``, parameters on
-    the CPU, the outputs on zeros (computed once per size, in a child process)."""
-
-    class Params(dict):
-        def reset_ctx(self, ctx):
-            pass
-
-    def __init__(self, args):
-        import multiprocessing  # pylint: disable=import-outside-toplevel
-        import mxnet as mx  # pylint: disable=import-outside-toplevel
-        queue = multiprocessing.get_context('fork').SimpleQueue()
-        child = multiprocessing.get_context('fork').Process(target=_mx_outputs,
-                                                            args=(args, queue))
-        child.start()
-        self.classes, outputs = queue.get()
-        child.join()
-        self.outputs = {k: [None] + [[mx.nd.array(a, dtype=a.dtype) for a in v] for v in vs] +
-                        [None] * 4 for k, vs in outputs.items()}
-        param = type('Param', (), {'list_ctx': lambda self: [mx.cpu()]})()
-        self.params = self.Params(p=param)
-
-    def collect_params(self):
-        return self.params
-
-    def __call__(self, x):
-        return self.outputs[x.shape[2:]]
-
-
 class Loaders:
     """Builds the sides' train loaders; networks (and layouts, per size) built once."""
 
@@ -178,7 +133,8 @@ class Loaders:
                 from gluontrain.torch.yolo3 import recipe  # noqa: E501  pylint: disable=import-outside-toplevel
                 self.nets[key] = recipe.get_net(args, [torch.device('cpu')])[1]
             else:
-                self.nets[key] = LayoutOnce(args)
+                import yolo3_pipeline  # pylint: disable=import-outside-toplevel
+                self.nets[key] = yolo3_pipeline.LayoutOnce(args)
         return self.nets[key]
 
     def build(self, side, name, shape, mixup, network, batch, workers):
@@ -416,7 +372,7 @@ def step_plan(a, roots, folder):
 
 def section_step(a, roots, results):
     import recipe_runs  # pylint: disable=import-outside-toplevel
-    folder, rows = tempfile.mkdtemp(prefix='zoo_scale_step_'), results.setdefault('step', [])
+    folder, rows = tempfile.mkdtemp(prefix='step_'), results.setdefault('step', [])
     log('\n| run | network | batch | -j | training images/s | data wait | step ms (median) | '
         'peak {} | exit |\n|---|---|---|---|---|---|---|---|---|'.format(
             'GPU MiB' if a.device == 'cuda' else 'RSS MiB'))
@@ -532,12 +488,21 @@ def main(argv=None):
         a.backends = [b for b in a.backends if b == 'torch']
     SIDES_ON[:] = [s for s in SIDES if s in a.backends or (s == 'gluoncv' and 'mxnet' in
                                                            a.backends)]
+    with tempfile.TemporaryDirectory(prefix='zoo_scale_') as work:
+        tempfile.tempdir = work  # data, loaders' and runs' files: all removed at the end
+        try:
+            return run(a, cuda)
+        finally:
+            tempfile.tempdir = None
+
+
+def run(a, cuda):
     start = time.time()
     log('{} CPU threads, OMP_NUM_THREADS={}, load average {}; {}'.format(
         os.cpu_count(), os.environ.get('OMP_NUM_THREADS', 'unset'),
         ' '.join('%.1f' % x for x in os.getloadavg()), vars(a)))
     datasets = sorted(set(a.datasets) | ({'coco'} if cuda and 'step' in a.sections else set()))
-    roots = make_data(tempfile.mkdtemp(prefix='zoo_scale_data_'), datasets, a.images)
+    roots = make_data(tempfile.mkdtemp(prefix='data_'), datasets, a.images)
     log('data: {} training images per dataset ({}) in {:.0f} s'.format(a.images, ', '.join(
         '{} {}x{}'.format(d, *SIZES[d]) for d in datasets), time.time() - start))
     results = {'args': vars(a), 'sides': SIDES_ON}
@@ -552,7 +517,6 @@ def main(argv=None):
     log('load average at the end: {}; {:.0f} s'.format(
         ' '.join('%.1f' % x for x in os.getloadavg()), results['seconds']))
     return 0
-
 
 if __name__ == '__main__':
     if len(sys.argv) > 2 and sys.argv[1] == '--child':
