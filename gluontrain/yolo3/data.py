@@ -27,7 +27,7 @@ from ..data.views import TransformView
 from .args import class_names
 
 __all__ = ['VOCDetection', 'MixupDetection', 'RolloverBatchSampler', 'SharedBuffers',
-           'map_shared', 'custom_root',
+           'map_shared', 'field_views', 'custom_root',
            'custom_splits', 'voc_class_names', 'voc_folders', 'mixup_switch',
            'set_mixup_switch', 'VOC_DEFAULT_ROOT']
 
@@ -397,3 +397,14 @@ class SharedBuffers:
         self.buffers.append(buf)
         del self.buffers[:-self.keep]  # the oldest go (in flight, they free with their batch)
         return np.frombuffer(buf.mapping, np.float32, size, offset=_HEADER), buf
+
+
+def field_views(flat, shapes):
+    """The fields of a batch buffer as views of ``flat`` (a 1-D numpy array or NDArray), in
+    order: how both backends' loaders read the arrays a worker wrote one after another."""
+    out, start = [], 0
+    for shape in shapes:
+        size = int(np.prod(shape))
+        out.append(flat[start:start + size].reshape(shape))
+        start += size
+    return out

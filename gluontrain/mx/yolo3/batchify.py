@@ -19,7 +19,7 @@ import mxnet as mx
 
 from gluoncv.data.batchify import Pad, Stack, Tuple
 
-from ...yolo3.data import SharedBuffers, map_shared
+from ...yolo3.data import SharedBuffers, field_views, map_shared
 
 __all__ = ['Batch', 'TrainBatchify', 'reference_train_batchify']
 
@@ -44,15 +44,6 @@ def _fits(samples):
     return max(s[6].shape[0] for s in samples) > 0
 
 
-def _views(flat, shapes):
-    """The fields as views of ``flat`` (a 1-D NDArray or numpy array), in order."""
-    out, start = [], 0
-    for shape in shapes:
-        size = int(np.prod(shape))
-        out.append(flat[start:start + size].reshape(shape))
-        start += size
-    return out
-
 
 #: this process's batch buffers when it is a loader worker
 _BUFFERS = SharedBuffers()
@@ -72,7 +63,7 @@ class Batch(tuple):
     """
 
     def __new__(cls, flat, shapes, shared=None):
-        batch = super().__new__(cls, _views(flat, shapes))
+        batch = super().__new__(cls, field_views(flat, shapes))
         batch.flat, batch.shapes, batch.shared = flat, shapes, shared
         return batch
 
@@ -113,7 +104,7 @@ class TrainBatchify:
         # a loader worker's batch is pickled to the main process: build it in shared memory
         flat, shared = _BUFFERS.get(size) if multiprocessing.parent_process() is not None \
             else (np.empty(size, np.float32), None)
-        fields = _views(flat, shapes)
+        fields = field_views(flat, shapes)
         for k in range(6):
             for i, sample in enumerate(samples):
                 fields[k][i] = sample[k]  # a shape that differs raises, as np.asarray's stack

@@ -18,7 +18,7 @@ from ...data.classes import VOC_CLASSES
 from ...yolo3.coco import coco_datasets, coco_json_datasets
 from ...yolo3.formats import FORMATS, record_datasets
 from ...yolo3.data import (VOC_DEFAULT_ROOT, MixupDetection, RolloverBatchSampler, SharedBuffers,
-                           VOCDetection, map_shared, voc_folders)
+                           VOCDetection, field_views, map_shared, voc_folders)
 from ...yolo3.transform import TrainTransform, ValTransform
 from ..batchify import Pad, Stack, Tuple
 from ..distributed import ShardSampler, get_rank, get_world_size
@@ -106,19 +106,11 @@ def _reference_collate():
 _BUFFERS = SharedBuffers()
 
 
-def _fields(flat, shapes):
-    out, start = [], 0
-    for shape in shapes:
-        size = int(np.prod(shape))
-        out.append(flat[start:start + size].reshape(shape))
-        start += size
-    return out
-
 
 def _mapped(dup_fd, size, shapes):
     """The main process's side of a worker's batch: the same pages, as seven tensors (the
     buffer goes back to the worker when they are all gone)."""
-    return tuple(torch.from_numpy(f) for f in _fields(map_shared(dup_fd.detach(), size), shapes))
+    return tuple(torch.from_numpy(f) for f in field_views(map_shared(dup_fd.detach(), size), shapes))
 
 
 class _SharedBatch(tuple):
@@ -153,7 +145,7 @@ class TrainCollate:
         size = sum(int(np.prod(s)) for s in shapes)
         worker = torch.utils.data.get_worker_info() is not None
         flat, shared = _BUFFERS.get(size) if worker else (np.empty(size, np.float32), None)
-        fields = _fields(flat, shapes)
+        fields = field_views(flat, shapes)
         for k in range(6):
             for i, sample in enumerate(samples):
                 fields[k][i] = sample[k]  # a shape that differs raises, as Stack's
