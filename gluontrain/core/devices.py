@@ -1,4 +1,6 @@
-"""Parsing of ``--gpus`` strings, shared by the MXNet and PyTorch backends."""
+"""Parsing of ``--gpus`` strings, shared by the MXNet and PyTorch backends, and the name of the
+processor a recorded file was made on."""
+import platform
 
 
 def parse_gpu_ids(gpus):
@@ -71,3 +73,17 @@ def check_gpu_ids(gpus, ids, available, framework, hint=''):
         raise ValueError("--gpus {!r} asks for GPU {} but {} sees {} GPU(s){}. Pass --gpus '' "
                          "to train on the CPU (or --cpus N for N CPU contexts)."
                          .format(gpus, ','.join(map(str, missing)), framework, available, hint))
+
+
+def processor_name(cpuinfo='/proc/cpuinfo'):
+    """The CPU's model name (the first ``model name`` line of ``cpuinfo``), else
+    ``platform.processor()`` or ``'unknown'``: what a recorded fixture or weights file says it
+    was made on (its last bits depend on the kernels that processor picks; docs/testing.md)."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown'

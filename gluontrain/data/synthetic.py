@@ -253,8 +253,9 @@ def default_voc_root(root=None, **kwargs):
     root : str, optional
         Dataset folder; default ``$GLUONTRAIN_DATA`` if set, else
         ``~/.gluontrain/datasets/synthetic_voc``, with ``_<class>_<class>...`` appended when
-        ``classes`` overrides the default five (so that the default set and a variant are
-        both kept instead of each regenerating the other).
+        ``classes`` overrides the default five and ``_val<N>`` when ``num_val`` overrides its
+        50 (so that the default set and a variant are both kept instead of each regenerating
+        the other).
     **kwargs
         Overrides of :data:`DEFAULT_VOC_PARAMS` (any :func:`write_voc` argument). The dataset
         is regenerated when they differ from the cached one's (recorded in
@@ -275,6 +276,9 @@ def default_voc_root(root=None, **kwargs):
         drawn = _voc_classes(kwargs.get('classes', DEFAULT_VOC_CLASSES))
         if drawn != DEFAULT_VOC_CLASSES:
             root = os.path.normpath(os.path.expanduser(root)) + '_' + '_'.join(drawn)
+        num_val = int(kwargs.get('num_val', DEFAULT_VOC_PARAMS['num_val']))
+        if num_val != DEFAULT_VOC_PARAMS['num_val']:
+            root = os.path.normpath(os.path.expanduser(root)) + '_val{}'.format(num_val)
     root = os.path.abspath(os.path.expanduser(root))
     params = dict(DEFAULT_VOC_PARAMS, **kwargs)
     wanted = _marker(_voc_params(**params))

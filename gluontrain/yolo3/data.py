@@ -45,10 +45,11 @@ def voc_class_names(roots):
     return sorted(names)
 
 
-def custom_root(name, root, classes=None):
+def custom_root(name, root, classes=None, num_val=None):
     """The folder of ``--dataset custom`` or ``synthetic``: the embedded dataset (generated on
     first use) for ``synthetic``, drawing ``classes`` (``--classes``, VOC names) instead of its
-    default five when given, ``--dataset-root`` for ``custom``.
+    default five when given and ``num_val`` test images (``--synthetic-val-images``) instead of
+    its 50, ``--dataset-root`` for ``custom``.
 
     Raises
     ------
@@ -65,7 +66,9 @@ def custom_root(name, root, classes=None):
             raise ValueError('--classes {}: the synthetic dataset draws VOC class names only; '
                              'choose among {}'.format(','.join(unknown),
                                                       ','.join(synthetic.VOC_CLASSES)))
-        root = synthetic.default_voc_root(root, **({'classes': classes} if classes else {}))
+        drawn = dict({'classes': classes} if classes else {},
+                     **({'num_val': num_val} if num_val else {}))
+        root = synthetic.default_voc_root(root, **drawn)
     elif root is None:
         raise ValueError('--dataset custom needs --dataset-root: a VOCdevkit-style folder '
                          '(with VOC2007/) or one folder with Annotations/, JPEGImages/ and '
@@ -120,7 +123,8 @@ def voc_folders(name, args):
         checks.check_voc(root, train_splits + val_splits)
         return root, train_splits, val_splits, None
     given = class_names(args.classes) if getattr(args, 'classes', '') else None
-    root = custom_root(name, root, given if name == 'synthetic' else None)
+    root = custom_root(name, root, given if name == 'synthetic' else None,
+                       getattr(args, 'synthetic_val_images', None))
     folders, train_splits, val_splits = custom_splits(root)
     if given:
         classes = given

@@ -132,9 +132,10 @@ def base_mapping(keys, stage_lengths):
     return mapping
 
 
-def find_pretrained_base(network):
+def find_pretrained_base(network, path=''):
     """The model store's ImageNet ``network`` file (gluoncv's ``pretrained_base=True``):
-    found under ``$MXNET_HOME/models``, or downloaded as gluoncv downloads it.
+    found under ``$MXNET_HOME/models``, or downloaded as gluoncv downloads it; or ``path``
+    (``--pretrained-base FILE``) when given.
 
     Returns
     -------
@@ -147,6 +148,10 @@ def find_pretrained_base(network):
         One line: not on this machine and not downloadable, where to put it, or
         ``--no-pretrained-base``.
     """
+    if path:
+        return (path, 'the --pretrained-base file for --network {}'.format(network),
+                'give the base .params of --network {} (GluonCV\'s ImageNet layout), or pass '
+                '--no-pretrained-base'.format(network))
     try:
         path = model_store.find_or_fetch(network)
     except ValueError as e:
@@ -158,13 +163,14 @@ def find_pretrained_base(network):
     return path, 'the pretrained base of --network {}'.format(network), fix
 
 
-def pretrained_base_lines(report, path, network):
+def pretrained_base_lines(report, path, network, given=False):
     """The training log's lines for a loaded base: ``pretrained base: `` and the report, and a
-    note when the file is not the model store's (its SHA-1 differs; gluoncv would download the
-    released file over it, here it is loaded as it is)."""
+    note when the model store's file is not the released one (its SHA-1 differs; gluoncv would
+    download the released file over it, here it is loaded as it is); none for a file the user
+    ``given`` (``--pretrained-base``)."""
     lines = ['pretrained base: ' + report.format()]
     expected = model_store.SHA1.get(network)
-    if expected and model_store.sha1_of(path) != expected:
+    if not given and expected and model_store.sha1_of(path) != expected:
         lines.append('note: {} is not the model store\'s {} (its SHA-1 is not {}); gluoncv '
                      'would download the released file over it'.format(path, network, expected))
     return lines

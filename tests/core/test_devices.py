@@ -1,4 +1,6 @@
-"""--gpus parsing."""
+"""--gpus parsing, and the processor name recorded files carry."""
+import platform
+
 import pytest
 
 from gluontrain.core.devices import parse_gpu_ids
@@ -27,3 +29,14 @@ def test_check_gpu_ids_names_missing_ids_and_the_fix():
         check_gpu_ids('0-3', [0, 1, 2, 3], 2, 'MXNet', ' (hint)')
     assert str(e.value) == ("--gpus '0-3' asks for GPU 2,3 but MXNet sees 2 GPU(s) (hint). "
                             "Pass --gpus '' to train on the CPU (or --cpus N for N CPU contexts).")
+
+
+def test_processor_name_is_the_first_model_name_line(tmp_path):
+    from gluontrain.core.devices import processor_name
+    cpuinfo = tmp_path / 'cpuinfo'
+    cpuinfo.write_text('processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) '
+                       'CPU @ 2.80GHz\nflags\t\t: avx512f\n\nprocessor\t: 1\nmodel name\t: other\n')
+    assert processor_name(str(cpuinfo)) == 'Intel(R) Xeon(R) CPU @ 2.80GHz'
+    cpuinfo.write_text('processor\t: 0\n')  # no model name (some ARM kernels): platform's word
+    assert processor_name(str(cpuinfo)) == (platform.processor() or 'unknown')
+    assert processor_name(str(tmp_path / 'absent')) == (platform.processor() or 'unknown')

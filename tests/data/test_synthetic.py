@@ -223,7 +223,8 @@ def test_default_voc_root_caches_and_regenerates(tmp_path, monkeypatch):
 def test_default_voc_root_env(tmp_path, monkeypatch):
     monkeypatch.setenv('GLUONTRAIN_DATA', str(tmp_path / 'env'))
     devkit = synthetic.default_voc_root(num_train=2, num_val=1, years=(2007,))
-    assert devkit == str(tmp_path / 'env' / 'VOCdevkit')
+    # a test split other than the default's 50 gets a folder of its own (_val<N>)
+    assert devkit == str(tmp_path / 'env_val1' / 'VOCdevkit')
     assert len(read_list(devkit, 2007, 'test')) == 1
 
 

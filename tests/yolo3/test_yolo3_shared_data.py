@@ -1,4 +1,6 @@
 """gluontrain.yolo3.data: GluonCV's batch order (rollover, random shapes) and VOC labels."""
+import os
+
 import pytest
 import numpy as np
 
@@ -110,3 +112,34 @@ def test_synthetic_with_classes_draws_those_classes_in_its_own_folder(tmp_path, 
     assert voc_folders('synthetic', two)[0] == root and names(root) == {'car', 'dog'}
     with pytest.raises(ValueError, match='--classes zebra: the synthetic dataset draws VOC'):
         voc_folders('synthetic', argparse.Namespace(dataset_root=None, classes='car,zebra'))
+
+
+def test_synthetic_val_images_draw_a_larger_test_split_in_its_own_folder(tmp_path, monkeypatch):
+    """``--synthetic-val-images N`` (README command (a): 400) draws N VOC2007 test images beside
+    the same number of training images, in a folder of its own; the default set is untouched
+    and a dataset other than synthetic refuses the argument in one line."""
+    import argparse
+    from gluontrain.yolo3.args import check_common, parse_args
+    from gluontrain.yolo3.data import voc_folders
+    monkeypatch.setenv('GLUONTRAIN_DATA', str(tmp_path / 'sv'))
+    monkeypatch.setattr(synthetic, 'DEFAULT_VOC_PARAMS',
+                        dict(synthetic.DEFAULT_VOC_PARAMS, num_train=6, num_val=4))
+
+    def split(devkit, year, name):
+        with open(os.path.join(devkit, 'VOC{}'.format(year), 'ImageSets', 'Main',
+                               name + '.txt')) as f:
+            return f.read().split()
+
+    big = argparse.Namespace(dataset_root=None, classes='car,dog', synthetic_val_images=9)
+    root, train, val, _ = voc_folders('synthetic', big)
+    assert root == str(tmp_path / 'sv_car_dog_val9' / 'VOCdevkit')
+    assert val == [('VOC2007', 'test')] and len(split(root, 2007, 'test')) == 9
+    assert [len(split(root, y, 'trainval')) for y in (2007, 2012)] == [6, 6]
+    small = argparse.Namespace(dataset_root=None, classes='car,dog', synthetic_val_images=None)
+    root4 = voc_folders('synthetic', small)[0]
+    assert root4 == str(tmp_path / 'sv_car_dog' / 'VOCdevkit')
+    assert len(split(root4, 2007, 'test')) == 4
+    args = parse_args(['--dataset', 'voc', '--synthetic-val-images', '400'])
+    with pytest.raises(ValueError, match=r"^--synthetic-val-images 400 sizes the generated "
+                                         r"dataset's test split; --dataset voc has its own"):
+        check_common(args, True, 1)

@@ -59,12 +59,12 @@ def model_store_path(name):
     return model_store.params_path(name)
 
 
-def _check_pretrained_base(network):
+def _check_pretrained_base(network, path=''):
     """The base's file, downloaded as gluoncv downloads it when it is not there."""
-    return find_pretrained_base(network)[0]
+    return find_pretrained_base(network, path)[0]
 
 
-def load_pretrained_base(net, network):
+def load_pretrained_base(net, network, path=''):
     """Load the model store's ImageNet ``network`` base into ``net``'s stages, with a report.
 
     What ``get_model(name, pretrained_base=True)`` does inside gluoncv (the base network loads
@@ -77,8 +77,9 @@ def load_pretrained_base(net, network):
     list of str
         The report's lines (and the note), for the training log.
     """
-    path, what, fix = find_pretrained_base(network)
-    return pretrained_base_lines(load_base(net, path, what, fix), path, network)
+    given = bool(path)
+    path, what, fix = find_pretrained_base(network, path)
+    return pretrained_base_lines(load_base(net, path, what, fix), path, network, given)
 
 
 def get_net(args, ctx, reports=None):
@@ -110,7 +111,7 @@ def get_net(args, ctx, reports=None):
     transfer = getattr(args, 'transfer', '').strip() and not getattr(args, 'resume', '').strip()
     pretrained_base = not getattr(args, 'no_pretrained_base', False) and not transfer
     if pretrained_base:
-        _check_pretrained_base(args.network)
+        _check_pretrained_base(args.network, getattr(args, 'pretrained_base', '').strip())
     kwargs = {'classes': classes} if classes else {}
     anchors = getattr(args, 'anchors', None)
     if transfer:
@@ -126,7 +127,8 @@ def get_net(args, ctx, reports=None):
         net = build_yolov3(name, anchors, **kwargs)
         async_net = net
     if pretrained_base:
-        lines = load_pretrained_base(net, args.network)
+        lines = load_pretrained_base(net, args.network,
+                                     getattr(args, 'pretrained_base', '').strip())
         if reports is not None:
             reports.extend(lines)
     with warnings.catch_warnings(record=True):

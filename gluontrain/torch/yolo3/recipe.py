@@ -77,7 +77,8 @@ def get_net(args, ctx, reports=None):
     weights_given = getattr(args, 'load_weights', '').strip() or resume or transfer
     pretrained_base = not getattr(args, 'no_pretrained_base', False) and not weights_given
     if pretrained_base:
-        find_pretrained_base(args.network)  # no file and no download: fail before building
+        # no file and no download: fail before building
+        find_pretrained_base(args.network, getattr(args, 'pretrained_base', '').strip())
     classes = [c for c in args.classes.split(',') if c] if net_name(args).endswith('_custom') \
         else None
     lines = []
@@ -87,7 +88,8 @@ def get_net(args, ctx, reports=None):
         net = gluon_init(get_yolov3(net_name(args), classes,
                                     anchors=getattr(args, 'anchors', None)))
     if pretrained_base:
-        lines = load_pretrained_base(net, args.network)
+        lines = load_pretrained_base(net, args.network,
+                                     getattr(args, 'pretrained_base', '').strip())
     if reports is not None:
         reports.extend(lines)
     return net.to(ctx[0]), net.to(ctx[0])

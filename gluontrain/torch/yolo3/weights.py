@@ -206,7 +206,7 @@ def load_base(model, path, what='the pretrained base', fix=_BASE_FIX, logger=Non
     return report
 
 
-def load_pretrained_base(model, network):
+def load_pretrained_base(model, network, path=''):
     """The MXNet backend's ``load_pretrained_base``: the model store's ImageNet ``network``
     file (under ``$MXNET_HOME/models`` or downloaded, as gluoncv) into ``model``'s stages.
 
@@ -214,5 +214,6 @@ def load_pretrained_base(model, network):
     is not the store's release). Raises ``ValueError`` in one line: no file and no download, or
     a file that does not fit (naming where the store expects it and ``--no-pretrained-base``).
     """
-    path, what, fix = find_pretrained_base(network)
-    return pretrained_base_lines(load_base(model, path, what, fix), path, network)
+    given = bool(path)
+    path, what, fix = find_pretrained_base(network, path)
+    return pretrained_base_lines(load_base(model, path, what, fix), path, network, given)

@@ -146,3 +146,24 @@ def test_weights_folder_is_refused_before_the_data_is_read(tmp_path, flag):
     with pytest.raises(FileNotFoundError, match=r'^{} .* is a folder, not a file; pass a '
                                                 r'.params file'.format(flag)):
         main(['--gpus', '', flag, str(tmp_path), '--dataset-root', str(tmp_path / 'none')])
+
+
+def test_pretrained_base_file_is_checked_before_the_data_is_read(tmp_path):
+    """--pretrained-base FILE: absent, a folder, beside --no-pretrained-base or --transfer (which
+    brings its own base) is one line naming the argument, before any data is read."""
+    from gluontrain.mx.yolo3.recipe import main
+    base = ['--gpus', '', '--dataset-root', str(tmp_path / 'none'), '--pretrained-base']
+    cases = [
+        ([str(tmp_path / 'absent.params')], FileNotFoundError,
+         r'^--pretrained-base .*absent\.params does not exist; give the \.params file of a '
+         r'base network, or drop the argument$'),
+        ([str(tmp_path)], FileNotFoundError, r'^--pretrained-base .* is a folder, not a file'),
+        ([str(tmp_path / 'b.params'), '--no-pretrained-base'], ValueError,
+         r'^--pretrained-base .*b\.params and --no-pretrained-base contradict each other'),
+        ([str(tmp_path / 'b.params'), '--transfer', 'yolo3_mobilenet1.0_coco'], ValueError,
+         r'^--pretrained-base .*b\.params with --transfer yolo3_mobilenet1\.0_coco: the '
+         r'transferred model gives the base too'),
+    ]
+    for extra, error, message in cases:
+        with pytest.raises(error, match=message):
+            main(base + extra)

@@ -81,6 +81,15 @@ def _store_base(tmp_path, monkeypatch, network, seed=3):
     return path
 
 
+def _assert_same_net(net, outputs, other, other_outputs):
+    """Every parameter of ``net`` and ``other`` and their outputs on one input: bit for bit."""
+    refs = other._collect_params_with_prefix()
+    for key, param in net._collect_params_with_prefix().items():
+        np.testing.assert_array_equal(param.data().asnumpy(), refs[key].data().asnumpy(), key)
+    for a, b in zip(outputs, other_outputs):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
 def test_pretrained_base_loads_with_a_report_and_equals_gluoncvs_own(tmp_path, monkeypatch):
     from gluontrain.mx._gluoncv import gluoncv  # pylint: disable=import-outside-toplevel
     path = _store_base(tmp_path, monkeypatch, 'mobilenet0.25')
@@ -108,12 +117,29 @@ def test_pretrained_base_loads_with_a_report_and_equals_gluoncvs_own(tmp_path, m
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         ref.initialize()
-    theirs = ref(x)
-    refs = ref._collect_params_with_prefix()
-    for key, param in net._collect_params_with_prefix().items():
-        np.testing.assert_array_equal(param.data().asnumpy(), refs[key].data().asnumpy(), key)
-    for a, b in zip(ours, theirs):
-        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    _assert_same_net(net, ours, ref, ref(x))
+
+
+def test_pretrained_base_file_equals_the_same_file_in_the_model_store(tmp_path, monkeypatch):
+    """--pretrained-base FILE is the model store's path of loading, from FILE: the same weights
+    and forward as the file put where the store keeps the base (same seed), and one log line
+    (no SHA-1 note: the file is the user's own choice)."""
+    path = _store_base(tmp_path, monkeypatch, 'mobilenet0.25')
+    given = str(tmp_path / 'my_base.params')
+    os.replace(path, given)
+    x = mx.nd.random.uniform(-1, 1, (1, 3, 64, 64))
+    lines = []
+    mx.random.seed(7)
+    net, _ = get_net(parse_args(['--network', 'mobilenet0.25', '--pretrained-base', given]),
+                     [mx.cpu()], lines)
+    ours = net(x)
+    assert [line.splitlines()[0] for line in lines] == [
+        'pretrained base: loaded 135 of 135 tensors from {} (0 missing, 2 unexpected, 0 wrong '
+        'shape)'.format(given)]
+    os.replace(given, path)
+    mx.random.seed(7)
+    store, _ = get_net(parse_args(['--network', 'mobilenet0.25']), [mx.cpu()])
+    _assert_same_net(net, ours, store, store(x))
 
 
 def test_pretrained_base_of_another_width_is_one_error_line(tmp_path, monkeypatch):
@@ -205,3 +231,36 @@ def test_anchors_build_gluoncvs_own_network_and_feed_the_targets():
     net, async_net = get_net(args, [mx.cpu(0), mx.cpu(1)])
     assert net is not async_net and net_anchors(net) == net_anchors(async_net) == CUSTOM_ANCHORS
     assert list(net.classes) == ['a', 'b']
+
+
+def test_pretrain_script_keeps_the_detectors_base_in_the_imagenet_layout(tmp_path):
+    """scripts/pretrain_shapes_base.py's extraction: a trained detector's stage tensors, saved
+    under the ImageNet base's names, load back through --pretrained-base into every stage of a
+    fresh detector unchanged (the file README job (a) starts from is made this way)."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))), 'scripts', 'pretrain_shapes_base.py')
+    spec = importlib.util.spec_from_file_location('pretrain_shapes_base', script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    mx.random.seed(5)
+    trained = get_model('yolo3_mobilenet0.25_voc', pretrained_base=False)
+    trained.initialize()
+    trained(mx.nd.zeros((1, 3, 64, 64)))
+    detector = str(tmp_path / 'detector.params')
+    trained.save_parameters(detector)
+    base = str(tmp_path / 'base.params')
+    assert module.extract_base(detector, base) == 135
+    assert sorted(mx.nd.load(base))[:2] == ['features.0.weight', 'features.1.beta']
+    lines = []
+    net, _ = get_net(parse_args(['--network', 'mobilenet0.25', '--dataset', 'synthetic',
+                                 '--classes', 'car,dog', '--pretrained-base', base]),
+                     [mx.cpu()], lines)
+    assert lines == ['pretrained base: loaded 135 of 135 tensors from {} (0 missing, 0 '
+                     'unexpected, 0 wrong shape)'.format(base)]
+    want = trained._collect_params_with_prefix()
+    got = net._collect_params_with_prefix()
+    stages = [k for k in got if k.startswith('stages.')]
+    assert len(stages) == 135
+    for key in stages:
+        np.testing.assert_array_equal(got[key].data().asnumpy(), want[key].data().asnumpy(), key)

@@ -3,6 +3,7 @@ torch -> .params -> gluoncv load_parameters (live, where gluoncv imports), and G
 ImageNet bases into the stages (against gluoncv's recorded features; get_net's default)."""
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 
@@ -336,6 +337,38 @@ def test_get_net_loads_the_base_the_model_store_holds_and_reports_it(base_file, 
     for key, value in bare.state_dict().items():
         if not key.startswith('stages.'):
             assert torch.equal(state[key], value), key
+
+
+SHAPES_BASE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))), 'weights', 'mobilenet0.25_shapes.params')
+
+
+def test_pretrained_base_file_fills_the_stages_without_the_model_store(tmp_path, monkeypatch):
+    """--pretrained-base FILE (README job (a)'s committed shapes base): the store is empty and
+    unreachable, the file fills every stage tensor with its bits, the log line names it without
+    the store's SHA-1 note, and its provenance record names this very file."""
+    _store(monkeypatch, tmp_path, 'mobilenet0.25')  # nothing there, and no download possible
+    with open(SHAPES_BASE, 'rb') as f:
+        sha1 = hashlib.sha1(f.read()).hexdigest()
+    with open(SHAPES_BASE[:-len('.params')] + '.json') as f:
+        record = json.load(f)
+    assert (record['sha1'], record['tensors'], record['made_by']) == (
+        sha1, 135, 'scripts/pretrain_shapes_base.py')
+    assert record['made_on']['processor']
+    lines = []
+    net, _ = get_net(parse_args(['--network', 'mobilenet0.25', '--pretrained-base', SHAPES_BASE]),
+                     [torch.device('cpu')], lines)
+    assert lines == ['pretrained base: loaded 135 of 135 tensors from {} (0 missing, 0 '
+                     'unexpected, 0 wrong shape); 27 not expected in the file '
+                     '(num_batches_tracked)'.format(SHAPES_BASE)]
+    arrays = mxparams.read_params(SHAPES_BASE)
+    state = net.state_dict()
+    names = gluon_names(net)
+    to_base = base_mapping([n for n in names.values() if n], [len(s) for s in net.stages])
+    filled = [key for key, name in names.items() if name in to_base]
+    assert len(filled) == 135
+    for key in filled:
+        np.testing.assert_array_equal(state[key].numpy(), arrays[to_base[names[key]]], key)
 
 
 @pytest.mark.parametrize('extra', [['--no-pretrained-base'], ['--load-weights', 'w.params'],
