@@ -433,12 +433,12 @@ def check_weight_files(args, fix):
     if base and args.transfer.strip():
         raise ValueError('--pretrained-base {} with --transfer {}: the transferred model gives '
                          'the base too; drop --pretrained-base'.format(base, args.transfer.strip()))
-    for argument, path in (('--resume', args.resume.strip()),
-                           ('--load-weights', args.load_weights.strip()),
-                           ('--pretrained-base', base)):
+    base_fix = 'give the .params file of a base network, or drop the argument'
+    for argument, path, what_to_do in (('--resume', args.resume.strip(), fix),
+                                       ('--load-weights', args.load_weights.strip(), fix),
+                                       ('--pretrained-base', base, base_fix)):
         if path:
-            check_input_file(path, argument, fix if argument != '--pretrained-base' else
-                             'give the .params file of a base network, or drop the argument')
+            check_input_file(path, argument, what_to_do)
     transfer = args.transfer.strip()
     if transfer and transfer not in model_store.SHA1:
         check_input_file(transfer, '--transfer', 'give a model-zoo name ({}) or a .params file'

@@ -110,8 +110,9 @@ def get_net(args, ctx, reports=None):
     classes = [c for c in args.classes.split(',') if c] if name.endswith('_custom') else None
     transfer = getattr(args, 'transfer', '').strip() and not getattr(args, 'resume', '').strip()
     pretrained_base = not getattr(args, 'no_pretrained_base', False) and not transfer
+    base_file = getattr(args, 'pretrained_base', '').strip()  # '': the model store's
     if pretrained_base:
-        _check_pretrained_base(args.network, getattr(args, 'pretrained_base', '').strip())
+        _check_pretrained_base(args.network, base_file)
     kwargs = {'classes': classes} if classes else {}
     anchors = getattr(args, 'anchors', None)
     if transfer:
@@ -127,8 +128,7 @@ def get_net(args, ctx, reports=None):
         net = build_yolov3(name, anchors, **kwargs)
         async_net = net
     if pretrained_base:
-        lines = load_pretrained_base(net, args.network,
-                                     getattr(args, 'pretrained_base', '').strip())
+        lines = load_pretrained_base(net, args.network, base_file)
         if reports is not None:
             reports.extend(lines)
     with warnings.catch_warnings(record=True):

@@ -76,9 +76,10 @@ def get_net(args, ctx, reports=None):
     transfer = getattr(args, 'transfer', '').strip() and not resume
     weights_given = getattr(args, 'load_weights', '').strip() or resume or transfer
     pretrained_base = not getattr(args, 'no_pretrained_base', False) and not weights_given
+    base_file = getattr(args, 'pretrained_base', '').strip()  # '': the model store's
     if pretrained_base:
         # no file and no download: fail before building
-        find_pretrained_base(args.network, getattr(args, 'pretrained_base', '').strip())
+        find_pretrained_base(args.network, base_file)
     classes = [c for c in args.classes.split(',') if c] if net_name(args).endswith('_custom') \
         else None
     lines = []
@@ -88,8 +89,7 @@ def get_net(args, ctx, reports=None):
         net = gluon_init(get_yolov3(net_name(args), classes,
                                     anchors=getattr(args, 'anchors', None)))
     if pretrained_base:
-        lines = load_pretrained_base(net, args.network,
-                                     getattr(args, 'pretrained_base', '').strip())
+        lines = load_pretrained_base(net, args.network, base_file)
     if reports is not None:
         reports.extend(lines)
     return net.to(ctx[0]), net.to(ctx[0])

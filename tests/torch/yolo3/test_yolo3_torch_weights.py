@@ -307,6 +307,19 @@ def _store(monkeypatch, tmp_path, network, source=None):
     return path
 
 
+def _assert_stages_hold_the_file(net, path):
+    """Every stage tensor of ``net`` equals its ``features.N`` array of the base file ``path``,
+    bit for bit; returns how many were compared."""
+    arrays = mxparams.read_params(path)
+    state = net.state_dict()
+    names = gluon_names(net)
+    to_base = base_mapping([n for n in names.values() if n], [len(s) for s in net.stages])
+    filled = [key for key, name in names.items() if name in to_base]
+    for key in filled:
+        np.testing.assert_array_equal(state[key].numpy(), arrays[to_base[names[key]]], key)
+    return len(filled)
+
+
 def test_get_net_loads_the_base_the_model_store_holds_and_reports_it(base_file, tmp_path,
                                                                      monkeypatch):
     """GluonCV's default (pretrained base on): the file at the model store's name (not the
@@ -324,13 +337,8 @@ def test_get_net_loads_the_base_the_model_store_holds_and_reports_it(base_file, 
         'The checkpoint contains parameters not used by the model:', '  output.{bias, weight}']
     assert lines[1].startswith("note: {} is not the model store's mobilenet0.25 (its SHA-1 is "
                                'not {})'.format(path, model_store.SHA1['mobilenet0.25']))
-    arrays = mxparams.read_params(path)
+    assert _assert_stages_hold_the_file(net, path) == 135
     state = net.state_dict()
-    names = gluon_names(net)
-    to_base = base_mapping([n for n in names.values() if n], [len(s) for s in net.stages])
-    for key, name in names.items():
-        if name in to_base:
-            np.testing.assert_array_equal(state[key].numpy(), arrays[to_base[name]], key)
     torch.manual_seed(3)
     bare, _ = get_net(parse_args(['--network', 'mobilenet0.25', '--no-pretrained-base']),
                       [torch.device('cpu')])
@@ -361,14 +369,7 @@ def test_pretrained_base_file_fills_the_stages_without_the_model_store(tmp_path,
     assert lines == ['pretrained base: loaded 135 of 135 tensors from {} (0 missing, 0 '
                      'unexpected, 0 wrong shape); 27 not expected in the file '
                      '(num_batches_tracked)'.format(SHAPES_BASE)]
-    arrays = mxparams.read_params(SHAPES_BASE)
-    state = net.state_dict()
-    names = gluon_names(net)
-    to_base = base_mapping([n for n in names.values() if n], [len(s) for s in net.stages])
-    filled = [key for key, name in names.items() if name in to_base]
-    assert len(filled) == 135
-    for key in filled:
-        np.testing.assert_array_equal(state[key].numpy(), arrays[to_base[names[key]]], key)
+    assert _assert_stages_hold_the_file(net, SHAPES_BASE) == 135
 
 
 @pytest.mark.parametrize('extra', [['--no-pretrained-base'], ['--load-weights', 'w.params'],
