@@ -256,6 +256,10 @@ def test_cli_detector_file_that_fills_nothing_is_refused(cli, vg_root, tmp_path)
 
 @pytest.mark.slow
 def test_two_process_torchrun_gloo(vg_root, tmp_path):
+    """scripts/train_relation.py on 2 gloo ranks, 4 iterations, validation and test: the
+    recipe's collective timeout, barrier and teardown end to end (issue 21; was also a second
+    job in tests/torch/test_dist_watchdog.py). One run cannot show a 1-in-7 abort gone:
+    bench/sgg_torchrun_clean_exit.py runs 20 (20 of 20 clean, 3 of 20 aborted before)."""
     args = _argv(vg_root, tmp_path, 'SOLVER.MAX_ITER', '4', 'SOLVER.VAL_PERIOD', '4',
                  'SOLVER.CHECKPOINT_PERIOD', '4')
     args.remove('--skip-test')
@@ -263,6 +267,9 @@ def test_two_process_torchrun_gloo(vg_root, tmp_path):
                    env=dist_env(PYTHONPATH=REPO))
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
+    # a clean teardown: the abort the bench counts is C++'s "terminate called ..." at exit
+    assert 'terminate called' not in out, out[-4000:]
+    assert 'Using 2 processes' in (tmp_path / 'log.txt').read_text()
     final = torch.load(str(tmp_path / 'model_final.pth'), weights_only=True)
     assert final['iteration'] == 4
     # the evaluation block is printed once per evaluation (rank 0): validation + test
