@@ -9,6 +9,7 @@ the live-reference comparisons that did not run and why (their recorded twins di
 slowest tests, and the total test time of the ``slow`` and the other tests beside the wall time.
 """
 import collections
+import gc
 import os
 import subprocess
 import time
@@ -76,6 +77,16 @@ def pytest_collection_modifyitems(config, items):
         order = xdist_schedule.order_by_module_duration([i.nodeid for i in items],
                                                   xdist_schedule.read_durations())
         items[:] = [items[i] for i in order]
+
+
+def pytest_collection_finish(session):  # pylint: disable=unused-argument
+    """Freeze what importing the frameworks and collecting the tests made (``gc.freeze``): a
+    full collection then skips those long-lived objects (about 280,000 after importing torch,
+    MXNet and GluonCV alone). MXNet's ``DataLoader`` runs ``gc.collect()`` at every
+    construction and the picture hooks after a redraw: 0.2-0.5 s each in a test process
+    (docs/testing.md, "Budget"). The tests' own objects are collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.hookimpl(optionalhook=True)
