@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+import env_split
 import xdist_schedule
 from gluontrain.data import synthetic
 
@@ -70,9 +71,22 @@ def tmpfs(tmp_path):
 
 
 # ------------------------------------------------------------------------------ scheduling
+def pytest_addoption(parser):
+    """The split of README command (b)'s two environments (tests/env_split.py)."""
+    group = parser.getgroup('gluontrain')
+    group.addoption('--tested-elsewhere', metavar='FILE', default=None,
+                    help='deselect the tests listed in FILE (tox py311: those torch-py313 runs)')
+    group.addoption('--must-pass', metavar='FILE', default=None,
+                    help='fail the session unless every test listed in FILE passed')
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under xdist, the longest modules first (tests/xdist_schedule.py); one process keeps pytest's
-    order."""
+    """Leave out the tests another environment runs (``--tested-elsewhere``); under xdist, the
+    longest modules first (tests/xdist_schedule.py); one process keeps pytest's order."""
+    elsewhere = config.getoption('tested_elsewhere')
+    if elsewhere:
+        items[:], deselected = env_split.split_items(items, env_split.read_list(elsewhere))
+        config.hook.pytest_deselected(items=deselected)
     if hasattr(config, 'workerinput') and config.getoption('dist') == 'load':
         order = xdist_schedule.order_by_module_duration([i.nodeid for i in items],
                                                   xdist_schedule.read_durations())
@@ -104,7 +118,7 @@ SUITE_BUDGET_S, CHEAP_TIER_BUDGET_S = 15 * 60, 5 * 60
 #: A test over this many seconds (set-up included) is ``slow`` (docs/testing.md).
 SLOW_TEST_S = 10
 _RUN = {'start': None, 'durations': collections.defaultdict(float), 'slow': set(),
-        'live_skips': collections.Counter(), 'live_ran': 0}
+        'live_skips': collections.Counter(), 'live_ran': 0, 'passed': set(), 'not_passed': []}
 
 
 def pytest_sessionstart(session):  # pylint: disable=unused-argument
@@ -123,8 +137,26 @@ def pytest_runtest_logreport(report):
         if 'GLUONTRAIN_REFERENCES' in reason:
             twin = report.nodeid.endswith(('[live]', '-live]'))
             _RUN['live_skips'][(twin, reason.replace('Skipped: ', '', 1))] += 1
-    elif report.when == 'call' and report.passed and 'live_reference' in report.keywords:
-        _RUN['live_ran'] += 1
+    elif report.when == 'call' and report.passed:
+        _RUN['passed'].add(report.nodeid)
+        _RUN['live_ran'] += 'live_reference' in report.keywords
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """``--must-pass FILE``: a listed test that did not pass fails the session (the summary
+    names it); ``GLUONTRAIN_WRITE_NEWEST_PYTHON=1`` rewrites the list from this run's passes."""
+    listed = session.config.getoption('must_pass')
+    if not listed:
+        return
+    if os.environ.get('GLUONTRAIN_WRITE_NEWEST_PYTHON') == '1':
+        import platform  # pylint: disable=import-outside-toplevel
+        import numpy  # pylint: disable=import-outside-toplevel
+        env_split.write_list(listed, _RUN['passed'], 'Python {}, numpy {}, {}'.format(
+            platform.python_version(), numpy.__version__, time.strftime('%Y-%m-%d')))
+    _RUN['not_passed'] = env_split.not_passed(env_split.read_list(listed), _RUN['passed'])
+    if _RUN['not_passed']:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -146,6 +178,7 @@ def pytest_terminal_summary(terminalreporter):
     else:
         tr.write_line('none skipped: %d ran against the references\' own code'
                       % _RUN['live_ran'])
+    _report_env_split(tr)
     tr.section('budget')
     wall = time.time() - _RUN['start']
     total = sum(durations.values())
@@ -175,3 +208,22 @@ def pytest_terminal_summary(terminalreporter):
                       % SLOW_TEST_S)
         for dur, nodeid in reversed(heavy):
             tr.write_line('  %7.1f s  %s' % (dur, nodeid))
+
+
+def _report_env_split(tr):
+    """Say which tests this run left to the other environment, or which listed ones failed it."""
+    elsewhere, must_pass = (tr.config.getoption(o) for o in ('tested_elsewhere', 'must_pass'))
+    if elsewhere:
+        tr.section('left to torch-py313')
+        tr.write_line('the %d tests listed in %s are left to tox\'s torch-py313 env, which must '
+                      'pass them (tests/env_split.py); `tox -e py311 -- tests` runs them here too'
+                      % (len(env_split.read_list(elsewhere)), os.path.relpath(elsewhere)))
+    if must_pass and _RUN['not_passed']:
+        tr.section('left here by py311, not passed', red=True)
+        tr.write_line('%d tests listed in %s (py311 leaves them to this env) did not pass here: '
+                      'make them pass, or rewrite the list (GLUONTRAIN_WRITE_NEWEST_PYTHON=1, '
+                      'tests/env_split.py)' % (len(_RUN['not_passed']), os.path.relpath(must_pass)))
+        for nodeid in _RUN['not_passed'][:20]:
+            tr.write_line('  ' + nodeid)
+        if len(_RUN['not_passed']) > 20:
+            tr.write_line('  and %d more' % (len(_RUN['not_passed']) - 20))
