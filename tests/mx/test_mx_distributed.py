@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from gluontrain.__main__ import main as cli_main
+from launch import horovod_env, horovod_failure_report, horovodrun_command  # tests/launch.py
 from gluontrain.mx.distributed import HOROVOD_BUILD, HorovodMissingError, import_horovod
 
 HAVE_HOROVOD = importlib.util.find_spec('horovod') is not None
@@ -17,13 +18,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.mark.skipif(not HAVE_HOROVOD, reason='horovod is not installed (docs/distributed.md)')
 @pytest.mark.slow  # a subprocess, several processes or a live GluonCV run: over ~5 s
 def test_horovod_comm_collectives_on_two_processes(tmp_path):
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''),
-               OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NTHREADS='1')
+    env = horovod_env(PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''))
     worker = os.path.join(os.path.dirname(__file__), 'hvd_comm_worker.py')
-    proc = subprocess.run(['horovodrun', '-np', '2', '--gloo', sys.executable, worker,
-                           str(tmp_path)], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = subprocess.run(horovodrun_command([sys.executable, worker, str(tmp_path)]), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=240)
+    assert proc.returncode == 0, horovod_failure_report(proc.stdout)
     results = []
     for rank in (0, 1):
         with open(tmp_path / 'rank{}.json'.format(rank)) as f:

@@ -15,6 +15,8 @@ import time
 import numpy as np
 import pytest
 
+from launch import horovod_env, horovod_failure_report, horovodrun_command  # tests/launch.py
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec('horovod') is None,
@@ -39,28 +41,23 @@ def _argv(out, root, *extra):
 
 
 def _env():
-    env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
-    env['PYTHONPATH'] = root + os.pathsep + env.get('PYTHONPATH', '')
-    env.update(OMP_NUM_THREADS='1', MXNET_CPU_WORKER_NTHREADS='1', MPLBACKEND='Agg')
-    return env
+    return horovod_env(PYTHONPATH=root + os.pathsep + os.environ.get('PYTHONPATH', ''),
+                       MPLBACKEND='Agg')
 
 
 def _run(cmd, timeout):
     tic = time.time()
     proc = subprocess.run(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=timeout, universal_newlines=True)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert proc.returncode == 0, horovod_failure_report(proc.stdout)
     return time.time() - tic, proc.stdout
 
 
 def _launch(folder, root, np_, *extra):
     worker = [sys.executable, WORKER, folder] + _argv(folder + '/', root, *extra)
-    # horovodrun's own parser would take --network for an abbreviation of its
-    # --network-interface: the command goes in one string through sh -c
-    cmd = ['horovodrun', '-np', str(np_), '--gloo', 'sh', '-c',
-           ' '.join("'{}'".format(a) for a in worker)] if np_ > 1 else worker
+    cmd = horovodrun_command(worker, np_) if np_ > 1 else worker
     return _run(cmd, timeout=300)
 
 
