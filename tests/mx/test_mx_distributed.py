@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from gluontrain.__main__ import main as cli_main
-from launch import horovod_env, horovod_failure_report, horovodrun_command  # tests/launch.py
 from gluontrain.mx.distributed import HOROVOD_BUILD, HorovodMissingError, import_horovod
+from launch import horovod_env, horovod_failure_report, horovodrun_command  # tests/launch.py
 
 HAVE_HOROVOD = importlib.util.find_spec('horovod') is not None
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
