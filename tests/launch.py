@@ -112,10 +112,11 @@ def horovodrun_command(argv, nproc=2):
             str(HOROVOD_GLOO_TIMEOUT_S), 'sh', '-c', ' '.join("'{}'".format(a) for a in argv)]
 
 
-#: The first line of a rank's own report of what went wrong (Python, MXNet, Horovod's log, the
-#: C++ runtime).
+#: The first line of a rank's own report of what went wrong (Python, MXNet, the C++ runtime,
+#: and Horovod's log at level E: ``[2026-11-30 04:21:07.123456: E /tmp/pip-.../horovod/...]``,
+#: the source path as the build saw it).
 FIRST_ERROR = re.compile(r'Traceback|terminate called|what\(\)|Assertion|Error|error:|Fatal|'
-                         r'Aborted|Segmentation|timeout|\bE horovod', re.I)
+                         r'Aborted|Segmentation|timeout|\d: E ', re.I)
 #: ``[rank]<stdout|stderr>:`` with or without horovodrun's ``--prefix-timestamp``.
 RANK_PREFIX = re.compile(r'(?:\w{3} \w{3} +\d+ [\d:]+ \d{4})?\[(\d+)\]<(?:stdout|stderr)>:(.*)')
 

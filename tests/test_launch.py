@@ -59,6 +59,12 @@ def test_a_failed_run_reports_each_ranks_first_error():
     stamped = horovod_failure_report('Mon Nov 30 04:21:07 2026[1]<stderr>:Fatal Python error')
     assert stamped.startswith('--- rank 1, from its first error line (1 of its 1 lines):\n'
                               'Fatal Python error')
+    # Horovod's own log line at level E (a pip build's absolute source path)
+    logged = horovod_failure_report(
+        '[0]<stderr>:[2026-11-30 04:21:07.123456: W /tmp/pip-install-x/horovod/common/a.cc:9] '
+        'warned\n[0]<stderr>:[2026-11-30 04:21:08.000001: E /tmp/pip-install-x/horovod/common/'
+        'operations.cc:697] Horovod background loop uncaught exception: peer closed')
+    assert logged.startswith('--- rank 0, from its first error line (2 of its 2 lines):\n')
     # a run without an error line reports its tail only
     assert horovod_failure_report('[0]<stdout>:ok\n[1]<stdout>:ok', tail=10) == \
         "--- the output's last 10 characters:\nstdout>:ok"
