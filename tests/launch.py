@@ -113,8 +113,8 @@ def horovodrun_command(argv, nproc=2):
 
 
 #: The first line of a rank's own report of what went wrong (Python, MXNet, the C++ runtime,
-#: and Horovod's log at level E: ``[2026-11-30 04:21:07.123456: E /tmp/pip-.../horovod/...]``,
-#: the source path as the build saw it).
+#: and Horovod's log at level E: ``[2026-11-30 04:21:07.123456: E <build dir>/horovod/...]``,
+#: the source path as the build saw it, absolute under pip).
 FIRST_ERROR = re.compile(r'Traceback|terminate called|what\(\)|Assertion|Error|error:|Fatal|'
                          r'Aborted|Segmentation|timeout|\d: E ', re.I)
 #: ``[rank]<stdout|stderr>:`` with or without horovodrun's ``--prefix-timestamp``.

@@ -61,8 +61,8 @@ def test_a_failed_run_reports_each_ranks_first_error():
                               'Fatal Python error')
     # Horovod's own log line at level E (a pip build's absolute source path)
     logged = horovod_failure_report(
-        '[0]<stderr>:[2026-11-30 04:21:07.123456: W /tmp/pip-install-x/horovod/common/a.cc:9] '
-        'warned\n[0]<stderr>:[2026-11-30 04:21:08.000001: E /tmp/pip-install-x/horovod/common/'
+        '[0]<stderr>:[2026-11-30 04:21:07.123456: W pip-install-x/horovod/common/a.cc:9] '
+        'warned\n[0]<stderr>:[2026-11-30 04:21:08.000001: E pip-install-x/horovod/common/'
         'operations.cc:697] Horovod background loop uncaught exception: peer closed')
     assert logged.startswith('--- rank 0, from its first error line (2 of its 2 lines):\n')
     # a run without an error line reports its tail only
