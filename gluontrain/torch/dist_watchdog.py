@@ -18,7 +18,7 @@ import traceback
 import torch.distributed as dist
 
 __all__ = ['TIMEOUT_ENV', 'DEFAULT_TIMEOUT_S', 'dist_timeout', 'CollectiveTimeoutError',
-           'explain_collective_error', 'report_collective_error', 'RankWatchdog']
+           'explain_join_error', 'explain_collective_error', 'report_collective_error', 'RankWatchdog']
 
 TIMEOUT_ENV = 'GLUONTRAIN_DIST_TIMEOUT'
 DEFAULT_TIMEOUT_S = 600.0
@@ -63,6 +63,33 @@ def dist_timeout(timeout_s=None):
         raise ValueError('{}={!r}: the collective timeout must be a positive number of seconds '
                          '(default {:g})'.format(source, timeout_s, DEFAULT_TIMEOUT_S))
     return seconds
+
+
+def explain_join_error(error, rank, world_size, timeout_s):
+    """One line for a process group that could not be joined within the timeout (the other
+    ranks did not arrive: one started late, imported slower or died at start-up), else None.
+
+    Parameters
+    ----------
+    error : BaseException
+        What ``torch.distributed.init_process_group`` raised (gloo: a ``DistStoreError``
+        "wait timeout after 2000ms, keys: ...").
+    rank, world_size : int
+    timeout_s : float
+
+    Returns
+    -------
+    str or None
+    """
+    text = str(error).strip()
+    if not isinstance(error, RuntimeError) or not any(
+            w in text.lower() for w in ('timeout', 'timed out')):
+        return None
+    return ('rank {}: the other {} rank(s) did not join the process group within {:g} s of this '
+            'one (started late, slower to start or dead at start-up; torch: {}); the job ends '
+            '(raise {}={:g} above the ranks\' start-up skew)'.format(
+                rank, world_size - 1, timeout_s, text.splitlines()[0][:120] if text else '?',
+                TIMEOUT_ENV, timeout_s))
 
 
 def explain_collective_error(error):

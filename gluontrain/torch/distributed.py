@@ -16,7 +16,8 @@ import torch.distributed as dist
 
 from ..core.distributed import LocalComm
 from .dist_watchdog import (TIMEOUT_ENV, CollectiveTimeoutError, RankWatchdog, dist_timeout,
-                            explain_collective_error, report_collective_error)
+                            explain_collective_error, explain_join_error,
+                            report_collective_error)
 
 __all__ = ['DistInfo', 'init_distributed', 'init_process_group', 'dist_timeout', 'teardown',
            'run_job', 'process_group', 'launch_local', 'CollectiveTimeoutError', 'explain_collective_error', 'TIMEOUT_ENV', 'is_distributed', 'get_rank', 'get_world_size',
@@ -85,13 +86,26 @@ _WATCHDOG = []
 def init_process_group(backend, timeout_s=None, rank=None, world_size=None):
     """``torch.distributed.init_process_group(backend, init_method='env://')`` with a
     timeout (:func:`dist_timeout` of ``timeout_s``) and a :class:`RankWatchdog`; ``rank`` and
-    ``world_size`` default to torchrun's environment. Returns the timeout in seconds."""
+    ``world_size`` default to torchrun's environment. Returns the timeout in seconds.
+
+    Raises
+    ------
+    CollectiveTimeoutError
+        (a ValueError: the CLI's one ``error:`` line) when the other ranks did not join within
+        the timeout (:func:`explain_join_error`).
+    """
     timeout_s = dist_timeout(timeout_s)
     rank = _env_int('RANK', 0) if rank is None else rank
     world_size = _env_int('WORLD_SIZE', 1) if world_size is None else world_size
-    dist.init_process_group(backend=backend, init_method='env://', rank=rank,
-                            world_size=world_size,
-                            timeout=datetime.timedelta(seconds=timeout_s))
+    try:
+        dist.init_process_group(backend=backend, init_method='env://', rank=rank,
+                                world_size=world_size,
+                                timeout=datetime.timedelta(seconds=timeout_s))
+    except RuntimeError as error:
+        line = explain_join_error(error, rank, world_size, timeout_s)
+        if line is None:
+            raise
+        raise CollectiveTimeoutError(line) from None
     if world_size > 1:
         watchdog = RankWatchdog(rank, world_size, timeout_s)
         if watchdog.start():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from launch import torchrun  # tests/launch.py
+from launch import free_port, torchrun  # tests/launch.py
 from gluontrain.torch import distributed as gdist
 
 torch.set_num_threads(1)
@@ -100,3 +100,19 @@ def test_single_process_fallbacks(monkeypatch):
     monkeypatch.setenv('WORLD_SIZE', 'two')
     with pytest.raises(ValueError, match='WORLD_SIZE'):
         gdist.init_distributed(use_cuda=False)
+
+
+def test_a_rank_that_does_not_join_within_the_timeout_is_one_error(monkeypatch):
+    """Rank 0 of 2 alone, as when rank 1 starts 3 s late under a 2 s timeout (stop 53's CI:
+    torch's DistStoreError traceback, nothing from the late rank): one CollectiveTimeoutError
+    (the CLI's error: line) saying what to raise, and no process group left behind."""
+    monkeypatch.setenv('MASTER_ADDR', '127.0.0.1')
+    monkeypatch.setenv('MASTER_PORT', str(free_port()))
+    monkeypatch.delenv('TORCHELASTIC_USE_AGENT_STORE', raising=False)
+    with pytest.raises(gdist.CollectiveTimeoutError) as caught:
+        gdist.init_process_group('gloo', 1, rank=0, world_size=2)
+    line = str(caught.value)
+    assert line.startswith('rank 0: the other 1 rank(s) did not join the process group within 1 s')
+    assert 'GLUONTRAIN_DIST_TIMEOUT=1' in line and '\n' not in line
+    assert not torch.distributed.is_initialized()
+
