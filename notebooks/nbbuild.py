@@ -26,6 +26,7 @@ numbers of the training run and after it counted but not compared.
 import argparse
 import base64
 import copy
+import hashlib
 import io
 import os
 import re
@@ -210,9 +211,10 @@ z = torch.nn.functional.batch_norm(y, None, None, training=True).flatten(1)
 m = z @ torch.randn(z.shape[1], 10, generator=g)
 (torch.sigmoid(m).sum() + (m / 100).exp().mean()).backward()
 h = hashlib.sha256(torch.__version__.encode())
+h.update(torch.backends.cpu.get_cpu_capability().encode())
 for t in (y, m, x.grad, w.grad):
     h.update(t.detach().numpy().tobytes())
-print(h.hexdigest()[:16])
+print('fingerprint', h.hexdigest())
 """
 _FINGERPRINT_CACHE = []
 
@@ -220,12 +222,20 @@ _FINGERPRINT_CACHE = []
 def float_fingerprint():
     """16 hex digits naming how this machine's torch CPU kernels round: equal on two machines
     whose kernels sum in the same order (same torch, same instruction-set path), where a
-    seeded single-threaded notebook repeats bit for bit; cached per process."""
+    seeded single-threaded notebook repeats bit for bit; cached per process.
+
+    The probe's own numbers are too small to tell every kernel apart (an AMD processor with
+    AVX-512 printed the same as one without, and its training runs drifted), so the hash also
+    holds ATen's CPU capability and the instruction set oneDNN reports (docs/testing.md,
+    "Notebooks on another processor")."""
     if not _FINGERPRINT_CACHE:
-        env = dict(os.environ, OMP_NUM_THREADS='1')
+        env = dict(os.environ, OMP_NUM_THREADS='1', ONEDNN_VERBOSE='1')
         out = subprocess.run([sys.executable, '-c', _FINGERPRINT], env=env, check=True,
-                             capture_output=True, text=True)
-        _FINGERPRINT_CACHE.append(out.stdout.strip())
+                             capture_output=True, text=True).stdout.splitlines()
+        probe = [line.split()[1] for line in out if line.startswith('fingerprint ')]
+        isa = [line.split('isa:', 1)[1] for line in out if ',info,cpu,isa:' in line]
+        text = '\n'.join(probe[-1:] + isa[:1])
+        _FINGERPRINT_CACHE.append(hashlib.sha256(text.encode()).hexdigest()[:16])
     return _FINGERPRINT_CACHE[0]
 
 
