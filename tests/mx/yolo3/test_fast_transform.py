@@ -74,12 +74,13 @@ def test_identical_to_gluoncv_with_the_same_seeds(net):
     stride 32: the smallest, an even middle, the largest and odd), 6 pairs: 23.7 s. Still 120
     samples, drawn as before (image sizes 20-600, 1-39 boxes, mixup 30 %). Trimmed again
     (2026-11-26, the suite over its 15 minutes): the first 60 of those samples, the same
-    stream (24 s in the suite -> about half).
+    stream (24 s in the suite -> about half). 448 became 416 (2026-11-30): GluonCV's default
+    and zoo side with 608, the two issue 39 names; 13 cells, odd like 608's 19, 320's 10 even.
     """
     rng = np.random.RandomState(0)
     transforms = {}
     for case in range(60):
-        side, mix = 32 * int(rng.choice([10, 14, 19])), bool(rng.rand() < 0.3)
+        side, mix = 32 * int(rng.choice([10, 13, 19])), bool(rng.rand() < 0.3)
         if (side, mix) not in transforms:
             transforms[side, mix] = (YOLO3DefaultTrainTransform(side, side, net, mixup=mix),
                                      FastYOLO3TrainTransform(side, side, net, mixup=mix))
