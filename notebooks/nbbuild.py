@@ -226,15 +226,18 @@ def float_fingerprint():
 
     The probe's own numbers are too small to tell every kernel apart (an AMD processor with
     AVX-512 printed the same as one without, and its training runs drifted), so the hash also
-    holds ATen's CPU capability and the instruction set oneDNN reports (docs/testing.md,
-    "Notebooks on another processor")."""
+    holds ATen's CPU capability, the instruction set oneDNN reports and the code path MKL
+    names in its first verbose line (Intel's per instruction set, one for other vendors),
+    its clock speed cut (docs/notebooks.md)."""
     if not _FINGERPRINT_CACHE:
-        env = dict(os.environ, OMP_NUM_THREADS='1', ONEDNN_VERBOSE='1')
+        env = dict(os.environ, OMP_NUM_THREADS='1', ONEDNN_VERBOSE='1', MKL_VERBOSE='1')
         out = subprocess.run([sys.executable, '-c', _FINGERPRINT], env=env, check=True,
                              capture_output=True, text=True).stdout.splitlines()
         probe = [line.split()[1] for line in out if line.startswith('fingerprint ')]
         isa = [line.split('isa:', 1)[1] for line in out if ',info,cpu,isa:' in line]
-        text = '\n'.join(probe[-1:] + isa[:1])
+        mkl = [re.sub(r', Lnx [0-9.]+GHz', ',', line) for line in out
+               if line.startswith('MKL_VERBOSE') and ' Lnx ' in line]
+        text = '\n'.join(probe[-1:] + isa[:1] + mkl[:1])
         _FINGERPRINT_CACHE.append(hashlib.sha256(text.encode()).hexdigest()[:16])
     return _FINGERPRINT_CACHE[0]
 
