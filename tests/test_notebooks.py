@@ -195,25 +195,25 @@ def test_compare_across_machines_keeps_text_and_tolerates_float_noise_only():
 
 
 def test_float_fingerprint_tells_kernel_choices_apart(monkeypatch):
-    """ATen's AVX2 kernels forced: the same fingerprint as by default exactly where AVX2 is
-    this processor's own choice. The probe's numbers alone did not tell an AVX-512 processor
-    from an AVX2 one (2026-11-30, AMD EPYC Zen 5: the same hash, and every notebook's training
-    run differed there), so the hash holds the capability."""
+    """ATen's AVX2 kernels forced: the same fingerprint as by default exactly where torch then
+    reports the same CPU capability (an AVX2 processor), another where it does not (AVX-512).
+    The probe's numbers alone did not tell an AVX-512 processor from an AVX2 one (2026-11-30,
+    AMD EPYC Zen 5: the same hash, and every notebook's training run differed there)."""
     import subprocess
     nbb = _nbbuild()
     monkeypatch.delenv('ATEN_CPU_CAPABILITY', raising=False)
-    native = subprocess.run([sys.executable, '-c', 'import torch; print(torch.backends.cpu.'
-                             'get_cpu_capability())'], capture_output=True, text=True,
-                            check=True).stdout.strip()
-    fingerprints = {}
+    seen = {}
     for capability in (None, 'avx2'):
         if capability is not None:
             monkeypatch.setenv('ATEN_CPU_CAPABILITY', capability)
+        reported = subprocess.run([sys.executable, '-c', 'import torch; print(torch.backends.'
+                                   'cpu.get_cpu_capability())'], capture_output=True, text=True,
+                                  check=True).stdout.strip()
         del nbb._FINGERPRINT_CACHE[:]  # pylint: disable=protected-access
-        fingerprints[capability] = nbb.float_fingerprint()
+        seen[capability] = (reported, nbb.float_fingerprint())
     del nbb._FINGERPRINT_CACHE[:]  # pylint: disable=protected-access
-    assert (fingerprints[None] == fingerprints['avx2']) == (native == 'AVX2'), (native,
-                                                                               fingerprints)
+    (native, native_fp), (forced, forced_fp) = seen[None], seen['avx2']
+    assert (native_fp == forced_fp) == (native == forced), seen
 
 
 def test_float_fingerprint_is_recorded_by_execute_and_kept_on_write(tmp_path):

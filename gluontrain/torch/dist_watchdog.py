@@ -18,7 +18,8 @@ import traceback
 import torch.distributed as dist
 
 __all__ = ['TIMEOUT_ENV', 'DEFAULT_TIMEOUT_S', 'dist_timeout', 'CollectiveTimeoutError',
-           'explain_join_error', 'explain_collective_error', 'report_collective_error', 'RankWatchdog']
+           'explain_join_error', 'explain_collective_error', 'report_collective_error',
+           'RankWatchdog']
 
 TIMEOUT_ENV = 'GLUONTRAIN_DIST_TIMEOUT'
 DEFAULT_TIMEOUT_S = 600.0

@@ -115,4 +115,3 @@ def test_a_rank_that_does_not_join_within_the_timeout_is_one_error(monkeypatch):
     assert line.startswith('rank 0: the other 1 rank(s) did not join the process group within 1 s')
     assert 'GLUONTRAIN_DIST_TIMEOUT=1' in line and '\n' not in line
     assert not torch.distributed.is_initialized()
-
