@@ -211,7 +211,6 @@ def test_float_fingerprint_tells_kernel_choices_apart(monkeypatch):
                                   check=True).stdout.strip()
         del nbb._FINGERPRINT_CACHE[:]  # pylint: disable=protected-access
         seen[capability] = (reported, nbb.float_fingerprint())
-    del nbb._FINGERPRINT_CACHE[:]  # pylint: disable=protected-access
     (native, native_fp), (forced, forced_fp) = seen[None], seen['avx2']
     assert (native_fp == forced_fp) == (native == forced), seen
 
